@@ -1,0 +1,36 @@
+# gleaner: build, test and demo. `make help` lists the targets.
+GO      ?= go
+BIN     := bin/gleaner
+PKGS    := ./...
+FUZZTIME ?= 20s
+
+.PHONY: help build test lint demo bench fuzz clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/gleaner
+	$(GO) build -o $(BIN) ./cmd/gleaner
+
+test: lint ## lint, then every test (unit, 20-node network, RPC transcripts, CLI harness)
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+lint: ## gofmt and go vet must be clean
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+demo: build ## a 5-node local testnet on this machine that shows the nodes finding each other
+	./$(BIN) testnet up --nodes 5 --run-for 15s
+
+bench: build ## every benchmark; results go in docs/PERFORMANCE.md
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./p2p
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 10m ./node/rpc
+	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
+
+fuzz: ## run each fuzzer for FUZZTIME
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./node/rpc
+
+clean: ## remove build output
+	rm -rf bin

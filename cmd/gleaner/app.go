@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+const appHelp = `gleaner is a peer-to-peer market for idle GPU time. Each machine runs one
+node (gleaner daemon); every other command talks to that node through its
+local JSON-RPC API.
+
+Getting started:
+   gleaner init                     create a node (identity, token, config) in ~/.gleaner
+   gleaner daemon                   run it until Ctrl-C
+   gleaner id                       who am I, where do I listen
+   gleaner peers                    who am I connected to
+   gleaner testnet up --nodes 5     a whole local network on this machine
+
+Every command accepts --json for scripts. Exit codes: 0 success, 1 failure,
+2 usage error. Set GLEANER_REPO or --repo to use another repo directory.`
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:                 "gleaner",
+		Usage:                "rent out idle GPUs, or rent them, with no middleman",
+		Description:          appHelp,
+		Version:              node.Version,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		HideHelpCommand:      true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "repo",
+				Usage:   "node repo directory",
+				EnvVars: []string{"GLEANER_REPO"},
+				Value:   node.DefaultRepoDir(),
+			},
+		},
+		Commands: []*cli.Command{
+			initCommand(),
+			daemonCommand(),
+			idCommand(),
+			peersCommand(),
+			connectCommand(),
+			disconnectCommand(),
+			pingCommand(),
+			rpcCommand(),
+			versionCommand(),
+			testnetCommand(),
+			completionCommand(),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usagef("see `gleaner --help`", "%v", err)
+		},
+		// Errors are reported by run, once, in one format.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		notFound = usagef("see `gleaner --help` for the list of commands", "unknown command %q", name)
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usagef("see `gleaner "+c.Command.Name+" --help`", "%v", err)
+		}
+	}
+	return app
+}
+
+// notFound carries CommandNotFound's verdict to run: urfave/cli's hook
+// cannot return an error.
+var notFound error
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := newApp(stdout, stderr).RunContext(ctx, args)
+	if err == nil && notFound != nil {
+		err = notFound
+	}
+	return report(stderr, err)
+}

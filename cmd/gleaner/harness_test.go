@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The CLI harness builds the real binary once and drives it against real
+// daemons, as a user would from a shell.
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gleaner-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "gleaner")
+	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build gleaner: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func gleaner(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), "GLEANER_REPO=")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{so.String(), se.String(), code}
+}
+
+func mustOK(t *testing.T, r result, what string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", what, r.code, r.stdout, r.stderr)
+	}
+}
+
+func initRepo(t *testing.T) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "repo")
+	mustOK(t, gleaner(t, "--repo", repo, "init", "--network", "local"), "init")
+	return repo
+}
+
+// daemon is a running `gleaner daemon` child process.
+type daemon struct {
+	cmd    *exec.Cmd
+	repo   string
+	peerID string
+	addrs  []string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startDaemon(t testing.TB, repo string, extra ...string) *daemon {
+	t.Helper()
+	args := append([]string{"--repo", repo, "daemon", "--json", "--mdns=false",
+		"--listen", "/ip4/127.0.0.1/tcp/0", "--rpc", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(binPath, args...)
+	d := &daemon{cmd: cmd, repo: repo, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = d.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-d.done
+		d.done <- nil
+	})
+	var ready struct {
+		PeerID string   `json:"peer_id"`
+		Addrs  []string `json:"addrs"`
+	}
+	dec := make(chan error, 1)
+	go func() { dec <- json.NewDecoder(bufio.NewReader(out)).Decode(&ready) }()
+	select {
+	case err := <-dec:
+		if err != nil {
+			t.Fatalf("daemon never became ready: %v\nstderr: %s", err, d.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon not ready after 20 s\nstderr: %s", d.stderr)
+	}
+	d.peerID, d.addrs = ready.PeerID, ready.Addrs
+	return d
+}
+
+// stop sends sig and returns the exit code and how long the exit took.
+func (d *daemon) stop(t testing.TB, sig syscall.Signal) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	_ = d.cmd.Process.Signal(sig)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+			if ee.Sys().(syscall.WaitStatus).Signaled() {
+				code = -1
+			}
+		}
+		return code, time.Since(start)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("daemon did not exit within 15 s of %v\nstderr: %s", sig, d.stderr)
+		return 0, 0
+	}
+}
+
+func TestInitTwiceIsRefused(t *testing.T) {
+	repo := initRepo(t)
+	before, _ := os.ReadFile(filepath.Join(repo, "identity.key"))
+	r := gleaner(t, "--repo", repo, "init")
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists") || !strings.Contains(r.stderr, "hint:") {
+		t.Fatalf("second init: exit %d, stderr %q", r.code, r.stderr)
+	}
+	after, _ := os.ReadFile(filepath.Join(repo, "identity.key"))
+	if !bytes.Equal(before, after) {
+		t.Fatal("second init changed the identity")
+	}
+}
+
+func TestClientWithoutDaemonSaysSo(t *testing.T) {
+	repo := initRepo(t)
+	r := gleaner(t, "--repo", repo, "id")
+	if r.code != 1 || !strings.Contains(r.stderr, "no daemon is running") || !strings.Contains(r.stderr, "gleaner daemon") {
+		t.Fatalf("id without daemon: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "goroutine") {
+		t.Fatal("printed a stack trace")
+	}
+	r = gleaner(t, "--repo", filepath.Join(t.TempDir(), "none"), "peers")
+	if r.code != 1 || !strings.Contains(r.stderr, "gleaner init") {
+		t.Fatalf("peers without repo: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	repo := initRepo(t)
+	for _, args := range [][]string{
+		{"frobnicate"},
+		{"--repo", repo, "connect"},
+		{"--repo", repo, "ping", "a", "b"},
+		{"--repo", repo, "daemon", "--log-level", "loud"},
+		{"--repo", repo, "daemon", "--rpc", "0.0.0.0:0"},
+		{"--repo", repo, "id", "--no-such-flag"},
+		{"--repo", repo, "rpc", "node_ping", "{not json"},
+		{"completion", "tcsh"},
+		{"testnet", "up", "--nodes", "0"},
+	} {
+		r := gleaner(t, args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "gleaner: ") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and a one-line error", args, r.code, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Config is the node's configuration, read from <repo>/config.toml. Every
+// field is documented in the file that Render writes.
+type Config struct {
+	Network string       `toml:"network"`
+	P2P     P2PConfig    `toml:"p2p"`
+	RPC     RPCConfig    `toml:"rpc"`
+	Limits  LimitsConfig `toml:"limits"`
+}
+
+// P2PConfig holds the libp2p host's settings.
+type P2PConfig struct {
+	Listen       []string `toml:"listen"`
+	Bootstrap    []string `toml:"bootstrap"`
+	MDNS         bool     `toml:"mdns"`
+	NATTraversal bool     `toml:"nat_traversal"`
+	RelayService bool     `toml:"relay_service"`
+	DHTMode      string   `toml:"dht_mode"`
+}
+
+// RPCConfig holds the local JSON-RPC endpoint's settings.
+type RPCConfig struct {
+	Address     string `toml:"address"`
+	AllowRemote bool   `toml:"allow_remote"`
+}
+
+// LimitsConfig bounds what the node may use of the owner's machine.
+type LimitsConfig struct {
+	ConnectionsLow  int `toml:"connections_low"`
+	ConnectionsHigh int `toml:"connections_high"`
+	MaxMemoryMB     int `toml:"max_memory_mb"`
+	MaxFileDescs    int `toml:"max_file_descriptors"`
+}
+
+// Default ports, chosen to stay clear of kubo (4001/5001).
+const (
+	DefaultP2PPort = 4030
+	DefaultRPCPort = 4031
+)
+
+var networkName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// DefaultConfig is the configuration `gleaner init` writes for network.
+func DefaultConfig(network string) Config {
+	return Config{
+		Network: network,
+		P2P: P2PConfig{
+			Listen: []string{
+				fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultP2PPort),
+				fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultP2PPort),
+			},
+			MDNS:         network == NetworkLocal,
+			NATTraversal: network != NetworkLocal,
+			DHTMode:      "auto",
+		},
+		RPC: RPCConfig{Address: fmt.Sprintf("127.0.0.1:%d", DefaultRPCPort)},
+		Limits: LimitsConfig{
+			ConnectionsLow:  64,
+			ConnectionsHigh: 192,
+			MaxMemoryMB:     512,
+			MaxFileDescs:    1024,
+		},
+	}
+}
+
+// Known network names. Any other valid name is a private network that needs
+// explicit bootstrap peers.
+const (
+	NetworkLocal   = "local"
+	NetworkTestnet = "testnet"
+)
+
+// LoadConfig reads and validates a config file. Unknown keys are errors: a
+// misspelt setting must never be silently ignored.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return c, fmt.Errorf("config file %s is missing", path)
+		}
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return c, fmt.Errorf("config %s: unknown setting(s) %s", path, strings.Join(keys, ", "))
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks every field and names the one that is wrong.
+func (c Config) Validate() error {
+	if !networkName.MatchString(c.Network) {
+		return fmt.Errorf("network %q: use lowercase letters, digits and '-' (for example %q or %q)", c.Network, NetworkLocal, NetworkTestnet)
+	}
+	if len(c.P2P.Listen) == 0 {
+		return errors.New("p2p.listen: at least one listen address is needed")
+	}
+	for _, s := range c.P2P.Listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return fmt.Errorf("p2p.listen: %q is not a multiaddr (%v); example: /ip4/0.0.0.0/tcp/4030", s, err)
+		}
+	}
+	if _, err := ParseBootstrap(c.P2P.Bootstrap); err != nil {
+		return fmt.Errorf("p2p.bootstrap: %w", err)
+	}
+	switch c.P2P.DHTMode {
+	case "auto", "server", "client":
+	default:
+		return fmt.Errorf("p2p.dht_mode %q: use auto, server or client", c.P2P.DHTMode)
+	}
+	host, port, err := net.SplitHostPort(c.RPC.Address)
+	if err != nil {
+		return fmt.Errorf("rpc.address %q: want host:port, for example 127.0.0.1:%d", c.RPC.Address, DefaultRPCPort)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("rpc.address %q: bad port", c.RPC.Address)
+	}
+	if !isLoopback(host) && !c.RPC.AllowRemote {
+		return fmt.Errorf("rpc.address %q is not a loopback address; anyone who can reach it and has the token controls this node, so set rpc.allow_remote = true (or --rpc-allow-remote) if you really mean it", c.RPC.Address)
+	}
+	l := c.Limits
+	if l.ConnectionsLow < 1 || l.ConnectionsHigh < l.ConnectionsLow {
+		return fmt.Errorf("limits: need 1 <= connections_low (%d) <= connections_high (%d)", l.ConnectionsLow, l.ConnectionsHigh)
+	}
+	if l.MaxMemoryMB < 64 {
+		return fmt.Errorf("limits.max_memory_mb %d: at least 64 is needed", l.MaxMemoryMB)
+	}
+	if l.MaxFileDescs < 64 {
+		return fmt.Errorf("limits.max_file_descriptors %d: at least 64 is needed", l.MaxFileDescs)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

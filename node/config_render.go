@@ -1,0 +1,62 @@
+package node
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Render writes the config as a commented TOML file that a person can edit:
+// every setting says what it does and what it accepts.
+func (c Config) Render() string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("# gleaner node configuration. Edit it, then restart `gleaner daemon`.")
+	w("# Command-line flags (--network, --listen, --bootstrap, --rpc) override these values for one run.")
+	w("")
+	w("# Which network to join. Nodes of different networks never talk to each other.")
+	w("#   \"local\"   - nodes on this machine or LAN, found through mDNS; for tests and demos")
+	w("#   \"testnet\" - the public testnet, joined through its bootstrap nodes")
+	w("network = %s", strconv.Quote(c.Network))
+	w("")
+	w("[p2p]")
+	w("# Multiaddrs to listen on: TCP and QUIC. Use port 0 for any free port.")
+	w("listen = %s", quoteList(c.P2P.Listen))
+	w("# Peers to join the network through (multiaddrs ending in /p2p/<peer-id>, or /dnsaddr/...).")
+	w("# Empty means the network's built-in list (the public testnet has one; \"local\" uses mDNS).")
+	w("bootstrap = %s", quoteList(c.P2P.Bootstrap))
+	w("# Find other nodes on the LAN through multicast DNS.")
+	w("mdns = %t", c.P2P.MDNS)
+	w("# AutoNAT, UPnP/NAT-PMP port mapping, hole punching and relays, so a node behind a home")
+	w("# router is reachable. Turn off only on a host with a public address.")
+	w("nat_traversal = %t", c.P2P.NATTraversal)
+	w("# Serve as a bootstrap and circuit-relay node for others. Only on a publicly reachable host.")
+	w("relay_service = %t", c.P2P.RelayService)
+	w("# DHT mode: \"auto\" (server when publicly reachable), \"server\" or \"client\".")
+	w("dht_mode = %s", strconv.Quote(c.P2P.DHTMode))
+	w("")
+	w("[rpc]")
+	w("# Where the local JSON-RPC API listens (host:port; port 0 = any free port).")
+	w("# The URL actually used is written to <repo>/rpc.url while the daemon runs.")
+	w("address = %s", strconv.Quote(c.RPC.Address))
+	w("# Allow a non-loopback address above. Anyone who can reach it and holds rpc.token")
+	w("# controls this node, so leave this off unless the port is firewalled.")
+	w("allow_remote = %t", c.RPC.AllowRemote)
+	w("")
+	w("[limits]")
+	w("# Connection manager: trim connections down to connections_low when above connections_high.")
+	w("connections_low = %d", c.Limits.ConnectionsLow)
+	w("connections_high = %d", c.Limits.ConnectionsHigh)
+	w("# Resource manager ceilings for the libp2p stack.")
+	w("max_memory_mb = %d", c.Limits.MaxMemoryMB)
+	w("max_file_descriptors = %d", c.Limits.MaxFileDescs)
+	return b.String()
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

@@ -1,0 +1,86 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRenderedConfigRoundTrips(t *testing.T) {
+	for _, network := range []string{NetworkLocal, NetworkTestnet} {
+		want := DefaultConfig(network)
+		want.P2P.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4030/p2p/12D3KooWGzh8ZGDbq8FWRzcBHPwSsjWJQRGxvSgNi3VQq3rzw6tK"}
+		path := filepath.Join(t.TempDir(), ConfigFile)
+		if err := os.WriteFile(path, []byte(want.Render()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := LoadConfig(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: round trip\n got %+v\nwant %+v", network, got, want)
+		}
+	}
+}
+
+func TestConfigRejectsUnknownKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ConfigFile)
+	body := DefaultConfig(NetworkLocal).Render() + "\n[rpc2]\naddres = \"x\"\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), "rpc2") {
+		t.Fatalf("unknown key not reported: %v", err)
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"network", func(c *Config) { c.Network = "Main Net" }, "network"},
+		{"listen empty", func(c *Config) { c.P2P.Listen = nil }, "p2p.listen"},
+		{"listen garbage", func(c *Config) { c.P2P.Listen = []string{"tcp:4030"} }, "p2p.listen"},
+		{"bootstrap without peer", func(c *Config) { c.P2P.Bootstrap = []string{"/ip4/1.2.3.4/tcp/1"} }, "p2p.bootstrap"},
+		{"dht mode", func(c *Config) { c.P2P.DHTMode = "fast" }, "p2p.dht_mode"},
+		{"rpc address", func(c *Config) { c.RPC.Address = "4031" }, "rpc.address"},
+		{"rpc remote", func(c *Config) { c.RPC.Address = "0.0.0.0:4031" }, "rpc.address"},
+		{"connections", func(c *Config) { c.Limits.ConnectionsHigh = 1 }, "limits"},
+		{"memory", func(c *Config) { c.Limits.MaxMemoryMB = 1 }, "limits.max_memory_mb"},
+	}
+	for _, tc := range cases {
+		c := DefaultConfig(NetworkLocal)
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.field) {
+			t.Errorf("%s: got %v, want an error starting with %q", tc.name, err, tc.field)
+		}
+	}
+	c := DefaultConfig(NetworkLocal)
+	c.RPC.Address, c.RPC.AllowRemote = "0.0.0.0:4031", true
+	if err := c.Validate(); err != nil {
+		t.Errorf("remote RPC with allow_remote: %v", err)
+	}
+}
+
+func TestBootstrapDefaults(t *testing.T) {
+	if got := BootstrapFor(NetworkTestnet, nil); len(got) == 0 {
+		t.Error("testnet has no built-in bootstrap list")
+	}
+	if got := BootstrapFor(NetworkLocal, nil); len(got) != 0 {
+		t.Errorf("local network has bootstrap peers %v", got)
+	}
+	custom := []string{"/dnsaddr/example.org"}
+	if got := BootstrapFor(NetworkTestnet, custom); !reflect.DeepEqual(got, custom) {
+		t.Errorf("configured list not used: %v", got)
+	}
+	if _, err := ParseBootstrap(BootstrapFor(NetworkTestnet, nil)); err != nil {
+		t.Errorf("built-in list does not parse: %v", err)
+	}
+}

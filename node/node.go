@@ -1,0 +1,213 @@
+// Package node is gleaner's composition root: it reads a repo and its
+// config, wires the p2p host and the local JSON-RPC API together, and owns
+// their lifecycle. Components start in dependency order and stop in reverse.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/p2p"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Version is the gleaner release; the linker sets it for release builds.
+var Version = "0.1.0-dev"
+
+// Options are the knobs that do not belong in config.toml because they
+// describe how this process runs rather than what the node is.
+type Options struct {
+	Logger *slog.Logger
+	// InProcess skips NAT services and mDNS regardless of config, so that a
+	// test can run dozens of nodes on two cores without multicast noise.
+	InProcess bool
+}
+
+// Node is one running gleaner node.
+type Node struct {
+	repo *Repo
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+
+	host    *p2p.Host
+	rpc     *rpc.Server
+	httpSrv *http.Server
+	url     string
+	started time.Time
+
+	mu      sync.Mutex
+	stops   []func(context.Context) error // run in reverse order by Stop
+	stopped bool
+}
+
+// New prepares a node; nothing runs until Start.
+func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Node{repo: repo, cfg: cfg, opts: opts, log: opts.Logger}, nil
+}
+
+// Start locks the repo, starts the p2p host and serves the RPC API. On any
+// error everything already started is stopped again.
+func (n *Node) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			_ = n.Stop(context.Background())
+		}
+	}()
+	if err := n.repo.Lock(); err != nil {
+		return err
+	}
+	n.onStop(func(context.Context) error { return n.repo.Unlock() })
+	n.started = time.Now()
+
+	if err := n.startHost(ctx); err != nil {
+		return err
+	}
+	return n.startRPC()
+}
+
+func (n *Node) startHost(ctx context.Context) error {
+	key, err := n.repo.Identity()
+	if err != nil {
+		return err
+	}
+	opts, err := n.hostOptions(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := p2p.New(ctx, append(opts, p2p.Identity(key))...)
+	if err != nil {
+		return fmt.Errorf("start p2p host: %w", err)
+	}
+	n.host = h
+	n.onStop(func(context.Context) error { return h.Close() })
+	return nil
+}
+
+func (n *Node) hostOptions(ctx context.Context) ([]p2p.Option, error) {
+	c := n.cfg
+	listen := make([]ma.Multiaddr, 0, len(c.P2P.Listen))
+	for _, s := range c.P2P.Listen {
+		m, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("p2p.listen %q: %w", s, err)
+		}
+		listen = append(listen, m)
+	}
+	boot, err := ParseBootstrap(BootstrapFor(c.Network, c.P2P.Bootstrap))
+	if err != nil {
+		return nil, err
+	}
+	peers, errs := ResolveBootstrap(ctx, boot)
+	for _, e := range errs {
+		n.log.Warn("bootstrap entry skipped", "err", e)
+	}
+	if c.Network == NetworkTestnet && len(peers) == 0 {
+		n.log.Warn("no testnet bootstrap peer could be resolved; the node will only find peers that dial it or that you connect to (gleaner connect <multiaddr>)")
+	}
+	opts := []p2p.Option{
+		p2p.Network(c.Network),
+		p2p.ListenAddrs(listen...),
+		p2p.Bootstrap(peers...),
+		p2p.MDNS(c.P2P.MDNS && !n.opts.InProcess),
+		p2p.RelayService(c.P2P.RelayService),
+		p2p.DHTMode(c.P2P.DHTMode),
+		p2p.ConnLimits(c.Limits.ConnectionsLow, c.Limits.ConnectionsHigh),
+		p2p.ResourceLimits(int64(c.Limits.MaxMemoryMB)<<20, c.Limits.MaxFileDescs),
+		p2p.Logger(n.log),
+	}
+	if !c.P2P.NATTraversal || n.opts.InProcess {
+		opts = append(opts, p2p.DisableNATServices())
+	}
+	return opts, nil
+}
+
+func (n *Node) startRPC() error {
+	tok, err := n.repo.Token()
+	if err != nil {
+		return err
+	}
+	n.rpc = rpc.NewServer(tok, rpc.Info("gleaner node API", Version))
+	registerNodeAPI(n.rpc, n)
+
+	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
+	if err != nil {
+		return fmt.Errorf("rpc: cannot listen on %s: %w (is another daemon using it? pick another with --rpc 127.0.0.1:0)", n.cfg.RPC.Address, err)
+	}
+	n.url = "http://" + ln.Addr().String()
+	n.httpSrv = &http.Server{
+		Handler:           n.rpc.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	go func() {
+		if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("rpc server stopped", "err", err)
+		}
+	}()
+	n.onStop(func(ctx context.Context) error { return n.httpSrv.Shutdown(ctx) })
+	if !isLoopback(hostOf(ln.Addr())) {
+		n.log.Warn("RPC API listens on a non-loopback address: anyone who can reach it and holds the token controls this node", "addr", ln.Addr())
+	}
+	if err := n.repo.WriteURL(n.url); err != nil {
+		return fmt.Errorf("write %s: %w", URLFile, err)
+	}
+	n.onStop(func(context.Context) error { return n.repo.RemoveURL() })
+	return nil
+}
+
+func hostOf(a net.Addr) string {
+	h, _, _ := net.SplitHostPort(a.String())
+	return h
+}
+
+func (n *Node) onStop(f func(context.Context) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stops = append(n.stops, f)
+}
+
+// Stop stops every component in reverse start order. It is idempotent and
+// returns the first error, after trying every component.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return nil
+	}
+	n.stopped = true
+	stops := n.stops
+	n.mu.Unlock()
+	var first error
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// RPCURL is the URL of the node's JSON-RPC endpoint.
+func (n *Node) RPCURL() string { return n.url }
+
+// Host is the node's p2p host.
+func (n *Node) Host() *p2p.Host { return n.host }
+
+// Repo is the node's repo.
+func (n *Node) Repo() *Repo { return n.repo }
+
+// Network is the name of the network the node is on.
+func (n *Node) Network() string { return n.cfg.Network }

@@ -1,0 +1,88 @@
+package p2p
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxFrame is the frame limit for /gleaner/N/* streams unless a
+// protocol sets its own.
+const DefaultMaxFrame = 1 << 20
+
+// ErrFrameTooLarge is returned when a frame's length exceeds the limit.
+var ErrFrameTooLarge = errors.New("p2p: frame too large")
+
+// errBadVarint covers overlong (non-minimal) and overflowing length prefixes;
+// accepting them would give one message several encodings.
+var errBadVarint = errors.New("p2p: malformed frame length")
+
+// WriteFrame writes p as one frame: uvarint length, then payload.
+func WriteFrame(w io.Writer, p []byte, max int) error {
+	if len(p) > max {
+		return fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, len(p), max)
+	}
+	var buf [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(buf[:], uint64(len(p)))
+	// One write for small frames keeps header and body in one packet.
+	if len(p) <= 4096 {
+		msg := make([]byte, 0, n+len(p))
+		_, err := w.Write(append(append(msg, buf[:n]...), p...))
+		return err
+	}
+	if _, err := w.Write(buf[:n]); err != nil {
+		return err
+	}
+	_, err := w.Write(p)
+	return err
+}
+
+// ReadFrame reads one frame. The length is checked against max before any
+// buffer is allocated, so a hostile peer cannot make us allocate more than
+// max. Truncation anywhere yields io.ErrUnexpectedEOF; a clean end of stream
+// before the first byte yields io.EOF.
+func ReadFrame(r io.Reader, max int) ([]byte, error) {
+	n, err := readUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if max < 0 || n > uint64(max) {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// readUvarint reads a minimal uvarint one byte at a time: the reader is a
+// stream, and reading ahead would swallow the payload.
+func readUvarint(r io.Reader) (uint64, error) {
+	var x uint64
+	var b [1]byte
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			if i > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		c := b[0]
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			return 0, errBadVarint // overflows 64 bits
+		}
+		if c < 0x80 {
+			if c == 0 && i > 0 {
+				return 0, errBadVarint // trailing zero group: not minimal
+			}
+			return x | uint64(c)<<(7*i), nil
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, errBadVarint
+}

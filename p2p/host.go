@@ -1,0 +1,244 @@
+// Package p2p owns the libp2p host, the Kademlia DHT, gossipsub, peer
+// discovery and stream framing for one gleaner network N. It is a leaf: it
+// knows nothing of GPUs or money. Every identifier it puts on the wire
+// carries N (/gleaner/N/...), so that nodes of different networks never mix.
+package p2p
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// closeTimeout bounds Close: a node shutting down must not hang on a peer
+// that stopped reading.
+const closeTimeout = 2500 * time.Millisecond
+
+// Host is one node's presence on network N: a libp2p host with the DHT,
+// gossipsub and discovery wired to it. Safe for concurrent use.
+type Host struct {
+	cfg    *config
+	h      host.Host
+	dht    *dht.IpfsDHT
+	ps     *pubsub.PubSub
+	log    *slog.Logger
+	gater  *foreignGater
+	closer []io.Closer // extra services (mDNS), closed before the host
+
+	ctx    context.Context // lives until Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	reach  atomic.Value // string: "unknown" | "public" | "private"
+	events eventHub
+	scores scoreBoard
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a libp2p host for the configured network and starts DHT,
+// gossipsub, bootstrap and discovery. Bootstrap dialing happens in the
+// background, so New returns as soon as the host listens.
+func New(ctx context.Context, opts ...Option) (*Host, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	gater := newForeignGater()
+	lopts, err := libp2pOptions(cfg, gater)
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(lopts...)
+	if err != nil {
+		return nil, err
+	}
+	hh, err := newHost(ctx, h, cfg, gater)
+	if err != nil {
+		return nil, err
+	}
+	// Listen only now, after every protocol handler is registered: a peer
+	// that connects earlier would identify us without the hello protocol and
+	// drop us as foreign.
+	if err := h.Network().Listen(cfg.listen...); err != nil {
+		hh.Close()
+		return nil, err
+	}
+	return hh, nil
+}
+
+// NewFromHost wraps an existing host (for example a mocknet peer) with DHT,
+// gossipsub and discovery. Options that shape the libp2p host itself
+// (Identity, ListenAddrs, limits, NAT) are ignored. Host.Close closes h too.
+func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newHost(ctx, h, cfg, nil)
+}
+
+func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.Scale(cfg.maxMemory, cfg.maxFD)))
+	if err != nil {
+		return nil, err
+	}
+	// The grace period protects fresh connections while identify and the DHT
+	// decide whether they are worth keeping.
+	cm, err := connmgr.NewConnManager(cfg.connLow, cfg.connHigh, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	o := []libp2p.Option{
+		libp2p.Identity(cfg.key),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Security(tls.ID, tls.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.ConnectionGater(gater),
+		libp2p.Ping(true),
+		libp2p.UserAgent("gleaner/" + cfg.network),
+	}
+	if cfg.noNAT {
+		o = append(o, libp2p.DisableRelay(), libp2p.DisableMetrics())
+	} else {
+		o = append(o, libp2p.EnableRelay(), libp2p.NATPortMap(),
+			libp2p.EnableHolePunching(), libp2p.EnableAutoNATv2())
+		if len(cfg.bootstrap) > 0 {
+			o = append(o, libp2p.EnableAutoRelayWithStaticRelays(cfg.bootstrap))
+		}
+	}
+	if cfg.relayService {
+		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
+	}
+	return o, nil
+}
+
+func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater) (hh *Host, err error) {
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	hh = &Host{cfg: cfg, h: h, log: cfg.log.With("network", cfg.network), gater: gater, ctx: hctx, cancel: cancel}
+	hh.reach.Store("unknown")
+	defer func() {
+		if err != nil {
+			hh.Close()
+		}
+	}()
+	// The hello handler exists only to be advertised by identify; see
+	// netcheck.go for why that is how networks are told apart.
+	h.SetStreamHandler(hh.ProtocolID(helloName), func(s network.Stream) { _ = s.Close() })
+	if err := hh.startEventLoop(); err != nil {
+		return hh, err
+	}
+	if hh.dht, err = dht.New(h, dhtOptions(cfg)...); err != nil {
+		return hh, err
+	}
+	if hh.ps, err = hh.newPubSub(); err != nil {
+		return hh, err
+	}
+	if cfg.mdns {
+		if err := hh.startMDNS(); err != nil {
+			hh.log.Warn("mdns disabled", "err", err)
+		}
+	}
+	hh.wg.Add(1)
+	go hh.discoveryLoop()
+	return hh, nil
+}
+
+func dhtOptions(cfg *config) []dht.Option {
+	// "auto" maps to ModeAutoServer: a young network without AutoNAT
+	// servers never learns it is public, and a DHT of clients finds nothing.
+	mode := dht.ModeAutoServer
+	switch cfg.dhtMode {
+	case "server":
+		mode = dht.ModeServer
+	case "client":
+		mode = dht.ModeClient
+	}
+	return []dht.Option{
+		dht.ProtocolPrefix(protocolPrefix(cfg.network)),
+		dht.Mode(mode),
+		dht.BootstrapPeers(cfg.bootstrap...),
+	}
+}
+
+// ID is this node's peer ID.
+func (h *Host) ID() peer.ID { return h.h.ID() }
+
+// Network is the network name N.
+func (h *Host) Network() string { return h.cfg.network }
+
+// LibP2P exposes the underlying host for stream handlers.
+func (h *Host) LibP2P() host.Host { return h.h }
+
+// DHT exposes the Kademlia DHT.
+func (h *Host) DHT() *dht.IpfsDHT { return h.dht }
+
+// PubSub exposes the gossipsub instance.
+func (h *Host) PubSub() *pubsub.PubSub { return h.ps }
+
+// Addrs returns the listen addresses with /p2p/<id> appended, ready to hand
+// to another node as a bootstrap address.
+func (h *Host) Addrs() []ma.Multiaddr {
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.h.ID(), Addrs: h.h.Addrs()})
+	if err != nil {
+		return nil
+	}
+	return addrs
+}
+
+// Reachability is "unknown", "public" or "private", as AutoNAT last said.
+func (h *Host) Reachability() string { return h.reach.Load().(string) }
+
+// Close stops discovery, the DHT, gossipsub and the libp2p host. It is
+// idempotent and returns within closeTimeout even if a peer hangs.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.cancel() // stops pubsub, loops, peer-event subscriptions
+		done := make(chan error, 1)
+		go func() {
+			var errs []error
+			for _, c := range h.closer {
+				errs = append(errs, c.Close())
+			}
+			if h.dht != nil {
+				errs = append(errs, h.dht.Close())
+			}
+			errs = append(errs, h.h.Close())
+			h.wg.Wait()
+			h.events.close()
+			done <- errors.Join(errs...)
+		}()
+		select {
+		case h.closeErr = <-done:
+		case <-time.After(closeTimeout):
+			h.closeErr = errors.New("p2p: close timed out")
+		}
+	})
+	return h.closeErr
+}

@@ -1,0 +1,44 @@
+package p2p
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// newMockHosts builds n unlinked mocknet peers with Ed25519 keys (the key
+// type real nodes use) wrapped by NewFromHost. The caller links them.
+func newMockHosts(t testing.TB, n int, latency time.Duration, opts ...Option) (mocknet.Mocknet, []*Host) {
+	t.Helper()
+	mn := mocknet.New()
+	mn.SetLinkDefaults(mocknet.LinkOptions{Latency: latency})
+	hosts := make([]*Host, n)
+	for i := range hosts {
+		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ma.StringCast(fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4242", i>>16&255, i>>8&255, i&255+1))
+		lh, err := mn.AddPeer(k, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := []Option{Network("mock"), DHTMode("server"), Logger(quietLog), DiscoveryInterval(0)}
+		if hosts[i], err = NewFromHost(context.Background(), lh, append(base, opts...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			_ = h.Close()
+		}
+		_ = mn.Close()
+	})
+	return mn, hosts
+}

@@ -1,0 +1,122 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// PeerInfo describes one connected peer.
+type PeerInfo struct {
+	ID        peer.ID
+	Addrs     []ma.Multiaddr // remote addresses of the live connections
+	Direction string         // "inbound" | "outbound" (of the first connection)
+	Latency   time.Duration  // EWMA of pings; 0 if unknown
+	Transport string         // "tcp" | "quic" | "relay" | "other"
+}
+
+// ErrNotConnected is returned by Disconnect for a peer with no connection.
+var ErrNotConnected = errors.New("p2p: not connected to peer")
+
+// Connect dials ai and waits for identify. A peer that turns out to belong
+// to another network is disconnected and ErrForeignPeer returned.
+func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
+	if ai.ID == h.h.ID() {
+		return errors.New("p2p: cannot connect to self")
+	}
+	if h.isForeign(ai.ID) {
+		return ErrForeignPeer
+	}
+	if err := h.h.Connect(ctx, ai); err != nil {
+		return err
+	}
+	// libp2p's Connect returns after identify, so the protocol list is
+	// known; the event loop would also catch this, but callers deserve an
+	// error rather than a connection that silently vanishes.
+	// An empty protocol list means identify itself failed (timeout under
+	// load): that says nothing about the peer's network, so it is an error
+	// but not grounds to blacklist.
+	all, err := h.h.Peerstore().GetProtocols(ai.ID)
+	if err != nil || len(all) == 0 {
+		return fmt.Errorf("p2p: identify with %s did not complete", ai.ID)
+	}
+	if !h.speaksOurNetwork(all) {
+		h.rejectForeign(ai.ID)
+		return ErrForeignPeer
+	}
+	return nil
+}
+
+// Disconnect closes all connections to id.
+func (h *Host) Disconnect(id peer.ID) error {
+	if len(h.h.Network().ConnsToPeer(id)) == 0 {
+		return fmt.Errorf("%w: %s", ErrNotConnected, id)
+	}
+	return h.h.Network().ClosePeer(id)
+}
+
+// Ping measures one round trip with the libp2p ping protocol.
+func (h *Host) Ping(ctx context.Context, id peer.ID) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the ping stream after the first result
+	select {
+	case r, ok := <-ping.Ping(ctx, h.h, id):
+		if !ok {
+			return 0, ctx.Err()
+		}
+		return r.RTT, r.Error
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Peers lists the connected peers.
+func (h *Host) Peers() []PeerInfo {
+	byPeer := make(map[peer.ID]int)
+	var out []PeerInfo
+	for _, c := range h.h.Network().Conns() {
+		p := c.RemotePeer()
+		i, ok := byPeer[p]
+		if !ok {
+			i = len(out)
+			byPeer[p] = i
+			out = append(out, PeerInfo{
+				ID:        p,
+				Direction: direction(c.Stat().Direction),
+				Latency:   h.h.Peerstore().LatencyEWMA(p),
+				Transport: transportName(c.RemoteMultiaddr()),
+			})
+		}
+		out[i].Addrs = append(out[i].Addrs, c.RemoteMultiaddr())
+	}
+	return out
+}
+
+func direction(d network.Direction) string {
+	switch d {
+	case network.DirInbound:
+		return "inbound"
+	case network.DirOutbound:
+		return "outbound"
+	}
+	return "unknown"
+}
+
+func transportName(a ma.Multiaddr) string {
+	has := func(code int) bool { _, err := a.ValueForProtocol(code); return err == nil }
+	switch {
+	case has(ma.P_CIRCUIT):
+		return "relay"
+	case has(ma.P_QUIC_V1):
+		return "quic"
+	case has(ma.P_TCP):
+		return "tcp"
+	}
+	return "other"
+}
