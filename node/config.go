@@ -6,19 +6,36 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Config is the node's configuration, read from <repo>/config.toml. Every
 // field is documented in the file that Render writes.
 type Config struct {
-	Network string       `toml:"network"`
-	P2P     P2PConfig    `toml:"p2p"`
-	RPC     RPCConfig    `toml:"rpc"`
-	Limits  LimitsConfig `toml:"limits"`
+	Network  string         `toml:"network"`
+	P2P      P2PConfig      `toml:"p2p"`
+	RPC      RPCConfig      `toml:"rpc"`
+	Limits   LimitsConfig   `toml:"limits"`
+	Provider ProviderConfig `toml:"provider"`
+	Market   MarketConfig   `toml:"market"`
+}
+
+// ProviderConfig says which GPUs this node can sell. What it sells them
+// for (prices, calendar, policy) is runtime state: see OfferSettings.
+type ProviderConfig struct {
+	SimulateGPUs string `toml:"simulate_gpus"`
+}
+
+// MarketConfig bounds the renter's view of the market.
+type MarketConfig struct {
+	Continents []string `toml:"continents"`
+	MaxOffers  int      `toml:"max_offers"`
 }
 
 // P2PConfig holds the libp2p host's settings.
@@ -73,6 +90,7 @@ func DefaultConfig(network string) Config {
 			MaxMemoryMB:     512,
 			MaxFileDescs:    1024,
 		},
+		Market: MarketConfig{Continents: []string{}, MaxOffers: maxBookDefault},
 	}
 }
 
@@ -147,6 +165,19 @@ func (c Config) Validate() error {
 	}
 	if l.MaxFileDescs < 64 {
 		return fmt.Errorf("limits.max_file_descriptors %d: at least 64 is needed", l.MaxFileDescs)
+	}
+	if c.Provider.SimulateGPUs != "" {
+		if _, err := attest.ParseSimulateSpec(c.Provider.SimulateGPUs); err != nil {
+			return fmt.Errorf("provider.simulate_gpus: %v", err)
+		}
+	}
+	for _, cont := range c.Market.Continents {
+		if !slices.Contains(auction.Continents, cont) {
+			return fmt.Errorf("market.continents: %q is not one of %v", cont, auction.Continents)
+		}
+	}
+	if c.Market.MaxOffers < 10 || c.Market.MaxOffers > 1_000_000 {
+		return fmt.Errorf("market.max_offers %d: use 10 to 1000000", c.Market.MaxOffers)
 	}
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
 	ma "github.com/multiformats/go-multiaddr"
@@ -28,6 +30,9 @@ type Options struct {
 	// InProcess skips NAT services and mDNS regardless of config, so that a
 	// test can run dozens of nodes on two cores without multicast noise.
 	InProcess bool
+	// OfferTTL is how long a published offer stays valid (default 10 min);
+	// it is re-announced at three quarters of that. Tests shorten it.
+	OfferTTL time.Duration
 }
 
 // Node is one running gleaner node.
@@ -37,8 +42,12 @@ type Node struct {
 	opts Options
 	log  *slog.Logger
 
-	host    *p2p.Host
-	rpc     *rpc.Server
+	host     *p2p.Host
+	store    *Store
+	market   *market
+	provider *provider
+	gpus     attest.Source
+	rpc      *rpc.Server
 	httpSrv *http.Server
 	url     string
 	started time.Time
@@ -55,6 +64,9 @@ func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.OfferTTL <= 0 {
+		opts.OfferTTL = 10 * time.Minute
 	}
 	return &Node{repo: repo, cfg: cfg, opts: opts, log: opts.Logger}, nil
 }
@@ -73,7 +85,17 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.onStop(func(context.Context) error { return n.repo.Unlock() })
 	n.started = time.Now()
 
+	st, err := OpenStore(filepath.Join(n.repo.Dir, StoreFile))
+	if err != nil {
+		return err
+	}
+	n.store = st
+	n.onStop(func(context.Context) error { return st.Close() })
+
 	if err := n.startHost(ctx); err != nil {
+		return err
+	}
+	if err := n.startMarket(); err != nil {
 		return err
 	}
 	return n.startRPC()
@@ -142,6 +164,8 @@ func (n *Node) startRPC() error {
 	}
 	n.rpc = rpc.NewServer(tok, rpc.Info("gleaner node API", Version))
 	registerNodeAPI(n.rpc, n)
+	registerOfferAPI(n.rpc, n)
+	registerMarketAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

@@ -106,7 +106,12 @@ func (h *Host) Join(name string, v pubsub.ValidatorEx, maxMsgBytes int) (*pubsub
 		}
 		return v(ctx, from, m)
 	}
-	if err := h.ps.RegisterTopicValidator(topic, pubsub.ValidatorEx(val)); err != nil {
+	// Inline: our validators are cheap, pure CPU checks (size, schema,
+	// signature, expiry), and running them on pubsub's validation worker
+	// saves a goroutine hand-off per message per hop, which measurably
+	// cut p95 propagation latency on a loaded machine. A validator must
+	// therefore never block on I/O.
+	if err := h.ps.RegisterTopicValidator(topic, pubsub.ValidatorEx(val), pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("p2p: register validator for %s: %w", topic, err)
 	}
 	t, err := h.ps.Join(topic)

@@ -28,6 +28,11 @@ type ClusterOptions struct {
 	// Bootstrap is added to every node's bootstrap list, to attach the
 	// cluster to a node outside it (a daemon under measurement, say).
 	Bootstrap []string
+	// Configure, when set, edits node i's config before it starts (give
+	// some nodes simulated GPUs, say).
+	Configure func(i int, cfg *node.Config)
+	// OfferTTL shortens offer lifetimes for tests of expiry.
+	OfferTTL time.Duration
 }
 
 // Cluster is N full nodes in this process, each with its own repo, on
@@ -80,6 +85,9 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 	cfg.P2P.DHTMode = "server"
 	cfg.RPC.Address = "127.0.0.1:0"
 	cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, opts.Bootstrap...)
+	if opts.Configure != nil {
+		opts.Configure(i, &cfg)
+	}
 	for k := 1; k <= opts.Fanout && k <= i; k++ {
 		// Parents (i-1)/2, then (i-1)/2 - 1, ...: a tree, plus extra edges.
 		parent := c.nodes[((i-1)/2+k-1)%i]
@@ -91,7 +99,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 	if err != nil {
 		return nil, err
 	}
-	n, err := node.New(repo, cfg, node.Options{Logger: opts.Logger.With("node", i), InProcess: true})
+	n, err := node.New(repo, cfg, node.Options{Logger: opts.Logger.With("node", i), InProcess: true, OfferTTL: opts.OfferTTL})
 	if err != nil {
 		return nil, err
 	}

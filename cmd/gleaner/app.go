@@ -50,6 +50,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			connectCommand(),
 			disconnectCommand(),
 			pingCommand(),
+			offerCommand(),
+			marketCommand(),
 			rpcCommand(),
 			versionCommand(),
 			testnetCommand(),

@@ -39,6 +39,7 @@ override config.toml for this run only. One daemon per repo.
 			&cli.BoolFlag{Name: "rpc-allow-remote", Usage: "allow --rpc on a non-loopback address (dangerous: the token is the only protection)"},
 			&cli.BoolFlag{Name: "relay", Usage: "serve as a bootstrap and circuit-relay node (publicly reachable hosts only)"},
 			&cli.BoolFlag{Name: "mdns", Usage: "find LAN peers through mDNS (default: on for the local network)"},
+			&cli.StringFlag{Name: "simulate-gpus", Usage: "on a machine without a GPU, sell labelled simulated ones, e.g. 2xRTX4090 or 1xH100,2xA100-80GB"},
 			&cli.BoolFlag{Name: "init", Usage: "create the repo first when it does not exist"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			jsonFlag,
@@ -134,6 +135,9 @@ func applyDaemonFlags(c *cli.Context, cfg *node.Config) error {
 	}
 	if c.IsSet("mdns") {
 		cfg.P2P.MDNS = c.Bool("mdns")
+	}
+	if c.IsSet("simulate-gpus") {
+		cfg.Provider.SimulateGPUs = c.String("simulate-gpus")
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("see `gleaner daemon --help`", "%v", err)

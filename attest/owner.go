@@ -1,0 +1,193 @@
+package attest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Withdrawal causes. Monitor compares causes rather than reason texts, so a
+// hot GPU whose temperature wanders by a degree is not re-announced on
+// every poll.
+const (
+	causeOwner     = "owner"
+	causeUnknown   = "processes-unknown"
+	causeTemp      = "temperature"
+	causePower     = "power"
+	causeUnread    = "unreadable"
+	causeReadError = "read-error"
+)
+
+// Withdrawn reports whether the owner's rules take g out of the offer, and
+// why in words fit for the owner's log. A GPU is withdrawn when it runs a
+// compute process whose PID is not in ownPIDs (gleaner's own jobs, as host
+// PIDs), when its process list cannot be read, or when it is over the
+// owner's temperature or power limit (a zero limit is no limit). The
+// owner's work comes first, so that reason wins when several apply.
+func Withdrawn(g GPU, lim Limits, ownPIDs map[int]bool) (bool, string) {
+	cause, reason := withdrawal(g, lim, ownPIDs)
+	return cause != "", reason
+}
+
+func withdrawal(g GPU, lim Limits, own map[int]bool) (cause, reason string) {
+	var pids []int
+	for _, p := range g.Processes {
+		if !own[p.PID] {
+			pids = append(pids, p.PID)
+		}
+	}
+	if len(pids) > 0 {
+		slices.Sort(pids)
+		s := make([]string, len(pids))
+		for i, pid := range pids {
+			s[i] = strconv.Itoa(pid)
+		}
+		return causeOwner, fmt.Sprintf("busy with the owner's processes (pid %s)", strings.Join(s, ", "))
+	}
+	if g.ProcessesUnknown {
+		return causeUnknown, "its process list cannot be read, so the owner may be using it"
+	}
+	if lim.MaxTempC > 0 && g.TempC > lim.MaxTempC {
+		return causeTemp, fmt.Sprintf("temperature %d°C over limit %d°C", g.TempC, lim.MaxTempC)
+	}
+	if lim.MaxPowerW > 0 && g.PowerW > lim.MaxPowerW {
+		return causePower, fmt.Sprintf("power draw %s W over limit %s W", watts(g.PowerW), watts(lim.MaxPowerW))
+	}
+	return "", ""
+}
+
+// watts prints a power to 0.1 W without trailing zeros: "312.5", "300".
+func watts(w float64) string {
+	return strconv.FormatFloat(math.Round(w*10)/10, 'f', -1, 64)
+}
+
+// Availability is what the node may offer right now.
+type Availability struct {
+	Inventory Inventory      `json:"inventory"`
+	Available []int          `json:"available"`           // GPU indexes, ascending
+	Withdrawn map[int]string `json:"withdrawn,omitempty"` // GPU index -> reason
+	Err       string         `json:"error,omitempty"`     // the Source failed: nothing is offered
+}
+
+// DefaultMonitorInterval is short because the owner's own work must push
+// gleaner off a GPU promptly; one NVML poll costs about a millisecond.
+const DefaultMonitorInterval = 2 * time.Second
+
+// Monitor polls a Source and tells the node, only when it changes, which
+// GPUs the owner's rules allow it to offer, so a GPU leaves the offer as
+// soon as the owner needs it and returns when it is idle again.
+type Monitor struct {
+	src    Source
+	limits func() Limits
+	own    func() map[int]bool
+	every  time.Duration
+
+	mu       sync.Mutex // guards the fields below; Check may race Run
+	reported bool
+	lastKey  string
+	seen     map[int]bool // every GPU index ever read, to name ones that vanish
+}
+
+// NewMonitor returns a Monitor of src. limits and own are called on every
+// poll so that changed settings and newly started jobs apply at once; own
+// returns the host PIDs of gleaner's job processes. Either may be nil (no
+// limits; no own processes). every <= 0 means DefaultMonitorInterval.
+func NewMonitor(src Source, limits func() Limits, own func() map[int]bool, every time.Duration) *Monitor {
+	if limits == nil {
+		limits = func() Limits { return Limits{} }
+	}
+	if own == nil {
+		own = func() map[int]bool { return nil }
+	}
+	if every <= 0 {
+		every = DefaultMonitorInterval
+	}
+	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}}
+}
+
+// Check polls once and returns the availability and whether it differs
+// from the last one Check returned (the first check always differs). The
+// node may call it out of turn, e.g. right after a job starts or ends.
+func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
+	inv, err := m.src.Inventory(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Cut short by the caller, not a failing Source: record nothing.
+		return Availability{Err: err.Error()}, false
+	}
+	lim, own := m.limits(), m.own()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	av := Availability{Withdrawn: map[int]string{}}
+	causes := map[int]string{}
+	if err != nil {
+		// Fail closed: with no reading, no GPU can be shown to be free.
+		av.Err = err.Error()
+		for i := range m.seen {
+			causes[i] = causeReadError
+			av.Withdrawn[i] = "the GPU inventory could not be read: " + av.Err
+		}
+	} else {
+		av.Inventory = inv
+		present := map[int]bool{}
+		for _, g := range inv.GPUs {
+			present[g.Index], m.seen[g.Index] = true, true
+			if c, r := withdrawal(g, lim, own); c != "" {
+				causes[g.Index], av.Withdrawn[g.Index] = c, r
+			} else {
+				av.Available = append(av.Available, g.Index)
+			}
+		}
+		for i := range m.seen {
+			if !present[i] {
+				causes[i] = causeUnread
+				av.Withdrawn[i] = "missing from the latest inventory (see its warnings)"
+			}
+		}
+		slices.Sort(av.Available)
+	}
+	key := availabilityKey(av.Available, causes, err != nil)
+	changed := !m.reported || key != m.lastKey
+	m.reported, m.lastKey = true, key
+	return av, changed
+}
+
+// availabilityKey fingerprints what the node acts on: which GPUs are
+// offerable and the kind of reason for the rest.
+func availabilityKey(avail []int, causes map[int]string, failed bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v|%v|", failed, avail)
+	idx := make([]int, 0, len(causes))
+	for i := range causes {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		fmt.Fprintf(&b, "%d=%s;", i, causes[i])
+	}
+	return b.String()
+}
+
+// Run checks at once and then every interval, calling onChange (from this
+// goroutine) whenever the availability changes, until ctx ends; it returns
+// ctx's error. A failing Source does not stop it: it reports nothing
+// available and recovers when the Source does.
+func (m *Monitor) Run(ctx context.Context, onChange func(Availability)) error {
+	t := time.NewTicker(m.every)
+	defer t.Stop()
+	for {
+		if av, changed := m.Check(ctx); changed {
+			onChange(av)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package auction
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ipfs/go-cid"
+)
+
+// facts are what queries look at, derived once per offer when the book
+// stores it, so that a query over 100,000 offers compares integers and
+// short strings and allocates nothing per offer.
+type facts struct {
+	groups    []gpuGroup // one per distinct model
+	all       gpuSel     // over every GPU, for queries without gpu clauses
+	simulated bool       // any GPU is simulated
+	continent string
+	country   string
+	provider  string
+	prices    [3]int64 // gold, silver, bronze in Credits; 0 = tier not offered
+	cpus      int64
+	memory    int64 // bytes
+	workloads uint8 // bit i = Workloads[i]
+	datasets  []string
+	maxDur    int64 // seconds; math.MaxInt64 when the policy sets no limit
+	expires   int64
+	withdrawn bool
+	windows   []Window
+}
+
+// gpuGroup is the GPUs of one model within an offer.
+type gpuGroup struct {
+	model string // lower case: gpu clauses compare case-insensitively
+	sel   gpuSel
+}
+
+// gpuSel summarises a selection of GPUs the way gpus, vram and cc see it.
+type gpuSel struct {
+	count int64
+	vram  int64 // smallest, bytes
+	cc    int64 // lowest, millionths (8.9 = 8_900_000)
+}
+
+func (s gpuSel) add(o gpuSel) gpuSel {
+	if s.count == 0 {
+		return o
+	}
+	return gpuSel{s.count + o.count, min(s.vram, o.vram), min(s.cc, o.cc)}
+}
+
+const bytesPerMiB = 1 << 20
+
+func factsOf(o *Offer) facts {
+	f := facts{
+		continent: o.Region.Continent,
+		country:   o.Region.Country,
+		provider:  o.Provider,
+		prices:    [3]int64{int64(o.Prices.Gold), int64(o.Prices.Silver), int64(o.Prices.Bronze)},
+		cpus:      int64(o.Host.CPUs),
+		memory:    int64(o.Host.MemoryMiB) * bytesPerMiB,
+		maxDur:    o.Policy.MaxDurationSec,
+		expires:   o.ExpiresAt,
+		withdrawn: o.Withdrawn,
+		windows:   o.Windows,
+	}
+	if f.maxDur == 0 {
+		f.maxDur = math.MaxInt64
+	}
+	for _, g := range o.GPUs {
+		cc, _ := parseComputeCap(g.ComputeCap) // validated; 0 if not
+		one := gpuSel{1, int64(g.VRAMMiB) * bytesPerMiB, cc}
+		f.all = f.all.add(one)
+		f.simulated = f.simulated || g.Simulated
+		m := strings.ToLower(g.Model)
+		i := 0
+		for i < len(f.groups) && f.groups[i].model != m {
+			i++
+		}
+		if i == len(f.groups) {
+			f.groups = append(f.groups, gpuGroup{model: m})
+		}
+		f.groups[i].sel = f.groups[i].sel.add(one)
+	}
+	for i, w := range Workloads {
+		if contains(o.Policy.Workloads, w) {
+			f.workloads |= 1 << uint(i)
+		}
+	}
+	for _, d := range o.Datasets {
+		if k, err := datasetKey(d); err == nil {
+			f.datasets = append(f.datasets, k)
+		}
+	}
+	return f
+}
+
+// datasetKey identifies a dataset by CID with version 0 folded into 1, so
+// that Qm... and bafy... spellings of one dag-pb root compare equal.
+func datasetKey(s string) (string, error) {
+	c, err := cid.Decode(s)
+	if err != nil {
+		return "", err
+	}
+	return cid.NewCidV1(c.Type(), c.Hash()).KeyString(), nil
+}
+
+// parseMicro parses a non-negative decimal with at most 6 fractional
+// digits into millionths, exactly: prices are Credits (millionths) and must
+// compare without floating-point rounding.
+func parseMicro(s string) (int64, error) {
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" || len(intPart) > 9 || len(frac) > 6 {
+		return 0, fmt.Errorf("%q: want a decimal like 1.5 (at most 9 integer and 6 fractional digits, no sign)", s)
+	}
+	if strings.Contains(s, ".") && frac == "" {
+		return 0, fmt.Errorf("%q: nothing after the decimal point", s)
+	}
+	var v int64
+	for _, r := range intPart + frac + strings.Repeat("0", 6-len(frac)) {
+		if r < '0' || r > '9' {
+			return 0, fmt.Errorf("%q: want a decimal like 1.5 (digits and one '.')", s)
+		}
+		v = v*10 + int64(r-'0')
+	}
+	return v, nil
+}
+
+// parseComputeCap parses a CUDA compute capability, "major.minor".
+func parseComputeCap(s string) (int64, error) {
+	major, minor, ok := strings.Cut(s, ".")
+	if !ok || len(major) < 1 || len(major) > 2 || len(minor) < 1 || len(minor) > 2 {
+		return 0, fmt.Errorf("%q: want major.minor such as 8.9", s)
+	}
+	v, err := parseMicro(s)
+	if err != nil {
+		return 0, errors.New("compute capability " + err.Error())
+	}
+	return v, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+func marketCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "market",
+		Usage: "what is for sale: query every offer this node knows",
+		Subcommands: []*cli.Command{{
+			Name:      "offers",
+			Usage:     "list offers matching a query",
+			ArgsUsage: "[query]",
+			Description: `A query is a list of clauses, all of which must hold: FIELD OP VALUE, with
+OP one of = != < <= > >= in notin, and lists written [a,b]. Unknown fields,
+operators or malformed values are errors, never silently dropped.
+
+   gleaner market offers 'gpu in [H100,A100-80GB] vram>=40 region=eu gpus>=2 price.bronze<=1.5 available>=4h simulated=false' -o price.bronze
+   gleaner market offers 'gpu=RTX4090' --explain
+
+Fields:
+` + queryFieldHelp(),
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "order", Aliases: []string{"o"}, Usage: "sort by this field; prefix - for descending (e.g. -vram)"},
+				&cli.IntFlag{Name: "limit", Value: 50, Usage: "show at most this many offers (1 to 10000)"},
+				&cli.BoolFlag{Name: "explain", Usage: "show how many offers each clause removed"},
+				jsonFlag,
+			},
+			Action: marketOffers,
+		}},
+	}
+}
+
+func queryFieldHelp() string {
+	var b strings.Builder
+	for _, f := range auction.QueryFields() {
+		fmt.Fprintf(&b, "   %-14s %-9s %s (%s)\n", f.Name, f.Type, f.Help, f.Unit)
+	}
+	return b.String()
+}
+
+func marketOffers(c *cli.Context) error {
+	if c.Args().Len() > 1 {
+		return usagef("quote the whole query: gleaner market offers 'gpu=H100 vram>=80'", "market offers takes one query argument, got %d", c.Args().Len())
+	}
+	var res node.MarketOffersResult
+	p := node.MarketOffersParams{Query: c.Args().First(), Order: c.String("order"), Limit: c.Int("limit")}
+	if err := callCmd(c, "market_offers", p, &res); err != nil {
+		return err
+	}
+	return emit(c, res, func(w io.Writer) {
+		if len(res.Offers) > 0 {
+			rows := [][]string{{"PROVIDER", "GPUS", "VRAM", "REGION", "GOLD", "SILVER", "BRONZE", "AVAILABLE"}}
+			for _, o := range res.Offers {
+				rows = append(rows, []string{shortID(o.Provider), gpuSummary(o), vramSummary(o),
+					o.Region.Continent + "/" + o.Region.Country, price(o, "gold"), price(o, "silver"), price(o, "bronze"),
+					(time.Duration(o.AvailableForS) * time.Second).String()})
+			}
+			table(w, rows)
+		}
+		fmt.Fprintf(w, "%d offer(s) shown, %d matched of %d known (prices: credits per GPU-hour)\n", len(res.Offers), res.Explain.Matched, res.Explain.Considered)
+		if c.Bool("explain") || res.Explain.Matched == 0 {
+			fmt.Fprint(w, res.Explain.String())
+		}
+	})
+}
+
+func shortID(id string) string {
+	if len(id) > 16 {
+		return id[:8] + "…" + id[len(id)-6:]
+	}
+	return id
+}
+
+func gpuSummary(o node.OfferView) string {
+	counts := map[string]int{}
+	var order []string
+	for _, g := range o.GPUs {
+		m := g.Model
+		if g.Simulated {
+			m += "(simulated)"
+		}
+		if counts[m] == 0 {
+			order = append(order, m)
+		}
+		counts[m]++
+	}
+	var parts []string
+	for _, m := range order {
+		parts = append(parts, strconv.Itoa(counts[m])+"x"+m)
+	}
+	return strings.Join(parts, ",")
+}
+
+func vramSummary(o node.OfferView) string {
+	if len(o.GPUs) == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(o.GPUs[0].VRAMMiB)/1024, 'f', 0, 64) + " GiB"
+}
+
+func price(o node.OfferView, tier string) string {
+	if v, ok := o.Prices[tier]; ok {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return "-"
+}

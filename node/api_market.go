@@ -1,0 +1,71 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// MarketOffersParams are market_offers' parameters.
+type MarketOffersParams struct {
+	Query string `json:"query,omitempty" doc:"clauses such as 'gpu in [H100,A100-80GB] vram>=40 price.bronze<=1.5'; empty = every offer"`
+	Order string `json:"order,omitempty" doc:"field to sort by, '-' prefix for descending, e.g. price.bronze or -vram"`
+	Limit int    `json:"limit,omitempty" doc:"at most this many offers (default 100, max 10000)"`
+}
+
+// MarketOffersResult is market_offers' result.
+type MarketOffersResult struct {
+	Offers  []OfferView      `json:"offers"`
+	Explain *auction.Explain `json:"explain"`
+}
+
+// QueryFieldsResult documents the query language.
+type QueryFieldsResult struct {
+	Fields []auction.FieldDoc `json:"fields"`
+}
+
+type marketAPI struct{ n *Node }
+
+func registerMarketAPI(s *rpc.Server, n *Node) {
+	a := marketAPI{n}
+	rpc.Register(s, "market_offers", rpc.MethodDoc{
+		Summary:     "Query the offer book. Fail-closed: an unknown field, operator or malformed value is an invalid-params error.",
+		Description: "The explain part says how many offers each clause removed, so you can see why nothing matched. market_queryFields lists the fields.",
+		ParamNames:  []string{"query", "order", "limit"},
+	}, a.Offers)
+	rpc.Register(s, "market_queryFields", rpc.MethodDoc{Summary: "The fields, types, units and operators of the offer query language."}, a.Fields)
+}
+
+func (a marketAPI) Offers(ctx context.Context, p MarketOffersParams) (MarketOffersResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if limit < 0 || limit > 10000 {
+		return MarketOffersResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: "limit: use 1 to 10000"}
+	}
+	q, err := auction.ParseQuery(p.Query)
+	if err != nil {
+		return MarketOffersResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
+	}
+	offers, ex, err := a.n.market.book.Query(q, p.Order, limit)
+	if errors.Is(err, auction.ErrBadQuery) {
+		return MarketOffersResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
+	}
+	if err != nil {
+		return MarketOffersResult{}, err
+	}
+	now := time.Now()
+	res := MarketOffersResult{Offers: make([]OfferView, 0, len(offers)), Explain: ex}
+	for _, o := range offers {
+		res.Offers = append(res.Offers, viewOffer(o, now))
+	}
+	return res, nil
+}
+
+func (a marketAPI) Fields(ctx context.Context, _ struct{}) (QueryFieldsResult, error) {
+	return QueryFieldsResult{Fields: auction.QueryFields()}, nil
+}

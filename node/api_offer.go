@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// OfferView is an offer as the API shows it: prices in credits per
+// GPU-hour, durations in seconds, simulated GPUs plainly marked.
+type OfferView struct {
+	Provider      string             `json:"provider"`
+	Seq           uint64             `json:"seq"`
+	CID           string             `json:"cid"`
+	GPUs          []auction.GPU      `json:"gpus"`
+	GPUCount      int                `json:"gpu_count"`
+	Simulated     bool               `json:"simulated"`
+	Region        auction.Region     `json:"region"`
+	Prices        map[string]float64 `json:"prices"`
+	AvailableForS int64              `json:"available_for_s"`
+	Windows       []auction.Window   `json:"windows"`
+	Policy        auction.Policy     `json:"policy"`
+	Host          auction.Host       `json:"host"`
+	Datasets      []string           `json:"datasets,omitempty"`
+	IssuedAt      time.Time          `json:"issued_at"`
+	ExpiresAt     time.Time          `json:"expires_at"`
+}
+
+func viewOffer(o *auction.Offer, now time.Time) OfferView {
+	v := OfferView{
+		Provider: o.Provider, Seq: o.Seq, CID: o.CID().String(), GPUs: o.GPUs, GPUCount: len(o.GPUs),
+		Region: o.Region, Prices: map[string]float64{}, Windows: o.Windows, Policy: o.Policy, Host: o.Host,
+		Datasets:      o.Datasets,
+		AvailableForS: int64(auction.AvailableFor(o.Windows, now) / time.Second),
+		IssuedAt:      time.Unix(o.IssuedAt, 0).UTC(),
+		ExpiresAt:     time.Unix(o.ExpiresAt, 0).UTC(),
+	}
+	for _, g := range o.GPUs {
+		v.Simulated = v.Simulated || g.Simulated
+	}
+	for tier, c := range map[string]auction.Credits{"gold": o.Prices.Gold, "silver": o.Prices.Silver, "bronze": o.Prices.Bronze} {
+		if c > 0 {
+			v.Prices[tier] = float64(c) / 1e6
+		}
+	}
+	return v
+}
+
+// GPUStatus is one local GPU and whether it is offered.
+type GPUStatus struct {
+	attest.GPU
+	Offered   bool   `json:"offered"`
+	Withdrawn string `json:"withdrawn,omitempty"`
+}
+
+// OfferShowResult is offer_show's result.
+type OfferShowResult struct {
+	Offered  bool          `json:"offered"`
+	Reason   string        `json:"reason,omitempty"`
+	Offer    *OfferView    `json:"offer,omitempty"`
+	Settings OfferSettings `json:"settings"`
+	GPUs     []GPUStatus   `json:"gpus"`
+	GPUError string        `json:"gpu_error,omitempty"`
+}
+
+type offerAPI struct{ n *Node }
+
+func registerOfferAPI(s *rpc.Server, n *Node) {
+	a := offerAPI{n}
+	rpc.Register(s, "offer_show", rpc.MethodDoc{
+		Summary: "This node's offer: whether it is offered (and if not, why), the signed offer, the owner's settings and each GPU's state.",
+	}, a.Show)
+	rpc.Register(s, "offer_set", rpc.MethodDoc{
+		Summary:     "Change the offer's settings; only the fields given change. Takes effect at once.",
+		Description: "Prices are decimal credits per GPU-hour as strings (\"0.45\"); durations like \"12h\"; region \"eu/DE\". A bad value is an invalid-params error naming the field.",
+	}, a.Set)
+	rpc.Register(s, "offer_pause", rpc.MethodDoc{Summary: "Withdraw the offer (published as a signed withdrawal) until offer_resume."}, a.Pause)
+	rpc.Register(s, "offer_resume", rpc.MethodDoc{Summary: "Offer again after offer_pause."}, a.Resume)
+}
+
+func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error) {
+	p := a.n.provider
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res := OfferShowResult{Offered: p.current != nil, Settings: p.settings, GPUs: []GPUStatus{}}
+	if p.current != nil {
+		v := viewOffer(p.current, time.Now())
+		res.Offer = &v
+	} else {
+		res.Reason = p.reason
+		if res.Reason == "" {
+			_, res.Reason = p.build()
+		}
+	}
+	if p.gpuErr != nil {
+		res.GPUError = p.gpuErr.Error()
+	}
+	offered := map[int]bool{}
+	for _, i := range p.avail.Available {
+		offered[i] = true
+	}
+	for i, g := range p.avail.Inventory.GPUs {
+		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.avail.Withdrawn[i]})
+	}
+	return res, nil
+}
+
+func (a offerAPI) Set(ctx context.Context, patch OfferPatch) (OfferShowResult, error) {
+	if _, err := a.n.provider.update(patch.Apply); err != nil {
+		return OfferShowResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return a.settled(ctx)
+}
+
+func (a offerAPI) Pause(ctx context.Context, _ struct{}) (OfferShowResult, error) {
+	if _, err := a.n.provider.update(func(s OfferSettings) (OfferSettings, error) { s.Paused = true; return s, nil }); err != nil {
+		return OfferShowResult{}, err
+	}
+	return a.settled(ctx)
+}
+
+func (a offerAPI) Resume(ctx context.Context, _ struct{}) (OfferShowResult, error) {
+	if _, err := a.n.provider.update(func(s OfferSettings) (OfferSettings, error) { s.Paused = false; return s, nil }); err != nil {
+		return OfferShowResult{}, err
+	}
+	return a.settled(ctx)
+}
+
+// settled publishes synchronously so that the answer shows the new state.
+func (a offerAPI) settled(ctx context.Context) (OfferShowResult, error) {
+	if err := a.n.provider.publish(ctx); err != nil {
+		return OfferShowResult{}, err
+	}
+	return a.Show(ctx, struct{}{})
+}

@@ -1,0 +1,266 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/p2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
+)
+
+// Offer gossip and stream protocol names, scoped by p2p to /gleaner/N/.
+const (
+	offerStreamProto = "offer/1"
+	offerRateBurst   = 5 // offers an author may publish back to back
+)
+
+// offerRate is how often one provider may re-publish: offers change when
+// the owner edits them or a GPU comes and goes, never many times a second.
+var offerRate = rate.Every(2 * time.Second)
+
+func offerTopicName(continent string) string { return "offers/" + continent + "/1" }
+
+// market keeps this node's view of every offer: the book, fed by the offer
+// topics of the continents it buys from, and by DHT sweeps for offers it
+// missed (a node that joined late).
+type market struct {
+	host       *p2p.Host
+	book       *auction.Book
+	log        *slog.Logger
+	now        func() time.Time
+	continents []string
+
+	mu       sync.Mutex // guards topics and limiters
+	topics   map[string]*pubsub.Topic
+	limiters map[peer.ID]*rate.Limiter
+}
+
+func newMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger) *market {
+	if len(continents) == 0 {
+		continents = auction.Continents
+	}
+	return &market{
+		host: h, log: log, now: time.Now, continents: continents,
+		book:     auction.NewBook(maxOffers, time.Now),
+		topics:   make(map[string]*pubsub.Topic),
+		limiters: make(map[peer.ID]*rate.Limiter),
+	}
+}
+
+// start subscribes to the continents' offer topics and starts the expiry
+// and DHT-sweep loops; all stop with ctx.
+func (m *market) start(ctx context.Context) error {
+	for _, c := range m.continents {
+		t, err := m.topic(c)
+		if err != nil {
+			return err
+		}
+		sub, err := t.Subscribe()
+		if err != nil {
+			return fmt.Errorf("subscribe to %s offers: %w", c, err)
+		}
+		go m.readLoop(ctx, sub)
+	}
+	go m.expireLoop(ctx)
+	go m.sweepLoop(ctx)
+	return nil
+}
+
+// topic joins a continent's offer topic once; providers publish to their own
+// continent through the same handle.
+func (m *market) topic(continent string) (*pubsub.Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.topics[continent]; ok {
+		return t, nil
+	}
+	t, err := m.host.Join(offerTopicName(continent), m.validate, auction.MaxOfferBytes)
+	if err != nil {
+		return nil, fmt.Errorf("join %s offers: %w", continent, err)
+	}
+	m.topics[continent] = t
+	return t, nil
+}
+
+// validate runs on every gossiped offer before it is delivered or forwarded.
+// Reject (which costs the forwarding peer score) for anything a correct
+// node would never send; Ignore for what may be honest (a duplicate).
+func (m *market) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	o, _, err := auction.DecodeSignedOffer(msg.Data, m.now())
+	if err != nil {
+		return pubsub.ValidationReject
+	}
+	author := msg.GetFrom()
+	if o.Provider != author.String() || o.Network != m.host.Network() {
+		// An offer may only travel as its provider's own message: nobody
+		// can replay someone else's offer under their own name.
+		return pubsub.ValidationReject
+	}
+	if !m.allow(author) {
+		return pubsub.ValidationReject
+	}
+	if cur, raw, ok := m.book.Get(o.Provider); ok {
+		switch {
+		case o.Seq < cur.Seq:
+			return pubsub.ValidationReject // a replay of an older offer
+		case o.Seq == cur.Seq && bytes.Equal(raw, msg.Data):
+			return pubsub.ValidationIgnore
+		case o.Seq == cur.Seq:
+			return pubsub.ValidationReject // two different offers, one seq
+		}
+	}
+	msg.ValidatorData = o
+	return pubsub.ValidationAccept
+}
+
+func (m *market) allow(author peer.ID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.limiters[author]
+	if !ok {
+		if len(m.limiters) > 4*maxBookDefault {
+			clear(m.limiters) // bounded memory; a fresh bucket is full, not empty
+		}
+		l = rate.NewLimiter(offerRate, offerRateBurst)
+		m.limiters[author] = l
+	}
+	return l.Allow()
+}
+
+func (m *market) readLoop(ctx context.Context, sub *pubsub.Subscription) {
+	defer sub.Cancel()
+	for {
+		msg, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		o, ok := msg.ValidatorData.(*auction.Offer)
+		if !ok {
+			continue
+		}
+		if _, err := m.book.Put(o, msg.Data); err != nil && !errors.Is(err, auction.ErrStaleSeq) {
+			m.log.Debug("offer not stored", "provider", o.Provider, "err", err)
+		}
+	}
+}
+
+// put stores an offer that came from somewhere other than gossip (a stream,
+// or this node itself), after the same checks.
+func (m *market) put(raw []byte, from peer.ID) error {
+	o, _, err := auction.DecodeSignedOffer(raw, m.now())
+	if err != nil {
+		return err
+	}
+	if o.Provider != from.String() || o.Network != m.host.Network() {
+		return fmt.Errorf("offer from %s names provider %s on network %q", from, o.Provider, o.Network)
+	}
+	_, err = m.book.Put(o, raw)
+	return err
+}
+
+func (m *market) expireLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.book.Expire()
+		}
+	}
+}
+
+// sweepLoop finds providers through the DHT and fetches the offers the book
+// lacks. It runs soon after start and then backs off: a late joiner fills
+// its book within seconds, after which gossip keeps it current.
+func (m *market) sweepLoop(ctx context.Context) {
+	delay := 200 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		m.sweep(ctx)
+		delay = min(delay*2, time.Minute)
+	}
+}
+
+func (m *market) sweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	provs, err := m.host.FindProviders(ctx, m.host.CapabilityCID("offer", "any"), 0)
+	if err != nil {
+		m.log.Debug("offer sweep", "err", err)
+		return
+	}
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, ai := range provs {
+		if ai.ID == m.host.ID() {
+			continue
+		}
+		if _, _, ok := m.book.Get(ai.ID.String()); ok {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := m.fetch(ctx, ai); err != nil {
+				m.log.Debug("offer fetch", "peer", ai.ID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fetch asks one provider for its current offer over /gleaner/N/offer/1.
+func (m *market) fetch(ctx context.Context, ai peer.AddrInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if len(ai.Addrs) > 0 {
+		m.host.LibP2P().Peerstore().AddAddrs(ai.ID, ai.Addrs, time.Minute)
+	}
+	s, err := m.host.LibP2P().NewStream(ctx, ai.ID, m.host.ProtocolID(offerStreamProto))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	dl, _ := ctx.Deadline()
+	_ = s.SetDeadline(dl)
+	raw, err := p2p.ReadFrame(s, auction.MaxOfferBytes)
+	if err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		return nil // the provider offers nothing right now
+	}
+	return m.put(raw, ai.ID)
+}
+
+// serveOffer answers /offer/1 with the current signed offer, or an empty
+// frame when there is none. The requester sends nothing, so there is no
+// input to validate beyond the deadline.
+func serveOffer(current func() []byte) network.StreamHandler {
+	return func(s network.Stream) {
+		defer s.Close()
+		_ = s.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = p2p.WriteFrame(s, current(), auction.MaxOfferBytes)
+	}
+}
+
+// maxBookDefault bounds the book when the config does not say otherwise:
+// 100,000 providers is the design's scale target.
+const maxBookDefault = 100_000

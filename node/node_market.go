@@ -1,0 +1,81 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gleaner-net/gleaner/attest"
+)
+
+// startMarket starts the renter's offer book and the provider's offer
+// publisher, which share the offer topics. Its background work runs until
+// Stop, which first withdraws this node's offer.
+func (n *Node) startMarket() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.onStop(func(context.Context) error { cancel(); return nil })
+
+	n.market = newMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
+	if err := n.market.start(ctx); err != nil {
+		return err
+	}
+	key, err := n.repo.Identity()
+	if err != nil {
+		return err
+	}
+	p, err := newProvider(n.market, n.store, key, n.opts.OfferTTL, n.log.With("part", "provider"))
+	if err != nil {
+		return err
+	}
+	n.provider = p
+	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offerStreamProto), serveOffer(p.currentRaw))
+
+	src, err := n.openGPUs()
+	if err != nil {
+		p.gpuErr = err
+		n.log.Info("this node can rent GPUs but has none to sell", "why", err)
+	} else {
+		n.gpus = src
+		n.onStop(func(context.Context) error { return src.Close() })
+		mon := attest.NewMonitor(src, p.limits, noOwnJobs, attest.DefaultMonitorInterval)
+		if a, _ := mon.Check(ctx); a.Err == "" {
+			p.setAvailability(a) // publish the first offer without waiting a poll
+		}
+		go func() { _ = mon.Run(ctx, p.setAvailability) }()
+	}
+	go p.run(ctx)
+	n.onStop(func(ctx context.Context) error { p.withdraw(ctx); return nil })
+	return nil
+}
+
+// openGPUs picks the GPU source: simulated when configured, NVML otherwise.
+func (n *Node) openGPUs() (attest.Source, error) {
+	if spec := n.cfg.Provider.SimulateGPUs; spec != "" {
+		id, err := n.repo.PeerID()
+		if err != nil {
+			return nil, err
+		}
+		s, err := attest.NewSimulatedSeed(spec, id.String())
+		if err != nil {
+			return nil, fmt.Errorf("provider.simulate_gpus: %w", err)
+		}
+		n.log.Warn("using SIMULATED GPUs: offers are labelled simulated and no real work can run on them", "spec", spec)
+		return s, nil
+	}
+	src, err := attest.NewNVML()
+	if errors.Is(err, attest.ErrNoGPU) {
+		return nil, fmt.Errorf("%v (on a machine without a GPU, --simulate-gpus 1xRTX4090 gives labelled stand-ins)", err)
+	}
+	return src, err
+}
+
+// limits is the monitor's view of the owner's current limits.
+func (p *provider) limits() attest.Limits {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settings.Limits
+}
+
+// noOwnJobs: until jobs run, every compute process on a GPU is the owner's.
+func noOwnJobs() map[int]bool { return map[int]bool{} }
+

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store is the node's durable state: an embedded bbolt database in
+// <repo>/node.db. bbolt commits with fsync and a copy-on-write B+tree, so a
+// crash at any moment leaves the last committed transaction intact; that is
+// why state lives here and never in hand-written files.
+type Store struct{ db *bolt.DB }
+
+// StoreFile is the database's name inside the repo.
+const StoreFile = "node.db"
+
+// Buckets. One per kind of record; names never change.
+var (
+	bucketOffer = []byte("offer") // the provider's settings and sequence number
+)
+
+// ErrNotFound is returned by Get for a missing key.
+var ErrNotFound = errors.New("not found")
+
+// OpenStore opens (creating if needed) the database at path. The repo lock
+// already excludes a second daemon; the timeout only guards against a
+// foreign process holding the file.
+func OpenStore(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketOffer} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Get decodes the JSON value under bucket/key into v.
+func (s *Store) Get(bucket []byte, key string, v any) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucket).Get([]byte(key))
+		if raw == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(raw, v)
+	})
+}
+
+// Update runs fn in one read-write transaction: everything fn puts is
+// committed together or not at all.
+func (s *Store) Update(fn func(tx *StoreTx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(&StoreTx{tx}) })
+}
+
+// StoreTx is a read-write transaction.
+type StoreTx struct{ tx *bolt.Tx }
+
+// Get decodes bucket/key into v inside the transaction.
+func (t *StoreTx) Get(bucket []byte, key string, v any) error {
+	raw := t.tx.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		return ErrNotFound
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// Put stores v as JSON under bucket/key.
+func (t *StoreTx) Put(bucket []byte, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucket).Put([]byte(key), raw)
+}
