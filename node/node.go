@@ -48,9 +48,9 @@ type Node struct {
 	provider *provider
 	gpus     attest.Source
 	rpc      *rpc.Server
-	httpSrv *http.Server
-	url     string
-	started time.Time
+	httpSrv  *http.Server
+	url      string
+	started  time.Time
 
 	mu      sync.Mutex
 	stops   []func(context.Context) error // run in reverse order by Stop

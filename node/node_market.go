@@ -78,4 +78,3 @@ func (p *provider) limits() attest.Limits {
 
 // noOwnJobs: until jobs run, every compute process on a GPU is the owner's.
 func noOwnJobs() map[int]bool { return map[int]bool{} }
-

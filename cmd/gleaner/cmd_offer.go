@@ -215,4 +215,3 @@ func offerPatch(c *cli.Context) (node.OfferPatch, int) {
 	}
 	return p, n
 }
-
