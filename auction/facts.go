@@ -13,27 +13,39 @@ import (
 // stores it, so that a query over 100,000 offers compares integers and
 // short strings and allocates nothing per offer.
 type facts struct {
-	groups    []gpuGroup // one per distinct model
-	all       gpuSel     // over every GPU, for queries without gpu clauses
-	simulated bool       // any GPU is simulated
-	continent string
-	country   string
-	provider  string
-	prices    [3]int64 // gold, silver, bronze in Credits; 0 = tier not offered
-	cpus      int64
-	memory    int64 // bytes
-	workloads uint8 // bit i = Workloads[i]
-	datasets  []string
-	maxDur    int64 // seconds; math.MaxInt64 when the policy sets no limit
+	// Read for every offer by every query: first, to share a cache line.
 	expires   int64
 	withdrawn bool
-	windows   []Window
+	simulated bool       // any GPU is simulated
+	workloads uint8      // bit i = Workloads[i]
+	continent string     // an element of Continents: compares by pointer
+	country   string     // interned by the book
+	groups    []gpuGroup // one per distinct model
+	prices    [3]int64   // gold, silver, bronze in Credits; 0 = tier not offered
+
+	all      gpuSel // over every GPU, for queries without gpu clauses
+	provider string
+	cpus     int64
+	memory   int64 // bytes
+	datasets []string
+	maxDur   int64 // seconds; math.MaxInt64 when the policy sets no limit
+	windows  []Window
 }
 
 // gpuGroup is the GPUs of one model within an offer.
 type gpuGroup struct {
+	hash  uint64 // of model: compared first, so a query need not chase the string
 	model string // lower case: gpu clauses compare case-insensitively
 	sel   gpuSel
+}
+
+// modelHash is FNV-1a; collisions only cost a string comparison.
+func modelHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
 }
 
 // gpuSel summarises a selection of GPUs the way gpus, vram and cc see it.
@@ -54,7 +66,7 @@ const bytesPerMiB = 1 << 20
 
 func factsOf(o *Offer) facts {
 	f := facts{
-		continent: o.Region.Continent,
+		continent: canonicalContinent(o.Region.Continent),
 		country:   o.Region.Country,
 		provider:  o.Provider,
 		prices:    [3]int64{int64(o.Prices.Gold), int64(o.Prices.Silver), int64(o.Prices.Bronze)},
@@ -79,7 +91,7 @@ func factsOf(o *Offer) facts {
 			i++
 		}
 		if i == len(f.groups) {
-			f.groups = append(f.groups, gpuGroup{model: m})
+			f.groups = append(f.groups, gpuGroup{hash: modelHash(m), model: m})
 		}
 		f.groups[i].sel = f.groups[i].sel.add(one)
 	}
@@ -94,6 +106,15 @@ func factsOf(o *Offer) facts {
 		}
 	}
 	return f
+}
+
+func canonicalContinent(c string) string {
+	for _, k := range Continents {
+		if k == c {
+			return k
+		}
+	}
+	return c
 }
 
 // datasetKey identifies a dataset by CID with version 0 folded into 1, so

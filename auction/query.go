@@ -42,12 +42,13 @@ type Query struct {
 }
 
 type clause struct {
-	field *fieldDef
-	op    op
-	raw   []string // values as written, for String and Explain
-	nums  []int64  // ordered kinds, in fact units
-	strs  []string // string kinds, normalised
-	flag  bool     // kindBool
+	field  *fieldDef
+	op     op
+	raw    []string // values as written, for String and Explain
+	nums   []int64  // ordered kinds, in fact units
+	strs   []string // string kinds, normalised
+	hashes []uint64 // gpu: modelHash of each of strs
+	flag   bool     // kindBool
 }
 
 // String renders the clause canonically: "vram >= 40", "gpu in [H100,L4]".
@@ -120,20 +121,27 @@ func (q *Query) selectGPUs(f *facts) gpuSel {
 		return f.all
 	}
 	var s gpuSel
-	for _, g := range f.groups {
+	for i := range f.groups {
 		ok := true
 		for _, c := range q.gpu {
-			ok = ok && c.acceptsModel(g.model)
+			ok = ok && c.acceptsModel(&f.groups[i])
 		}
 		if ok {
-			s = s.add(g.sel)
+			s = s.add(f.groups[i].sel)
 		}
 	}
 	return s
 }
 
-func (c *clause) acceptsModel(m string) bool {
-	return contains(c.strs, m) == (c.op == opEq || c.op == opIn)
+func (c *clause) acceptsModel(g *gpuGroup) bool {
+	in := false
+	for i, h := range c.hashes {
+		if h == g.hash && c.strs[i] == g.model {
+			in = true
+			break
+		}
+	}
+	return in == (c.op == opEq || c.op == opIn)
 }
 
 // ok evaluates the clause. Negative operators on sets and strings mean
@@ -163,8 +171,8 @@ func (c *clause) ok(ctx *evalCtx) bool {
 		}
 		return hit == positive
 	case kindGPU:
-		for _, g := range f.groups {
-			if c.acceptsModel(g.model) {
+		for i := range f.groups {
+			if c.acceptsModel(&f.groups[i]) {
 				return true
 			}
 		}
@@ -228,6 +236,9 @@ func (c *clause) parseValue(v string) error {
 			return fmt.Errorf("%s: %v", fd.Name, err)
 		}
 		c.strs = append(c.strs, s)
+		if fd.kind == kindGPU {
+			c.hashes = append(c.hashes, modelHash(s))
+		}
 	}
 	c.raw = append(c.raw, v)
 	return nil

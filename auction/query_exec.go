@@ -2,8 +2,10 @@ package auction
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Explain says why a query matched what it did: how many offers were
@@ -59,12 +61,14 @@ func (s *sliceSource) next() *entry {
 type checker interface{ ok(ctx *evalCtx) bool }
 
 // checkIter passes on the candidates its checker accepts and counts the
-// rest, which is what makes Explain possible.
+// rest, which is what makes Explain possible. The count lives in the
+// iterator, not in a shared Explain, so parallel chunks never write to one
+// cache line.
 type checkIter struct {
 	src     iterator
 	ctx     *evalCtx
 	check   checker
-	removed *int
+	removed int
 }
 
 func (it *checkIter) next() *entry {
@@ -77,7 +81,7 @@ func (it *checkIter) next() *entry {
 		if it.check.ok(it.ctx) {
 			return e
 		}
-		*it.removed++
+		it.removed++
 	}
 }
 
@@ -95,12 +99,14 @@ func (live) ok(ctx *evalCtx) bool { return ctx.now < ctx.f.expires && !ctx.f.wit
 //     offers a later clause alone would remove moves it to the front.
 //
 // Ranking and the limit come after, in Book.Query, over survivors only.
-func (q *Query) stack(src iterator, ctx *evalCtx, ex *Explain) iterator {
-	it := iterator(&checkIter{src: src, ctx: ctx, check: live{}, removed: &ex.Expired})
+//
+// It returns the last stage and every stage, in order, to read counts from.
+func (q *Query) stack(src iterator, ctx *evalCtx) (iterator, []*checkIter) {
+	stages := []*checkIter{{src: src, ctx: ctx, check: live{}}}
 	for i := range q.clauses {
-		it = &checkIter{src: it, ctx: ctx, check: &q.clauses[i], removed: &ex.Clauses[i].Removed}
+		stages = append(stages, &checkIter{src: stages[i], ctx: ctx, check: &q.clauses[i]})
 	}
-	return it
+	return stages[len(stages)-1], stages
 }
 
 // Query returns the offers matching q, sorted by order and cut to limit
@@ -109,29 +115,38 @@ func (q *Query) stack(src iterator, ctx *evalCtx, ex *Explain) iterator {
 // for provider ID order. Offers lacking the order value (a tier not
 // offered, no GPUs selected) sort last either way; ties break by provider
 // ID, so results are deterministic. Query reads the clock once.
+//
+// Large books are filtered in parallel, one chunk per CPU, each chunk
+// through its own stack; the chunks' Explains add up and the sort makes
+// the result independent of how the book was split.
 func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, error) {
 	key, desc, err := parseOrder(order)
 	if err != nil {
 		return nil, nil, err
 	}
-	es := b.entries() // the lock is not held while filtering
-	ex := &Explain{Considered: len(es), Clauses: make([]ClauseStat, len(q.clauses))}
-	for i := range q.clauses {
-		ex.Clauses[i].Clause = q.clauses[i].String()
+	if q == nil {
+		q = &Query{} // every live offer
 	}
-	ctx := &evalCtx{q: q, now: b.now().Unix()}
+	now := b.now().Unix()
+	b.mu.RLock()
+	es := b.list
+	parts := make([]queryPart, max(1, min(runtime.GOMAXPROCS(0), len(es)/minChunk)))
+	var wg sync.WaitGroup
+	for w := range parts {
+		lo, hi := len(es)*w/len(parts), len(es)*(w+1)/len(parts)
+		wg.Go(func() { parts[w].run(q, es[lo:hi], now, key) })
+	}
+	wg.Wait()
+	b.mu.RUnlock()
+	ex := &Explain{Considered: len(es), Clauses: make([]ClauseStat, len(q.clauses))}
 	var matched []ranked
-	it := q.stack(&sliceSource{es: es}, ctx, ex)
-	for e := it.next(); e != nil; e = it.next() {
-		r := ranked{e: e}
-		if key != nil {
-			var sel *gpuSel
-			if key.sel {
-				sel = ctx.selection() // ctx still holds e: the last stage accepted it
-			}
-			r.v, r.ok = key.num(&e.f, sel, ctx.now)
+	for _, p := range parts {
+		ex.Expired += p.ex.Expired
+		for i := range ex.Clauses {
+			ex.Clauses[i].Clause = q.clauses[i].String()
+			ex.Clauses[i].Removed += p.ex.Clauses[i].Removed
 		}
-		matched = append(matched, r)
+		matched = append(matched, p.matched...)
 	}
 	ex.Matched = len(matched)
 	sort.Slice(matched, func(i, j int) bool { return matched[i].less(&matched[j], desc) })
@@ -143,6 +158,38 @@ func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, err
 		out[i] = r.e.offer
 	}
 	return out, ex, nil
+}
+
+// minChunk is the fewest offers worth a goroutine of their own.
+const minChunk = 16 << 10
+
+// queryPart is one chunk's share of a query run.
+type queryPart struct {
+	ex      Explain
+	matched []ranked
+}
+
+func (p *queryPart) run(q *Query, es []*entry, now int64, key *fieldDef) {
+	ctx := &evalCtx{q: q, now: now}
+	it, stages := q.stack(&sliceSource{es: es}, ctx)
+	defer func() {
+		p.ex.Expired = stages[0].removed
+		p.ex.Clauses = make([]ClauseStat, len(q.clauses))
+		for i := range q.clauses {
+			p.ex.Clauses[i].Removed = stages[i+1].removed
+		}
+	}()
+	for e := it.next(); e != nil; e = it.next() {
+		r := ranked{e: e}
+		if key != nil {
+			var sel *gpuSel
+			if key.sel {
+				sel = ctx.selection() // ctx still holds e: the last stage accepted it
+			}
+			r.v, r.ok = key.num(&e.f, sel, now)
+		}
+		p.matched = append(p.matched, r)
+	}
 }
 
 type ranked struct {

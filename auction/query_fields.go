@@ -93,7 +93,7 @@ var fields = []*fieldDef{
 			if v = strings.ToLower(v); !isContinent(v) {
 				return "", fmt.Errorf("%q is not a continent code (%s)", v, strings.Join(Continents, ", "))
 			}
-			return v, nil
+			return canonicalContinent(v), nil
 		}},
 	{FieldDoc: FieldDoc{"country", "string", "ISO 3166-1 alpha-2, case-insensitive (DE, US)", stringOps, false, "where the provider is"},
 		kind: kindString, str: func(f *facts) string { return f.country }, norm: func(v string) (string, error) {

@@ -52,7 +52,7 @@ func lex(s string) ([]token, error) {
 		case isSpace(c):
 			i++
 		case c == '[' || c == ']' || c == ',':
-			toks = append(toks, token{map[byte]tokKind{'[': tLBrack, ']': tRBrack, ',': tComma}[c], s[i : i+1], i + 1})
+			toks = append(toks, token{tLBrack + tokKind(strings.IndexByte("[],", c)), s[i : i+1], i + 1})
 			i++
 		case c == '=' || c == '!' || c == '<' || c == '>':
 			j := i + 1

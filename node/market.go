@@ -20,12 +20,12 @@ import (
 // Offer gossip and stream protocol names, scoped by p2p to /gleaner/N/.
 const (
 	offerStreamProto = "offer/1"
-	offerRateBurst   = 5 // offers an author may publish back to back
+	offerRateBurst   = 10 // offers an author may publish back to back
 )
 
 // offerRate is how often one provider may re-publish: offers change when
 // the owner edits them or a GPU comes and goes, never many times a second.
-var offerRate = rate.Every(2 * time.Second)
+var offerRate = rate.Every(time.Second)
 
 func offerTopicName(continent string) string { return "offers/" + continent + "/1" }
 
@@ -95,27 +95,32 @@ func (m *market) topic(continent string) (*pubsub.Topic, error) {
 // Reject (which costs the forwarding peer score) for anything a correct
 // node would never send; Ignore for what may be honest (a duplicate).
 func (m *market) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	author := msg.GetFrom()
 	o, _, err := auction.DecodeSignedOffer(msg.Data, m.now())
 	if err != nil {
+		m.log.Debug("offer rejected", "author", author, "err", err)
 		return pubsub.ValidationReject
 	}
-	author := msg.GetFrom()
 	if o.Provider != author.String() || o.Network != m.host.Network() {
 		// An offer may only travel as its provider's own message: nobody
 		// can replay someone else's offer under their own name.
+		m.log.Debug("offer rejected: not its provider's own message", "author", author, "provider", o.Provider)
 		return pubsub.ValidationReject
 	}
 	if !m.allow(author) {
+		m.log.Debug("offer rejected: author floods", "author", author)
 		return pubsub.ValidationReject
 	}
 	if cur, raw, ok := m.book.Get(o.Provider); ok {
 		switch {
 		case o.Seq < cur.Seq:
-			return pubsub.ValidationReject // a replay of an older offer
+			m.log.Debug("offer rejected: older sequence number (replay)", "author", author, "seq", o.Seq, "have", cur.Seq)
+			return pubsub.ValidationReject
 		case o.Seq == cur.Seq && bytes.Equal(raw, msg.Data):
 			return pubsub.ValidationIgnore
 		case o.Seq == cur.Seq:
-			return pubsub.ValidationReject // two different offers, one seq
+			m.log.Debug("offer rejected: two different offers with one sequence number", "author", author, "seq", o.Seq)
+			return pubsub.ValidationReject
 		}
 	}
 	msg.ValidatorData = o
@@ -199,14 +204,12 @@ func (m *market) sweepLoop(ctx context.Context) {
 func (m *market) sweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	provs, err := m.host.FindProviders(ctx, m.host.CapabilityCID("offer", "any"), 0)
-	if err != nil {
-		m.log.Debug("offer sweep", "err", err)
-		return
-	}
+	// Fetch each provider as the lookup finds it rather than after the
+	// whole lookup: the first offers arrive in milliseconds.
+	provs := m.host.DHT().FindProvidersAsync(ctx, m.host.CapabilityCID("offer", "any"), 0)
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
-	for _, ai := range provs {
+	for ai := range provs {
 		if ai.ID == m.host.ID() {
 			continue
 		}

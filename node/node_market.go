@@ -23,7 +23,7 @@ func (n *Node) startMarket() error {
 	if err != nil {
 		return err
 	}
-	p, err := newProvider(n.market, n.store, key, n.opts.OfferTTL, n.log.With("part", "provider"))
+	p, err := newProvider(ctx, n.market, n.store, key, n.opts.OfferTTL, n.log.With("part", "provider"))
 	if err != nil {
 		return err
 	}

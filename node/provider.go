@@ -26,6 +26,13 @@ type provider struct {
 	ttl   time.Duration
 	now   func() time.Time
 	kick  chan struct{}
+	bg    context.Context // lives as long as the node's market
+
+	// publishMu serialises whole publications, gossip included, and spaces
+	// them minPublishGap apart: two offers in flight at once could arrive
+	// out of order, and renters treat an older sequence number as a replay.
+	publishMu   sync.Mutex
+	lastPublish time.Time
 
 	mu       sync.Mutex // guards everything below
 	settings OfferSettings
@@ -45,8 +52,8 @@ type offerState struct {
 
 const offerStateKey = "state"
 
-func newProvider(m *market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
-	p := &provider{m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1)}
+func newProvider(bg context.Context, m *market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
+	p := &provider{bg: bg, m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1)}
 	st := offerState{Settings: defaultOfferSettings()}
 	if err := store.Get(bucketOffer, offerStateKey, &st); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("load offer settings: %w", err)
@@ -70,8 +77,12 @@ func (p *provider) poke() {
 	}
 }
 
-// update applies a change to the settings, persists it, and re-publishes
-// at once.
+// minPublishGap keeps an honest provider far below renters' flood limit and
+// makes gossip reordering of its own offers practically impossible.
+const minPublishGap = time.Second
+
+// update applies a change to the settings and persists it; the caller
+// publishes.
 func (p *provider) update(change func(OfferSettings) (OfferSettings, error)) (OfferSettings, error) {
 	p.mu.Lock()
 	next, err := change(p.settings)
@@ -87,7 +98,6 @@ func (p *provider) update(change func(OfferSettings) (OfferSettings, error)) (Of
 	if err != nil {
 		return OfferSettings{}, err
 	}
-	p.poke()
 	return next, nil
 }
 
@@ -113,6 +123,15 @@ func (p *provider) run(ctx context.Context) {
 // publish signs the current offer, or a withdrawal if the node offered
 // something before and offers nothing now, and gossips it.
 func (p *provider) publish(ctx context.Context) error {
+	p.publishMu.Lock()
+	defer p.publishMu.Unlock()
+	if wait := minPublishGap - time.Since(p.lastPublish); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	p.mu.Lock()
 	o, reason := p.build()
 	if o == nil && p.current == nil {
@@ -155,6 +174,7 @@ func (p *provider) publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.lastPublish = time.Now()
 	if err := t.Publish(ctx, raw); err != nil {
 		return fmt.Errorf("publish offer: %w", err)
 	}
@@ -164,7 +184,9 @@ func (p *provider) publish(ctx context.Context) error {
 		p.log.Debug("own offer not in book", "err", err)
 	}
 	if !o.Withdrawn {
-		go p.provide(ctx, o)
+		// Not the caller's ctx: an RPC request that triggered this
+		// publication ends long before the DHT has stored the records.
+		go p.provide(p.bg, o)
 	}
 	return nil
 }

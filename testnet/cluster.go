@@ -38,6 +38,7 @@ type ClusterOptions struct {
 // Cluster is N full nodes in this process, each with its own repo, on
 // loopback TCP, with RPC on a free port.
 type Cluster struct {
+	opts   ClusterOptions
 	nodes  []*node.Node
 	dir    string
 	ownDir bool
@@ -58,7 +59,7 @@ func NewCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{dir: opts.Dir}
+	c := &Cluster{dir: opts.Dir, opts: opts}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "gleaner-cluster-")
 		if err != nil {
@@ -106,6 +107,17 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
+	return n, nil
+}
+
+// Add starts one more node, which bootstraps like the others: a late
+// joiner.
+func (c *Cluster) Add(ctx context.Context) (*node.Node, error) {
+	n, err := c.startNode(ctx, len(c.nodes), c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.nodes = append(c.nodes, n)
 	return n, nil
 }
 
