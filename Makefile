@@ -20,8 +20,8 @@ lint: ## gofmt and go vet must be clean
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-demo: build ## a 5-node local testnet on this machine that shows the nodes finding each other
-	./$(BIN) testnet up --nodes 5 --run-for 15s
+demo: build ## a 5-node local testnet: nodes find each other, 3 sell simulated GPUs, every node sees the offers
+	./$(BIN) testnet up --nodes 5 --providers 3 --run-for 15s
 
 bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./p2p

@@ -223,4 +223,3 @@ func refHolds(o *Offer, q []refClause, c refClause, now int64) bool {
 	}
 	return in == pos
 }
-

@@ -2,8 +2,11 @@ package auction
 
 import (
 	"errors"
+	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseQueryValid(t *testing.T) {
@@ -185,4 +188,34 @@ func FuzzParseQuery(f *testing.F) {
 		}
 		q.Match(validOffer(fakeID(1), t0), t0)
 	})
+}
+
+// Books above minChunk are split across goroutines; the result and the
+// Explain must equal one serial pass over the whole book.
+func TestQueryParallelChunksAgree(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	c := newClock()
+	b := NewBook(3*minChunk, c.now)
+	r := rand.New(rand.NewSource(3))
+	for i := 0; i < 3*minChunk; i++ {
+		mustPut(t, b, randomOffer(r, fakeID(uint64(i)), t0.Unix()))
+	}
+	c.add(30 * time.Minute)
+	q, _ := ParseQuery("vram>=24 region in [eu,na] available>=1h price.bronze<2")
+	got, ex, _ := b.Query(q, "-price.bronze", 0)
+	var serial queryPart
+	serial.run(q, b.list, c.now().Unix(), nil)
+	if ex.Matched != len(serial.matched) || ex.Expired != serial.ex.Expired || len(got) != ex.Matched || ex.Matched == 0 {
+		t.Fatalf("parallel %+v, serial %+v", ex, serial.ex)
+	}
+	for i := range ex.Clauses {
+		if ex.Clauses[i].Removed != serial.ex.Clauses[i].Removed {
+			t.Fatalf("clause %d: parallel %d, serial %d", i, ex.Clauses[i].Removed, serial.ex.Clauses[i].Removed)
+		}
+	}
+	for _, o := range got {
+		if !q.Match(o, c.now()) {
+			t.Fatalf("returned %s, which does not match", o.Provider)
+		}
+	}
 }

@@ -20,11 +20,11 @@ func rogueOffer(t *testing.T, id peer.ID, issued time.Time, ttl time.Duration, s
 	return &auction.Offer{
 		Provider: id.String(), Network: "local", Seq: seq,
 		IssuedAt: issued.Unix(), ExpiresAt: issued.Add(ttl).Unix(),
-		GPUs:     []auction.GPU{{Model: "H100", VRAMMiB: 81559, ComputeCap: "9.0"}},
-		Host:     auction.Host{CPUs: 32, MemoryMiB: 256000},
-		Region:   auction.Region{Country: "DE", Continent: "eu"},
-		Prices:   auction.Prices{Bronze: 1_000_000},
-		Policy:   auction.Policy{Workloads: []string{"batch"}, PreemptNotice: 60},
+		GPUs:   []auction.GPU{{Model: "H100", VRAMMiB: 81559, ComputeCap: "9.0"}},
+		Host:   auction.Host{CPUs: 32, MemoryMiB: 256000},
+		Region: auction.Region{Country: "DE", Continent: "eu"},
+		Prices: auction.Prices{Bronze: 1_000_000},
+		Policy: auction.Policy{Workloads: []string{"batch"}, PreemptNotice: 60},
 	}
 }
 

@@ -22,6 +22,19 @@ type UpOptions struct {
 	Nodes   int
 	Dir     string // parent of the repos; a temporary directory (removed by Down) when empty
 	Network string // default "local"
+	// Providers is how many of the nodes (the first ones) sell simulated
+	// GPUs, with an offer already set, so that the market has supply.
+	Providers int
+}
+
+// demoSupply is what `testnet up --providers` sells: a spread of simulated
+// hardware, regions and prices, so that queries have something to sort.
+var demoSupply = []struct{ gpus, region, bronze, silver string }{
+	{"2xRTX4090", "eu/DE", "0.35", "0.60"},
+	{"1xH100", "na/US", "1.80", "2.40"},
+	{"4xA100-80GB", "eu/NL", "1.10", "1.50"},
+	{"1xL4", "as/SG", "0.20", "0.30"},
+	{"8xH100", "na/CA", "1.70", "2.20"},
 }
 
 // Proc is one daemon of a local testnet.
@@ -50,6 +63,9 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	if opts.Nodes < 1 || opts.Nodes > 64 {
 		return nil, fmt.Errorf("--nodes %d: use 1 to 64", opts.Nodes)
 	}
+	if opts.Providers < 0 || opts.Providers > opts.Nodes {
+		return nil, fmt.Errorf("--providers %d: use 0 to --nodes (%d)", opts.Providers, opts.Nodes)
+	}
 	if opts.Network == "" {
 		opts.Network = node.NetworkLocal
 	}
@@ -73,7 +89,30 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 		}
 		l.Procs = append(l.Procs, p)
 	}
+	for i := 0; i < opts.Providers && i < len(l.Procs); i++ {
+		if err := l.setDemoOffer(ctx, i); err != nil {
+			_ = l.Down()
+			return nil, fmt.Errorf("node %d offer: %w", i, err)
+		}
+	}
 	return l, nil
+}
+
+func (l *Local) setDemoOffer(ctx context.Context, i int) error {
+	c, err := l.Client(i)
+	if err != nil {
+		return err
+	}
+	d := demoSupply[i%len(demoSupply)]
+	patch := node.OfferPatch{Region: &d.region, PriceBronze: &d.bronze, PriceSilver: &d.silver}
+	var res node.OfferShowResult
+	if err := c.Call(ctx, "offer_set", patch, &res); err != nil {
+		return err
+	}
+	if !res.Offered {
+		return errors.New(res.Reason)
+	}
+	return nil
 }
 
 func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (*Proc, error) {
@@ -86,6 +125,9 @@ func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (
 		"--rpc", "127.0.0.1:0"}
 	if boot != "" {
 		args = append(args, "--bootstrap", boot)
+	}
+	if i < opts.Providers {
+		args = append(args, "--simulate-gpus", demoSupply[i%len(demoSupply)].gpus)
 	}
 	logPath := filepath.Join(repo, "daemon.log")
 	logf, err := os.Create(logPath)

@@ -81,7 +81,8 @@ var notFound error
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err := newApp(stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil && notFound != nil {
 		err = notFound
 	}

@@ -57,21 +57,25 @@ func marketOffers(c *cli.Context) error {
 	if err := callCmd(c, "market_offers", p, &res); err != nil {
 		return err
 	}
-	return emit(c, res, func(w io.Writer) {
+	return emit(c, res, func(w io.Writer) { printOffers(w, res, c.Bool("explain")) })
+}
+
+func printOffers(w io.Writer, res node.MarketOffersResult, explain bool) {
+	{
 		if len(res.Offers) > 0 {
 			rows := [][]string{{"PROVIDER", "GPUS", "VRAM", "REGION", "GOLD", "SILVER", "BRONZE", "AVAILABLE"}}
 			for _, o := range res.Offers {
 				rows = append(rows, []string{shortID(o.Provider), gpuSummary(o), vramSummary(o),
 					o.Region.Continent + "/" + o.Region.Country, price(o, "gold"), price(o, "silver"), price(o, "bronze"),
-					(time.Duration(o.AvailableForS) * time.Second).String()})
+					availability(o.AvailableForS)})
 			}
 			table(w, rows)
 		}
 		fmt.Fprintf(w, "%d offer(s) shown, %d matched of %d known (prices: credits per GPU-hour)\n", len(res.Offers), res.Explain.Matched, res.Explain.Considered)
-		if c.Bool("explain") || res.Explain.Matched == 0 {
+		if explain || res.Explain.Matched == 0 {
 			fmt.Fprint(w, res.Explain.String())
 		}
-	})
+	}
 }
 
 func shortID(id string) string {
@@ -113,4 +117,13 @@ func price(o node.OfferView, tier string) string {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return "-"
+}
+
+// availability rounds to minutes; offers carry a 7-day horizon, so
+// "always" shows as 7d+.
+func availability(secs int64) string {
+	if secs >= 7*24*3600-60 {
+		return "7d+"
+	}
+	return (time.Duration(secs/60) * time.Minute).String()
 }

@@ -52,7 +52,7 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 		fmt.Fprintf(w, "offered:     yes (seq %d, expires %s)\n", o.Seq, o.ExpiresAt.Local().Format(time.Kitchen))
 		fmt.Fprintf(w, "region:      %s/%s\n", o.Region.Continent, o.Region.Country)
 		fmt.Fprintf(w, "prices:      %s credits per GPU-hour\n", formatPrices(o.Prices))
-		fmt.Fprintf(w, "available:   %s from now\n", time.Duration(o.AvailableForS)*time.Second)
+		fmt.Fprintf(w, "available:   %s from now\n", availability(o.AvailableForS))
 	} else {
 		fmt.Fprintf(w, "offered:     no: %s\n", r.Reason)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/urfave/cli/v2"
 )
@@ -28,6 +29,7 @@ Ctrl-C stops every node and leaves nothing running.
    gleaner testnet up --nodes 3 --run-for 30s --json`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 3, Usage: "number of nodes, 1 to 64"},
+				&cli.IntFlag{Name: "providers", Usage: "how many nodes sell SIMULATED GPUs, with offers set (a market to query)"},
 				&cli.StringFlag{Name: "dir", Usage: "keep the repos in this directory (default: a temporary one, removed on exit)"},
 				&cli.DurationFlag{Name: "run-for", Usage: "stop by itself after this long (default: run until Ctrl-C)"},
 				jsonFlag,
@@ -42,13 +44,16 @@ func runTestnetUp(c *cli.Context) error {
 	if n < 1 || n > 64 {
 		return usagef("for example: gleaner testnet up --nodes 5", "--nodes %d: use 1 to 64", n)
 	}
+	if p := c.Int("providers"); p < 0 || p > n {
+		return usagef("for example: gleaner testnet up --nodes 5 --providers 3", "--providers %d: use 0 to --nodes (%d)", p, n)
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	progress := c.App.ErrWriter
 	fmt.Fprintf(progress, "starting %d nodes...\n", n)
-	l, err := testnet.Up(c.Context, testnet.UpOptions{Binary: bin, Nodes: n, Dir: c.String("dir")})
+	l, err := testnet.Up(c.Context, testnet.UpOptions{Binary: bin, Nodes: n, Dir: c.String("dir"), Providers: c.Int("providers")})
 	if err != nil {
 		return err
 	}
@@ -71,8 +76,15 @@ func runTestnetUp(c *cli.Context) error {
 			rows = append(rows, []string{strconv.Itoa(i), p.PeerID, strconv.Itoa(counts[i]), p.RPCURL, p.Repo})
 		}
 		table(w, rows)
-		fmt.Fprintf(w, "\ntry: gleaner --repo %s peers\n", l.Procs[0].Repo)
+		last := l.Procs[len(l.Procs)-1].Repo
+		fmt.Fprintf(w, "\ntry: gleaner --repo %s peers\n", last)
+		if c.Int("providers") > 0 {
+			fmt.Fprintf(w, "     gleaner --repo %s market offers 'simulated=true' -o price.bronze\n", last)
+		}
 	})
+	if p := c.Int("providers"); p > 0 && !c.Bool("json") {
+		showMarket(c, l, p)
+	}
 	wait := c.Context.Done()
 	if d := c.Duration("run-for"); d > 0 {
 		ctx, cancel := context.WithTimeout(c.Context, d)
@@ -122,4 +134,24 @@ func minInt(xs []int) int {
 		m = min(m, x)
 	}
 	return m
+}
+
+// showMarket waits until the last node's book holds every provider's offer
+// and prints it: the demo's proof that supply reached a renter.
+func showMarket(c *cli.Context, l *testnet.Local, providers int) {
+	last := len(l.Procs) - 1
+	cl, err := l.Client(last)
+	if err != nil {
+		return
+	}
+	var res node.MarketOffersResult
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && c.Context.Err() == nil {
+		if err := cl.Call(c.Context, "market_offers", node.MarketOffersParams{Order: "price.bronze"}, &res); err == nil && len(res.Offers) >= providers {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Fprintf(c.App.Writer, "\nthe market as node %d sees it (gleaner market offers -o price.bronze):\n", last)
+	printOffers(c.App.Writer, res, false)
 }

@@ -191,3 +191,53 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		}
 	}
 }
+
+func TestOfferAndMarketFromTheCLI(t *testing.T) {
+	prov, renter := initRepo(t), initRepo(t)
+	p := startDaemon(t, prov, "--simulate-gpus", "2xRTX4090")
+	startDaemon(t, renter, "--bootstrap", p.addrs[0])
+
+	r := gleaner(t, "--repo", prov, "offer", "show")
+	mustOK(t, r, "offer show")
+	if !strings.Contains(r.stdout, "not offered yet") || !strings.Contains(r.stdout, "RTX4090 (simulated)") {
+		t.Fatalf("offer show before set:\n%s", r.stdout)
+	}
+	r = gleaner(t, "--repo", prov, "offer", "set", "--price.bronze", "cheap")
+	if r.code != 2 || !strings.Contains(r.stderr, "price_bronze") {
+		t.Fatalf("bad price: exit %d, stderr %q; want exit 2 naming the field", r.code, r.stderr)
+	}
+	mustOK(t, gleaner(t, "--repo", prov, "offer", "set", "--region", "eu/DE", "--price.bronze", "0.45",
+		"--tz", "Europe/Berlin", "--weekly", "mon-sun 00:00-24:00"), "offer set")
+
+	var res struct {
+		Offers []struct {
+			Provider  string             `json:"provider"`
+			Simulated bool               `json:"simulated"`
+			Prices    map[string]float64 `json:"prices"`
+		} `json:"offers"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = gleaner(t, "--repo", renter, "market", "offers", "gpu=RTX4090 price.bronze<=0.5", "--json")
+		mustOK(t, r, "market offers")
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("market offers --json: %v\n%s", err, r.stdout)
+		}
+		if len(res.Offers) == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(res.Offers) != 1 || res.Offers[0].Provider != p.peerID || !res.Offers[0].Simulated || res.Offers[0].Prices["bronze"] != 0.45 {
+		t.Fatalf("renter's market: %+v", res.Offers)
+	}
+	r = gleaner(t, "--repo", renter, "market", "offers", "simulated=false", "--explain")
+	mustOK(t, r, "market offers --explain")
+	if !strings.Contains(r.stdout, "1 removed by simulated = false") {
+		t.Fatalf("explain does not say which clause removed the simulated offer:\n%s", r.stdout)
+	}
+	r = gleaner(t, "--repo", renter, "market", "offers", "vram>>40")
+	if r.code != 2 || !strings.Contains(r.stderr, "gleaner: ") {
+		t.Fatalf("malformed query: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
