@@ -26,11 +26,15 @@ demo: build ## a 5-node local testnet: nodes find each other, 3 sell simulated G
 bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./p2p
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 10m ./node/rpc
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 10m ./auction
+	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./node
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./node/rpc
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedOffer$$' -fuzztime $(FUZZTIME) ./auction
+	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./auction
 
 clean: ## remove build output
 	rm -rf bin
