@@ -30,8 +30,9 @@ type Options struct {
 	// InProcess skips NAT services and mDNS regardless of config, so that a
 	// test can run dozens of nodes on two cores without multicast noise.
 	InProcess bool
-	// OfferTTL is how long a published offer stays valid (default 10 min);
-	// it is re-announced at three quarters of that. Tests shorten it.
+	// OfferTTL is how long a published offer stays valid (default 1 h); it
+	// is re-announced at 11/12 of that, and at once when it changes. Tests
+	// shorten it.
 	OfferTTL time.Duration
 }
 
@@ -66,7 +67,7 @@ func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.OfferTTL <= 0 {
-		opts.OfferTTL = 10 * time.Minute
+		opts.OfferTTL = time.Hour
 	}
 	return &Node{repo: repo, cfg: cfg, opts: opts, log: opts.Logger}, nil
 }

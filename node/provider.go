@@ -101,8 +101,10 @@ func (p *provider) update(change func(OfferSettings) (OfferSettings, error)) (Of
 	return next, nil
 }
 
-// run publishes whenever something changed and re-announces at 3/4 of the
-// offer's lifetime, until ctx ends.
+// run publishes whenever something changed and re-announces at 11/12 of
+// the offer's lifetime (55 minutes of the default hour), until ctx ends.
+// Re-announcing rarely is what keeps gossip within budget at scale; see
+// docs/ARCHITECTURE.md.
 func (p *provider) run(ctx context.Context) {
 	reannounce := time.NewTimer(0)
 	defer reannounce.Stop()
@@ -116,7 +118,7 @@ func (p *provider) run(ctx context.Context) {
 		if err := p.publish(ctx); err != nil {
 			p.log.Warn("offer not published", "err", err)
 		}
-		reannounce.Reset(p.ttl * 3 / 4)
+		reannounce.Reset(p.ttl * 11 / 12)
 	}
 }
 
