@@ -188,17 +188,46 @@ func (m *market) expireLoop(ctx context.Context) {
 // sweepLoop finds providers through the DHT and fetches the offers the book
 // lacks. It runs soon after start and then backs off: a late joiner fills
 // its book within seconds, after which gossip keeps it current.
+//
+// The first sweep waits for the DHT's first peer rather than for a fixed
+// delay: before that a lookup finds nothing, and a sweep that ran too early
+// cost a backoff step (the next one came 400 ms later, then 800 ms), while
+// one that runs the moment a bootstrap peer is identified saves the
+// difference on every join.
 func (m *market) sweepLoop(ctx context.Context) {
+	if !m.waitForDHTPeer(ctx) {
+		return
+	}
 	delay := 200 * time.Millisecond
 	for {
+		m.sweep(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		m.sweep(ctx)
 		delay = min(delay*2, time.Minute)
 	}
+}
+
+// waitForDHTPeer returns once the routing table holds a peer (true) or ctx
+// ends (false). It polls every 10 ms (a size check is a lock and a sum)
+// for the seconds a join takes, then every second for a node that stays
+// alone.
+func (m *market) waitForDHTPeer(ctx context.Context) bool {
+	start := time.Now()
+	for m.host.DHT().RoutingTable().Size() == 0 {
+		poll := 10 * time.Millisecond
+		if time.Since(start) > 5*time.Second {
+			poll = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(poll):
+		}
+	}
+	return true
 }
 
 func (m *market) sweep(ctx context.Context) {

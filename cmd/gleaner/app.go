@@ -19,6 +19,8 @@ Getting started:
    gleaner daemon                   run it until Ctrl-C
    gleaner id                       who am I, where do I listen
    gleaner peers                    who am I connected to
+   gleaner offer set --region eu/DE --price.bronze 0.45    sell this machine's GPUs
+   gleaner market offers 'gpu=H100 price.bronze<=1.5'      what is for sale
    gleaner testnet up --nodes 5     a whole local network on this machine
 
 Every command accepts --json for scripts. Exit codes: 0 success, 1 failure,

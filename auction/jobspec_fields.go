@@ -1,0 +1,308 @@
+package auction
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+type setFunc = func(d *specDecoder, path string, n *yaml.Node) error
+
+// jobSpecSchema is the job spec's vocabulary in document order. Each row
+// decodes and validates one field where its value is; checks that involve
+// two fields are in crossChecks.
+var jobSpecSchema = []specField{
+	{name: "name", typ: "string", required: true, help: "a label for the renter: 1..64 of A-Z a-z 0-9 . _ -",
+		set: strVal(func(s *JobSpec) *string { return &s.Name }, validName)},
+	{name: "image", typ: "string", required: true, help: "OCI image reference, [registry/]path[:tag][@digest]",
+		set: strVal(func(s *JobSpec) *string { return &s.Image }, validImage)},
+	{name: "command", typ: "list of strings", def: "the image's entrypoint", help: "argv of the container's process",
+		set: listVal(func(s *JobSpec) *[]string { return &s.Command }, maxSpecList, false, validArg)},
+	{name: "env", typ: "mapping", help: "environment variables; keys [A-Za-z_][A-Za-z0-9_]*, values taken as written", set: setEnv},
+	{name: "secrets_file", typ: "path", help: "KEY=VALUE file read by the renter's node and sent to the provider only, never gossiped or logged",
+		set: strVal(func(s *JobSpec) *string { return &s.SecretsFile }, validArg)},
+	{name: "resources", typ: "mapping", required: true, help: "what one lease needs", sub: []specField{
+		{name: "gpus", typ: "integer", required: true, help: "GPUs, 1..16, all on one provider",
+			set: intVal(func(s *JobSpec) *int { return &s.Resources.GPUs }, 1, maxJobGPUs)},
+		{name: "min_vram_gb", typ: "integer", def: "0 (any)", help: "memory per GPU in GB of 10^9 bytes, as cards are sold (an 80 GB H100 reports 81559 MiB)",
+			set: intVal(func(s *JobSpec) *int { return &s.Resources.MinVRAMGB }, 0, maxResourceCount)},
+		{name: "models", typ: "list of strings", def: "any", help: "acceptable GPU models, case-insensitive (H100, A100-80GB, RTX4090)",
+			set: listVal(func(s *JobSpec) *[]string { return &s.Resources.Models }, maxSpecList, true, validModel)},
+		{name: "cpus", typ: "integer", def: "0 (any)", help: "host CPU cores",
+			set: intVal(func(s *JobSpec) *int { return &s.Resources.CPUs }, 0, maxResourceCount)},
+		{name: "memory_gb", typ: "integer", def: "0 (any)", help: "host memory in GB of 10^9 bytes",
+			set: intVal(func(s *JobSpec) *int { return &s.Resources.MemoryGB }, 0, maxResourceCount)},
+	}},
+	{name: "tier", typ: "string", required: true, help: "gold (reserved window), silver (on demand, never preempted) or bronze (preemptible)",
+		set: setTier},
+	{name: "max_price", typ: "decimal", required: true, help: "credits per GPU-hour, at most 6 decimals; the price paid never exceeds it",
+		set: setMaxPrice},
+	{name: "duration", typ: "mapping", required: true, help: "how long the job runs", sub: []specField{
+		{name: "expected", typ: "duration", def: "max", help: "Go duration (90m, 2h); for the provider's planning; at most max",
+			set: durVal(func(s *JobSpec) *time.Duration { return &s.Duration.Expected })},
+		{name: "max", typ: "duration", required: true, help: "Go duration, at most 720h (30 days); the lease's length",
+			set: durVal(func(s *JobSpec) *time.Duration { return &s.Duration.Max })},
+	}},
+	{name: "start", typ: "timestamp", def: "none", help: "RFC 3339; required for gold and only allowed there: the reserved window's start",
+		set: setStart},
+	{name: "placement", typ: "mapping", help: "where the job may run", sub: []specField{
+		{name: "regions", typ: "list of strings", def: "anywhere", help: "continent codes: " + strings.Join(Continents, " "),
+			set: listVal(func(s *JobSpec) *[]string { return &s.Placement.Regions }, len(Continents), true, validRegion)},
+		{name: "deny_countries", typ: "list of strings", def: "none", help: "ISO 3166-1 alpha-2 codes the job must not run in",
+			set: listVal(func(s *JobSpec) *[]string { return &s.Placement.DenyCountries }, maxSpecList, true, validCountry)},
+		{name: "max_rtt_ms", typ: "integer", def: "0 (no limit)", help: "round trip from the renter's node in ms, 0..10000",
+			set: setMaxRTT},
+	}},
+	{name: "datasets", typ: "list of CIDs", def: "none", help: "inputs; providers that cache them rank higher",
+		set: listVal(func(s *JobSpec) *[]string { return &s.Datasets }, MaxDatasets, true, validDataset)},
+	{name: "checkpoint", typ: "mapping", help: "state that survives preemption and re-auction", sub: []specField{
+		{name: "path", typ: "path", def: "none", help: "absolute, clean path inside the container",
+			set: strVal(func(s *JobSpec) *string { return &s.Checkpoint.Path }, validCheckpoint)},
+	}},
+	{name: "retry", typ: "mapping", help: "when a job is auctioned again", sub: []specField{
+		{name: "max_reauctions", typ: "integer", def: "0", help: "re-auctions after preemption or a retryable exit, 0..100",
+			set: intVal(func(s *JobSpec) *int { return &s.Retry.MaxReauctions }, 0, maxReauctions)},
+		{name: "on_exit_codes", typ: "list of integers", def: "none", help: "exit codes 1..255 that mean retry",
+			set: setExitCodes},
+	}},
+	{name: "workload", typ: "string", def: "batch", help: "batch or service; the provider's policy must allow it",
+		set: strVal(func(s *JobSpec) *string { return &s.Workload }, validWorkload)},
+	{name: "allow_simulated", typ: "bool", def: "false", help: "accept simulated GPUs (local testnets only)", set: setAllowSimulated},
+}
+
+// text reads a scalar as written: 0.60 stays "0.60", not a float.
+func text(path string, n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", specErr(n, path, "want a single value, got a %s", kindName(n.Kind))
+	}
+	if len(n.Value) > maxSpecString {
+		return "", specErr(n, path, "longer than %d bytes", maxSpecString)
+	}
+	return n.Value, nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.MappingNode:
+		return "mapping"
+	}
+	return "value"
+}
+
+// strVal decodes one string; valid checks it and may normalise it.
+func strVal(field func(*JobSpec) *string, valid func(string) (string, error)) setFunc {
+	return func(d *specDecoder, path string, n *yaml.Node) error {
+		v, err := text(path, n)
+		if err != nil {
+			return err
+		}
+		norm, verr := valid(v)
+		if verr != nil {
+			return specErr(n, path, "%v", verr)
+		}
+		*field(d.s) = norm
+		return nil
+	}
+}
+
+func integer(path string, n *yaml.Node, lo, hi int) (int, error) {
+	v, err := text(path, n)
+	if err != nil {
+		return 0, err
+	}
+	i, perr := strconv.Atoi(v)
+	if perr != nil || n.Tag != "!!int" || i < lo || i > hi {
+		return 0, specErr(n, path, "must be a whole number %d..%d, got %q", lo, hi, v)
+	}
+	return i, nil
+}
+
+func intVal(field func(*JobSpec) *int, lo, hi int) setFunc {
+	return func(d *specDecoder, path string, n *yaml.Node) error {
+		i, err := integer(path, n, lo, hi)
+		*field(d.s) = i
+		return err
+	}
+}
+
+func durVal(field func(*JobSpec) *time.Duration) setFunc {
+	return func(d *specDecoder, path string, n *yaml.Node) error {
+		v, err := text(path, n)
+		if err != nil {
+			return err
+		}
+		t, perr := time.ParseDuration(v)
+		if perr != nil || t <= 0 || t%time.Second != 0 {
+			return specErr(n, path, "want a positive Go duration in whole seconds such as 90m or 6h, got %q", v)
+		}
+		if t > MaxJobDuration {
+			return specErr(n, path, "%s exceeds the limit of %s (30 days)", v, MaxJobDuration)
+		}
+		*field(d.s) = t
+		return nil
+	}
+}
+
+// listVal decodes a list of strings; valid may normalise each (regions to
+// lower case, countries to upper case). unique refuses repeats after
+// normalisation, which are almost always a typo.
+func listVal(field func(*JobSpec) *[]string, max int, unique bool, valid func(string) (string, error)) setFunc {
+	return func(d *specDecoder, path string, n *yaml.Node) error {
+		if n.Kind != yaml.SequenceNode {
+			return specErr(n, path, "want a list")
+		}
+		if len(n.Content) > max {
+			return specErr(n, path, "%d entries, limit %d", len(n.Content), max)
+		}
+		out := make([]string, 0, len(n.Content))
+		for i, e := range n.Content {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			v, err := text(p, e)
+			if err != nil {
+				return err
+			}
+			norm, verr := valid(v)
+			if verr != nil {
+				return specErr(e, p, "%v", verr)
+			}
+			if unique && containsFold(out, norm) {
+				return specErr(e, p, "%q repeated", v)
+			}
+			out = append(out, norm)
+		}
+		*field(d.s) = out
+		return nil
+	}
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func setEnv(d *specDecoder, path string, n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return specErr(n, path, "want a mapping of NAME: value")
+	}
+	if len(n.Content)/2 > maxSpecList {
+		return specErr(n, path, "%d entries, limit %d", len(n.Content)/2, maxSpecList)
+	}
+	env := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key, err := text(path, k)
+		if err != nil {
+			return err
+		}
+		p := path + "." + key
+		if !validEnvKey(key) {
+			return specErr(k, p, "not a variable name ([A-Za-z_][A-Za-z0-9_]*)")
+		}
+		if _, dup := env[key]; dup {
+			return specErr(k, p, "repeated")
+		}
+		val, err := text(p, v)
+		if err != nil {
+			return err
+		}
+		if strings.IndexByte(val, 0) >= 0 {
+			return specErr(v, p, "contains a NUL byte")
+		}
+		env[key] = val
+	}
+	d.s.Env = env
+	return nil
+}
+
+func setTier(d *specDecoder, path string, n *yaml.Node) error {
+	v, err := text(path, n)
+	if err != nil {
+		return err
+	}
+	t := Tier(v)
+	if t != Gold && t != Silver && t != Bronze {
+		return specErr(n, path, "%q: want gold, silver or bronze", v)
+	}
+	d.s.Tier = t
+	return nil
+}
+
+func setMaxPrice(d *specDecoder, path string, n *yaml.Node) error {
+	v, err := text(path, n)
+	if err != nil {
+		return err
+	}
+	p, perr := parseMicro(v)
+	if perr != nil {
+		return specErr(n, path, "%v", perr)
+	}
+	if p <= 0 || Credits(p) > maxPrice {
+		return specErr(n, path, "must be more than 0 and at most %d credits", maxPrice/1_000_000)
+	}
+	d.s.MaxPrice = Credits(p)
+	return nil
+}
+
+func setStart(d *specDecoder, path string, n *yaml.Node) error {
+	v, err := text(path, n)
+	if err != nil {
+		return err
+	}
+	t, perr := time.Parse(time.RFC3339, v)
+	if perr != nil || t.Nanosecond() != 0 || t.Year() < 2000 || t.Year() > 9999 {
+		return specErr(n, path, "want an RFC 3339 time in whole seconds such as 2026-12-01T20:00:00Z, got %q", v)
+	}
+	d.s.Start = t.UTC()
+	return nil
+}
+
+func setMaxRTT(d *specDecoder, path string, n *yaml.Node) error {
+	ms, err := integer(path, n, 0, maxRTTMillis)
+	d.s.Placement.MaxRTT = time.Duration(ms) * time.Millisecond
+	return err
+}
+
+func setExitCodes(d *specDecoder, path string, n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return specErr(n, path, "want a list")
+	}
+	if len(n.Content) > maxSpecList {
+		return specErr(n, path, "%d entries, limit %d", len(n.Content), maxSpecList)
+	}
+	codes := make([]int, 0, len(n.Content))
+	for i, e := range n.Content {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		c, err := integer(p, e, 1, 255)
+		if err != nil {
+			return err
+		}
+		for _, x := range codes {
+			if x == c {
+				return specErr(e, p, "%d repeated", c)
+			}
+		}
+		codes = append(codes, c)
+	}
+	d.s.Retry.OnExitCodes = codes
+	return nil
+}
+
+func setAllowSimulated(d *specDecoder, path string, n *yaml.Node) error {
+	v, err := text(path, n)
+	if err != nil {
+		return err
+	}
+	if n.Tag != "!!bool" || (v != "true" && v != "false") {
+		return specErr(n, path, "want true or false, got %q", v)
+	}
+	d.s.AllowSimulated = v == "true"
+	return nil
+}

@@ -1,0 +1,243 @@
+package executor
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+)
+
+// Docker runs jobs as containers through the Docker Engine API.
+type Docker struct {
+	cli     *client.Client
+	logSize int
+}
+
+// NewDocker connects to the engine named by the environment (DOCKER_HOST,
+// ...) and checks that it answers, so that a node without Docker learns it
+// at startup rather than at its first lease.
+func NewDocker(ctx context.Context) (*Docker, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	if _, err := cli.Ping(ctx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w at %s (is the Docker daemon running and is this user allowed to use it?): %v", ErrNoDocker, cli.DaemonHost(), err)
+	}
+	return &Docker{cli: cli, logSize: DefaultLogBytes}, nil
+}
+
+// Close releases the client; running jobs are not affected.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// Kind implements Executor.
+func (d *Docker) Kind() string { return "docker" }
+
+// Unsafe implements Executor: containers are isolated.
+func (d *Docker) Unsafe() bool { return false }
+
+// Start implements Executor.
+func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	var res Result
+	pulled, took, err := d.ensureImage(ctx, spec.Image, hooks.OnPull)
+	if err != nil {
+		return nil, err
+	}
+	res.Pulled, res.PullDuration = pulled, took
+
+	cfg, hc := containerConfig(&spec)
+	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec.JobID))
+	if err != nil {
+		return nil, fmt.Errorf("executor: create container for job %s: %w", spec.JobID, err)
+	}
+	j := newDockerJob(d, created.ID, spec, res)
+	if err := j.start(ctx); err != nil {
+		// Nothing of a job that never ran may stay behind.
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = j.Remove(rmCtx)
+		return nil, fmt.Errorf("executor: start job %s: %w", spec.JobID, err)
+	}
+	return j, nil
+}
+
+func containerName(jobID string) string { return "gleaner-job-" + jobID }
+
+// containerConfig is the whole isolation policy in one place.
+func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
+	user := "65534:65534" // nobody: a job that escapes its namespaces owns nothing
+	if s.RunAsRoot {
+		user = "0:0"
+	}
+	cfg := &container.Config{
+		Image:        s.Image,
+		Cmd:          s.Command,
+		Env:          s.environ(s.CheckpointPath),
+		User:         user,
+		Labels:       s.labels(),
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	pids := s.Pids
+	init := true // tini: forwards SIGTERM to the job and reaps its zombies
+	hc := &container.HostConfig{
+		Privileged:     false,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Init:           &init,
+		// Logs are read from the attach stream into a bounded ring; the
+		// daemon keeps no copy on disk, so nothing of the renter's output
+		// outlives the job.
+		LogConfig: container.LogConfig{Type: "none"},
+		Tmpfs: map[string]string{
+			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,mode=1777", s.scratchMiB()),
+		},
+		NetworkMode: "none",
+		Resources: container.Resources{
+			Memory:     s.MemoryMiB << 20,
+			MemorySwap: s.MemoryMiB << 20, // equal to Memory: no swap on top
+			NanoCPUs:   int64(s.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	if s.Egress {
+		hc.NetworkMode = "bridge"
+	}
+	if !s.SimulatedGPUs && len(s.GPUUUIDs) > 0 {
+		hc.DeviceRequests = []container.DeviceRequest{{
+			Driver:       "nvidia",
+			DeviceIDs:    s.GPUUUIDs,
+			Capabilities: [][]string{{"gpu"}},
+		}}
+	}
+	if s.CheckpointPath != "" {
+		// A volume, not a tmpfs: a tmpfs is gone the moment the container
+		// exits, and the checkpoint is wanted exactly then. The volume is
+		// anonymous and labelled, so Remove and Reconcile delete it.
+		hc.Mounts = []mount.Mount{{
+			Type:          mount.TypeVolume,
+			Target:        s.CheckpointPath,
+			VolumeOptions: &mount.VolumeOptions{Labels: s.labels()},
+		}}
+	}
+	return cfg, hc
+}
+
+// chownCheckpoint hands the fresh (root-owned) checkpoint volume to the
+// job's user by extracting a tar holding only "." with that owner.
+func (d *Docker) chownCheckpoint(ctx context.Context, id string, s *Spec) error {
+	uid := 65534
+	if s.RunAsRoot {
+		uid = 0
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o700, Uid: uid, Gid: uid, ModTime: time.Now()}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return d.cli.CopyToContainer(ctx, id, s.CheckpointPath, &buf, container.CopyToContainerOptions{})
+}
+
+// ensureImage pulls ref unless the engine already has it.
+func (d *Docker) ensureImage(ctx context.Context, ref string, onPull func(PullProgress)) (pulled bool, took time.Duration, err error) {
+	if _, err := d.cli.ImageInspect(ctx, ref); err == nil {
+		return false, 0, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return false, 0, fmt.Errorf("executor: inspect image %s: %w", ref, err)
+	}
+	t0 := time.Now()
+	rc, err := d.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return false, 0, fmt.Errorf("executor: pull %s: %w", ref, err)
+	}
+	defer rc.Close()
+	// The pull runs as long as the stream is read; errors arrive in it.
+	dec := json.NewDecoder(rc)
+	for {
+		var m struct {
+			ID             string `json:"id"`
+			Status         string `json:"status"`
+			Error          string `json:"error"`
+			ProgressDetail struct {
+				Current int64 `json:"current"`
+				Total   int64 `json:"total"`
+			} `json:"progressDetail"`
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return false, 0, fmt.Errorf("executor: pull %s: %w", ref, err)
+		}
+		if m.Error != "" {
+			return false, 0, fmt.Errorf("executor: pull %s: %s", ref, m.Error)
+		}
+		if onPull != nil {
+			onPull(PullProgress{Image: ref, Layer: m.ID, Status: m.Status, Current: m.ProgressDetail.Current, Total: m.ProgressDetail.Total})
+		}
+	}
+	return true, time.Since(t0), nil
+}
+
+// Reconcile implements Executor. It finds leftovers by label only, so the
+// owner's own containers are never touched.
+func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([]string, error) {
+	managed := filters.NewArgs(filters.Arg("label", LabelManaged+"=1"))
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: managed})
+	if err != nil {
+		return nil, fmt.Errorf("executor: list containers: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, c := range list {
+		job := c.Labels[LabelJob]
+		if keep(job) {
+			continue
+		}
+		err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container of job %s: %w", job, err))
+			continue
+		}
+		removed = append(removed, job)
+	}
+	// Volumes outlive their container if the provider died between the
+	// two removals; sweep those whose job is not kept.
+	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: managed})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list volumes: %w", err))
+	} else {
+		for _, v := range vols.Volumes {
+			if keep(v.Labels[LabelJob]) {
+				continue
+			}
+			if err := d.cli.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("executor: reconcile: %w", errors.Join(errs...))
+	}
+	return removed, nil
+}

@@ -1,0 +1,116 @@
+// Package executor runs a leased job on the provider's machine and owns
+// everything the job leaves behind: its container, its scratch space, its
+// logs. The Docker executor is the only one a public network may use; the
+// process executor exists for `--network local` and says it is unsafe
+// wherever it can.
+//
+// Lifecycle: Start returns a Job that is already running; the caller Waits,
+// optionally copies the checkpoint out, and Removes the job. Nothing of the
+// renter's survives Remove. After a provider restart, Reconcile removes what
+// an earlier run left behind for jobs whose leases are gone.
+package executor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNoDocker means the Docker engine could not be reached; the node
+	// falls back to offering nothing (or, on a local network, the process
+	// executor).
+	ErrNoDocker = errors.New("executor: Docker engine unreachable")
+	// ErrBadSpec wraps every validation failure of a Spec.
+	ErrBadSpec = errors.New("executor: invalid job spec")
+	// ErrNoCheckpoint is returned by CopyCheckpoint for a spec without a
+	// checkpoint path.
+	ErrNoCheckpoint = errors.New("executor: job has no checkpoint path")
+	// ErrUnsafeNetwork refuses the process executor on any network but local.
+	ErrUnsafeNetwork = errors.New("executor: the process executor is allowed only on the local network")
+)
+
+// Labels every container and volume the executor creates carries, so that a
+// restarted provider can tell its own leftovers from the owner's containers.
+const (
+	LabelManaged = "net.gleaner.managed"
+	LabelJob     = "net.gleaner.job"
+	LabelLease   = "net.gleaner.lease"
+)
+
+// Environment variables the executor sets for the job.
+const (
+	EnvSimulatedGPUs  = "GLEANER_SIMULATED_GPUS"  // "1" when the GPUs are simulated
+	EnvGPUUUIDs       = "GLEANER_GPU_UUIDS"       // comma-separated leased GPU UUIDs
+	EnvCheckpointPath = "GLEANER_CHECKPOINT_PATH" // where to write the checkpoint
+	EnvJobID          = "GLEANER_JOB_ID"
+)
+
+// Executor starts jobs and cleans up after earlier runs.
+type Executor interface {
+	// Kind is "docker" or "process".
+	Kind() string
+	// Unsafe reports that jobs are not isolated from the provider's machine.
+	Unsafe() bool
+	// Start pulls the image if needed and starts the job. ctx bounds the
+	// start only; the job lives until it exits or is stopped.
+	Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
+	// Reconcile removes every job this executor created (in this or an
+	// earlier process) for which keep returns false, and reports their IDs.
+	Reconcile(ctx context.Context, keep func(jobID string) bool) (removed []string, err error)
+}
+
+// Job is one running (or finished, not yet removed) job.
+type Job interface {
+	ID() string
+	// Wait blocks until the job exits or ctx ends.
+	Wait(ctx context.Context) (Result, error)
+	// Stop sends SIGTERM, waits up to notice for the job to exit, then
+	// sends SIGKILL; it returns once the job has exited. A paused job is
+	// resumed first so that it can act on the notice.
+	Stop(ctx context.Context, notice time.Duration) error
+	// Pause freezes the job (late payment); Resume thaws it.
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	// Logs is the job's combined stdout and stderr.
+	Logs() *LogBuffer
+	// CopyCheckpoint returns a tar stream of Spec.CheckpointPath; it works
+	// after the job has exited and until Remove.
+	CopyCheckpoint(ctx context.Context) (io.ReadCloser, error)
+	// Remove deletes the job and all its storage, stopping it if needed.
+	// It is idempotent.
+	Remove(ctx context.Context) error
+}
+
+// Hooks lets the caller observe a Start.
+type Hooks struct {
+	// OnPull receives image pull progress; it is called from Start's
+	// goroutine and must not block for long.
+	OnPull func(PullProgress)
+}
+
+// PullProgress is one event of an image pull, per layer.
+type PullProgress struct {
+	Image   string
+	Layer   string // empty for whole-image events
+	Status  string // "Downloading", "Pull complete", ...
+	Current int64  // bytes, when the registry reports them
+	Total   int64
+}
+
+// Result is how a job ended.
+type Result struct {
+	ExitCode   int
+	OOMKilled  bool
+	Stopped    bool // Stop was called: the job was preempted, not finished
+	Killed     bool // Stop had to SIGKILL after the notice ran out
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Pulled reports that Start had to pull the image; PullDuration is how
+	// long that took, kept apart so that a slow registry is not billed as
+	// run time.
+	Pulled       bool
+	PullDuration time.Duration
+}

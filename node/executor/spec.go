@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"fmt"
+	"log/slog"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Spec is what the executor needs to know about a leased job: the renter's
+// image and command, and the limits and GPUs the lease fixed.
+type Spec struct {
+	JobID    string // also names the container; [A-Za-z0-9_.-], at most 128
+	LeaseCID string
+	Image    string
+	Command  []string // appended to the image's entrypoint, as `docker run IMAGE CMD...`
+	Env      map[string]string
+	Secrets  Secrets // passed as environment, never printed or logged
+
+	GPUUUIDs      []string
+	SimulatedGPUs bool // no device request; the job sees GLEANER_SIMULATED_GPUS=1
+
+	CPUs      float64 // required, > 0
+	MemoryMiB int64   // required, > 0; swap is not granted on top
+	Pids      int64   // required, > 0
+
+	Egress    bool // the provider's policy allows network egress
+	RunAsRoot bool // the spec requires uid 0 (still without capabilities)
+
+	CheckpointPath string // absolute path in the container, or "" for none
+	ScratchMiB     int    // size of the /tmp tmpfs; 0 means 64
+}
+
+// Secrets are environment variables whose values must never appear in logs,
+// errors or printed specs. The methods below make fmt and slog redact them,
+// so that a Spec can be logged whole without thinking.
+type Secrets map[string]string
+
+// String lists the names only.
+func (s Secrets) String() string {
+	keys := sortedKeys(s)
+	for i, k := range keys {
+		keys[i] = k + "=<redacted>"
+	}
+	return "[" + strings.Join(keys, " ") + "]"
+}
+
+// GoString keeps %#v from printing the values.
+func (s Secrets) GoString() string { return "executor.Secrets" + s.String() }
+
+// LogValue keeps slog from printing the values.
+func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+const defaultScratchMiB = 64
+
+// validate rejects a spec that would run without the limits the lease fixed
+// or in a way the executor cannot express; every error wraps ErrBadSpec.
+func (s *Spec) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadSpec}, a...)...)
+	}
+	switch {
+	case !jobIDPattern.MatchString(s.JobID):
+		return bad("job ID %q must match %s", s.JobID, jobIDPattern)
+	case s.CPUs <= 0 || s.MemoryMiB <= 0 || s.Pids <= 0:
+		return bad("CPU, memory and pids limits are required (got %v CPUs, %d MiB, %d pids)", s.CPUs, s.MemoryMiB, s.Pids)
+	case s.ScratchMiB < 0:
+		return bad("negative scratch size")
+	case s.CheckpointPath != "" && (!path.IsAbs(s.CheckpointPath) || path.Clean(s.CheckpointPath) == "/" || path.Clean(s.CheckpointPath) == "/tmp"):
+		return bad("checkpoint path %q must be an absolute path other than / and /tmp", s.CheckpointPath)
+	case s.SimulatedGPUs && len(s.GPUUUIDs) == 0:
+		return bad("simulated GPUs without UUIDs")
+	}
+	for k := range s.Secrets {
+		if _, dup := s.Env[k]; dup {
+			return bad("%q is both an env var and a secret", k)
+		}
+		if err := checkEnvName(k); err != nil {
+			return bad("secret: %v", err)
+		}
+	}
+	for k := range s.Env {
+		if err := checkEnvName(k); err != nil {
+			return bad("env: %v", err)
+		}
+	}
+	return nil
+}
+
+// checkEnvName reserves the GLEANER_ prefix: with duplicate names most
+// programs read the first one, so a renter's GLEANER_SIMULATED_GPUS=0 could
+// otherwise shadow the executor's.
+func checkEnvName(k string) error {
+	switch {
+	case k == "" || strings.ContainsAny(k, "=\x00"):
+		return fmt.Errorf("bad name %q", k)
+	case strings.HasPrefix(k, "GLEANER_"):
+		return fmt.Errorf("%q: the GLEANER_ prefix is reserved", k)
+	}
+	return nil
+}
+
+// environ is the job's environment as KEY=VALUE, sorted for a stable
+// container config. checkpoint is where this executor put the checkpoint.
+func (s *Spec) environ(checkpoint string) []string {
+	env := make([]string, 0, len(s.Env)+len(s.Secrets)+4)
+	for _, k := range sortedKeys(s.Env) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	for _, k := range sortedKeys(s.Secrets) {
+		env = append(env, k+"="+s.Secrets[k])
+	}
+	env = append(env, EnvJobID+"="+s.JobID)
+	if len(s.GPUUUIDs) > 0 {
+		env = append(env, EnvGPUUUIDs+"="+strings.Join(s.GPUUUIDs, ","))
+	}
+	if s.SimulatedGPUs {
+		env = append(env, EnvSimulatedGPUs+"=1")
+	}
+	if checkpoint != "" {
+		env = append(env, EnvCheckpointPath+"="+checkpoint)
+	}
+	return env
+}
+
+func (s *Spec) labels() map[string]string {
+	return map[string]string{LabelManaged: "1", LabelJob: s.JobID, LabelLease: s.LeaseCID}
+}
+
+func (s *Spec) scratchMiB() int {
+	if s.ScratchMiB == 0 {
+		return defaultScratchMiB
+	}
+	return s.ScratchMiB
+}
+
+func sortedKeys[M ~map[string]string](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
