@@ -1,13 +1,12 @@
 package executor
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -19,10 +18,15 @@ import (
 	"github.com/docker/docker/client"
 )
 
+var _ Executor = (*Docker)(nil)
+
 // Docker runs jobs as containers through the Docker Engine API.
 type Docker struct {
 	cli     *client.Client
 	logSize int
+
+	ownerMu    sync.Mutex // guards ownerReady; held while building the image
+	ownerReady bool       // the checkpoint owner image exists
 }
 
 // NewDocker connects to the engine named by the environment (DOCKER_HOST,
@@ -61,12 +65,21 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 	}
 	res.Pulled, res.PullDuration = pulled, took
 
-	cfg, hc := containerConfig(&spec)
+	var vol string
+	if spec.CheckpointPath != "" {
+		if vol, err = d.checkpointVolume(ctx, &spec); err != nil {
+			return nil, err
+		}
+	}
+	cfg, hc := containerConfig(&spec, vol)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec.JobID))
 	if err != nil {
+		if vol != "" {
+			_ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, true)
+		}
 		return nil, fmt.Errorf("executor: create container for job %s: %w", spec.JobID, err)
 	}
-	j := newDockerJob(d, created.ID, spec, res)
+	j := newDockerJob(d, created.ID, vol, spec, res)
 	if err := j.start(ctx); err != nil {
 		// Nothing of a job that never ran may stay behind.
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -80,7 +93,7 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 func containerName(jobID string) string { return "gleaner-job-" + jobID }
 
 // containerConfig is the whole isolation policy in one place.
-func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
+func containerConfig(s *Spec, checkpointVol string) (*container.Config, *container.HostConfig) {
 	user := "65534:65534" // nobody: a job that escapes its namespaces owns nothing
 	if s.RunAsRoot {
 		user = "0:0"
@@ -127,36 +140,15 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 			Capabilities: [][]string{{"gpu"}},
 		}}
 	}
-	if s.CheckpointPath != "" {
-		// A volume, not a tmpfs: a tmpfs is gone the moment the container
-		// exits, and the checkpoint is wanted exactly then. The volume is
-		// anonymous and labelled, so Remove and Reconcile delete it.
+	if checkpointVol != "" {
 		hc.Mounts = []mount.Mount{{
 			Type:          mount.TypeVolume,
+			Source:        checkpointVol,
 			Target:        s.CheckpointPath,
-			VolumeOptions: &mount.VolumeOptions{Labels: s.labels()},
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
 		}}
 	}
 	return cfg, hc
-}
-
-// chownCheckpoint hands the fresh (root-owned) checkpoint volume to the
-// job's user by extracting a tar holding only "." with that owner.
-func (d *Docker) chownCheckpoint(ctx context.Context, id string, s *Spec) error {
-	uid := 65534
-	if s.RunAsRoot {
-		uid = 0
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o700, Uid: uid, Gid: uid, ModTime: time.Now()}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return d.cli.CopyToContainer(ctx, id, s.CheckpointPath, &buf, container.CopyToContainerOptions{})
 }
 
 // ensureImage pulls ref unless the engine already has it.

@@ -19,6 +19,7 @@ import (
 type dockerJob struct {
 	d      *Docker
 	id     string // container ID
+	vol    string // checkpoint volume, or ""
 	spec   Spec
 	logs   *LogBuffer
 	done   chan struct{} // closed once res and waitErr are final
@@ -34,10 +35,10 @@ type dockerJob struct {
 	removed bool
 }
 
-func newDockerJob(d *Docker, id string, spec Spec, res Result) *dockerJob {
+func newDockerJob(d *Docker, id, vol string, spec Spec, res Result) *dockerJob {
 	bg, cancel := context.WithCancel(context.Background())
 	return &dockerJob{
-		d: d, id: id, spec: spec, res: res,
+		d: d, id: id, vol: vol, spec: spec, res: res,
 		logs:   NewLogBuffer(d.logSize),
 		done:   make(chan struct{}),
 		pumped: make(chan struct{}),
@@ -48,11 +49,6 @@ func newDockerJob(d *Docker, id string, spec Spec, res Result) *dockerJob {
 // start attaches before starting, so that not a byte of output is missed.
 func (j *dockerJob) start(ctx context.Context) error {
 	cli := j.d.cli
-	if j.spec.CheckpointPath != "" {
-		if err := j.d.chownCheckpoint(ctx, j.id, &j.spec); err != nil {
-			return fmt.Errorf("prepare checkpoint volume: %w", err)
-		}
-	}
 	hj, err := cli.ContainerAttach(ctx, j.id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return fmt.Errorf("attach: %w", err)
@@ -107,7 +103,7 @@ func (j *dockerJob) watch() {
 	}
 }
 
-func (j *dockerJob) ID() string        { return j.spec.JobID }
+func (j *dockerJob) ID() string       { return j.spec.JobID }
 func (j *dockerJob) Logs() *LogBuffer { return j.logs }
 
 func (j *dockerJob) Wait(ctx context.Context) (Result, error) {
@@ -213,8 +209,8 @@ func (j *dockerJob) CopyCheckpoint(ctx context.Context) (io.ReadCloser, error) {
 	return rc, nil
 }
 
-// Remove deletes the container with its anonymous volumes (the checkpoint);
-// the scratch tmpfs and the job's logs on the daemon never touched disk.
+// Remove deletes the container and its checkpoint volume; the scratch tmpfs
+// and the job's output never touched the daemon's disk.
 func (j *dockerJob) Remove(ctx context.Context) error {
 	j.mu.Lock()
 	if j.removed {
@@ -226,6 +222,12 @@ func (j *dockerJob) Remove(ctx context.Context) error {
 	err := j.d.cli.ContainerRemove(ctx, j.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("executor: remove job %s: %w", j.spec.JobID, err)
+	}
+	if j.vol != "" {
+		err := j.d.cli.VolumeRemove(ctx, j.vol, true)
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("executor: remove checkpoint of job %s: %w", j.spec.JobID, err)
+		}
 	}
 	j.mu.Lock()
 	j.removed = true

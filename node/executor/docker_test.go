@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 )
 
 func TestDockerRunLogsAndRemove(t *testing.T) {
@@ -61,10 +65,10 @@ func TestDockerIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct {
-		UID, GID                                       int
+		UID, GID                                      int
 		RootWriteErr, TmpWriteErr, CapEff, NoNewPrivs string
-		Interfaces                                     []string
-		Env                                            map[string]string
+		Interfaces                                    []string
+		Env                                           map[string]string
 	}
 	if err := json.Unmarshal(j.Logs().Bytes(), &r); err != nil {
 		t.Fatalf("probe output %q: %v", j.Logs().Bytes(), err)
@@ -146,10 +150,55 @@ func TestDockerStopCheckpoints(t *testing.T) {
 			if string(data) != "step=42\n" {
 				t.Fatalf("checkpoint %q", data)
 			}
-			return
 		}
 	}
-	t.Fatalf("no state file in checkpoint tar: %v", names)
+	if !slices.Contains(names, "./state") {
+		t.Fatalf("no ./state in checkpoint tar: %v", names)
+	}
+	if err := j.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelJob+"="+spec.JobID))})
+	if err != nil || len(vols.Volumes) != 0 || len(containersOf(t, d, spec.JobID)) != 0 {
+		t.Fatalf("left behind: volumes %v (%v)", vols.Volumes, err)
+	}
+}
+
+func TestDockerReconcile(t *testing.T) {
+	d := needDocker(t)
+	ctx := context.Background()
+	kept, orphan := testSpec(t, "ignore"), testSpec(t, "trap")
+	orphan.CheckpointPath = "/ckpt"
+	var jobs []Job
+	for _, s := range []Spec{kept, orphan} {
+		j, err := d.Start(ctx, s, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleanupJob(t, j)
+		jobs = append(jobs, j)
+	}
+	// A restarted provider knows only its leases, not the Job values.
+	removed, err := d.Reconcile(ctx, func(id string) bool { return id != orphan.JobID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(removed, orphan.JobID) || slices.Contains(removed, kept.JobID) {
+		t.Fatalf("removed %v; kept %s, orphan %s", removed, kept.JobID, orphan.JobID)
+	}
+	if len(containersOf(t, d, orphan.JobID)) != 0 || len(containersOf(t, d, kept.JobID)) != 1 {
+		t.Fatal("reconcile removed the wrong containers")
+	}
+	vols, _ := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelJob+"="+orphan.JobID))})
+	if len(vols.Volumes) != 0 {
+		t.Fatalf("orphan's checkpoint volume survived: %v", vols.Volumes[0].Name)
+	}
+	// The orphan's Job notices its container is gone instead of hanging.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := jobs[1].Wait(wctx); errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("Wait hangs after the container was reconciled away")
+	}
 }
 
 func TestDockerStopKillsAfterNotice(t *testing.T) {
@@ -177,5 +226,63 @@ func TestDockerStopKillsAfterNotice(t *testing.T) {
 	}
 	if _, err := j.CopyCheckpoint(ctx); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("CopyCheckpoint without a path: %v", err)
+	}
+}
+
+// A job that writes 2 MB nobody reads is not held up, and the provider
+// keeps only the ring's worth of it.
+func TestDockerLogsBounded(t *testing.T) {
+	d := needDocker(t)
+	d.logSize = 64 << 10
+	ctx := context.Background()
+	j, err := d.Start(ctx, testSpec(t, "spam"), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupJob(t, j)
+	stalled := j.Logs().Subscribe() // never read
+	defer stalled.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if res, err := j.Wait(wctx); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	tail := j.Logs().Bytes()
+	if len(tail) != 64<<10 || !strings.HasSuffix(string(tail), "x\nend\n") || j.Logs().Written() != 20000*100+4 {
+		t.Fatalf("kept %d bytes of %d, tail ends %q", len(tail), j.Logs().Written(), tail[len(tail)-8:])
+	}
+}
+
+func TestDockerPauseResume(t *testing.T) {
+	d := needDocker(t)
+	ctx := context.Background()
+	j, err := d.Start(ctx, testSpec(t, "trap"), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupJob(t, j)
+	waitForLog(t, j, "ready")
+	id := j.(*dockerJob).id
+	if err := j.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := d.cli.ContainerInspect(ctx, id); !info.State.Paused {
+		t.Fatal("not paused")
+	}
+	if err := j.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := d.cli.ContainerInspect(ctx, id); info.State.Paused || !info.State.Running {
+		t.Fatalf("state after resume %+v", info.State)
+	}
+	// Stopping a paused job thaws it first, so it still gets its notice.
+	if err := j.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Stop(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := j.Wait(ctx); res.Killed || !strings.Contains(string(j.Logs().Bytes()), "checkpoint") {
+		t.Fatalf("paused job did not act on SIGTERM: %+v %q", res, j.Logs().Bytes())
 	}
 }

@@ -1,0 +1,252 @@
+//go:build unix
+
+package executor
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// unsafeBanner starts every process job's output, so that nobody reading
+// the logs can mistake such a run for an isolated one.
+const unsafeBanner = "[gleaner] UNSAFE: process executor; this job runs without isolation, limits or GPU pinning on the provider's machine (--network local only)\n"
+
+var _ Executor = (*Process)(nil)
+
+// Process runs jobs as plain child processes of the node. It exists so that
+// a developer without Docker can try the whole market on `--network local`;
+// it enforces none of the isolation or limits of the Docker executor, which
+// is why NewProcess refuses every other network and Unsafe reports true.
+type Process struct {
+	root    string // one work directory per job, removed with the job
+	logSize int
+}
+
+// NewProcess returns the process executor, only for the network "local".
+func NewProcess(network string) (*Process, error) {
+	if network != "local" {
+		return nil, fmt.Errorf("%w (network %q)", ErrUnsafeNetwork, network)
+	}
+	root := filepath.Join(os.TempDir(), fmt.Sprintf("gleaner-process-jobs-%d", os.Getuid()))
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	return &Process{root: root, logSize: DefaultLogBytes}, nil
+}
+
+func (p *Process) Kind() string { return "process" }
+func (p *Process) Unsafe() bool { return true }
+
+// Start runs spec.Command; the image is ignored. The job's working
+// directory, TMPDIR and checkpoint directory live under the executor's root.
+func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if len(spec.Command) == 0 {
+		return nil, fmt.Errorf("%w: the process executor needs a command", ErrBadSpec)
+	}
+	work := filepath.Join(p.root, spec.JobID)
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
+	}
+	ckpt := ""
+	if spec.CheckpointPath != "" {
+		ckpt = filepath.Join(work, "checkpoint")
+	}
+	for _, dir := range []string{filepath.Join(work, "tmp"), ckpt} {
+		if dir != "" {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				os.RemoveAll(work)
+				return nil, err
+			}
+		}
+	}
+	j := &processJob{spec: spec, work: work, ckpt: ckpt, logs: NewLogBuffer(p.logSize), done: make(chan struct{})}
+	j.logs.Write([]byte(unsafeBanner))
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = work
+	cmd.Env = append(spec.environ(ckpt), "PATH="+os.Getenv("PATH"), "HOME="+work,
+		"TMPDIR="+filepath.Join(work, "tmp"), "GLEANER_UNSAFE_EXECUTOR=1")
+	cmd.Stdout, cmd.Stderr = j.logs, j.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signal the whole job, not just its leader
+	j.res.StartedAt = time.Now()
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(work)
+		return nil, fmt.Errorf("executor: start job %s: %w", spec.JobID, err)
+	}
+	j.pid = cmd.Process.Pid
+	go j.wait(cmd)
+	return j, nil
+}
+
+// Reconcile removes the work directories of jobs not kept. Processes
+// started by an earlier run of the node are not tracked; on `--network
+// local` that is accepted.
+func (p *Process) Reconcile(ctx context.Context, keep func(jobID string) bool) ([]string, error) {
+	entries, err := os.ReadDir(p.root)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		if !keep(e.Name()) {
+			if err := os.RemoveAll(filepath.Join(p.root, e.Name())); err != nil {
+				return removed, err
+			}
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed, nil
+}
+
+type processJob struct {
+	spec       Spec
+	work, ckpt string
+	pid        int
+	logs       *LogBuffer
+	done       chan struct{} // closed once res is final
+
+	mu  sync.Mutex // guards res
+	res Result
+}
+
+func (j *processJob) wait(cmd *exec.Cmd) {
+	err := cmd.Wait()
+	j.logs.Close()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	defer close(j.done)
+	j.res.FinishedAt = time.Now()
+	j.res.ExitCode = cmd.ProcessState.ExitCode()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			j.res.ExitCode = 128 + int(ws.Signal()) // as a container reports it
+		}
+	}
+}
+
+func (j *processJob) ID() string       { return j.spec.JobID }
+func (j *processJob) Logs() *LogBuffer { return j.logs }
+
+func (j *processJob) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.res, nil
+}
+
+func (j *processJob) signal(sig syscall.Signal) error {
+	select {
+	case <-j.done:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(-j.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("executor: signal job %s: %w", j.spec.JobID, err)
+	}
+	return nil
+}
+
+func (j *processJob) Stop(ctx context.Context, notice time.Duration) error {
+	j.mu.Lock()
+	j.res.Stopped = true
+	j.mu.Unlock()
+	_ = j.signal(syscall.SIGCONT) // a paused job could not act on the notice
+	if err := j.signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	timer := time.NewTimer(notice)
+	defer timer.Stop()
+	select {
+	case <-j.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	j.mu.Lock()
+	j.res.Killed = true
+	j.mu.Unlock()
+	if err := j.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-j.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (j *processJob) Pause(ctx context.Context) error  { return j.signal(syscall.SIGSTOP) }
+func (j *processJob) Resume(ctx context.Context) error { return j.signal(syscall.SIGCONT) }
+
+// CopyCheckpoint tars the checkpoint directory with "./"-relative names,
+// as the Docker executor does.
+func (j *processJob) CopyCheckpoint(ctx context.Context) (io.ReadCloser, error) {
+	if j.ckpt == "" {
+		return nil, ErrNoCheckpoint
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		err := filepath.WalkDir(j.ckpt, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !(d.IsDir() || d.Type().IsRegular()) {
+				return err
+			}
+			rel, _ := filepath.Rel(j.ckpt, path)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			hdr, err := tar.FileInfoHeader(info, "")
+			if err != nil {
+				return err
+			}
+			hdr.Name = "./" + filepath.ToSlash(rel)
+			if err := tw.WriteHeader(hdr); err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		})
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
+}
+
+func (j *processJob) Remove(ctx context.Context) error {
+	if err := j.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return os.RemoveAll(j.work)
+}
