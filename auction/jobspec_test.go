@@ -50,13 +50,13 @@ func TestParseJobSpecExample(t *testing.T) {
 		SecretsFile: "./secrets.env",
 		Resources:   Resources{GPUs: 1, MinVRAMGB: 24, Models: []string{"RTX4090", "A100"}, CPUs: 8, MemoryGB: 32},
 		Tier:        Gold, MaxPrice: 600_000,
-		Duration:    JobDuration{Expected: 2 * time.Hour, Max: 6 * time.Hour},
-		Start:       time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC),
-		Placement:   Placement{Regions: []string{"eu"}, DenyCountries: []string{}, MaxRTT: 80 * time.Millisecond},
-		Datasets:    []string{},
-		Checkpoint:  Checkpoint{Path: "/checkpoint"},
-		Retry:       Retry{MaxReauctions: 3, OnExitCodes: []int{75}},
-		Workload:    "batch",
+		Duration:   JobDuration{Expected: 2 * time.Hour, Max: 6 * time.Hour},
+		Start:      time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC),
+		Placement:  Placement{Regions: []string{"eu"}, DenyCountries: []string{}, MaxRTT: 80 * time.Millisecond},
+		Datasets:   []string{},
+		Checkpoint: Checkpoint{Path: "/checkpoint"},
+		Retry:      Retry{MaxReauctions: 3, OnExitCodes: []int{75}},
+		Workload:   "batch",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("parsed\n%#v\nwant\n%#v", s, want)

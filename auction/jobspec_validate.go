@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -185,6 +186,43 @@ func imageAllowed(patterns, names []string) bool {
 		}
 	}
 	return false
+}
+
+func setExitCodes(d *specDecoder, path string, n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return specErr(n, path, "want a list")
+	}
+	if len(n.Content) > maxSpecList {
+		return specErr(n, path, "%d entries, limit %d", len(n.Content), maxSpecList)
+	}
+	codes := make([]int, 0, len(n.Content))
+	for i, e := range n.Content {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		c, err := integer(p, e, 1, 255)
+		if err != nil {
+			return err
+		}
+		for _, x := range codes {
+			if x == c {
+				return specErr(e, p, "%d repeated", c)
+			}
+		}
+		codes = append(codes, c)
+	}
+	d.s.Retry.OnExitCodes = codes
+	return nil
+}
+
+func setAllowSimulated(d *specDecoder, path string, n *yaml.Node) error {
+	v, err := text(path, n)
+	if err != nil {
+		return err
+	}
+	if n.Tag != "!!bool" || (v != "true" && v != "false") {
+		return specErr(n, path, "want true or false, got %q", v)
+	}
+	d.s.AllowSimulated = v == "true"
+	return nil
 }
 
 // SpecFieldDoc documents one job spec field, for `gleaner job spec --help`

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -156,9 +157,17 @@ func (c *benchCluster) wireSparse(b testing.TB) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			// Retried: on a shared 2-core box handshakes of 100 fresh hosts
-			// can time out while their DHTs bootstrap.
+			// can time out while their DHTs bootstrap. A failed dial puts
+			// the peer in the swarm's dial backoff, which would fail the
+			// retry at once, so clear it first.
 			var err error
-			for range 3 {
+			for try := range 5 {
+				if try > 0 {
+					if sw, ok := p[0].LibP2P().Network().(*swarm.Swarm); ok {
+						sw.Backoff().Clear(p[1].ID())
+					}
+					time.Sleep(time.Duration(try) * time.Second)
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				err = p[0].Connect(ctx, addrInfo(p[1]))
 				cancel()

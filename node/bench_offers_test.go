@@ -406,7 +406,8 @@ func joinOnce(b *testing.B, c *benchCluster, boot *p2p.Host, want map[string]boo
 			return frac, el
 		}
 		if el >= joinCap {
-			b.Logf("late joiner %s: %d of %d offers after %v", h.ID(), n, len(want), joinCap)
+			b.Logf("late joiner %s (bootstrap %s): %d of %d offers after %v; %d peers, routing table %d",
+				h.ID(), boot.ID(), n, len(want), joinCap, len(h.LibP2P().Network().Peers()), h.DHT().RoutingTable().Size())
 			return frac, joinCap
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	mathrand "math/rand/v2"
 	"context"
 	"errors"
 	"fmt"
@@ -206,9 +207,16 @@ func (m *market) sweepLoop(ctx context.Context) {
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, time.Minute)
+		// Once gossip carries the book, sweeps only repair what it
+		// missed: back off to ten minutes, jittered so that nodes started
+		// together do not walk the DHT in lockstep.
+		delay = min(delay*2, sweepMax)
+		delay += time.Duration(mathrand.Int64N(int64(delay)/5 + 1))
 	}
 }
+
+// sweepMax bounds the sweep interval; see sweepLoop.
+const sweepMax = 10 * time.Minute
 
 // waitForDHTPeer returns once the routing table holds a peer (true) or ctx
 // ends (false). It polls every 10 ms (a size check is a lock and a sum)

@@ -43,15 +43,17 @@ type Node struct {
 	opts Options
 	log  *slog.Logger
 
-	host     *p2p.Host
-	store    *Store
-	market   *market
-	provider *provider
-	gpus     attest.Source
-	rpc      *rpc.Server
-	httpSrv  *http.Server
-	url      string
-	started  time.Time
+	host         *p2p.Host
+	store        *Store
+	market       *market
+	provider     *provider
+	providerJobs *providerJobs
+	renterJobs   *renterJobs
+	gpus         attest.Source
+	rpc          *rpc.Server
+	httpSrv      *http.Server
+	url          string
+	started      time.Time
 
 	mu      sync.Mutex
 	stops   []func(context.Context) error // run in reverse order by Stop
@@ -167,6 +169,7 @@ func (n *Node) startRPC() error {
 	registerNodeAPI(n.rpc, n)
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)
+	registerJobAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

@@ -45,7 +45,7 @@ func (n *Node) startMarket() error {
 	}
 	go p.run(ctx)
 	n.onStop(func(ctx context.Context) error { p.withdraw(ctx); return nil })
-	return nil
+	return n.startJobs(ctx)
 }
 
 // openGPUs picks the GPU source: simulated when configured, NVML otherwise.

@@ -21,6 +21,8 @@ const StoreFile = "node.db"
 // Buckets. One per kind of record; names never change.
 var (
 	bucketOffer = []byte("offer") // the provider's settings and sequence number
+	bucketLeases = []byte("leases") // provider: co-signed leases by job ID
+	bucketJobs   = []byte("jobs")   // renter: job records by job ID
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -35,7 +37,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketOffer} {
+		for _, b := range [][]byte{bucketOffer, bucketLeases, bucketJobs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -89,3 +91,12 @@ func (t *StoreTx) Put(bucket []byte, key string, v any) error {
 	}
 	return t.tx.Bucket(bucket).Put([]byte(key), raw)
 }
+
+// ForEach calls fn with every key and raw JSON value of a bucket.
+func (s *Store) ForEach(bucket []byte, fn func(key string, raw []byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	})
+}
+
+func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -1,0 +1,120 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// Application error codes of the job namespace (see docs/RPC.md).
+const (
+	CodeBadJobSpec = -32020 // the job spec is invalid; the message names line and field
+	CodeNoSuchJob  = -32021 // no job with that ID on this node
+)
+
+// JobSubmitParams are job_submit's parameters.
+type JobSubmitParams struct {
+	Spec    string            `json:"spec" doc:"the job spec as YAML (see docs/JOBS.md)"`
+	Secrets map[string]string `json:"secrets,omitempty" doc:"environment secrets, sent to the winning provider only, never stored"`
+}
+
+// JobIDParams name one job.
+type JobIDParams struct {
+	ID string `json:"id"`
+}
+
+// Validate requires an ID.
+func (p JobIDParams) Validate() error {
+	if p.ID == "" {
+		return errors.New("id: a job ID is required (see `gleaner job ls`)")
+	}
+	return nil
+}
+
+// JobLogsResult is job_logs' result: the retained tail of the output.
+type JobLogsResult struct {
+	Logs string `json:"logs"`
+}
+
+type jobAPI struct{ n *Node }
+
+func registerJobAPI(s *rpc.Server, n *Node) {
+	a := jobAPI{n}
+	rpc.Register(s, "job_submit", rpc.MethodDoc{
+		Summary:     "Submit a job: the node runs a reverse auction, signs a lease with the winner and follows the job.",
+		Description: "Returns at once with the job record (state auction); follow it with job_follow or job_status.",
+		ParamNames:  []string{"spec", "secrets"},
+		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid job spec"}},
+	}, a.Submit)
+	rpc.Register(s, "job_list", rpc.MethodDoc{Summary: "Every job this node has submitted, newest first."}, a.List)
+	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}}}, a.Status)
+	rpc.Register(s, "job_logs", rpc.MethodDoc{Summary: "The retained tail (256 KiB) of a job's output.", ParamNames: []string{"id"}}, a.Logs)
+	rpc.Register(s, "job_cancel", rpc.MethodDoc{Summary: "Cancel a job; the provider stops it with the lease's notice.", ParamNames: []string{"id"}}, a.Cancel)
+	rpc.Register(s, "job_explain", rpc.MethodDoc{Summary: "Why the auction came out as it did: feasibility funnel, quotes, ranking and clearing price.", ParamNames: []string{"id"}}, a.Explain)
+	rpc.RegisterSubscription(s, "job_follow", rpc.MethodDoc{Summary: "Subscribe (WebSocket only) to a job's state changes and log output until it ends.", ParamNames: []string{"id"}}, a.Follow)
+}
+
+func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, error) {
+	j, err := a.n.renterJobs.submit([]byte(p.Spec), p.Secrets)
+	if errors.Is(err, auction.ErrBadJobSpec) {
+		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+	}
+	return j, err
+}
+
+func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
+	r := a.n.renterJobs
+	r.mu.Lock()
+	out := make([]JobRecord, 0, len(r.jobs))
+	for _, j := range r.jobs {
+		c := *j
+		c.Explain, c.Lease = nil, nil
+		out = append(out, c)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
+	return out, nil
+}
+
+func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
+	j, err := a.n.renterJobs.get(p.ID)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+	}
+	j.Explain = nil
+	return j, nil
+}
+
+func (a jobAPI) Logs(ctx context.Context, p JobIDParams) (JobLogsResult, error) {
+	b, err := a.n.renterJobs.logsOf(p.ID)
+	if err != nil {
+		return JobLogsResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+	}
+	return JobLogsResult{Logs: string(b)}, nil
+}
+
+func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*JobRecord, error) {
+	return a.n.renterJobs.cancel(ctx, p.ID)
+}
+
+func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*JobExplain, error) {
+	j, err := a.n.renterJobs.get(p.ID)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+	}
+	if j.Explain == nil {
+		return &JobExplain{}, nil
+	}
+	return j.Explain, nil
+}
+
+func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan JobEvent, error) {
+	ch, err := a.n.renterJobs.follow(ctx, p.ID)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+	}
+	return ch, nil
+}

@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/gleaner-net/gleaner/node/executor"
+)
+
+// startJobs wires the rental protocols: the provider's quote, award and job
+// handlers (when this node can run containers) and the renter's job
+// manager. ctx is the market's background context.
+func (n *Node) startJobs(ctx context.Context) error {
+	key, err := n.repo.Identity()
+	if err != nil {
+		return err
+	}
+	exec := n.openExecutor(ctx, execTag(n.host.ID().String()))
+	pj := newProviderJobs(ctx, n.provider, key, exec, n.log.With("part", "provider-jobs"))
+	h := n.host.LibP2P()
+	h.SetStreamHandler(n.host.ProtocolID(quoteProto), pj.handleQuote)
+	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)
+	h.SetStreamHandler(n.host.ProtocolID(jobProto), pj.handleJob)
+	n.providerJobs = pj
+
+	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
+	if err != nil {
+		return err
+	}
+	n.renterJobs = rj
+	return nil
+}
+
+// openExecutor picks the container runtime. Without Docker, a process
+// executor exists only on the local network and says it is unsafe; on any
+// other network such a node simply does not bid.
+func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
+	d, err := executor.NewDocker(ctx)
+	if err == nil {
+		n.onStop(func(context.Context) error { return d.Close() })
+		// Leases do not survive a restart yet, so every container this node
+		// left in an earlier run is an orphan: remove it, nothing of a
+		// renter's stays. Other nodes sharing the engine keep theirs.
+		mine := func(jobID string) bool { return strings.HasPrefix(jobID, tag+"-") }
+		if removed, err := d.Reconcile(ctx, func(id string) bool { return !mine(id) }); err != nil {
+			n.log.Warn("could not reconcile job containers", "err", err)
+		} else if len(removed) > 0 {
+			n.log.Info("removed job containers left by an earlier run", "jobs", removed)
+		}
+		return d
+	}
+	if !errors.Is(err, executor.ErrNoDocker) {
+		n.log.Warn("no container runtime: this node will not bid for jobs", "err", err)
+		return nil
+	}
+	if n.cfg.Network != NetworkLocal {
+		n.log.Info("Docker is not available: this node will not bid for jobs", "err", err)
+		return nil
+	}
+	p, perr := executor.NewProcess(n.cfg.Network)
+	if perr != nil {
+		return nil
+	}
+	n.log.Warn("Docker is not available: jobs run as plain processes WITHOUT isolation (UNSAFE; local network only)")
+	return p
+}
+
+// execTag names this node's containers, so that several nodes sharing one
+// Docker engine (a local testnet) never reconcile away each other's jobs.
+func execTag(peerID string) string {
+	sum := sha256.Sum256([]byte(peerID))
+	return "g" + hex.EncodeToString(sum[:4])
+}

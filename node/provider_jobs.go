@@ -1,0 +1,192 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+)
+
+// providerJobs is the provider's side of a rental: it quotes, accepts
+// awards for GPUs it has free, and runs leased jobs in the executor.
+type providerJobs struct {
+	p      *provider
+	key    crypto.PrivKey
+	exec   executor.Executor // nil: this node cannot run jobs, so it never bids
+	engine auction.BidEngine
+	log    *slog.Logger
+	bg     context.Context
+	tag    string // prefixes this node's executor job IDs; see execTag
+
+	mu     sync.Mutex // guards leases and used
+	leases map[string]*activeLease
+	used   map[int]bool // GPU indexes held by leases
+}
+
+type activeLease struct {
+	lease *auction.Lease
+	raw   []byte
+	gpus  []int
+	job   executor.Job
+}
+
+func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, log *slog.Logger) *providerJobs {
+	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.m.host.ID().String()),
+		leases: map[string]*activeLease{}, used: map[int]bool{}}
+}
+
+// utilisation is the fraction of offered GPUs held by leases.
+func (pj *providerJobs) utilisation(total int) float64 {
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	if total == 0 {
+		return 1
+	}
+	return float64(len(pj.used)) / float64(total)
+}
+
+func (pj *providerJobs) handleQuote(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	var req quoteRequest
+	if err := readMsg(s, &req); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = writeMsg(s, pj.quote(req))
+}
+
+func (pj *providerJobs) quote(req quoteRequest) quoteReply {
+	if pj.exec == nil {
+		return quoteReply{Decline: "this provider has no container runtime"}
+	}
+	spec, err := auction.ParseJobSpec(req.Spec)
+	if err != nil {
+		return quoteReply{Decline: "bad job spec: " + err.Error()}
+	}
+	pj.p.mu.Lock()
+	offer := pj.p.current
+	pj.p.mu.Unlock()
+	if offer == nil {
+		return quoteReply{Decline: "not offering right now"}
+	}
+	bid, decl := pj.engine.Quote(spec, offer, pj.utilisation(len(offer.GPUs)), time.Now())
+	if decl != nil {
+		return quoteReply{Decline: decl.Reason}
+	}
+	bid.JobID, bid.Nonce = req.JobID, req.Nonce
+	sb, err := auction.SignBid(&bid, pj.key)
+	if err != nil {
+		return quoteReply{Decline: "cannot sign bid: " + err.Error()}
+	}
+	raw, err := sb.Marshal()
+	if err != nil {
+		return quoteReply{Decline: err.Error()}
+	}
+	return quoteReply{Bid: raw}
+}
+
+func (pj *providerJobs) handleAward(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	var req awardRequest
+	if err := readMsg(s, &req); err != nil {
+		_ = s.Reset()
+		return
+	}
+	raw, err := pj.accept(req.Lease, s.Conn().RemotePeer().String())
+	if err != nil {
+		_ = writeMsg(s, awardReply{Refused: err.Error()})
+		return
+	}
+	_ = writeMsg(s, awardReply{Lease: raw})
+}
+
+// accept checks an award against the provider's own bid and free GPUs,
+// reserves the GPUs and counter-signs. The lease is durable before the
+// renter hears of it.
+func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
+	l, sl, err := auction.DecodeSignedLease(proposal, false)
+	if err != nil {
+		return nil, err
+	}
+	me := pj.p.m.host.ID().String()
+	if l.Provider != me || l.Renter != from || l.Network != pj.p.m.host.Network() {
+		return nil, errors.New("the lease names other parties or another network")
+	}
+	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("the lease's bid: %w", err)
+	}
+	if bid.Provider != me || bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs {
+		return nil, errors.New("the lease does not honour our bid")
+	}
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	if _, dup := pj.leases[l.JobID]; dup {
+		return nil, errors.New("a lease for this job exists already")
+	}
+	gpus := pj.freeGPUs(l.GPUs)
+	if gpus == nil {
+		return nil, errors.New("no longer enough free GPUs")
+	}
+	if err := sl.CounterSign(pj.key); err != nil {
+		return nil, err
+	}
+	raw, err := sl.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	err = pj.p.store.Update(func(tx *StoreTx) error { return tx.Put(bucketLeases, l.JobID, raw) })
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gpus {
+		pj.used[g] = true
+	}
+	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus}
+	return raw, nil
+}
+
+// freeGPUs picks n available GPU indexes not held by a lease; nil if too
+// few. Called with pj.mu held.
+func (pj *providerJobs) freeGPUs(n int) []int {
+	pj.p.mu.Lock()
+	avail := append([]int(nil), pj.p.avail.Available...)
+	pj.p.mu.Unlock()
+	var out []int
+	for _, i := range avail {
+		if !pj.used[i] && len(out) < n {
+			out = append(out, i)
+		}
+	}
+	if len(out) < n {
+		return nil
+	}
+	return out
+}
+
+func (pj *providerJobs) release(jobID string) {
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	if al, ok := pj.leases[jobID]; ok {
+		for _, g := range al.gpus {
+			delete(pj.used, g)
+		}
+		delete(pj.leases, jobID)
+	}
+}
+
+func randomNonce() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
+}

@@ -1,0 +1,266 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Auction parameters. K bounds the work a renter asks of the market per
+// round; the deadline bounds how long a slow provider can hold it up.
+const (
+	quoteCandidates = 5
+	quoteDeadline   = 3 * time.Second
+	billingInterval = 5 * time.Minute
+)
+
+// JobExplain records why the auction came out as it did: the funnel of
+// feasibility checks, every quote's outcome, the ranking and the clearing.
+type JobExplain struct {
+	Considered    int                  `json:"considered"`
+	Funnel        []auction.FunnelStep `json:"funnel"`
+	Rejected      []auction.Rejection  `json:"rejected,omitempty"` // first 100
+	Quotes        []QuoteOutcome       `json:"quotes"`
+	Ranked        []auction.Ranked     `json:"ranked,omitempty"`
+	Winner        string               `json:"winner,omitempty"`
+	ClearingPrice float64              `json:"clearing_price,omitempty"`
+}
+
+// QuoteOutcome is one provider's answer to the request for quotes.
+type QuoteOutcome struct {
+	Provider string  `json:"provider"`
+	Bid      float64 `json:"bid,omitempty"` // credits per GPU-hour
+	Declined string  `json:"declined,omitempty"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// run is one job's life on the renter's side: auction, lease, run.
+func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
+	lease, raw, ex, err := r.auction(id, spec, specYAML)
+	if err != nil {
+		state := StateFailed
+		if errors.Is(err, errNoMatch) {
+			state = StateNoMatch
+		}
+		r.update(id, err.Error(), func(j *JobRecord) { j.State, j.Error, j.Explain = state, err.Error(), ex })
+		return
+	}
+	sl := leaseCID(raw)
+	r.update(id, fmt.Sprintf("leased from %s at %s credits/GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
+		j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
+		j.LeaseCID, j.Price = sl, float64(lease.Price)/1e6
+		j.Simulated = offerSimulated(r.m, lease.Provider)
+	})
+	r.follow1(id, lease, raw, specYAML, secrets)
+}
+
+var errNoMatch = errors.New("no provider matched")
+
+// auction filters the book, asks the best candidates for quotes, ranks the
+// signed bids, clears at the second score and gets the winner to
+// counter-sign; if the winner refuses, the next one gets the award.
+func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte) (*auction.Lease, []byte, *JobExplain, error) {
+	now := time.Now()
+	env := auction.Env{Now: now, RTT: r.rtt}
+	book := r.m.book.Snapshot()
+	ok, rejected := auction.Feasible(spec, book, env)
+	ex := &JobExplain{Considered: len(book), Funnel: auction.Funnel(rejected), Quotes: []QuoteOutcome{}}
+	ex.Rejected = rejected[:min(len(rejected), 100)]
+	if len(ok) == 0 {
+		return nil, nil, ex, fmt.Errorf("%w: %d offers known, none feasible (see `gleaner job explain %s`)", errNoMatch, len(book), id)
+	}
+	sort.SliceStable(ok, func(a, b int) bool { return tierFloor(ok[a], spec.Tier) < tierFloor(ok[b], spec.Tier) })
+	cands := ok[:min(len(ok), quoteCandidates)]
+	nonce := randomNonce()
+	bids, outcomes := r.requestQuotes(id, nonce, specYAML, cands)
+	ex.Quotes = outcomes
+	offers := map[string]*auction.Offer{}
+	for _, o := range cands {
+		offers[o.Provider] = o
+	}
+	var plain []auction.Bid
+	rawBid := map[string][]byte{}
+	for _, b := range bids {
+		plain = append(plain, b.bid)
+		rawBid[b.bid.Provider] = b.raw
+	}
+	admitted, _ := auction.AdmitBids(spec, plain, offers, env)
+	ranked := auction.Rank(spec, admitted, offers, env)
+	ex.Ranked = ranked
+	for len(ranked) > 0 {
+		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
+		if !ok {
+			break
+		}
+		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, float64(price)/1e6
+		lease, raw, err := r.award(id, spec, winner, price, rawBid[winner.Bid.Provider])
+		if err == nil {
+			return lease, raw, ex, nil
+		}
+		ex.Quotes = append(ex.Quotes, QuoteOutcome{Provider: winner.Bid.Provider, Error: "award refused: " + err.Error()})
+		ranked = dropProvider(ranked, winner.Bid.Provider)
+	}
+	return nil, nil, ex, fmt.Errorf("%w: %d feasible offers, no acceptable bid (see `gleaner job explain %s`)", errNoMatch, len(ok), id)
+}
+
+type signedBid struct {
+	bid auction.Bid
+	raw []byte
+}
+
+// requestQuotes asks every candidate at once and waits at most
+// quoteDeadline; silence is recorded as an error, never waited out.
+func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
+	ctx, cancel := context.WithTimeout(r.bg, quoteDeadline)
+	defer cancel()
+	var mu sync.Mutex
+	var bids []signedBid
+	outcomes := make([]QuoteOutcome, len(cands))
+	var wg sync.WaitGroup
+	for i, o := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := QuoteOutcome{Provider: o.Provider}
+			var rep quoteReply
+			err := r.exchange(ctx, o.Provider, quoteProto, quoteRequest{JobID: id, Nonce: nonce, Spec: specYAML}, &rep)
+			switch {
+			case err != nil:
+				out.Error = err.Error()
+			case rep.Decline != "":
+				out.Declined = rep.Decline
+			default:
+				b, _, err := auction.DecodeSignedBid(rep.Bid, time.Now())
+				if err == nil && (b.Provider != o.Provider || b.JobID != id || !bytes.Equal(b.Nonce, nonce)) {
+					err = errors.New("the bid is not for this job, round or provider")
+				}
+				if err != nil {
+					out.Error = "bad bid: " + err.Error()
+				} else {
+					out.Bid = float64(b.Price) / 1e6
+					mu.Lock()
+					bids = append(bids, signedBid{*b, rep.Bid})
+					mu.Unlock()
+				}
+			}
+			outcomes[i] = out
+		}()
+	}
+	wg.Wait()
+	return bids, outcomes
+}
+
+// award signs the lease and asks the winner to counter-sign it.
+func (r *renterJobs) award(id string, spec *auction.JobSpec, w auction.Ranked, price auction.Credits, bidRaw []byte) (*auction.Lease, []byte, error) {
+	now := time.Now()
+	start := now
+	if spec.Tier == auction.Gold && spec.Start.After(now) {
+		start = spec.Start
+	}
+	l := &auction.Lease{
+		JobID: id, Network: r.m.host.Network(), Renter: r.m.host.ID().String(), Provider: w.Bid.Provider,
+		Tier: spec.Tier, Price: price, GPUs: spec.Resources.GPUs,
+		Start: start.Unix(), End: start.Add(spec.Duration.Max).Unix(),
+		NoticeSec: w.Offer.Policy.PreemptNotice, BillingSec: int64(billingInterval / time.Second), Bid: bidRaw,
+	}
+	sl, err := auction.ProposeLease(l, r.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	prop, err := sl.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(r.bg, 10*time.Second)
+	defer cancel()
+	var rep awardReply
+	if err := r.exchange(ctx, w.Bid.Provider, awardProto, awardRequest{Lease: prop}, &rep); err != nil {
+		return nil, nil, err
+	}
+	if rep.Refused != "" {
+		return nil, nil, errors.New(rep.Refused)
+	}
+	got, gotSL, err := auction.DecodeSignedLease(rep.Lease, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !bytes.Equal(gotSL.Body, sl.Body) {
+		return nil, nil, errors.New("the provider counter-signed a different lease")
+	}
+	return got, rep.Lease, nil
+}
+
+// exchange sends one request on a fresh stream and reads one reply.
+func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, rep any) error {
+	pid, err := peer.Decode(provider)
+	if err != nil {
+		return err
+	}
+	s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(proto))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(dl)
+	}
+	if err := writeMsg(s, req); err != nil {
+		return err
+	}
+	return readMsg(s, rep)
+}
+
+func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {
+	switch t {
+	case auction.Gold:
+		return o.Prices.Gold
+	case auction.Silver:
+		return o.Prices.Silver
+	}
+	return o.Prices.Bronze
+}
+
+func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.Bid.Provider != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func offerSimulated(m *market, provider string) bool {
+	if o, _, ok := m.book.Get(provider); ok {
+		for _, g := range o.GPUs {
+			if g.Simulated {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func peerRTT(m *market, provider string) (time.Duration, bool) {
+	pid, err := peer.Decode(provider)
+	if err != nil {
+		return 0, false
+	}
+	d := m.host.LibP2P().Peerstore().LatencyEWMA(pid)
+	return d, d > 0
+}
+
+func leaseCID(raw []byte) string {
+	_, sl, err := auction.DecodeSignedLease(raw, true)
+	if err != nil {
+		return ""
+	}
+	return sl.CID().String()
+}

@@ -1,0 +1,225 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/libp2p/go-libp2p/core/crypto"
+)
+
+// Job states, in the order a job normally passes through them.
+const (
+	StateAuction   = "auction"
+	StateLeased    = "leased"
+	StatePulling   = "pulling"
+	StateRunning   = "running"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+	StateNoMatch   = "no-match"
+)
+
+func terminal(state string) bool {
+	switch state {
+	case StateCompleted, StateFailed, StateCancelled, StateNoMatch:
+		return true
+	}
+	return false
+}
+
+// JobRecord is the renter's durable view of one job.
+type JobRecord struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	State     string      `json:"state"`
+	Spec      string      `json:"spec"`
+	Created   time.Time   `json:"created"`
+	Updated   time.Time   `json:"updated"`
+	Provider  string      `json:"provider,omitempty"`
+	LeaseCID  string      `json:"lease_cid,omitempty"`
+	Price     float64     `json:"price,omitempty"` // credits per GPU-hour, cleared
+	GPUs      int         `json:"gpus"`
+	Simulated bool        `json:"simulated"`
+	ExitCode  *int        `json:"exit_code,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	Explain   *JobExplain `json:"explain,omitempty"`
+	Lease     []byte      `json:"lease,omitempty"` // co-signed lease bytes
+	StartedAt *time.Time  `json:"started_at,omitempty"`
+	EndedAt   *time.Time  `json:"ended_at,omitempty"`
+}
+
+// JobEvent is what job_follow streams: state changes and log output.
+type JobEvent struct {
+	JobID string    `json:"job_id"`
+	Type  string    `json:"type"` // "state" or "log"
+	State string    `json:"state,omitempty"`
+	Note  string    `json:"note,omitempty"`
+	Log   string    `json:"log,omitempty"`
+	Time  time.Time `json:"time"`
+}
+
+// renterJobs runs the renter's side: auctions, leases, following jobs.
+type renterJobs struct {
+	m     *market
+	store *Store
+	key   crypto.PrivKey
+	log   *slog.Logger
+	bg    context.Context
+	rtt   func(string) (time.Duration, bool)
+
+	mu   sync.Mutex // guards jobs, logs, subs
+	jobs map[string]*JobRecord
+	logs map[string]*executor.LogBuffer
+	subs map[string][]chan JobEvent
+}
+
+func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
+	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
+		jobs: map[string]*JobRecord{}, logs: map[string]*executor.LogBuffer{}, subs: map[string][]chan JobEvent{}}
+	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
+	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
+		var j JobRecord
+		if err := decodeJSON(raw, &j); err != nil {
+			return err
+		}
+		if !terminal(j.State) {
+			// Following a job across a renter restart is not built yet:
+			// say so instead of showing it as running forever.
+			j.State, j.Error = StateFailed, "the renter's node restarted while the job was in flight"
+		}
+		r.jobs[j.ID] = &j
+		return nil
+	})
+	return r, err
+}
+
+// submit parses and records a job, then runs its auction in the background.
+func (r *renterJobs) submit(specYAML []byte, secrets map[string]string) (*JobRecord, error) {
+	spec, err := auction.ParseJobSpec(specYAML)
+	if err != nil {
+		return nil, err
+	}
+	id := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
+	now := time.Now().UTC()
+	j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now, GPUs: spec.Resources.GPUs}
+	r.mu.Lock()
+	r.jobs[id] = j
+	r.logs[id] = executor.NewLogBuffer(256 << 10)
+	r.mu.Unlock()
+	if err := r.save(j); err != nil {
+		return nil, err
+	}
+	go r.run(j.ID, spec, specYAML, secrets)
+	return r.get(id)
+}
+
+func (r *renterJobs) get(id string) (*JobRecord, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("no job %q (see `gleaner job ls`)", id)
+	}
+	c := *j
+	return &c, nil
+}
+
+// update changes a job under the lock, persists it and tells followers.
+func (r *renterJobs) update(id string, note string, f func(j *JobRecord)) {
+	r.mu.Lock()
+	j := r.jobs[id]
+	prev := j.State
+	f(j)
+	j.Updated = time.Now().UTC()
+	c := *j
+	r.mu.Unlock()
+	if err := r.save(&c); err != nil {
+		r.log.Error("job record not saved", "job", id, "err", err)
+	}
+	if c.State != prev || note != "" {
+		r.publish(JobEvent{JobID: id, Type: "state", State: c.State, Note: note, Time: time.Now().UTC()})
+	}
+}
+
+func (r *renterJobs) save(j *JobRecord) error {
+	return r.store.Update(func(tx *StoreTx) error { return tx.Put(bucketJobs, j.ID, j) })
+}
+
+func (r *renterJobs) publish(ev JobEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ch := range r.subs[ev.JobID] {
+		select {
+		case ch <- ev:
+		default: // a follower that cannot keep up misses events, never blocks the job
+		}
+	}
+	if ev.Type == "state" && terminal(ev.State) {
+		for _, ch := range r.subs[ev.JobID] {
+			close(ch)
+		}
+		delete(r.subs, ev.JobID)
+	}
+}
+
+// follow returns a channel of the job's events from now on; it closes when
+// the job ends or ctx does.
+func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("no job %q", id)
+	}
+	ch := make(chan JobEvent, 256)
+	if terminal(j.State) {
+		ch <- JobEvent{JobID: id, Type: "state", State: j.State, Note: j.Error, Time: j.Updated}
+		close(ch)
+		return ch, nil
+	}
+	r.subs[id] = append(r.subs[id], ch)
+	go func() {
+		<-ctx.Done()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		subs := r.subs[id]
+		for i, c := range subs {
+			if c == ch {
+				r.subs[id] = append(subs[:i], subs[i+1:]...)
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func (r *renterJobs) logsOf(id string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.logs[id]
+	if !ok {
+		if _, known := r.jobs[id]; known {
+			return nil, errors.New("this job's logs were kept in memory by a node that has since restarted")
+		}
+		return nil, fmt.Errorf("no job %q", id)
+	}
+	return b.Bytes(), nil
+}
+
+func (r *renterJobs) appendLog(id string, chunk []byte) {
+	r.mu.Lock()
+	b := r.logs[id]
+	r.mu.Unlock()
+	if b != nil {
+		_, _ = b.Write(chunk)
+	}
+	r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk), Time: time.Now().UTC()})
+}
