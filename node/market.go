@@ -2,11 +2,11 @@ package node
 
 import (
 	"bytes"
-	mathrand "math/rand/v2"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"sync"
 	"time"
 

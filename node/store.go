@@ -20,7 +20,7 @@ const StoreFile = "node.db"
 
 // Buckets. One per kind of record; names never change.
 var (
-	bucketOffer = []byte("offer") // the provider's settings and sequence number
+	bucketOffer  = []byte("offer")  // the provider's settings and sequence number
 	bucketLeases = []byte("leases") // provider: co-signed leases by job ID
 	bucketJobs   = []byte("jobs")   // renter: job records by job ID
 )
