@@ -118,3 +118,35 @@ func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan JobEvent, err
 	}
 	return ch, nil
 }
+
+// LeaseView is one lease as the provider keeps it.
+type LeaseView struct {
+	CID   string         `json:"cid"`
+	Lease *auction.Lease `json:"lease"`
+	// Active is true while the lease holds GPUs on this provider.
+	Active bool `json:"active"`
+}
+
+func registerLeaseAPI(s *rpc.Server, n *Node) {
+	rpc.Register(s, "lease_list", rpc.MethodDoc{Summary: "The co-signed leases this node has accepted as a provider."},
+		func(ctx context.Context, _ struct{}) ([]LeaseView, error) {
+			out := []LeaseView{}
+			pj := n.providerJobs
+			err := n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+				var b []byte
+				if err := decodeJSON(raw, &b); err != nil {
+					return err
+				}
+				l, sl, err := auction.DecodeSignedLease(b, true)
+				if err != nil {
+					return nil // a lease that no longer verifies is not shown
+				}
+				pj.mu.Lock()
+				_, active := pj.leases[jobID]
+				pj.mu.Unlock()
+				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: active})
+				return nil
+			})
+			return out, err
+		})
+}

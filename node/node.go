@@ -170,6 +170,7 @@ func (n *Node) startRPC() error {
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)
 	registerJobAPI(n.rpc, n)
+	registerLeaseAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

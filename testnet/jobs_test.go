@@ -1,0 +1,165 @@
+package testnet
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// requireDocker fails loudly when the engine is missing: these tests are
+// the product's main path and must never pass by skipping.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("this test needs a running Docker engine: %v: %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := BuildDemoImage(ctx, ".."); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jobSpec(name, tier string, args ...string) string {
+	return fmt.Sprintf(`name: %s
+image: %s
+command: [%s]
+resources: {gpus: 1}
+tier: %s
+max_price: 1.00
+duration: {expected: 1m, max: 10m}
+allow_simulated: true
+`, name, DemoImage, strings.Join(quoteAll(args), ", "), tier)
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+func waitJob(t *testing.T, cl *rpc.Client, id string, want func(string) bool, limit time.Duration) node.JobRecord {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var j node.JobRecord
+		if err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j); err != nil {
+			t.Fatal(err)
+		}
+		if want(j.State) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s after %v (error %q)", id, j.State, limit, j.Error)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func managedContainers(t *testing.T, jobID string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=net.gleaner.managed=1", "--format", "{{.Names}} {{.Label \"net.gleaner.job\"}}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	var mine []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, jobID) {
+			mine = append(mine, line)
+		}
+	}
+	return strings.Join(mine, "\n")
+}
+
+// TestRentAGPUEndToEnd: on a 5-node local network one provider sells a
+// simulated GPU; a renter submits a job, its node runs the auction, both
+// sides sign the lease, the provider runs the container in Docker and the
+// renter sees its output; a second job is cancelled while it runs.
+func TestRentAGPUEndToEnd(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: 5, Configure: func(i int, cfg *node.Config) {
+		if i == 0 {
+			cfg.Provider.SimulateGPUs = "1xRTX4090"
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitPeers(t, c, 2, 20*time.Second)
+	setOffer(t, c, 0, "0.40")
+	provider, _ := c.Client(0)
+	silver := "0.70"
+	if err := provider.Call(ctx, "offer_set", node.OfferPatch{PriceSilver: &silver}, &node.OfferShowResult{}); err != nil {
+		t.Fatal(err)
+	}
+	prov := c.Nodes()[0].Host().ID().String()
+	waitBooks(t, c, 5*time.Second, "the offer with both tiers", func(b map[string]bool) bool { return b[prov] })
+	time.Sleep(1500 * time.Millisecond) // the silver price is a second publication, at most one a second
+
+	renter, _ := c.Client(4)
+	var j node.JobRecord
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	if j.State != node.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
+		var ex node.JobExplain
+		_ = renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
+		t.Fatalf("job ended %+v\nexplain: %+v", j, ex)
+	}
+	var logs node.JobLogsResult
+	if err := renter.Call(ctx, "job_logs", node.JobIDParams{ID: j.ID}, &logs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.Logs, "hello from a gleaner job: uid 65534, simulated GPUs \"1\"") || !strings.Contains(logs.Logs, "job finished") {
+		t.Fatalf("renter's logs:\n%s", logs.Logs)
+	}
+	var leases []node.LeaseView
+	if err := provider.Call(ctx, "lease_list", nil, &leases); err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != 1 || leases[0].CID != j.LeaseCID || leases[0].Active {
+		t.Fatalf("provider's leases %+v; renter's lease %s", leases, j.LeaseCID)
+	}
+	if left := managedContainers(t, j.ID); left != "" {
+		t.Fatalf("containers left behind:\n%s", left)
+	}
+	var ex node.JobExplain
+	if err := renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil || ex.Winner != prov || len(ex.Quotes) != 1 {
+		t.Fatalf("explain %+v, %v", ex, err)
+	}
+
+	// Cancel stops the container and releases the GPU.
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60")}, &j); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning }, time.Minute)
+	if err := renter.Call(ctx, "job_cancel", node.JobIDParams{ID: j.ID}, &j); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for managedContainers(t, j.ID) != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("cancelled job's container still there:\n%s", managedContainers(t, j.ID))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("after", "silver")}, &j); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	if j.State != node.StateCompleted {
+		t.Fatalf("a job after the cancel did not get the released GPU: %+v", j)
+	}
+}
