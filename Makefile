@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test lint demo bench fuzz clean
+.PHONY: help build test lint demo demo-image bench fuzz clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -20,8 +20,14 @@ lint: ## gofmt and go vet must be clean
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-demo: build ## a 5-node local testnet: nodes find each other, 3 sell simulated GPUs, every node sees the offers
-	./$(BIN) testnet up --nodes 5 --providers 3 --run-for 15s
+demo: build demo-image ## a 5-node local testnet: 3 nodes sell simulated GPUs, one rents one and runs a job in Docker
+	./$(BIN) testnet up --nodes 5 --providers 3 --job docs/examples/demo-job.yaml --run-for 3s
+
+demo-image: ## the demo workload as a Docker image built FROM scratch (no registry needed)
+	@mkdir -p build/demojob
+	CGO_ENABLED=0 $(GO) build -trimpath -o build/demojob/demojob ./testnet/demojob
+	printf 'FROM scratch\nCOPY demojob /demojob\nENTRYPOINT ["/demojob"]\n' > build/demojob/Dockerfile
+	docker build -q -t gleaner-demojob:1 build/demojob
 
 bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./p2p
@@ -37,4 +43,4 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./auction
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin build

@@ -53,7 +53,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		return
 	}
 	sl := leaseCID(raw)
-	r.update(id, fmt.Sprintf("leased from %s at %s credits/GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
+	r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
 		j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
 		j.LeaseCID, j.Price = sl, float64(lease.Price)/1e6
 		j.Simulated = offerSimulated(r.m, lease.Provider)

@@ -112,7 +112,9 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool {
+		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	}, time.Minute)
 	if j.State != node.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
 		var ex node.JobExplain
 		_ = renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
@@ -158,7 +160,9 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("after", "silver")}, &j); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool {
+		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	}, time.Minute)
 	if j.State != node.StateCompleted {
 		t.Fatalf("a job after the cancel did not get the released GPU: %+v", j)
 	}

@@ -54,6 +54,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			pingCommand(),
 			offerCommand(),
 			marketCommand(),
+			jobCommand(),
 			rpcCommand(),
 			versionCommand(),
 			testnetCommand(),

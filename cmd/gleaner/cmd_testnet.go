@@ -32,6 +32,7 @@ Ctrl-C stops every node and leaves nothing running.
 				&cli.IntFlag{Name: "providers", Usage: "how many nodes sell SIMULATED GPUs, with offers set (a market to query)"},
 				&cli.StringFlag{Name: "dir", Usage: "keep the repos in this directory (default: a temporary one, removed on exit)"},
 				&cli.DurationFlag{Name: "run-for", Usage: "stop by itself after this long (default: run until Ctrl-C)"},
+				&cli.StringFlag{Name: "job", Usage: "once the market is up, rent a GPU from the last node with this job spec and follow it"},
 				jsonFlag,
 			},
 			Action: runTestnetUp,
@@ -84,6 +85,11 @@ func runTestnetUp(c *cli.Context) error {
 	})
 	if p := c.Int("providers"); p > 0 && !c.Bool("json") {
 		showMarket(c, l, p)
+	}
+	if spec := c.String("job"); spec != "" {
+		if err := demoJob(c, l, spec); err != nil {
+			return err
+		}
 	}
 	wait := c.Context.Done()
 	if d := c.Duration("run-for"); d > 0 {
@@ -154,4 +160,19 @@ func showMarket(c *cli.Context, l *testnet.Local, providers int) {
 	}
 	fmt.Fprintf(c.App.Writer, "\nthe market as node %d sees it (gleaner market offers -o price.bronze):\n", last)
 	printOffers(c.App.Writer, res, false)
+}
+
+// demoJob rents a GPU from the last node: the whole market in one step.
+func demoJob(c *cli.Context, l *testnet.Local, path string) error {
+	spec, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("", "--job: %v", err)
+	}
+	last := len(l.Procs) - 1
+	cl, err := l.Client(last)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "\nnode %d rents a GPU: gleaner job run %s\n", last, path)
+	return submitAndFollow(c, &nodeClient{Client: cl, dir: l.Procs[last].Repo}, spec, nil, true)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -52,7 +53,7 @@ func report(w io.Writer, err error) int {
 	var re *rpc.Error
 	if errors.As(err, &re) {
 		fmt.Fprintf(w, "gleaner: %s (code %d)\n", re.Message, re.Code)
-		if re.Code == rpc.CodeInvalidParams {
+		if re.Code == rpc.CodeInvalidParams || re.Code == node.CodeBadJobSpec {
 			return exitUsage
 		}
 		return exitFailure

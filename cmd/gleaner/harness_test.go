@@ -241,3 +241,30 @@ func TestOfferAndMarketFromTheCLI(t *testing.T) {
 		t.Fatalf("malformed query: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestJobSpecErrorsNameTheLine(t *testing.T) {
+	repo := initRepo(t)
+	startDaemon(t, repo)
+	spec := filepath.Join(t.TempDir(), "bad.yaml")
+	body := "name: x\nimage: busybox:1\nresources: {gpus: 0}\ntier: bronze\nmax_price: 1\nduration: {max: 1h}\n"
+	if err := os.WriteFile(spec, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := gleaner(t, "--repo", repo, "job", "run", spec)
+	if r.code != 2 || !strings.Contains(r.stderr, "line 3") || !strings.Contains(r.stderr, "resources.gpus") {
+		t.Fatalf("bad spec: exit %d, stderr %q; want exit 2 naming line 3 and resources.gpus", r.code, r.stderr)
+	}
+	r = gleaner(t, "--repo", repo, "job", "run", filepath.Join(t.TempDir(), "missing.yaml"))
+	if r.code != 2 {
+		t.Fatalf("missing spec file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// A valid spec with nobody selling: a clear no-match, never a hang.
+	good := strings.Replace(body, "gpus: 0", "gpus: 1", 1)
+	if err := os.WriteFile(spec, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = gleaner(t, "--repo", repo, "job", "run", spec)
+	if r.code != 1 || !strings.Contains(r.stderr, "no provider") || !strings.Contains(r.stderr, "job explain") {
+		t.Fatalf("no offers: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

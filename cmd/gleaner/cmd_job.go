@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+func jobCommand() *cli.Command {
+	idArg := func(c *cli.Context) (string, error) {
+		if c.Args().Len() != 1 {
+			return "", usagef("job IDs: gleaner job ls", "%s needs exactly one job ID", c.Command.Name)
+		}
+		return c.Args().First(), nil
+	}
+	return &cli.Command{
+		Name:  "job",
+		Usage: "rent GPUs: run a job spec through a reverse auction and follow it",
+		Description: `A job spec (YAML, see docs/JOBS.md) says what to run and what it needs. Your
+node filters the offers it knows, asks the best providers for signed bids,
+clears at the second score, signs a lease with the winner and follows the
+job's output.
+
+   gleaner job run spec.yaml            submit, then follow progress and logs to the end
+   gleaner job submit spec.yaml         submit and return the job ID
+   gleaner job ls | status ID | logs ID [-f] | cancel ID | explain ID`,
+		Subcommands: []*cli.Command{
+			{Name: "run", Usage: "submit a job spec and follow it to the end (exit code = the job's)", ArgsUsage: "<spec.yaml>",
+				Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, true) }},
+			{Name: "submit", Usage: "submit a job spec and print its ID", ArgsUsage: "<spec.yaml>",
+				Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, false) }},
+			{Name: "ls", Usage: "list this node's jobs, newest first", Flags: []cli.Flag{jsonFlag}, Action: jobList},
+			{Name: "status", Usage: "one job's state, provider, price and lease", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					var j node.JobRecord
+					if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
+						return err
+					}
+					return emit(c, j, func(w io.Writer) { printJob(w, j) })
+				}},
+			{Name: "logs", Usage: "a job's output (-f: keep following)", ArgsUsage: "<job-id>",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "follow new output until the job ends"}, jsonFlag},
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					var res node.JobLogsResult
+					if err := callCmd(c, "job_logs", node.JobIDParams{ID: id}, &res); err != nil {
+						return err
+					}
+					if err := emit(c, res, func(w io.Writer) { fmt.Fprint(w, res.Logs) }); err != nil || !c.Bool("follow") {
+						return err
+					}
+					nc, err := dial(c)
+					if err != nil {
+						return err
+					}
+					_, err = followJob(c, nc, id, false)
+					return err
+				}},
+			{Name: "cancel", Usage: "stop a job (the provider gives it the lease's notice)", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					var j node.JobRecord
+					if err := callCmd(c, "job_cancel", node.JobIDParams{ID: id}, &j); err != nil {
+						return err
+					}
+					return emit(c, j, func(w io.Writer) { fmt.Fprintf(w, "job %s: %s\n", j.ID, j.State) })
+				}},
+			{Name: "explain", Usage: "why the auction came out as it did: funnel, quotes, ranking, clearing price", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					var ex node.JobExplain
+					if err := callCmd(c, "job_explain", node.JobIDParams{ID: id}, &ex); err != nil {
+						return err
+					}
+					return emit(c, ex, func(w io.Writer) { printExplain(w, ex) })
+				}},
+		},
+	}
+}
+
+// jobSubmit reads the spec and its secrets file (relative to the spec),
+// submits it and, for `run`, follows it.
+func jobSubmit(c *cli.Context, follow bool) error {
+	if c.Args().Len() != 1 {
+		return usagef("for example: gleaner job run train.yaml (format: docs/JOBS.md)", "%s needs exactly one job spec file", c.Command.Name)
+	}
+	path := c.Args().First()
+	spec, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("", "cannot read the job spec: %v", err)
+	}
+	secrets, err := readSecrets(path, spec)
+	if err != nil {
+		return err
+	}
+	nc, err := dial(c)
+	if err != nil {
+		return err
+	}
+	return submitAndFollow(c, nc, spec, secrets, follow)
+}
+
+func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, secrets map[string]string, follow bool) error {
+	var j node.JobRecord
+	if err := nc.call(c.Context, "job_submit", node.JobSubmitParams{Spec: string(spec), Secrets: secrets}, &j); err != nil {
+		return err
+	}
+	if !follow {
+		return emit(c, j, func(w io.Writer) { fmt.Fprintf(w, "submitted job %s\nfollow it: gleaner job logs -f %s\n", j.ID, j.ID) })
+	}
+	if !c.Bool("json") {
+		fmt.Fprintf(c.App.ErrWriter, "job %s submitted; auction running\n", j.ID)
+	}
+	final, err := followJob(c, nc, j.ID, true)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		_ = emit(c, final, nil)
+	} else {
+		printJob(c.App.ErrWriter, final)
+	}
+	switch {
+	case final.State == node.StateCompleted:
+		return nil
+	case final.State == node.StateNoMatch:
+		return withHint(fmt.Errorf("no provider could run job %s: %s", final.ID, final.Error), "see why: gleaner job explain "+final.ID)
+	default:
+		return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Error)
+	}
+}
+
+// readSecrets loads secrets_file (KEY=VALUE lines), if the spec names one.
+func readSecrets(specPath string, spec []byte) (map[string]string, error) {
+	var file string
+	for _, line := range strings.Split(string(spec), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "secrets_file:"); ok {
+			file = strings.Trim(strings.TrimSpace(strings.SplitN(v, "#", 2)[0]), `"'`)
+		}
+	}
+	if file == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(filepath.Dir(specPath), file)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("secrets_file: %v", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("secrets_file %s line %d: want KEY=VALUE", file, n)
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, sc.Err()
+}
+
+// followJob prints a job's progress (to stderr) and output (to stdout)
+// until it ends, and returns its final record.
+func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.JobRecord, error) {
+	events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: id})
+	if err != nil {
+		return node.JobRecord{}, err
+	}
+	for raw := range events {
+		var ev node.JobEvent
+		if json.Unmarshal(raw, &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.Type == "log" && !c.Bool("json"):
+			fmt.Fprint(c.App.Writer, ev.Log)
+		case ev.Type == "state" && progress && !c.Bool("json"):
+			note := ""
+			if ev.Note != "" {
+				note = ": " + ev.Note
+			}
+			fmt.Fprintf(c.App.ErrWriter, "[%s] %s%s\n", ev.Time.Local().Format("15:04:05"), ev.State, note)
+		}
+	}
+	var j node.JobRecord
+	err = nc.call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
+	return j, err
+}
+
+func jobList(c *cli.Context) error {
+	var jobs []node.JobRecord
+	if err := callCmd(c, "job_list", nil, &jobs); err != nil {
+		return err
+	}
+	return emit(c, jobs, func(w io.Writer) {
+		if len(jobs) == 0 {
+			fmt.Fprintln(w, "no jobs yet (gleaner job run spec.yaml)")
+			return
+		}
+		rows := [][]string{{"JOB", "STATE", "PROVIDER", "PRICE", "CREATED"}}
+		for _, j := range jobs {
+			price := "-"
+			if j.Price > 0 {
+				price = fmt.Sprintf("%g", j.Price)
+			}
+			prov := "-"
+			if j.Provider != "" {
+				prov = shortID(j.Provider)
+				if j.Simulated {
+					prov += " (simulated)"
+				}
+			}
+			rows = append(rows, []string{j.ID, j.State, prov, price, j.Created.Local().Format(time.DateTime)})
+		}
+		table(w, rows)
+	})
+}
+
+func printJob(w io.Writer, j node.JobRecord) {
+	fmt.Fprintf(w, "job:       %s\nstate:     %s\n", j.ID, j.State)
+	if j.Provider != "" {
+		sim := ""
+		if j.Simulated {
+			sim = " (SIMULATED GPUs)"
+		}
+		fmt.Fprintf(w, "provider:  %s%s\nprice:     %g credits per GPU-hour x %d GPU(s)\nlease:     %s\n", j.Provider, sim, j.Price, j.GPUs, j.LeaseCID)
+	}
+	if j.ExitCode != nil {
+		fmt.Fprintf(w, "exit code: %d\n", *j.ExitCode)
+	}
+	if j.StartedAt != nil && j.EndedAt != nil {
+		d := j.EndedAt.Sub(*j.StartedAt)
+		fmt.Fprintf(w, "ran:       %s (bill at the lease price: %.6f credits)\n", d.Round(time.Millisecond), j.Price*float64(j.GPUs)*d.Hours())
+	}
+	if j.Error != "" {
+		fmt.Fprintf(w, "error:     %s\n", j.Error)
+	}
+}
+
+func printExplain(w io.Writer, ex node.JobExplain) {
+	fmt.Fprintf(w, "%d offers considered\n", ex.Considered)
+	for _, f := range ex.Funnel {
+		if f.Removed > 0 {
+			fmt.Fprintf(w, "  %6d removed by %s\n", f.Removed, f.Check)
+		}
+	}
+	for _, r := range ex.Rejected {
+		fmt.Fprintf(w, "  - %s: %s (%s)\n", shortID(r.Provider), r.Reason, r.Check)
+	}
+	if len(ex.Quotes) > 0 {
+		fmt.Fprintln(w, "quotes:")
+		for _, q := range ex.Quotes {
+			switch {
+			case q.Error != "":
+				fmt.Fprintf(w, "  %s  error: %s\n", shortID(q.Provider), q.Error)
+			case q.Declined != "":
+				fmt.Fprintf(w, "  %s  declined: %s\n", shortID(q.Provider), q.Declined)
+			default:
+				fmt.Fprintf(w, "  %s  bid %g\n", shortID(q.Provider), q.Bid)
+			}
+		}
+	}
+	for i, r := range ex.Ranked {
+		fmt.Fprintf(w, "rank %d: %s score %.3f (price %.2f, reputation %.2f, rtt %.2f, locality %.2f)\n", i+1, shortID(r.Bid.Provider),
+			r.Score, r.Parts.Price, r.Parts.Reputation, r.Parts.RTT, r.Parts.Locality)
+	}
+	if ex.Winner != "" {
+		fmt.Fprintf(w, "winner %s, paid %g credits per GPU-hour (second-score clearing)\n", shortID(ex.Winner), ex.ClearingPrice)
+	}
+}
