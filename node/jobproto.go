@@ -19,7 +19,7 @@ const (
 
 // maxJobFrame bounds every message of these protocols: a spec is at most
 // 64 KiB, a log chunk 16 KiB; anything larger is hostile.
-const maxJobFrame = 256 << 10
+const maxJobFrame = 12 << 20 // a start request may carry an 8 MiB checkpoint
 
 type quoteRequest struct {
 	JobID string `json:"job_id"`
@@ -46,11 +46,14 @@ type jobRequest struct {
 	Lease   []byte            `json:"lease"`
 	Spec    []byte            `json:"spec,omitempty"`
 	Secrets map[string]string `json:"secrets,omitempty"`
+	// Checkpoint is the tar a preempted run shipped back, restored into
+	// the spec's checkpoint path before the job starts.
+	Checkpoint []byte `json:"checkpoint,omitempty"`
 }
 
 // jobEvent is what a provider streams back while a job runs.
 type jobEvent struct {
-	Type     string    `json:"type"` // "status", "log", "exit", "error"
+	Type     string    `json:"type"` // "status", "log", "heartbeat", "checkpoint", "exit", "error"
 	Status   string    `json:"status,omitempty"`
 	Log      []byte    `json:"log,omitempty"`
 	ExitCode int       `json:"exit_code,omitempty"`

@@ -240,3 +240,7 @@ func (n *Node) Repo() *Repo { return n.repo }
 
 // Network is the name of the network the node is on.
 func (n *Node) Network() string { return n.cfg.Network }
+
+// GPUSource is where the node reads its GPUs (nil when it has none). Tests
+// and tools use it to drive simulated GPUs' load.
+func (n *Node) GPUSource() attest.Source { return n.gpus }

@@ -25,6 +25,9 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), pj.handleJob)
 	n.providerJobs = pj
+	n.provider.mu.Lock()
+	n.provider.onAvail = pj.reclaim
+	n.provider.mu.Unlock()
 
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
 	if err != nil {

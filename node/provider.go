@@ -39,10 +39,11 @@ type provider struct {
 	avail    attest.Availability
 	gpuErr   error // why there are no GPUs to sell, when there are none
 	seq      uint64
-	current  *auction.Offer // nil when nothing is offered
-	raw      []byte         // current signed offer (an offer or a withdrawal)
-	reason   string         // why nothing is offered
-	provided string         // the capability set last provided in the DHT
+	current  *auction.Offer            // nil when nothing is offered
+	raw      []byte                    // current signed offer (an offer or a withdrawal)
+	reason   string                    // why nothing is offered
+	provided string                    // the capability set last provided in the DHT
+	onAvail  func(attest.Availability) // the job runner's preemption hook
 }
 
 type offerState struct {
@@ -66,7 +67,11 @@ func newProvider(bg context.Context, m *market, store *Store, key crypto.PrivKey
 func (p *provider) setAvailability(a attest.Availability) {
 	p.mu.Lock()
 	p.avail = a
+	hook := p.onAvail
 	p.mu.Unlock()
+	if hook != nil {
+		hook(a)
+	}
 	p.poke()
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -32,10 +33,11 @@ type providerJobs struct {
 }
 
 type activeLease struct {
-	lease *auction.Lease
-	raw   []byte
-	gpus  []int
-	job   executor.Job
+	lease   *auction.Lease
+	raw     []byte
+	gpus    []int
+	job     executor.Job
+	preempt chan string // a reason, at most once
 }
 
 func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, log *slog.Logger) *providerJobs {
@@ -152,7 +154,7 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	for _, g := range gpus {
 		pj.used[g] = true
 	}
-	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus}
+	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1)}
 	return raw, nil
 }
 
@@ -189,4 +191,27 @@ func randomNonce() []byte {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// reclaim preempts bronze jobs whose GPUs the owner took back (a GPU
+// withdrawn for being busy with the owner's work or over a limit). Silver
+// and gold jobs are never preempted inside their window.
+func (pj *providerJobs) reclaim(a attest.Availability) {
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	for _, al := range pj.leases {
+		if al.lease.Tier != auction.Bronze {
+			continue
+		}
+		for _, g := range al.gpus {
+			why, out := a.Withdrawn[g]
+			if !out {
+				continue
+			}
+			select {
+			case al.preempt <- "the owner reclaimed the GPU: " + why:
+			default: // already being preempted
+			}
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -61,17 +63,26 @@ func (pj *providerJobs) cancel(al *activeLease) {
 	}
 }
 
-// run starts the container and streams status, logs and the exit code. The
-// lease's end stops the job; the container is removed whatever happens.
+// run starts the container and streams status, logs, heartbeats and the
+// exit. The lease's end stops the job; an owner reclaiming a bronze job's
+// GPU preempts it with the lease's notice and ships its checkpoint back;
+// the container is removed whatever happens.
 func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	defer pj.release(al.lease.JobID)
-	send := func(ev jobEvent) error { ev.Time = time.Now(); return writeMsg(s, ev) }
+	var sendMu sync.Mutex // logs, heartbeats and status share one stream
+	send := func(ev jobEvent) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		ev.Time = time.Now()
+		return writeMsg(s, ev)
+	}
 	spec, err := auction.ParseJobSpec(req.Spec)
 	if err != nil {
 		_ = send(jobEvent{Type: "error", Error: "bad job spec: " + err.Error()})
 		return
 	}
 	es := pj.execSpec(al, spec, req.Secrets)
+	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
 	_ = send(jobEvent{Type: "status", Status: "pulling"})
@@ -84,7 +95,9 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	al.job = job
 	pj.mu.Unlock()
 	defer func() {
-		rctx, rcancel := context.WithTimeout(pj.bg, 30*time.Second)
+		// Not pj.bg alone: on shutdown it is already cancelled, and the
+		// renter's container must still go.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(pj.bg), 30*time.Second)
 		defer rcancel()
 		if err := job.Remove(rctx); err != nil {
 			pj.log.Warn("job container not removed; Reconcile will", "job", al.lease.JobID, "err", err)
@@ -111,23 +124,96 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 			}
 		}
 	}()
-	res, err := job.Wait(ctx)
-	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-		sctx, scancel := context.WithTimeout(pj.bg, time.Duration(al.lease.NoticeSec)*time.Second+10*time.Second)
-		_ = job.Stop(sctx, time.Duration(al.lease.NoticeSec)*time.Second)
-		scancel()
-		res, err = job.Wait(pj.bg)
+	hbDone := make(chan struct{})
+	defer close(hbDone)
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-t.C:
+				_ = send(jobEvent{Type: "heartbeat"})
+			}
+		}
+	}()
+
+	type waited struct {
+		res executor.Result
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() { r, err := job.Wait(ctx); done <- waited{r, err} }()
+	notice := time.Duration(al.lease.NoticeSec) * time.Second
+	stop := func() waited {
+		bg := context.WithoutCancel(pj.bg)
+		sctx, scancel := context.WithTimeout(bg, notice+10*time.Second)
+		defer scancel()
+		_ = job.Stop(sctx, notice)
+		r, err := job.Wait(sctx)
+		return waited{r, err}
+	}
+	var w waited
+	preempted := ""
+	select {
+	case w = <-done:
+		if ctx.Err() != nil { // the lease ended, or this node is stopping
+			w = stop()
+		}
+	case preempted = <-al.preempt:
+		_ = send(jobEvent{Type: "status", Status: "preempting", Error: preempted})
+		w = stop()
 	}
 	<-logsDone
-	if err != nil {
-		_ = send(jobEvent{Type: "error", Error: err.Error()})
+	if w.err != nil {
+		_ = send(jobEvent{Type: "error", Error: w.err.Error()})
+		return
+	}
+	if preempted != "" {
+		pj.shipCheckpoint(job, spec, send)
+		_ = send(jobEvent{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
 		return
 	}
 	status := "completed"
-	if res.Stopped {
+	if w.res.Stopped {
 		status = "stopped"
 	}
-	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: res.ExitCode})
+	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode})
+}
+
+// heartbeatEvery paces the provider's liveness events; the renter declares
+// a provider lost after three missed beats.
+const heartbeatEvery = 5 * time.Second
+
+// maxCheckpoint bounds what a provider ships back (and a renter keeps).
+const maxCheckpoint = 8 << 20
+
+// shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
+func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(jobEvent) error) {
+	if spec.Checkpoint.Path == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(pj.bg, 30*time.Second)
+	defer cancel()
+	rc, err := job.CopyCheckpoint(ctx)
+	if err != nil {
+		_ = send(jobEvent{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
+		return
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxCheckpoint+1))
+	if err != nil || len(data) > maxCheckpoint {
+		_ = send(jobEvent{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", maxCheckpoint))})
+		return
+	}
+	for len(data) > 0 {
+		n := min(len(data), 128<<10)
+		if send(jobEvent{Type: "checkpoint", Log: data[:n]}) != nil {
+			return
+		}
+		data = data[n:]
+	}
 }
 
 // execSpec turns the lease and the renter's spec into the executor's

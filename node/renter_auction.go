@@ -41,24 +41,64 @@ type QuoteOutcome struct {
 	Error    string  `json:"error,omitempty"`
 }
 
-// run is one job's life on the renter's side: auction, lease, run.
+// run is one job's life on the renter's side: auction, lease, run, and
+// again, up to the spec's max_reauctions, when the provider is lost, the
+// job is preempted (resuming from the checkpoint it shipped back) or it
+// exits with a code the spec marks for retry.
 func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
-	lease, raw, ex, err := r.auction(id, spec, specYAML)
-	if err != nil {
-		state := StateFailed
-		if errors.Is(err, errNoMatch) {
-			state = StateNoMatch
+	exclude := map[string]bool{}
+	var ckpt []byte
+	for attempt := 0; ; attempt++ {
+		lease, raw, ex, err := r.auction(id, spec, specYAML, exclude)
+		if err != nil {
+			if errors.Is(err, errNoMatch) && attempt < spec.Retry.MaxReauctions && r.bg.Err() == nil {
+				wait := min(time.Duration(1<<min(attempt, 5))*time.Second, 30*time.Second)
+				r.update(id, fmt.Sprintf("%v; retrying in %s (%d of %d)", err, wait, attempt+1, spec.Retry.MaxReauctions),
+					func(j *JobRecord) { j.State, j.Explain = StateAuction, ex })
+				time.Sleep(wait)
+				continue
+			}
+			state := StateFailed
+			if errors.Is(err, errNoMatch) {
+				state = StateNoMatch
+			}
+			r.update(id, err.Error(), func(j *JobRecord) { j.State, j.Error, j.Explain = state, err.Error(), ex })
+			return
 		}
-		r.update(id, err.Error(), func(j *JobRecord) { j.State, j.Error, j.Explain = state, err.Error(), ex })
-		return
+		cid := leaseCID(raw)
+		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
+			if j.State == StateCancelled {
+				return
+			}
+			j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
+			j.LeaseCID, j.Price = cid, float64(lease.Price)/1e6
+			j.Simulated = offerSimulated(r.m, lease.Provider)
+			j.Attempts = attempt + 1
+		})
+		out := r.follow1(id, spec, lease, raw, specYAML, secrets, ckpt)
+		if out.state != "" {
+			r.update(id, out.why, func(j *JobRecord) {
+				if j.State != StateCancelled {
+					j.State, j.Error = out.state, out.why
+				}
+			})
+			return
+		}
+		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+			return
+		}
+		if attempt >= spec.Retry.MaxReauctions {
+			r.update(id, out.why, func(j *JobRecord) {
+				j.State, j.Error = StateFailed, out.why+fmt.Sprintf(" (no re-auctions left of %d)", spec.Retry.MaxReauctions)
+			})
+			return
+		}
+		if len(out.checkpoint) > 0 {
+			ckpt = out.checkpoint
+		}
+		exclude[lease.Provider] = true
+		r.update(id, out.why+"; auctioning again", func(j *JobRecord) { j.State = StateAuction })
 	}
-	sl := leaseCID(raw)
-	r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
-		j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
-		j.LeaseCID, j.Price = sl, float64(lease.Price)/1e6
-		j.Simulated = offerSimulated(r.m, lease.Provider)
-	})
-	r.follow1(id, lease, raw, specYAML, secrets)
 }
 
 var errNoMatch = errors.New("no provider matched")
@@ -66,10 +106,15 @@ var errNoMatch = errors.New("no provider matched")
 // auction filters the book, asks the best candidates for quotes, ranks the
 // signed bids, clears at the second score and gets the winner to
 // counter-sign; if the winner refuses, the next one gets the award.
-func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte) (*auction.Lease, []byte, *JobExplain, error) {
+func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool) (*auction.Lease, []byte, *JobExplain, error) {
 	now := time.Now()
 	env := auction.Env{Now: now, RTT: r.rtt}
-	book := r.m.book.Snapshot()
+	var book []*auction.Offer
+	for _, o := range r.m.book.Snapshot() {
+		if !exclude[o.Provider] { // providers that lost or preempted this job
+			book = append(book, o)
+		}
+	}
 	ok, rejected := auction.Feasible(spec, book, env)
 	ex := &JobExplain{Considered: len(book), Funnel: auction.Funnel(rejected), Quotes: []QuoteOutcome{}}
 	ex.Rejected = rejected[:min(len(rejected), 100)]

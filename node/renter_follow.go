@@ -2,80 +2,103 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"slices"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
+// outcome is how one leased run ended, as the renter saw it.
+type outcome struct {
+	state      string // a terminal state, or "" when the job should be auctioned again
+	why        string
+	checkpoint []byte // shipped back by a preempted run
+}
+
 // follow1 starts the leased job on the provider and records its events
-// until it exits. A provider that goes silent for longer than the lease
-// allows fails the job (re-auctioning is not built yet).
-func (r *renterJobs) follow1(id string, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string) {
+// until it exits. A provider that sends nothing (not even a heartbeat) for
+// lostAfter is lost, and the run is retried elsewhere.
+func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) outcome {
 	ctx, cancel := context.WithDeadline(r.bg, time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec)*time.Second+time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
 	if err != nil {
-		r.fail(id, err)
-		return
+		return outcome{state: StateFailed, why: err.Error()}
 	}
 	s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(jobProto))
 	if err != nil {
-		r.fail(id, fmt.Errorf("cannot reach the provider: %w", err))
-		return
+		return outcome{why: "cannot reach the provider: " + err.Error()}
 	}
 	defer s.Close()
-	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets}); err != nil {
-		r.fail(id, err)
-		return
+	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt}); err != nil {
+		return outcome{why: "lost the provider: " + err.Error()}
 	}
+	var shipped []byte
 	for {
+		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
 		var ev jobEvent
 		if err := readMsg(s, &ev); err != nil {
-			if j, _ := r.get(id); j != nil && terminal(j.State) {
-				return
+			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+				return outcome{state: StateCancelled}
 			}
-			r.fail(id, fmt.Errorf("lost the provider: %w", err))
-			return
+			return outcome{why: "lost the provider: " + err.Error()}
 		}
 		switch ev.Type {
 		case "log":
 			r.appendLog(id, ev.Log)
-		case "status":
-			state := map[string]string{"pulling": StatePulling, "running": StateRunning, "cancelled": StateCancelled}[ev.Status]
-			if state == "" {
-				continue
+		case "checkpoint":
+			if len(shipped)+len(ev.Log) <= maxCheckpoint {
+				shipped = append(shipped, ev.Log...)
 			}
-			r.update(id, "", func(j *JobRecord) {
-				if !terminal(j.State) {
-					j.State = state
-				}
-				if state == StateRunning {
-					t := ev.Time.UTC()
-					j.StartedAt = &t
-				}
-			})
+		case "status":
+			r.onStatus(id, ev)
 		case "exit":
 			code := ev.ExitCode
 			r.update(id, fmt.Sprintf("exit code %d", code), func(j *JobRecord) {
 				t := ev.Time.UTC()
 				j.ExitCode, j.EndedAt = &code, &t
-				switch {
-				case j.State == StateCancelled:
-				case code == 0:
-					j.State = StateCompleted
-				default:
-					j.State, j.Error = StateFailed, fmt.Sprintf("the job exited with code %d", code)
-				}
 			})
-			return
+			j, _ := r.get(id)
+			switch {
+			case j != nil && j.State == StateCancelled:
+				return outcome{state: StateCancelled}
+			case ev.Status == "preempted":
+				return outcome{why: "preempted: " + ev.Error, checkpoint: shipped}
+			case code == 0:
+				return outcome{state: StateCompleted}
+			case slices.Contains(spec.Retry.OnExitCodes, code):
+				return outcome{why: fmt.Sprintf("exit code %d asks for a retry", code)}
+			default:
+				return outcome{state: StateFailed, why: fmt.Sprintf("the job exited with code %d", code)}
+			}
 		case "error":
-			r.fail(id, errors.New("provider: "+ev.Error))
-			return
+			return outcome{state: StateFailed, why: "provider: " + ev.Error}
 		}
 	}
+}
+
+// lostAfter is three missed heartbeats: a provider that vanished is
+// noticed within 15 s.
+const lostAfter = 3 * heartbeatEvery
+
+func (r *renterJobs) onStatus(id string, ev jobEvent) {
+	state := map[string]string{"pulling": StatePulling, "running": StateRunning, "preempting": StatePreempting}[ev.Status]
+	if state == "" {
+		return
+	}
+	r.update(id, ev.Error, func(j *JobRecord) {
+		if terminal(j.State) || j.State == StateCancelled {
+			return
+		}
+		j.State = state
+		if state == StateRunning {
+			t := ev.Time.UTC()
+			j.StartedAt = &t
+		}
+	})
 }
 
 func (r *renterJobs) fail(id string, err error) {

@@ -16,14 +16,15 @@ import (
 
 // Job states, in the order a job normally passes through them.
 const (
-	StateAuction   = "auction"
-	StateLeased    = "leased"
-	StatePulling   = "pulling"
-	StateRunning   = "running"
-	StateCompleted = "completed"
-	StateFailed    = "failed"
-	StateCancelled = "cancelled"
-	StateNoMatch   = "no-match"
+	StateAuction    = "auction"
+	StateLeased     = "leased"
+	StatePulling    = "pulling"
+	StateRunning    = "running"
+	StatePreempting = "preempting"
+	StateCompleted  = "completed"
+	StateFailed     = "failed"
+	StateCancelled  = "cancelled"
+	StateNoMatch    = "no-match"
 )
 
 func terminal(state string) bool {
@@ -53,6 +54,7 @@ type JobRecord struct {
 	Lease     []byte      `json:"lease,omitempty"` // co-signed lease bytes
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 	EndedAt   *time.Time  `json:"ended_at,omitempty"`
+	Attempts  int         `json:"attempts"` // leases taken so far (re-auctions + 1)
 }
 
 // JobEvent is what job_follow streams: state changes and log output.

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,24 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 		return nil, fmt.Errorf("executor: create container for job %s: %w", spec.JobID, err)
 	}
 	j := newDockerJob(d, created.ID, vol, spec, res)
+	if len(spec.Restore) > 0 && vol != "" {
+		// Into the volume of a created, not yet started container. Docker
+		// makes copied files root's (keeping the tar's owners needs a
+		// passwd file, which a FROM scratch image lacks), so the entries are
+		// opened up for the job's user instead: the volume is this job's
+		// alone, so nobody else can use the permissions.
+		var open []byte
+		if open, err = openPermissions(spec.Restore); err == nil {
+			err = d.cli.CopyToContainer(ctx, created.ID, spec.CheckpointPath, bytes.NewReader(open),
+				container.CopyToContainerOptions{})
+		}
+		if err != nil {
+			rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = j.Remove(rmCtx)
+			return nil, fmt.Errorf("executor: restore checkpoint of job %s: %w", spec.JobID, err)
+		}
+	}
 	if err := j.start(ctx); err != nil {
 		// Nothing of a job that never ran may stay behind.
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

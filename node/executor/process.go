@@ -72,6 +72,12 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 			}
 		}
 	}
+	if len(spec.Restore) > 0 && ckpt != "" {
+		if err := untar(spec.Restore, ckpt); err != nil {
+			os.RemoveAll(work)
+			return nil, fmt.Errorf("executor: restore checkpoint of job %s: %w", spec.JobID, err)
+		}
+	}
 	j := &processJob{spec: spec, work: work, ckpt: ckpt, logs: NewLogBuffer(p.logSize), done: make(chan struct{})}
 	j.logs.Write([]byte(unsafeBanner))
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)

@@ -30,7 +30,11 @@ type Spec struct {
 	RunAsRoot bool // the spec requires uid 0 (still without capabilities)
 
 	CheckpointPath string // absolute path in the container, or "" for none
-	ScratchMiB     int    // size of the /tmp tmpfs; 0 means 64
+	// Restore is a checkpoint tar (as CopyCheckpoint returns it) unpacked
+	// into CheckpointPath before the job starts: how a preempted job
+	// resumes on another provider.
+	Restore    []byte
+	ScratchMiB int // size of the /tmp tmpfs; 0 means 64
 }
 
 // Secrets are environment variables whose values must never appear in logs,

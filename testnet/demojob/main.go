@@ -2,7 +2,7 @@
 // tests: a static binary, packaged FROM scratch, that reports where it runs
 // and can be told to sleep, fail or checkpoint.
 //
-//	demojob [-sleep 2s] [-exit 0] [-lines 3]
+//	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt]
 package main
 
 import (
@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -18,6 +21,7 @@ func main() {
 	sleep := flag.Duration("sleep", 0, "how long to run")
 	exit := flag.Int("exit", 0, "exit code")
 	lines := flag.Int("lines", 3, "progress lines to print")
+	ckpt := flag.String("checkpoint", "", "directory to resume from and checkpoint to on SIGTERM")
 	flag.Parse()
 
 	fmt.Printf("hello from a gleaner job: uid %d, simulated GPUs %q, GPUs %q\n",
@@ -25,10 +29,28 @@ func main() {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	step := *sleep / time.Duration(max(*lines, 1))
-	for i := 1; i <= *lines; i++ {
+	first := 1
+	if *ckpt != "" {
+		if b, err := os.ReadFile(filepath.Join(*ckpt, "state")); err == nil {
+			if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(b)), "step=")); err == nil {
+				first = n + 1
+				fmt.Printf("resuming from checkpoint: step %d already done\n", n)
+			}
+		}
+	}
+	for i := first; i <= *lines; i++ {
 		select {
 		case <-term:
-			fmt.Println("SIGTERM: stopping early")
+			if *ckpt != "" {
+				state := fmt.Sprintf("step=%d\n", i-1)
+				if err := os.WriteFile(filepath.Join(*ckpt, "state"), []byte(state), 0o600); err != nil {
+					fmt.Println("checkpoint failed:", err)
+				} else {
+					fmt.Printf("SIGTERM: checkpointed after step %d\n", i-1)
+				}
+			} else {
+				fmt.Println("SIGTERM: stopping early")
+			}
 			os.Exit(143)
 		case <-time.After(step):
 		}

@@ -1,0 +1,143 @@
+package testnet
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/node"
+)
+
+const resumableSpec = `name: resumable
+image: gleaner-demojob:1
+command: ["-sleep", "8s", "-lines", "8", "-checkpoint", "/ckpt"]
+resources: {gpus: 1}
+tier: bronze
+max_price: 1.00
+duration: {expected: 1m, max: 10m}
+checkpoint: {path: /ckpt}
+retry: {max_reauctions: 2}
+allow_simulated: true
+`
+
+// twoProviders starts five nodes of which 0 (cheaper) and 1 sell one
+// simulated GPU each.
+func twoProviders(t *testing.T, ctx context.Context) *Cluster {
+	t.Helper()
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: 5, Configure: func(i int, cfg *node.Config) {
+		if i < 2 {
+			cfg.Provider.SimulateGPUs = "1xRTX4090"
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPeers(t, c, 2, 20*time.Second)
+	setOffer(t, c, 0, "0.30")
+	setOffer(t, c, 1, "0.50")
+	p0, p1 := c.Nodes()[0].Host().ID().String(), c.Nodes()[1].Host().ID().String()
+	waitBooks(t, c, 5*time.Second, "both offers", func(b map[string]bool) bool { return b[p0] && b[p1] })
+	return c
+}
+
+func waitLog(t *testing.T, c *Cluster, renter int, id, want string) {
+	t.Helper()
+	cl, _ := c.Client(renter)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var logs node.JobLogsResult
+		if err := cl.Call(context.Background(), "job_logs", node.JobIDParams{ID: id}, &logs); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(logs.Logs, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never printed %q; logs:\n%s", id, want, logs.Logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint: the owner of the
+// winning provider starts their own work on the leased GPU; the bronze job
+// gets SIGTERM, checkpoints, its checkpoint travels back to the renter, and
+// the re-auctioned job resumes from it on the other provider.
+func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := twoProviders(t, ctx)
+	defer c.Close()
+	renter, _ := c.Client(4)
+	var j node.JobRecord
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c, 4, j.ID, "step 2/8 done")
+	first := c.Nodes()[0].Host().ID().String()
+	if got, _ := jobOf(t, renter, j.ID); got.Provider != first {
+		t.Fatalf("the cheaper provider did not win: %s", got.Provider)
+	}
+	sim := c.Nodes()[0].GPUSource().(*attest.Simulated)
+	if err := sim.SetLoad(0, 60, 200, []attest.Process{{PID: 31337, UsedMiB: 4096, Name: "owner-game"}}); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, 2*time.Minute)
+	if j.State != node.StateCompleted || j.Provider == first || j.Attempts != 2 {
+		t.Fatalf("after preemption: %+v", j)
+	}
+	waitLog(t, c, 4, j.ID, "SIGTERM: checkpointed after step")
+	waitLog(t, c, 4, j.ID, "resuming from checkpoint")
+	if left := managedContainers(t, j.ID); left != "" {
+		t.Fatalf("containers left behind:\n%s", left)
+	}
+}
+
+// TestJobSurvivesItsProviderDying: the provider running a job drops off
+// the network mid-job; the renter notices, re-auctions, and the job
+// completes on the other provider; stopping the dead provider leaves no
+// container behind.
+func TestJobSurvivesItsProviderDying(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := twoProviders(t, ctx)
+	defer c.Close()
+	renter, _ := c.Client(4)
+	var j node.JobRecord
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c, 4, j.ID, "step 1/8 done")
+	dead := c.Nodes()[0]
+	if err := dead.Host().Close(); err != nil { // the network goes; the process lingers
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, 2*time.Minute)
+	if j.State != node.StateCompleted || j.Provider == dead.Host().ID().String() {
+		t.Fatalf("after the provider died: %+v", j)
+	}
+	t.Logf("completed elsewhere %v after the provider vanished", time.Since(lostAt))
+	stopCtx, stopCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer stopCancel()
+	_ = dead.Stop(stopCtx)
+	deadline := time.Now().Add(30 * time.Second)
+	for managedContainers(t, j.ID) != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("containers left behind:\n%s", managedContainers(t, j.ID))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func jobOf(t *testing.T, cl interface {
+	Call(context.Context, string, any, any) error
+}, id string) (node.JobRecord, error) {
+	var j node.JobRecord
+	err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
+	return j, err
+}
