@@ -41,6 +41,9 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./node/rpc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedOffer$$' -fuzztime $(FUZZTIME) ./auction
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./auction
+	$(GO) test -run '^$$' -fuzz '^FuzzParseJobSpec$$' -fuzztime $(FUZZTIME) ./auction
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedBid$$' -fuzztime $(FUZZTIME) ./auction
+	$(GO) test -run '^$$' -fuzz '^FuzzJobMessages$$' -fuzztime $(FUZZTIME) ./node
 
 clean: ## remove build output
 	rm -rf bin build

@@ -58,6 +58,7 @@ type jobEvent struct {
 	Log      []byte    `json:"log,omitempty"`
 	ExitCode int       `json:"exit_code,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	PullMS   int64     `json:"pull_ms,omitempty"` // on exit: how long the image pull took
 	Time     time.Time `json:"time"`
 }
 

@@ -85,12 +85,23 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
+	if wait := time.Until(time.Unix(al.lease.Start, 0)); wait > 0 {
+		// A gold reservation: its GPUs are held from the award on; the job
+		// starts when its window does.
+		_ = send(jobEvent{Type: "status", Status: "reserved"})
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+	}
 	_ = send(jobEvent{Type: "status", Status: "pulling"})
 	job, err := pj.exec.Start(ctx, es, executor.Hooks{})
 	if err != nil {
 		_ = send(jobEvent{Type: "error", Error: "start: " + err.Error()})
 		return
 	}
+	pj.preemptAtWindowEnd(al)
 	pj.mu.Lock()
 	al.job = job
 	pj.mu.Unlock()
@@ -179,7 +190,35 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	if w.res.Stopped {
 		status = "stopped"
 	}
-	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode})
+	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds()})
+}
+
+// preemptAtWindowEnd schedules the preemption of a bronze job whose lease
+// outlasts the owner's availability window: notice before the window
+// closes, the job is told to stop. Silver and gold were only leased where
+// the window covers them.
+func (pj *providerJobs) preemptAtWindowEnd(al *activeLease) {
+	if al.lease.Tier != auction.Bronze {
+		return
+	}
+	pj.p.mu.Lock()
+	offer := pj.p.current
+	pj.p.mu.Unlock()
+	if offer == nil {
+		return
+	}
+	now := time.Now()
+	until := auction.AvailableFor(offer.Windows, now)
+	if now.Add(until).Unix() >= al.lease.End {
+		return
+	}
+	at := max(until-time.Duration(al.lease.NoticeSec)*time.Second, 0)
+	time.AfterFunc(at, func() {
+		select {
+		case al.preempt <- "the owner's availability window closes":
+		default:
+		}
+	})
 }
 
 // heartbeatEvery paces the provider's liveness events; the renter declares

@@ -59,7 +59,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 			code := ev.ExitCode
 			r.update(id, fmt.Sprintf("exit code %d", code), func(j *JobRecord) {
 				t := ev.Time.UTC()
-				j.ExitCode, j.EndedAt = &code, &t
+				j.ExitCode, j.EndedAt, j.PullMS = &code, &t, ev.PullMS
 			})
 			j, _ := r.get(id)
 			switch {
@@ -85,7 +85,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 const lostAfter = 3 * heartbeatEvery
 
 func (r *renterJobs) onStatus(id string, ev jobEvent) {
-	state := map[string]string{"pulling": StatePulling, "running": StateRunning, "preempting": StatePreempting}[ev.Status]
+	state := map[string]string{"reserved": StateReserved, "pulling": StatePulling, "running": StateRunning, "preempting": StatePreempting}[ev.Status]
 	if state == "" {
 		return
 	}

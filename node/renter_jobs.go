@@ -18,6 +18,7 @@ import (
 const (
 	StateAuction    = "auction"
 	StateLeased     = "leased"
+	StateReserved   = "reserved" // gold: leased, waiting for its window
 	StatePulling    = "pulling"
 	StateRunning    = "running"
 	StatePreempting = "preempting"
@@ -55,6 +56,7 @@ type JobRecord struct {
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 	EndedAt   *time.Time  `json:"ended_at,omitempty"`
 	Attempts  int         `json:"attempts"` // leases taken so far (re-auctions + 1)
+	PullMS    int64       `json:"pull_ms,omitempty"`
 }
 
 // JobEvent is what job_follow streams: state changes and log output.

@@ -85,7 +85,9 @@ func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
 	if err := sim.SetLoad(0, 60, 200, []attest.Process{{PID: 31337, UsedMiB: 4096, Name: "owner-game"}}); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, 2*time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool {
+		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	}, 2*time.Minute)
 	if j.State != node.StateCompleted || j.Provider == first || j.Attempts != 2 {
 		t.Fatalf("after preemption: %+v", j)
 	}
@@ -117,7 +119,9 @@ func TestJobSurvivesItsProviderDying(t *testing.T) {
 		t.Fatal(err)
 	}
 	lostAt := time.Now()
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, 2*time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool {
+		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	}, 2*time.Minute)
 	if j.State != node.StateCompleted || j.Provider == dead.Host().ID().String() {
 		t.Fatalf("after the provider died: %+v", j)
 	}
