@@ -38,6 +38,10 @@ type activeLease struct {
 	gpus    []int
 	job     executor.Job
 	preempt chan string // a reason, at most once
+	done    chan struct{} // closed when the lease releases its GPUs
+	// after are the leases this one took GPUs from (bronze preempted for a
+	// higher tier); its job starts once they have released them.
+	after []chan struct{}
 }
 
 func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, log *slog.Logger) *providerJobs {
@@ -45,14 +49,24 @@ func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec e
 		leases: map[string]*activeLease{}, used: map[int]bool{}}
 }
 
-// utilisation is the fraction of offered GPUs held by leases.
-func (pj *providerJobs) utilisation(total int) float64 {
+// utilisation is the fraction of offered GPUs held by leases, as a job of
+// tier t sees it: for silver and gold, GPUs held by bronze leases count as
+// free, since bronze yields to them.
+func (pj *providerJobs) utilisation(t auction.Tier, total int) float64 {
 	pj.mu.Lock()
 	defer pj.mu.Unlock()
 	if total == 0 {
 		return 1
 	}
-	return float64(len(pj.used)) / float64(total)
+	held := len(pj.used)
+	if t != auction.Bronze {
+		for _, al := range pj.leases {
+			if al.lease.Tier == auction.Bronze {
+				held -= len(al.gpus)
+			}
+		}
+	}
+	return float64(max(held, 0)) / float64(total)
 }
 
 func (pj *providerJobs) handleQuote(s network.Stream) {
@@ -80,7 +94,7 @@ func (pj *providerJobs) quote(req quoteRequest) quoteReply {
 	if offer == nil {
 		return quoteReply{Decline: "not offering right now"}
 	}
-	bid, decl := pj.engine.Quote(spec, offer, pj.utilisation(len(offer.GPUs)), time.Now())
+	bid, decl := pj.engine.Quote(spec, offer, pj.utilisation(spec.Tier, len(offer.GPUs)), time.Now())
 	if decl != nil {
 		return quoteReply{Decline: decl.Reason}
 	}
@@ -137,6 +151,10 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 		return nil, errors.New("a lease for this job exists already")
 	}
 	gpus := pj.freeGPUs(l.GPUs)
+	var after []chan struct{}
+	if gpus == nil && l.Tier != auction.Bronze {
+		gpus, after = pj.takeFromBronze(l.GPUs)
+	}
 	if gpus == nil {
 		return nil, errors.New("no longer enough free GPUs")
 	}
@@ -154,19 +172,19 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	for _, g := range gpus {
 		pj.used[g] = true
 	}
-	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1)}
+	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after}
 	return raw, nil
 }
 
-// freeGPUs picks n available GPU indexes not held by a lease; nil if too
-// few. Called with pj.mu held.
+// freeGPUs picks n available GPU indexes not held by a lease (n = 0: all
+// of them); nil if too few. Called with pj.mu held.
 func (pj *providerJobs) freeGPUs(n int) []int {
 	pj.p.mu.Lock()
 	avail := append([]int(nil), pj.p.avail.Available...)
 	pj.p.mu.Unlock()
-	var out []int
+	out := []int{}
 	for _, i := range avail {
-		if !pj.used[i] && len(out) < n {
+		if !pj.used[i] && (n == 0 || len(out) < n) {
 			out = append(out, i)
 		}
 	}
@@ -184,7 +202,44 @@ func (pj *providerJobs) release(jobID string) {
 			delete(pj.used, g)
 		}
 		delete(pj.leases, jobID)
+		close(al.done)
 	}
+}
+
+// takeFromBronze makes room for a silver or gold award on a provider whose
+// GPUs are all leased: it preempts bronze leases (with their notice) and
+// hands their GPUs to the new lease, which starts once they are released.
+// Called with pj.mu held; nil when even that would not free enough.
+func (pj *providerJobs) takeFromBronze(n int) ([]int, []chan struct{}) {
+	free := pj.freeGPUs(0)
+	var victims []*activeLease
+	have := len(free)
+	for _, al := range pj.leases {
+		if have >= n {
+			break
+		}
+		if al.lease.Tier == auction.Bronze && len(al.gpus) > 0 {
+			victims = append(victims, al)
+			have += len(al.gpus)
+		}
+	}
+	if have < n {
+		return nil, nil
+	}
+	gpus := free
+	var after []chan struct{}
+	for _, v := range victims {
+		select {
+		case v.preempt <- "a higher tier needs the GPU":
+		default:
+		}
+		gpus = append(gpus, v.gpus...)
+		// The GPUs now belong to the new lease: the victim's release
+		// must not free them.
+		v.gpus = nil
+		after = append(after, v.done)
+	}
+	return gpus[:n], after
 }
 
 func randomNonce() []byte {

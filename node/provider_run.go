@@ -85,6 +85,15 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
+	for _, prev := range al.after {
+		// GPUs handed over from preempted bronze jobs: wait for them.
+		_ = send(jobEvent{Type: "status", Status: "reserved"})
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if wait := time.Until(time.Unix(al.lease.Start, 0)); wait > 0 {
 		// A gold reservation: its GPUs are held from the award on; the job
 		// starts when its window does.

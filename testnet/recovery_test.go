@@ -145,3 +145,51 @@ func jobOf(t *testing.T, cl interface {
 	err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
 	return j, err
 }
+
+// TestSilverAwardPreemptsBronze: a provider whose only GPU runs a bronze
+// job accepts a silver job; the bronze job is preempted with notice and
+// checkpoints, the silver job runs to completion on the handed-over GPU.
+func TestSilverAwardPreemptsBronze(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: 4, Configure: func(i int, cfg *node.Config) {
+		if i == 0 {
+			cfg.Provider.SimulateGPUs = "1xRTX4090"
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitPeers(t, c, 2, 20*time.Second)
+	setOffer(t, c, 0, "0.30")
+	provider, _ := c.Client(0)
+	silver := "0.60"
+	if err := provider.Call(ctx, "offer_set", node.OfferPatch{PriceSilver: &silver}, &node.OfferShowResult{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	prov := c.Nodes()[0].Host().ID().String()
+	waitBooks(t, c, 5*time.Second, "the offer", func(b map[string]bool) bool { return b[prov] })
+
+	bronzeRenter, _ := c.Client(2)
+	var bronze node.JobRecord
+	if err := bronzeRenter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &bronze); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c, 2, bronze.ID, "step 1/8 done")
+
+	silverRenter, _ := c.Client(3)
+	var j node.JobRecord
+	if err := silverRenter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("urgent", "silver", "-sleep", "500ms")}, &j); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, silverRenter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	if j.State != node.StateCompleted || j.Provider != prov {
+		var ex node.JobExplain
+		_ = silverRenter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
+		t.Fatalf("silver job: %+v\nexplain %+v", j, ex)
+	}
+	waitLog(t, c, 2, bronze.ID, "SIGTERM: checkpointed after step")
+}
