@@ -37,7 +37,7 @@ type activeLease struct {
 	raw     []byte
 	gpus    []int
 	job     executor.Job
-	preempt chan string // a reason, at most once
+	preempt chan string   // a reason, at most once
 	done    chan struct{} // closed when the lease releases its GPUs
 	// after are the leases this one took GPUs from (bronze preempted for a
 	// higher tier); its job starts once they have released them.

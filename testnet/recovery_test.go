@@ -185,7 +185,9 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 	if err := silverRenter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("urgent", "silver", "-sleep", "500ms")}, &j); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, silverRenter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch }, time.Minute)
+	j = waitJob(t, silverRenter, j.ID, func(s string) bool {
+		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	}, time.Minute)
 	if j.State != node.StateCompleted || j.Provider != prov {
 		var ex node.JobExplain
 		_ = silverRenter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
