@@ -34,16 +34,17 @@ type provider struct {
 	publishMu   sync.Mutex
 	lastPublish time.Time
 
-	mu       sync.Mutex // guards everything below
-	settings OfferSettings
-	avail    attest.Availability
-	gpuErr   error // why there are no GPUs to sell, when there are none
-	seq      uint64
-	current  *auction.Offer            // nil when nothing is offered
-	raw      []byte                    // current signed offer (an offer or a withdrawal)
-	reason   string                    // why nothing is offered
-	provided string                    // the capability set last provided in the DHT
-	onAvail  func(attest.Availability) // the job runner's preemption hook
+	mu         sync.Mutex // guards everything below
+	settings   OfferSettings
+	avail      attest.Availability
+	gpuErr     error // why there are no GPUs to sell, when there are none
+	seq        uint64
+	current    *auction.Offer // nil when nothing is offered
+	raw        []byte         // current signed offer (an offer or a withdrawal)
+	reason     string         // why nothing is offered
+	provided   string         // the capability set last provided in the DHT
+	providedAt time.Time
+	onAvail    func(attest.Availability) // the job runner's preemption hook
 }
 
 type offerState struct {
@@ -250,7 +251,7 @@ func (p *provider) provide(ctx context.Context, o *auction.Offer) {
 	}
 	sig := fmt.Sprint(keys)
 	p.mu.Lock()
-	if p.provided == sig {
+	if p.provided == sig && time.Since(p.providedAt) < 30*time.Minute {
 		p.mu.Unlock()
 		return
 	}
@@ -264,7 +265,10 @@ func (p *provider) provide(ctx context.Context, o *auction.Offer) {
 		}
 	}
 	p.mu.Lock()
-	p.provided = sig
+	// kad-dht keeps provider records for 48 h; re-providing with the
+	// hourly re-announcement keeps them alive and moves them to the key's
+	// closest peers as the network changes.
+	p.provided, p.providedAt = sig, time.Now()
 	p.mu.Unlock()
 }
 

@@ -66,6 +66,11 @@ func (h *Host) discoveryLoop() {
 	h.waitForRoutingTable(10 * time.Second)
 	key := h.CapabilityCID("node", "any")
 	var provided time.Time
+	// A young network's routing tables are small, so the first provider
+	// records land on whichever few peers were known; re-advertise soon
+	// and then less often (2 s, 4 s, ... up to reprovideEvery) so that the
+	// records reach the key's true closest peers as the network fills in.
+	reprovide := 2 * time.Second
 	every := h.cfg.discoverEvery
 	if every == 0 {
 		every = defaultDiscoverEvery // still reprovide; just never dial
@@ -73,12 +78,13 @@ func (h *Host) discoveryLoop() {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if time.Since(provided) > reprovideEvery {
+		if time.Since(provided) > reprovide {
 			// Failure is normal for the first node of a network (empty
 			// routing table); retry next round.
 			ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
 			if err := h.Provide(ctx, key); err == nil {
 				provided = time.Now()
+				reprovide = min(reprovide*2, reprovideEvery)
 			} else {
 				h.log.Debug("advertise failed", "err", err)
 			}
