@@ -39,6 +39,7 @@ type activeLease struct {
 	job     executor.Job
 	preempt chan string   // a reason, at most once
 	done    chan struct{} // closed when the lease releases its GPUs
+	hub     *eventHub     // the streams following the job
 	// after are the leases this one took GPUs from (bronze preempted for a
 	// higher tier); its job starts once they have released them.
 	after []chan struct{}
@@ -172,7 +173,7 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	for _, g := range gpus {
 		pj.used[g] = true
 	}
-	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after}
+	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after, hub: &eventHub{}}
 	return raw, nil
 }
 

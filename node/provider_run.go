@@ -14,7 +14,8 @@ import (
 )
 
 // handleJob serves /job/1: "start" runs a leased job and streams its events
-// until it exits; "cancel" stops it. Only the lease's renter may do either.
+// until it exits; "attach" follows a running job again (a renter whose node
+// restarted); "cancel" stops it. Only the lease's renter may do any.
 func (pj *providerJobs) handleJob(s network.Stream) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -42,6 +43,8 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		return
 	}
 	switch req.Kind {
+	case "attach":
+		pj.attach(s, al)
 	case "cancel":
 		pj.cancel(al)
 		_ = writeMsg(s, jobEvent{Type: "status", Status: "cancelled", Time: time.Now()})
@@ -69,13 +72,8 @@ func (pj *providerJobs) cancel(al *activeLease) {
 // the container is removed whatever happens.
 func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	defer pj.release(al.lease.JobID)
-	var sendMu sync.Mutex // logs, heartbeats and status share one stream
-	send := func(ev jobEvent) error {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		ev.Time = time.Now()
-		return writeMsg(s, ev)
-	}
+	al.hub.add(s)
+	send := al.hub.send
 	spec, err := auction.ParseJobSpec(req.Spec)
 	if err != nil {
 		_ = send(jobEvent{Type: "error", Error: "bad job spec: " + err.Error()})
@@ -285,4 +283,55 @@ func (pj *providerJobs) execSpec(al *activeLease, spec *auction.JobSpec, secrets
 		}
 	}
 	return es
+}
+
+// eventHub fans a job's events out to every stream following it: the one
+// that started it and any a restarted renter attached later. A stream that
+// fails is dropped; the job never waits for its followers.
+type eventHub struct {
+	mu    sync.Mutex // guards sinks and serialises writes
+	sinks []network.Stream
+}
+
+func (h *eventHub) add(s network.Stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sinks = append(h.sinks, s)
+}
+
+func (h *eventHub) send(ev jobEvent) error {
+	ev.Time = time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	live := h.sinks[:0]
+	for _, s := range h.sinks {
+		_ = s.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if err := writeMsg(s, ev); err != nil {
+			_ = s.Reset()
+			continue
+		}
+		live = append(live, s)
+	}
+	h.sinks = live
+	return nil
+}
+
+// attach adds a renter's new stream to a running job's followers, sends the
+// retained tail of its output, and keeps the stream open until the job ends.
+func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
+	pj.mu.Lock()
+	job := al.job
+	pj.mu.Unlock()
+	if job == nil {
+		_ = writeMsg(s, jobEvent{Type: "error", Error: "the job is not running", Time: time.Now()})
+		return
+	}
+	if err := writeMsg(s, jobEvent{Type: "log", Log: job.Logs().Bytes(), Time: time.Now()}); err != nil {
+		return
+	}
+	if err := writeMsg(s, jobEvent{Type: "status", Status: "running", Time: time.Now()}); err != nil {
+		return
+	}
+	al.hub.add(s)
+	<-al.done
 }

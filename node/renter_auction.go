@@ -76,6 +76,9 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			j.Attempts = attempt + 1
 		})
 		out := r.follow1(id, spec, lease, raw, specYAML, secrets, ckpt)
+		if r.bg.Err() != nil {
+			return // this node is stopping: the record stays leased and is followed again after a restart
+		}
 		if out.state != "" {
 			r.update(id, out.why, func(j *JobRecord) {
 				if j.State != StateCancelled {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -36,6 +37,12 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt}); err != nil {
 		return outcome{why: "lost the provider: " + err.Error()}
 	}
+	return r.followStream(id, spec, s)
+}
+
+// followStream records a provider's job events from s until the job ends
+// or the provider is lost.
+func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream) outcome {
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
@@ -129,4 +136,71 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 		}
 	}
 	return r.get(id)
+}
+
+// reattach follows, after this node restarted, a job that was running on
+// a provider: the provider still runs it and streams the rest of its
+// output. If the provider no longer runs it, the job fails with a reason
+// (its secrets were never stored, so it cannot be re-auctioned blindly).
+func (r *renterJobs) reattach(id string) {
+	j, err := r.get(id)
+	if err != nil {
+		return
+	}
+	spec, err := auction.ParseJobSpec([]byte(j.Spec))
+	if err != nil {
+		r.fail(id, err)
+		return
+	}
+	l, _, err := auction.DecodeSignedLease(j.Lease, true)
+	if err != nil {
+		r.fail(id, err)
+		return
+	}
+	pid, _ := peer.Decode(l.Provider)
+	s, err := r.dialAfterRestart(pid)
+	if err == nil {
+		defer s.Close()
+		err = writeMsg(s, jobRequest{Kind: "attach", Lease: j.Lease})
+	}
+	if err != nil {
+		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
+		return
+	}
+	out := r.followStream(id, spec, s)
+	if out.state == "" {
+		out.state = StateFailed
+	}
+	r.update(id, out.why, func(j *JobRecord) {
+		if j.State != StateCancelled {
+			j.State, j.Error = out.state, out.why
+		}
+	})
+}
+
+// dialAfterRestart opens a job stream to a provider right after this node
+// started, when it knows no address yet: it waits for the DHT, looks the
+// provider up and retries for up to 30 s.
+func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) && r.bg.Err() == nil {
+		ctx, cancel := context.WithTimeout(r.bg, 5*time.Second)
+		if len(r.m.host.LibP2P().Peerstore().Addrs(pid)) == 0 && r.m.host.DHT().RoutingTable().Size() > 0 {
+			if ai, err := r.m.host.DHT().FindPeer(ctx, pid); err == nil {
+				r.m.host.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
+			}
+		}
+		s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(jobProto))
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		last = err
+		time.Sleep(500 * time.Millisecond)
+	}
+	if last == nil {
+		last = r.bg.Err()
+	}
+	return nil, last
 }

@@ -88,19 +88,28 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
 		jobs: map[string]*JobRecord{}, logs: map[string]*executor.LogBuffer{}, subs: map[string][]chan JobEvent{}}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
+	var resume []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
 		var j JobRecord
 		if err := decodeJSON(raw, &j); err != nil {
 			return err
 		}
-		if !terminal(j.State) {
-			// Following a job across a renter restart is not built yet:
-			// say so instead of showing it as running forever.
-			j.State, j.Error = StateFailed, "the renter's node restarted while the job was in flight"
+		switch {
+		case terminal(j.State):
+		case len(j.Lease) > 0:
+			resume = append(resume, j.ID) // leased: follow it again
+		default:
+			// Still in auction when the node stopped: the secrets it was
+			// submitted with were never stored, so it cannot go on alone.
+			j.State, j.Error = StateFailed, "this node restarted during the auction; resubmit the job"
 		}
 		r.jobs[j.ID] = &j
+		r.logs[j.ID] = executor.NewLogBuffer(256 << 10)
 		return nil
 	})
+	for _, id := range resume {
+		go r.reattach(id)
+	}
 	return r, err
 }
 

@@ -25,6 +25,9 @@ package testnet
 //	    /tmp/testnet.test -test.run '^$' -test.bench 'SubmitTo' -test.benchtime 20x -test.timeout 30m
 //	ip netns del gleaner-bench
 //
+// The kernel must have sch_netem (CONFIG_NET_SCH_NETEM): `tc` answers
+// "Specified qdisc kind is unknown" where it has not, as on the Firecracker
+// kernels of the shared build machines, and then there is no 25 ms run.
 // (limit 100000: netem's default queue of 1000 packets overflows under 25 ms
 // of delay with 20 nodes gossiping, and the drops then show up as TCP
 // retransmission stalls. Docker's socket is a Unix socket, so the engine and

@@ -39,6 +39,7 @@ type ClusterOptions struct {
 // loopback TCP, with RPC on a free port.
 type Cluster struct {
 	opts   ClusterOptions
+	cfgs   []node.Config
 	nodes  []*node.Node
 	dir    string
 	ownDir bool
@@ -100,13 +101,35 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 	if err != nil {
 		return nil, err
 	}
-	n, err := node.New(repo, cfg, node.Options{Logger: opts.Logger.With("node", i), InProcess: true, OfferTTL: opts.OfferTTL})
+	c.cfgs = append(c.cfgs, cfg)
+	return c.run(ctx, i, repo, cfg)
+}
+
+func (c *Cluster) run(ctx context.Context, i int, repo *node.Repo, cfg node.Config) (*node.Node, error) {
+	n, err := node.New(repo, cfg, node.Options{Logger: c.opts.Logger.With("node", i), InProcess: true, OfferTTL: c.opts.OfferTTL})
 	if err != nil {
 		return nil, err
 	}
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
+	return n, nil
+}
+
+// Restart stops node i and starts it again from its repo: same identity,
+// same store, new process state, as after a crash or an upgrade.
+func (c *Cluster) Restart(ctx context.Context, i int) (*node.Node, error) {
+	old := c.nodes[i]
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := old.Stop(stopCtx); err != nil {
+		return nil, err
+	}
+	n, err := c.run(ctx, i, old.Repo(), c.cfgs[i])
+	if err != nil {
+		return nil, err
+	}
+	c.nodes[i] = n
 	return n, nil
 }
 

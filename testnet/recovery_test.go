@@ -195,3 +195,29 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 	}
 	waitLog(t, c, 2, bronze.ID, "SIGTERM: checkpointed after step")
 }
+
+// TestRenterRestartFollowsItsJobAgain: the renter's node restarts while its
+// job runs; the provider keeps running it, and the restarted node attaches
+// to it again and sees it complete.
+func TestRenterRestartFollowsItsJobAgain(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := twoProviders(t, ctx)
+	defer c.Close()
+	renter, _ := c.Client(4)
+	var j node.JobRecord
+	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c, 4, j.ID, "step 1/8 done")
+	if _, err := c.Restart(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	renter, _ = c.Client(4)
+	done := waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed }, 2*time.Minute)
+	if done.State != node.StateCompleted || done.Provider != j.Provider && j.Provider != "" || done.Attempts != 1 {
+		t.Fatalf("after the renter restarted: %+v", done)
+	}
+	waitLog(t, c, 4, j.ID, "job finished")
+}
