@@ -113,6 +113,11 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	al.job = job
 	pj.mu.Unlock()
 	defer func() {
+		// The GPUs are free once the job has exited and its followers have
+		// its last event; removing the container can take a second and must
+		// not hold them (a renter submitting again at once would be told
+		// the provider is full).
+		pj.release(al.lease.JobID)
 		// Not pj.bg alone: on shutdown it is already cancelled, and the
 		// renter's container must still go.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(pj.bg), 30*time.Second)
