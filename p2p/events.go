@@ -73,7 +73,11 @@ func (h *Host) handleEvent(e any) {
 		h.events.publish(pe)
 	case event.EvtPeerIdentificationCompleted:
 		if !h.speaksOurNetwork(e.Protocols) {
-			go h.rejectForeign(e.Peer)
+			go func() {
+				if h.stillForeign(e.Peer) {
+					h.rejectForeign(e.Peer)
+				}
+			}()
 		}
 	case event.EvtLocalReachabilityChanged:
 		switch e.Reachability {

@@ -54,6 +54,24 @@ func (h *Host) speaksOurNetwork(protos []protocol.ID) bool {
 	return slices.Contains(protos, h.ProtocolID(helloName))
 }
 
+// stillForeign re-reads p's protocols for up to 2 s before a verdict: a
+// peer that registered its protocols just after its first identify (a
+// host wrapped by NewFromHost, say) announces hello in an identify push a
+// moment later, and must not be dropped for a stale list.
+func (h *Host) stillForeign(p peer.ID) bool {
+	for i := 0; i < 20; i++ {
+		if protos, err := h.h.Peerstore().GetProtocols(p); err == nil && h.speaksOurNetwork(protos) {
+			return false
+		}
+		select {
+		case <-h.ctx.Done():
+			return true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
+}
+
 // rejectForeign disconnects p and remembers it. It runs in its own
 // goroutine because the event loop must never block the event bus.
 func (h *Host) rejectForeign(p peer.ID) {

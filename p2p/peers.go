@@ -46,7 +46,7 @@ func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if err != nil || len(all) == 0 {
 		return fmt.Errorf("p2p: identify with %s did not complete", ai.ID)
 	}
-	if !h.speaksOurNetwork(all) {
+	if !h.speaksOurNetwork(all) && h.stillForeign(ai.ID) {
 		h.rejectForeign(ai.ID)
 		return ErrForeignPeer
 	}
