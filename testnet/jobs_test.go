@@ -87,26 +87,9 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: 5, Configure: func(i int, cfg *node.Config) {
-		if i == 0 {
-			cfg.Provider.SimulateGPUs = "1xRTX4090"
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitPeers(t, c, 2, 20*time.Second)
-	setOffer(t, c, 0, "0.40")
-	provider, _ := c.Client(0)
-	silver := "0.70"
-	if err := provider.Call(ctx, "offer_set", node.OfferPatch{PriceSilver: &silver}, &node.OfferShowResult{}); err != nil {
-		t.Fatal(err)
-	}
+	c := marketCluster(t, ctx, 5, price{"0.40", "0.70"})
 	prov := c.Nodes()[0].Host().ID().String()
-	waitBooks(t, c, 5*time.Second, "the offer with both tiers", func(b map[string]bool) bool { return b[prov] })
-	time.Sleep(1500 * time.Millisecond) // the silver price is a second publication, at most one a second
-
+	provider, _ := c.Client(0)
 	renter, _ := c.Client(4)
 	var j node.JobRecord
 	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
@@ -143,9 +126,7 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	}
 
 	// Cancel stops the container and releases the GPU.
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60")}, &j); err != nil {
-		t.Fatal(err)
-	}
+	j = submitJob(t, renter, jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60"))
 	waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning }, time.Minute)
 	if err := renter.Call(ctx, "job_cancel", node.JobIDParams{ID: j.ID}, &j); err != nil {
 		t.Fatal(err)

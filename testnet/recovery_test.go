@@ -23,23 +23,10 @@ allow_simulated: true
 `
 
 // twoProviders starts five nodes of which 0 (cheaper) and 1 sell one
-// simulated GPU each.
+// simulated GPU each, bronze only.
 func twoProviders(t *testing.T, ctx context.Context) *Cluster {
 	t.Helper()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: 5, Configure: func(i int, cfg *node.Config) {
-		if i < 2 {
-			cfg.Provider.SimulateGPUs = "1xRTX4090"
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPeers(t, c, 2, 20*time.Second)
-	setOffer(t, c, 0, "0.30")
-	setOffer(t, c, 1, "0.50")
-	p0, p1 := c.Nodes()[0].Host().ID().String(), c.Nodes()[1].Host().ID().String()
-	waitBooks(t, c, 5*time.Second, "both offers", func(b map[string]bool) bool { return b[p0] && b[p1] })
-	return c
+	return marketCluster(t, ctx, 5, price{bronze: "0.30"}, price{bronze: "0.50"})
 }
 
 func waitLog(t *testing.T, c *Cluster, renter int, id, want string) {
@@ -70,12 +57,8 @@ func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := twoProviders(t, ctx)
-	defer c.Close()
 	renter, _ := c.Client(4)
-	var j node.JobRecord
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := submitJob(t, renter, resumableSpec)
 	waitLog(t, c, 4, j.ID, "step 2/8 done")
 	first := c.Nodes()[0].Host().ID().String()
 	if got, _ := jobOf(t, renter, j.ID); got.Provider != first {
@@ -107,12 +90,8 @@ func TestJobSurvivesItsProviderDying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := twoProviders(t, ctx)
-	defer c.Close()
 	renter, _ := c.Client(4)
-	var j node.JobRecord
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := submitJob(t, renter, resumableSpec)
 	waitLog(t, c, 4, j.ID, "step 1/8 done")
 	dead := c.Nodes()[0]
 	if err := dead.Host().Close(); err != nil { // the network goes; the process lingers
@@ -153,38 +132,15 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: 4, Configure: func(i int, cfg *node.Config) {
-		if i == 0 {
-			cfg.Provider.SimulateGPUs = "1xRTX4090"
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitPeers(t, c, 2, 20*time.Second)
-	setOffer(t, c, 0, "0.30")
-	provider, _ := c.Client(0)
-	silver := "0.60"
-	if err := provider.Call(ctx, "offer_set", node.OfferPatch{PriceSilver: &silver}, &node.OfferShowResult{}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
+	c := marketCluster(t, ctx, 4, price{"0.30", "0.60"})
 	prov := c.Nodes()[0].Host().ID().String()
-	waitBooks(t, c, 5*time.Second, "the offer", func(b map[string]bool) bool { return b[prov] })
 
 	bronzeRenter, _ := c.Client(2)
-	var bronze node.JobRecord
-	if err := bronzeRenter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &bronze); err != nil {
-		t.Fatal(err)
-	}
+	bronze := submitJob(t, bronzeRenter, resumableSpec)
 	waitLog(t, c, 2, bronze.ID, "step 1/8 done")
 
 	silverRenter, _ := c.Client(3)
-	var j node.JobRecord
-	if err := silverRenter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("urgent", "silver", "-sleep", "500ms")}, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := submitJob(t, silverRenter, jobSpec("urgent", "silver", "-sleep", "500ms"))
 	j = waitJob(t, silverRenter, j.ID, func(s string) bool {
 		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
 	}, time.Minute)
@@ -204,12 +160,8 @@ func TestRenterRestartFollowsItsJobAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := twoProviders(t, ctx)
-	defer c.Close()
 	renter, _ := c.Client(4)
-	var j node.JobRecord
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: resumableSpec}, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := submitJob(t, renter, resumableSpec)
 	waitLog(t, c, 4, j.ID, "step 1/8 done")
 	if _, err := c.Restart(ctx, 4); err != nil {
 		t.Fatal(err)
