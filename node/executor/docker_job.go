@@ -147,30 +147,10 @@ func (j *dockerJob) Stop(ctx context.Context, notice time.Duration) error {
 			return err
 		}
 	}
-	if err := j.kill(ctx, "SIGTERM"); err != nil {
-		return err
-	}
-	timer := time.NewTimer(notice)
-	defer timer.Stop()
-	select {
-	case <-j.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-	}
-	j.mu.Lock()
-	j.res.Killed = true
-	j.mu.Unlock()
-	if err := j.kill(ctx, "SIGKILL"); err != nil {
-		return err
-	}
-	select {
-	case <-j.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return stopWithNotice(ctx, notice, j.done,
+		func() error { return j.kill(ctx, "SIGTERM") },
+		func() error { return j.kill(ctx, "SIGKILL") },
+		func() { j.mu.Lock(); j.res.Killed = true; j.mu.Unlock() })
 }
 
 // kill tolerates the job having exited meanwhile.

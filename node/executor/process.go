@@ -174,30 +174,10 @@ func (j *processJob) Stop(ctx context.Context, notice time.Duration) error {
 	j.res.Stopped = true
 	j.mu.Unlock()
 	_ = j.signal(syscall.SIGCONT) // a paused job could not act on the notice
-	if err := j.signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	timer := time.NewTimer(notice)
-	defer timer.Stop()
-	select {
-	case <-j.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-	}
-	j.mu.Lock()
-	j.res.Killed = true
-	j.mu.Unlock()
-	if err := j.signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	select {
-	case <-j.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return stopWithNotice(ctx, notice, j.done,
+		func() error { return j.signal(syscall.SIGTERM) },
+		func() error { return j.signal(syscall.SIGKILL) },
+		func() { j.mu.Lock(); j.res.Killed = true; j.mu.Unlock() })
 }
 
 func (j *processJob) Pause(ctx context.Context) error  { return j.signal(syscall.SIGSTOP) }
