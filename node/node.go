@@ -17,6 +17,8 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -30,6 +32,11 @@ type Options struct {
 	// InProcess skips NAT services and mDNS regardless of config, so that a
 	// test can run dozens of nodes on two cores without multicast noise.
 	InProcess bool
+	// WrapHost, when set, supplies the libp2p host instead of p2p.New
+	// building one: tests run nodes over mocknet links with simulated
+	// latency this way. It gets the identity and must return a host that
+	// p2p.NewFromHost can wrap.
+	WrapHost func(ctx context.Context, key crypto.PrivKey) (host.Host, error)
 	// OfferTTL is how long a published offer stays valid (default 1 h); it
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.
@@ -113,7 +120,16 @@ func (n *Node) startHost(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := p2p.New(ctx, append(opts, p2p.Identity(key))...)
+	var h *p2p.Host
+	if n.opts.WrapHost != nil {
+		lh, werr := n.opts.WrapHost(ctx, key)
+		if werr != nil {
+			return fmt.Errorf("start p2p host: %w", werr)
+		}
+		h, err = p2p.NewFromHost(ctx, lh, opts...)
+	} else {
+		h, err = p2p.New(ctx, append(opts, p2p.Identity(key))...)
+	}
 	if err != nil {
 		return fmt.Errorf("start p2p host: %w", err)
 	}

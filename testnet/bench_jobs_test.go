@@ -99,16 +99,23 @@ type benchMarket struct {
 	seq       int
 }
 
-func newBenchMarket(b *testing.B) *benchMarket {
+func newBenchMarket(b *testing.B) *benchMarket { return newBenchMarketLinks(b, 0) }
+
+// newBenchMarketLinks runs the nodes over mocknet links with the given
+// one-way latency (0: loopback TCP), for kernels without netem.
+func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
 	requireDockerTB(b)
 	m := &benchMarket{ws: map[int]*wsClient{}}
 	m.oneWay, m.rtt = benchLatency(b)
+	if link > 0 {
+		m.oneWay = link
+	}
 	t0 := time.Now()
 	// The nodes' background work (offer renewal among it) lives as long as
 	// the context they were started with: cancel it only at the end.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: benchJobNodes, Fanout: 2, Configure: func(i int, cfg *node.Config) {
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: benchJobNodes, Fanout: 2, LinkLatency: link, Configure: func(i int, cfg *node.Config) {
 		if i%benchProviderStep == 0 {
 			cfg.Provider.SimulateGPUs = benchJobGPUs
 		}
@@ -410,6 +417,15 @@ func BenchmarkSubmitToLease(b *testing.B) {
 	}
 	b.Run("sequential", func(b *testing.B) { m.run(b, node.StateLeased, 1, p95, 0) })
 	b.Run(fmt.Sprintf("concurrent%d", benchConcurrency), func(b *testing.B) { m.run(b, node.StateLeased, benchConcurrency, 0, 0) })
+}
+
+// BenchmarkSubmitToLeaseLinks25ms: the same over libp2p mocknet links with
+// 25 ms each way (50 ms round trips) between every pair of nodes, for
+// machines whose kernel has no netem. The renter's RPC stays on loopback,
+// so both latencies measure the network between nodes only.
+func BenchmarkSubmitToLeaseLinks25ms(b *testing.B) {
+	m := newBenchMarketLinks(b, 25*time.Millisecond)
+	b.Run("sequential", func(b *testing.B) { m.run(b, node.StateLeased, 1, 400*time.Millisecond, 0) })
 }
 
 // BenchmarkSubmitToRunning: job_submit to a started container (state

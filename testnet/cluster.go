@@ -14,6 +14,10 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // ClusterOptions configure an in-process cluster.
@@ -33,11 +37,17 @@ type ClusterOptions struct {
 	Configure func(i int, cfg *node.Config)
 	// OfferTTL shortens offer lifetimes for tests of expiry.
 	OfferTTL time.Duration
+	// LinkLatency, when set, connects the nodes over libp2p's mocknet with
+	// this one-way latency on every link instead of loopback TCP: a
+	// network with real round trips on one machine whose kernel may lack
+	// netem. RPC stays on loopback.
+	LinkLatency time.Duration
 }
 
 // Cluster is N full nodes in this process, each with its own repo, on
 // loopback TCP, with RPC on a free port.
 type Cluster struct {
+	mn     mocknet.Mocknet // nil on loopback TCP
 	opts   ClusterOptions
 	cfgs   []node.Config
 	nodes  []*node.Node
@@ -61,6 +71,10 @@ func NewCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Cluster{dir: opts.Dir, opts: opts}
+	if opts.LinkLatency > 0 {
+		c.mn = mocknet.New()
+		c.mn.SetLinkDefaults(mocknet.LinkOptions{Latency: opts.LinkLatency})
+	}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "gleaner-cluster-")
 		if err != nil {
@@ -106,7 +120,17 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 }
 
 func (c *Cluster) run(ctx context.Context, i int, repo *node.Repo, cfg node.Config) (*node.Node, error) {
-	n, err := node.New(repo, cfg, node.Options{Logger: c.opts.Logger.With("node", i), InProcess: true, OfferTTL: c.opts.OfferTTL})
+	o := node.Options{Logger: c.opts.Logger.With("node", i), InProcess: true, OfferTTL: c.opts.OfferTTL}
+	if c.mn != nil {
+		o.WrapHost = func(_ context.Context, key crypto.PrivKey) (host.Host, error) {
+			h, err := c.mn.AddPeer(key, ma.StringCast(fmt.Sprintf("/ip4/127.0.%d.%d/tcp/4030", 100+i/250, i%250+1)))
+			if err != nil {
+				return nil, err
+			}
+			return h, c.mn.LinkAll() // the new node can reach every earlier one
+		}
+	}
+	n, err := node.New(repo, cfg, o)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,226 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket layout. Entries are keyed by CID bytes; the seq index by
+// author || big-endian seq so that Range is one cursor walk; heads by
+// author; frozen authors by author, holding the proof that froze them.
+var (
+	bEntries = []byte("entries")
+	bSeq     = []byte("seq")
+	bHeads   = []byte("heads")
+	bFrozen  = []byte("frozen")
+)
+
+// Store errors. ErrEquivocation is returned together with a freshly
+// stored proof; the caller should gossip Frozen(author)'s proof.
+var (
+	ErrFrozen       = errors.New("author frozen for equivocation")
+	ErrEquivocation = errors.New("equivocation detected")
+	ErrOutOfOrder   = errors.New("entry does not extend the author's head")
+	ErrNotFound     = errors.New("not found")
+)
+
+// Head is an author's latest stored entry.
+type Head struct {
+	Author string
+	Seq    uint64
+	CID    cid.Cid
+}
+
+// Store keeps feeds in one bbolt file. bbolt fsyncs every committed
+// transaction, so Append returning nil means the entry is durable.
+type Store struct{ db *bolt.DB }
+
+// OpenStore opens or creates the store at path. The timeout turns a second
+// process holding the file lock into an error instead of a hang.
+func OpenStore(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bEntries, bSeq, bHeads, bFrozen} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close releases the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+func seqKey(author string, seq uint64) []byte {
+	k := make([]byte, 0, len(author)+9)
+	k = append(k, author...)
+	k = append(k, 0) // peer IDs are base58, so 0 cannot occur inside one
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// Append validates se fully (encoding, schema, signature) and stores it if
+// it extends its author's feed by exactly one. An entry already stored is
+// accepted again silently (gossip delivers duplicates). A different entry
+// at a stored (author, seq) freezes the author: the proof is stored in the
+// same transaction and ErrEquivocation is returned.
+func (s *Store) Append(se *SignedEntry) error {
+	wire, err := se.Marshal()
+	if err != nil {
+		return err
+	}
+	e, se, err := DecodeSignedEntry(wire)
+	if err != nil {
+		return err
+	}
+	c := se.CID()
+	var result error
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bFrozen).Get([]byte(e.Author)) != nil {
+			result = fmt.Errorf("%w: %s", ErrFrozen, e.Author)
+			return nil
+		}
+		seqs, entries := tx.Bucket(bSeq), tx.Bucket(bEntries)
+		if old := seqs.Get(seqKey(e.Author, e.Seq)); old != nil {
+			if bytes.Equal(old, c.Bytes()) {
+				return nil
+			}
+			p := NewEquivocationProof(entries.Get(old), wire)
+			if _, err := p.verify(); err != nil {
+				return fmt.Errorf("stored entry no longer verifies: %w", err)
+			}
+			pb, err := p.Marshal()
+			if err != nil {
+				return err
+			}
+			result = fmt.Errorf("%w: %s at seq %d", ErrEquivocation, e.Author, e.Seq)
+			return tx.Bucket(bFrozen).Put([]byte(e.Author), pb)
+		}
+		hseq, hcid := uint64(0), ""
+		if h := tx.Bucket(bHeads).Get([]byte(e.Author)); h != nil {
+			hseq = binary.BigEndian.Uint64(h)
+			hc, err := cid.Cast(h[8:])
+			if err != nil {
+				return err
+			}
+			hcid = hc.String()
+		}
+		if e.Seq != hseq+1 || e.Prev != hcid {
+			result = fmt.Errorf("%w: %s seq %d prev %q, head seq %d", ErrOutOfOrder, e.Author, e.Seq, e.Prev, hseq)
+			return nil
+		}
+		if err := entries.Put(c.Bytes(), wire); err != nil {
+			return err
+		}
+		if err := seqs.Put(seqKey(e.Author, e.Seq), c.Bytes()); err != nil {
+			return err
+		}
+		h := binary.BigEndian.AppendUint64(nil, e.Seq)
+		return tx.Bucket(bHeads).Put([]byte(e.Author), append(h, c.Bytes()...))
+	})
+	if err != nil {
+		return err
+	}
+	return result
+}
+
+// Frozen returns the proof that froze author, if any.
+func (s *Store) Frozen(author string) ([]byte, bool) {
+	var p []byte
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bFrozen).Get([]byte(author)); v != nil {
+			p = bytes.Clone(v)
+		}
+		return nil
+	})
+	return p, p != nil
+}
+
+// Head returns the author's head; ok is false for an unknown author.
+func (s *Store) Head(author string) (h Head, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bHeads).Get([]byte(author))
+		if v == nil {
+			return nil
+		}
+		h, err = parseHead(author, v)
+		ok = err == nil
+		return err
+	})
+	return h, ok, err
+}
+
+func parseHead(author string, v []byte) (Head, error) {
+	if len(v) < 9 {
+		return Head{}, errors.New("corrupt head")
+	}
+	c, err := cid.Cast(v[8:])
+	if err != nil {
+		return Head{}, err
+	}
+	return Head{Author: author, Seq: binary.BigEndian.Uint64(v), CID: c}, nil
+}
+
+// Heads lists every author's head, for anti-entropy.
+func (s *Store) Heads() ([]Head, error) {
+	var hs []Head
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bHeads).ForEach(func(k, v []byte) error {
+			h, err := parseHead(string(k), v)
+			if err != nil {
+				return err
+			}
+			hs = append(hs, h)
+			return nil
+		})
+	})
+	return hs, err
+}
+
+// Get returns a stored entry by CID.
+func (s *Store) Get(c cid.Cid) (*Entry, *SignedEntry, error) {
+	var wire []byte
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		wire = bytes.Clone(tx.Bucket(bEntries).Get(c.Bytes()))
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	if wire == nil {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, c)
+	}
+	return decodeEntryUnverified(wire)
+}
+
+// Range returns the author's entries with from <= seq <= to, in order.
+func (s *Store) Range(author string, from, to uint64) ([]*SignedEntry, error) {
+	var out []*SignedEntry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		entries := tx.Bucket(bEntries)
+		cur := tx.Bucket(bSeq).Cursor()
+		end := seqKey(author, to)
+		for k, v := cur.Seek(seqKey(author, from)); k != nil && bytes.Compare(k, end) <= 0; k, v = cur.Next() {
+			_, se, err := decodeEntryUnverified(entries.Get(v))
+			if err != nil {
+				return err
+			}
+			out = append(out, se)
+		}
+		return nil
+	})
+	return out, err
+}
