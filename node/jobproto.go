@@ -49,11 +49,14 @@ type jobRequest struct {
 	// Checkpoint is the tar a preempted run shipped back, restored into
 	// the spec's checkpoint path before the job starts.
 	Checkpoint []byte `json:"checkpoint,omitempty"`
+	// Nonce is echoed by every signed telemetry sample of this run, so
+	// samples cannot be replayed from another run or forged in advance.
+	Nonce []byte `json:"nonce,omitempty"`
 }
 
 // jobEvent is what a provider streams back while a job runs.
 type jobEvent struct {
-	Type     string    `json:"type"` // "status", "log", "heartbeat", "checkpoint", "exit", "error"
+	Type     string    `json:"type"` // "status", "log", "heartbeat", "telemetry", "checkpoint", "exit", "error"
 	Status   string    `json:"status,omitempty"`
 	Log      []byte    `json:"log,omitempty"`
 	ExitCode int       `json:"exit_code,omitempty"`

@@ -24,6 +24,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(quoteProto), pj.handleQuote)
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), pj.handleJob)
+	pj.gpus = n.gpus
 	n.providerJobs = pj
 	n.provider.mu.Lock()
 	n.provider.onAvail = pj.reclaim

@@ -25,7 +25,8 @@ type providerJobs struct {
 	engine auction.BidEngine
 	log    *slog.Logger
 	bg     context.Context
-	tag    string // prefixes this node's executor job IDs; see execTag
+	tag    string        // prefixes this node's executor job IDs; see execTag
+	gpus   attest.Source // read for telemetry; nil when the node has no GPUs
 
 	mu     sync.Mutex // guards leases and used
 	leases map[string]*activeLease

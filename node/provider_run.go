@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -149,6 +150,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 	}()
 	hbDone := make(chan struct{})
 	defer close(hbDone)
+	samplers := pj.samplers(al, req.Nonce)
 	go func() {
 		t := time.NewTicker(heartbeatEvery)
 		defer t.Stop()
@@ -158,6 +160,9 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 				return
 			case <-t.C:
 				_ = send(jobEvent{Type: "heartbeat"})
+				for _, raw := range pj.sample(samplers) {
+					_ = send(jobEvent{Type: "telemetry", Log: raw})
+				}
 			}
 		}
 	}()
@@ -339,4 +344,49 @@ func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
 	}
 	al.hub.add(s)
 	<-al.done
+}
+
+// samplers signs telemetry for each leased GPU, chained per GPU and echoing
+// the renter's nonce; none when the renter sent no nonce.
+func (pj *providerJobs) samplers(al *activeLease, nonce []byte) map[string]*attest.Sampler {
+	out := map[string]*attest.Sampler{}
+	if len(nonce) == 0 || pj.gpus == nil {
+		return out
+	}
+	pj.p.mu.Lock()
+	inv := pj.p.avail.Inventory
+	pj.p.mu.Unlock()
+	cid := leaseCID(al.raw)
+	for _, g := range al.gpus {
+		if g >= len(inv.GPUs) {
+			continue
+		}
+		uuid := inv.GPUs[g].UUID
+		if s, err := attest.NewSampler(pj.key, cid, nonce, attest.UUIDHash(uuid)); err == nil {
+			out[uuid] = s
+		}
+	}
+	return out
+}
+
+// sample reads the GPUs now and signs one sample per leased GPU.
+func (pj *providerJobs) sample(samplers map[string]*attest.Sampler) [][]byte {
+	if len(samplers) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(pj.bg, 2*time.Second)
+	defer cancel()
+	inv, err := pj.gpus.Inventory(ctx)
+	if err != nil {
+		return nil
+	}
+	var out [][]byte
+	for _, g := range inv.GPUs {
+		if s, ok := samplers[g.UUID]; ok {
+			if _, raw, err := s.Sign(g, time.Now()); err == nil {
+				out = append(out, raw)
+			}
+		}
+	}
+	return out
 }

@@ -34,15 +34,18 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 		return outcome{why: "cannot reach the provider: " + err.Error()}
 	}
 	defer s.Close()
-	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt}); err != nil {
+	nonce := randomNonce()
+	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, Nonce: nonce}); err != nil {
 		return outcome{why: "lost the provider: " + err.Error()}
 	}
-	return r.followStream(id, spec, s)
+	return r.followStream(id, spec, s, newTelemetry(pid, leaseCID(leaseRaw), nonce))
 }
 
 // followStream records a provider's job events from s until the job ends
 // or the provider is lost.
-func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream) outcome {
+// tel verifies the run's telemetry; nil when the chain cannot be checked
+// from its start (after this node restarted).
+func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry) outcome {
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
@@ -56,6 +59,12 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 		switch ev.Type {
 		case "log":
 			r.appendLog(id, ev.Log)
+		case "telemetry":
+			if tel != nil {
+				tel.accept(ev.Log)
+				sum := tel.sum
+				r.update(id, "", func(j *JobRecord) { j.Telemetry = &sum })
+			}
 		case "checkpoint":
 			if len(shipped)+len(ev.Log) <= maxCheckpoint {
 				shipped = append(shipped, ev.Log...)
@@ -167,7 +176,7 @@ func (r *renterJobs) reattach(id string) {
 		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
 		return
 	}
-	out := r.followStream(id, spec, s)
+	out := r.followStream(id, spec, s, nil)
 	if out.state == "" {
 		out.state = StateFailed
 	}

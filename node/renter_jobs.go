@@ -57,6 +57,8 @@ type JobRecord struct {
 	EndedAt   *time.Time  `json:"ended_at,omitempty"`
 	Attempts  int         `json:"attempts"` // leases taken so far (re-auctions + 1)
 	PullMS    int64       `json:"pull_ms,omitempty"`
+	// Telemetry summarises the signed samples of the current run.
+	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
 }
 
 // JobEvent is what job_follow streams: state changes and log output.

@@ -2,11 +2,11 @@ package node
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/gleaner-net/gleaner/attest"
 )
 
 // hostMemoryMiB reads total memory from /proc/meminfo; 0 when unknown
@@ -28,8 +28,6 @@ func hostMemoryMiB() int {
 }
 
 // uuidHash publishes a GPU's identity without its UUID: enough to tell one
-// GPU leased twice, without handing out the hardware serial.
-func uuidHash(uuid string) string {
-	sum := sha256.Sum256([]byte(uuid))
-	return hex.EncodeToString(sum[:16])
-}
+// GPU leased twice, without handing out the hardware serial. Telemetry
+// samples name GPUs the same way.
+func uuidHash(uuid string) string { return attest.UUIDHash(uuid) }

@@ -105,6 +105,11 @@ func TestJobSurvivesItsProviderDying(t *testing.T) {
 		t.Fatalf("after the provider died: %+v", j)
 	}
 	t.Logf("completed elsewhere %v after the provider vanished", time.Since(lostAt))
+	// The second run lasted about 8 s: at least one signed sample per
+	// heartbeat, all verified, and marked simulated.
+	if tm := j.Telemetry; tm == nil || tm.Samples < 1 || tm.Rejected != 0 || !tm.Simulated {
+		t.Fatalf("telemetry of the completed run: %+v", tm)
+	}
 	stopCtx, stopCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer stopCancel()
 	_ = dead.Stop(stopCtx)

@@ -260,6 +260,14 @@ func printJob(w io.Writer, j node.JobRecord) {
 		d := j.EndedAt.Sub(*j.StartedAt)
 		fmt.Fprintf(w, "ran:       %s (bill at the lease price: %.6f credits)\n", d.Round(time.Millisecond), j.Price*float64(j.GPUs)*d.Hours())
 	}
+	if tm := j.Telemetry; tm != nil {
+		sim := ""
+		if tm.Simulated {
+			sim = ", SIMULATED GPUs"
+		}
+		fmt.Fprintf(w, "telemetry: %d signed samples verified, %d rejected; avg util %.0f%%, max %d°C%s\n",
+			tm.Samples, tm.Rejected, tm.AvgUtilPct, tm.MaxTempC, sim)
+	}
 	if j.Error != "" {
 		fmt.Fprintf(w, "error:     %s\n", j.Error)
 	}

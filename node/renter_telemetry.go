@@ -1,0 +1,60 @@
+package node
+
+import (
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// TelemetrySummary is what the renter learned from a run's signed
+// telemetry: how many samples verified, how many were rejected and why.
+type TelemetrySummary struct {
+	Samples       int     `json:"samples"`
+	Rejected      int     `json:"rejected"`
+	LastRejection string  `json:"last_rejection,omitempty"`
+	AvgUtilPct    float64 `json:"avg_util_pct"`
+	MaxTempC      int     `json:"max_temp_c"`
+	Simulated     bool    `json:"simulated"`
+}
+
+// telemetry verifies one run's samples as they arrive: one chain per GPU,
+// each sample signed by the provider, echoing this run's nonce, in order.
+type telemetry struct {
+	provider peer.ID
+	lease    string
+	nonce    []byte
+	chains   map[string]*attest.Verifier
+	sum      TelemetrySummary
+	utilSum  float64
+}
+
+func newTelemetry(provider peer.ID, lease string, nonce []byte) *telemetry {
+	return &telemetry{provider: provider, lease: lease, nonce: nonce, chains: map[string]*attest.Verifier{}}
+}
+
+// accept checks one raw sample; a rejected sample is counted, never used.
+func (t *telemetry) accept(raw []byte) {
+	s, _, err := attest.DecodeSignedSample(raw)
+	if err == nil {
+		v, ok := t.chains[s.GPU]
+		if !ok {
+			if v, err = attest.NewVerifier(t.provider, t.lease, t.nonce); err == nil {
+				t.chains[s.GPU] = v
+			}
+		}
+		if err == nil {
+			s, err = v.Accept(raw, time.Now())
+		}
+	}
+	if err != nil {
+		t.sum.Rejected++
+		t.sum.LastRejection = err.Error()
+		return
+	}
+	t.sum.Samples++
+	t.utilSum += float64(s.UtilPct)
+	t.sum.AvgUtilPct = t.utilSum / float64(t.sum.Samples)
+	t.sum.MaxTempC = max(t.sum.MaxTempC, s.TempC)
+	t.sum.Simulated = t.sum.Simulated || s.Simulated
+}
