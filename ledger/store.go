@@ -224,3 +224,20 @@ func (s *Store) Range(author string, from, to uint64) ([]*SignedEntry, error) {
 	})
 	return out, err
 }
+
+// Freeze records a proof learned from a peer (gossiped fraud_proof) after
+// verifying it offline, so that honest nodes converge on freezing an
+// equivocating feed even if they never saw both entries themselves.
+func (s *Store) Freeze(proof []byte) (string, error) {
+	author, err := VerifyProof(proof)
+	if err != nil {
+		return "", err
+	}
+	return author, s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bFrozen)
+		if b.Get([]byte(author)) != nil {
+			return nil // keep the first proof; any valid one suffices
+		}
+		return b.Put([]byte(author), proof)
+	})
+}

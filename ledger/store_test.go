@@ -1,0 +1,152 @@
+package ledger
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+func openTemp(t testing.TB) (*Store, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := OpenStore(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, p
+}
+
+func TestStoreChainAndReopen(t *testing.T) {
+	s, path := openTemp(t)
+	k := newKey(t)
+	var prev *Entry
+	var ses []*SignedEntry
+	for i := 0; i < 10; i++ {
+		e, se, _ := mustEntry(t, k, prev, string(rune('a'+i)))
+		if err := s.Append(se); err != nil {
+			t.Fatal(err)
+		}
+		// Duplicates from gossip are harmless.
+		if err := s.Append(se); err != nil {
+			t.Fatal(err)
+		}
+		prev, ses = e, append(ses, se)
+		if i == 4 { // close and reopen mid-stream: acknowledged = durable
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if s, err = OpenStore(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer s.Close()
+	h, ok, err := s.Head(prev.Author)
+	if err != nil || !ok || h.Seq != 10 || !h.CID.Equals(ses[9].CID()) {
+		t.Fatalf("head %+v %v %v", h, ok, err)
+	}
+	hs, err := s.Heads()
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("heads %v %v", hs, err)
+	}
+	got, err := s.Range(prev.Author, 3, 6)
+	if err != nil || len(got) != 4 || !got[0].CID().Equals(ses[2].CID()) {
+		t.Fatalf("range %d %v", len(got), err)
+	}
+	e, _, err := s.Get(ses[7].CID())
+	if err != nil || e.Seq != 8 {
+		t.Fatalf("get %v %v", e, err)
+	}
+	if _, _, err := s.Get(ses[7].CID()); err != nil {
+		t.Fatal(err)
+	}
+	// Gaps and wrong prev are refused.
+	_, skip, _ := mustEntry(t, k, &Entry{Author: prev.Author, Seq: 11, Type: TypeProbe, Time: 1}, "x")
+	if err := s.Append(skip); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("gap: %v", err)
+	}
+	_, fork, _ := mustEntry(t, k, &Entry{Author: prev.Author, Seq: 10, Type: TypeProbe, Time: 1}, "x")
+	if err := s.Append(fork); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("wrong prev: %v", err)
+	}
+}
+
+func TestEquivocation(t *testing.T) {
+	s, path := openTemp(t)
+	k := newKey(t)
+	e1, se1, _ := mustEntry(t, k, nil, "a")
+	_, se2, _ := mustEntry(t, k, e1, "b")
+	_, evil, _ := mustEntry(t, k, e1, "b'")
+	for _, se := range []*SignedEntry{se1, se2} {
+		if err := s.Append(se); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append(evil); !errors.Is(err, ErrEquivocation) {
+		t.Fatalf("equivocation: %v", err)
+	}
+	s.Close()
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	proof, ok := s.Frozen(e1.Author)
+	if !ok {
+		t.Fatal("not frozen after reopen")
+	}
+	author, err := VerifyProof(proof)
+	if err != nil || author != e1.Author {
+		t.Fatalf("proof: %q %v", author, err)
+	}
+	_, next, _ := mustEntry(t, k, &Entry{Author: e1.Author, Seq: 2, Type: TypeProbe, Time: 1}, "c")
+	if err := s.Append(next); !errors.Is(err, ErrFrozen) {
+		t.Fatalf("append after freeze: %v", err)
+	}
+	// Another node learns of it from the proof alone.
+	s2, _ := openTemp(t)
+	defer s2.Close()
+	if who, err := s2.Freeze(proof); err != nil || who != e1.Author {
+		t.Fatalf("freeze from proof: %q %v", who, err)
+	}
+	if err := s2.Append(se1); !errors.Is(err, ErrFrozen) {
+		t.Fatalf("append after gossiped proof: %v", err)
+	}
+	if _, err := s2.Freeze([]byte{0xa0}); !errors.Is(err, ErrNotAProof) {
+		t.Fatalf("junk proof: %v", err)
+	}
+}
+
+func TestVerifyProofNegative(t *testing.T) {
+	k := newKey(t)
+	_, _, a := mustEntry(t, k, nil, "a")
+	_, _, b := mustEntry(t, k, nil, "b")
+	_, _, other := mustEntry(t, newKey(t), nil, "b")
+	e1, _, _ := mustEntry(t, k, nil, "a")
+	_, _, seq2 := mustEntry(t, k, e1, "b")
+	enc := func(p *EquivocationProof) []byte {
+		w, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if _, err := VerifyProof(enc(NewEquivocationProof(a, b))); err != nil {
+		t.Fatalf("valid proof refused: %v", err)
+	}
+	for name, p := range map[string]*EquivocationProof{
+		"same entry twice":  {A: a, B: a},
+		"different authors": NewEquivocationProof(a, other),
+		"different seq":     NewEquivocationProof(a, seq2),
+		"unordered":         {A: NewEquivocationProof(a, b).B, B: NewEquivocationProof(a, b).A},
+		"garbage":           {A: []byte{1}, B: []byte{2}},
+	} {
+		if _, err := VerifyProof(enc(p)); !errors.Is(err, ErrNotAProof) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := VerifyProof([]byte{0xff}); !errors.Is(err, ErrNotAProof) {
+		t.Errorf("junk bytes: %v", err)
+	}
+}
