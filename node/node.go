@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -55,6 +56,8 @@ type Node struct {
 	market       *market
 	provider     *provider
 	providerJobs *providerJobs
+	ledger       *ledger.Store
+	feeds        *feeds
 	renterJobs   *renterJobs
 	gpus         attest.Source
 	rpc          *rpc.Server
@@ -187,6 +190,7 @@ func (n *Node) startRPC() error {
 	registerMarketAPI(n.rpc, n)
 	registerJobAPI(n.rpc, n)
 	registerLeaseAPI(n.rpc, n)
+	registerLedgerAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

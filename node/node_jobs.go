@@ -25,6 +25,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), pj.handleJob)
 	pj.gpus = n.gpus
+	pj.journal = n.feeds
 	n.providerJobs = pj
 	n.provider.mu.Lock()
 	n.provider.onAvail = pj.reclaim
@@ -34,6 +35,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rj.journal = n.feeds
 	n.renterJobs = rj
 	return nil
 }

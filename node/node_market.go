@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/ledger"
 )
 
 // startMarket starts the renter's offer book and the provider's offer
@@ -15,6 +17,9 @@ func (n *Node) startMarket() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.onStop(func(context.Context) error { cancel(); return nil })
 
+	if err := n.startFeeds(ctx); err != nil {
+		return err
+	}
 	n.market = newMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
 	if err := n.market.start(ctx); err != nil {
 		return err
@@ -78,3 +83,23 @@ func (p *provider) limits() attest.Limits {
 
 // noOwnJobs: until jobs run, every compute process on a GPU is the owner's.
 func noOwnJobs() map[int]bool { return map[int]bool{} }
+
+// startFeeds opens the ledger (its own bbolt file, <repo>/ledger.db) and
+// joins its replication.
+func (n *Node) startFeeds(ctx context.Context) error {
+	st, err := ledger.OpenStore(filepath.Join(n.repo.Dir, LedgerFile))
+	if err != nil {
+		return err
+	}
+	n.ledger = st
+	n.onStop(func(context.Context) error { return st.Close() })
+	key, err := n.repo.Identity()
+	if err != nil {
+		return err
+	}
+	n.feeds = newFeeds(n.host, st, key, n.log.With("part", "ledger"))
+	return n.feeds.start(ctx)
+}
+
+// LedgerFile is the ledger database inside the repo.
+const LedgerFile = "ledger.db"

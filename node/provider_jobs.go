@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -19,14 +20,15 @@ import (
 // providerJobs is the provider's side of a rental: it quotes, accepts
 // awards for GPUs it has free, and runs leased jobs in the executor.
 type providerJobs struct {
-	p      *provider
-	key    crypto.PrivKey
-	exec   executor.Executor // nil: this node cannot run jobs, so it never bids
-	engine auction.BidEngine
-	log    *slog.Logger
-	bg     context.Context
-	tag    string        // prefixes this node's executor job IDs; see execTag
-	gpus   attest.Source // read for telemetry; nil when the node has no GPUs
+	p       *provider
+	key     crypto.PrivKey
+	exec    executor.Executor // nil: this node cannot run jobs, so it never bids
+	engine  auction.BidEngine
+	log     *slog.Logger
+	bg      context.Context
+	tag     string        // prefixes this node's executor job IDs; see execTag
+	gpus    attest.Source // read for telemetry; nil when the node has no GPUs
+	journal *feeds        // this node's ledger feed
 
 	mu     sync.Mutex // guards leases and used
 	leases map[string]*activeLease
@@ -174,6 +176,7 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	for _, g := range gpus {
 		pj.used[g] = true
 	}
+	go pj.journal.record(ledger.TypeLease, raw)
 	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after, hub: &eventHub{}}
 	return raw, nil
 }

@@ -3,13 +3,16 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -66,6 +69,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			return
 		}
 		cid := leaseCID(raw)
+		go r.journal.record(ledger.TypeLease, raw)
 		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
 			if j.State == StateCancelled {
 				return
@@ -79,6 +83,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
 		}
+		r.recordOutcome(cid, lease.Provider, out)
 		if out.state != "" {
 			r.update(id, out.why, func(j *JobRecord) {
 				if j.State != StateCancelled {
@@ -311,4 +316,29 @@ func leaseCID(raw []byte) string {
 		return ""
 	}
 	return sl.CID().String()
+}
+
+// Outcome is a ledger entry's payload for how a lease ended, as the renter
+// saw it: the evidence reputation is later computed from.
+type Outcome struct {
+	Lease    string `json:"lease"`
+	Provider string `json:"provider"`
+	Result   string `json:"result"` // completed, failed, preempted, abandoned, cancelled
+	Detail   string `json:"detail,omitempty"`
+}
+
+func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome) {
+	result := out.state
+	switch {
+	case result == "" && strings.HasPrefix(out.why, "preempted"):
+		result = "preempted"
+	case result == "" && strings.HasPrefix(out.why, "lost the provider"):
+		result = "abandoned"
+	case result == "":
+		result = StateFailed
+	}
+	payload, err := json.Marshal(Outcome{Lease: leaseCID, Provider: provider, Result: result, Detail: out.why})
+	if err == nil {
+		go r.journal.record(ledger.TypeOutcome, payload)
+	}
 }

@@ -80,6 +80,8 @@ type renterJobs struct {
 	bg    context.Context
 	rtt   func(string) (time.Duration, bool)
 
+	journal *feeds // this node's ledger feed
+
 	mu   sync.Mutex // guards jobs, logs, subs
 	jobs map[string]*JobRecord
 	logs map[string]*executor.LogBuffer

@@ -99,7 +99,24 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
 	}, time.Minute)
 	if j.State != node.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
-		var ex node.JobExplain
+		// Both sides journaled the lease; the renter also the outcome, and its
+	// feed replicated to the provider.
+	renterID := c.Nodes()[4].Host().ID().String()
+	eventuallyT(t, 10*time.Second, "the renter's feed replicated to the provider", func() bool {
+		var hs []node.HeadView
+		_ = provider.Call(ctx, "ledger_heads", nil, &hs)
+		for _, h := range hs {
+			if h.Author == renterID && h.Seq >= 2 {
+				return true
+			}
+		}
+		return false
+	})
+	var hist []node.EntryView
+	if err := renter.Call(ctx, "ledger_history", nil, &hist); err != nil || len(hist) < 2 || hist[0].Type != "outcome" || hist[1].Type != "lease" {
+		t.Fatalf("renter's feed: %+v, %v", hist, err)
+	}
+	var ex node.JobExplain
 		_ = renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
 		t.Fatalf("job ended %+v\nexplain: %+v", j, ex)
 	}
@@ -119,6 +136,23 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	}
 	if left := managedContainers(t, j.ID); left != "" {
 		t.Fatalf("containers left behind:\n%s", left)
+	}
+	// Both sides journaled the lease; the renter also the outcome, and its
+	// feed replicated to the provider.
+	renterID := c.Nodes()[4].Host().ID().String()
+	eventuallyT(t, 10*time.Second, "the renter's feed replicated to the provider", func() bool {
+		var hs []node.HeadView
+		_ = provider.Call(ctx, "ledger_heads", nil, &hs)
+		for _, h := range hs {
+			if h.Author == renterID && h.Seq >= 2 {
+				return true
+			}
+		}
+		return false
+	})
+	var hist []node.EntryView
+	if err := renter.Call(ctx, "ledger_history", nil, &hist); err != nil || len(hist) < 2 || hist[0].Type != "outcome" || hist[1].Type != "lease" {
+		t.Fatalf("renter's feed: %+v, %v", hist, err)
 	}
 	var ex node.JobExplain
 	if err := renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil || ex.Winner != prov || len(ex.Quotes) != 1 {
@@ -146,5 +180,16 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	}, time.Minute)
 	if j.State != node.StateCompleted {
 		t.Fatalf("a job after the cancel did not get the released GPU: %+v", j)
+	}
+}
+
+func eventuallyT(t *testing.T, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+func ledgerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ledger",
+		Usage: "the replicated, hash-chained log: feeds, entries and fraud proofs",
+		Description: `Every node appends signed entries (leases, outcomes, ...) to its own feed;
+feeds replicate to every node, which checks each entry's signature and chain.
+Two entries by one author with one sequence number are a fraud proof that
+freezes the author's feed everywhere and can be checked offline.
+
+   gleaner ledger heads
+   gleaner ledger history [--author PEER]
+   gleaner ledger show CID
+   gleaner ledger proof PEER > proof.cbor
+   gleaner ledger verify-proof proof.cbor      (offline: no daemon needed)`,
+		Subcommands: []*cli.Command{
+			{Name: "heads", Usage: "every feed's head", Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error {
+				var hs []node.HeadView
+				if err := callCmd(c, "ledger_heads", nil, &hs); err != nil {
+					return err
+				}
+				return emit(c, hs, func(w io.Writer) {
+					rows := [][]string{{"AUTHOR", "SEQ", "HEAD", "STATE"}}
+					for _, h := range hs {
+						state := "ok"
+						if h.Frozen {
+							state = "FROZEN (equivocated)"
+						}
+						rows = append(rows, []string{h.Author, strconv.FormatUint(h.Seq, 10), h.CID, state})
+					}
+					table(w, rows)
+				})
+			}},
+			{Name: "history", Usage: "a feed's newest entries", Flags: []cli.Flag{
+				&cli.StringFlag{Name: "author", Usage: "peer ID (default: this node)"},
+				&cli.IntFlag{Name: "limit", Value: 50, Usage: "entries to show"}, jsonFlag},
+				Action: func(c *cli.Context) error {
+					var es []node.EntryView
+					if err := callCmd(c, "ledger_history", node.HistoryParams{Author: c.String("author"), Limit: c.Int("limit")}, &es); err != nil {
+						return err
+					}
+					return emit(c, es, func(w io.Writer) {
+						rows := [][]string{{"SEQ", "TYPE", "TIME", "CID"}}
+						for _, e := range es {
+							rows = append(rows, []string{strconv.FormatUint(e.Seq, 10), e.Type, e.Time.Local().Format("2006-01-02 15:04:05"), e.CID})
+						}
+						table(w, rows)
+					})
+				}},
+			{Name: "show", Usage: "one entry", ArgsUsage: "<cid>", Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return usagef("CIDs: gleaner ledger history", "show needs exactly one CID")
+				}
+				var e node.EntryView
+				if err := callCmd(c, "ledger_show", node.CIDParams{CID: c.Args().First()}, &e); err != nil {
+					return err
+				}
+				c.Set("json", "true")
+				return emit(c, e, nil)
+			}},
+			{Name: "proof", Usage: "write the fraud proof that froze an author's feed to stdout", ArgsUsage: "<peer-id>", Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return usagef("frozen feeds: gleaner ledger heads", "proof needs exactly one peer ID")
+				}
+				var proof []byte
+				if err := callCmd(c, "ledger_proof", node.HistoryParams{Author: c.Args().First()}, &proof); err != nil {
+					return err
+				}
+				_, err := c.App.Writer.Write(proof)
+				return err
+			}},
+			{Name: "verify-proof", Usage: "check a fraud proof offline (equivocation or double-spent voucher)", ArgsUsage: "<file>", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return usagef("for example: gleaner ledger verify-proof proof.cbor", "verify-proof needs exactly one file")
+					}
+					b, err := os.ReadFile(c.Args().First())
+					if err != nil {
+						return usagef("", "cannot read the proof: %v", err)
+					}
+					out := struct {
+						Valid  bool   `json:"valid"`
+						Kind   string `json:"kind"`
+						Author string `json:"author"`
+					}{Valid: true}
+					if out.Author, err = ledger.VerifyProof(b); err == nil {
+						out.Kind = "equivocation"
+					} else if out.Author, err = ledger.VerifyDoubleSpend(b); err == nil {
+						out.Kind = "double-spent voucher"
+					} else {
+						return fmt.Errorf("not a valid fraud proof: %v", err)
+					}
+					return emit(c, out, func(w io.Writer) {
+						fmt.Fprintf(w, "valid %s proof against %s\n", out.Kind, out.Author)
+					})
+				}},
+		},
+	}
+}

@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/ipfs/go-cid"
+)
+
+// HeadView is one feed's head as this node holds it.
+type HeadView struct {
+	Author string `json:"author"`
+	Seq    uint64 `json:"seq"`
+	CID    string `json:"cid"`
+	Frozen bool   `json:"frozen"`
+}
+
+// EntryView is one ledger entry; Payload is shown as JSON when it is JSON.
+type EntryView struct {
+	CID     string          `json:"cid"`
+	Author  string          `json:"author"`
+	Seq     uint64          `json:"seq"`
+	Prev    string          `json:"prev,omitempty"`
+	Type    string          `json:"type"`
+	Time    time.Time       `json:"time"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Bytes   int             `json:"payload_bytes"`
+}
+
+// HistoryParams select one author's feed (default: this node's).
+type HistoryParams struct {
+	Author string `json:"author,omitempty"`
+	Limit  int    `json:"limit,omitempty" doc:"newest entries to show, default 50, at most 1000"`
+}
+
+// CIDParams name one entry.
+type CIDParams struct {
+	CID string `json:"cid"`
+}
+
+// Validate checks the CID.
+func (p CIDParams) Validate() error {
+	if _, err := cid.Decode(p.CID); err != nil {
+		return errors.New("cid: not a CID (see `gleaner ledger history`)")
+	}
+	return nil
+}
+
+func registerLedgerAPI(s *rpc.Server, n *Node) {
+	rpc.Register(s, "ledger_heads", rpc.MethodDoc{Summary: "The head of every feed this node holds, and whether it is frozen by a fraud proof."},
+		func(ctx context.Context, _ struct{}) ([]HeadView, error) {
+			hs, err := n.ledger.Heads()
+			if err != nil {
+				return nil, err
+			}
+			out := make([]HeadView, 0, len(hs))
+			for _, h := range hs {
+				_, frozen := n.ledger.Frozen(h.Author)
+				out = append(out, HeadView{Author: h.Author, Seq: h.Seq, CID: h.CID.String(), Frozen: frozen})
+			}
+			return out, nil
+		})
+	rpc.Register(s, "ledger_history", rpc.MethodDoc{Summary: "The newest entries of one feed (default: this node's own).", ParamNames: []string{"author", "limit"}},
+		func(ctx context.Context, p HistoryParams) ([]EntryView, error) {
+			author := p.Author
+			if author == "" {
+				author = n.host.ID().String()
+			}
+			limit := p.Limit
+			if limit <= 0 || limit > 1000 {
+				limit = 50
+			}
+			h, ok, err := n.ledger.Head(author)
+			if err != nil || !ok {
+				return []EntryView{}, err
+			}
+			from := uint64(1)
+			if h.Seq > uint64(limit) {
+				from = h.Seq - uint64(limit) + 1
+			}
+			ses, err := n.ledger.Range(author, from, h.Seq)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]EntryView, 0, len(ses))
+			for i := len(ses) - 1; i >= 0; i-- {
+				out = append(out, viewEntry(ses[i]))
+			}
+			return out, nil
+		})
+	rpc.Register(s, "ledger_show", rpc.MethodDoc{Summary: "One entry by CID.", ParamNames: []string{"cid"}},
+		func(ctx context.Context, p CIDParams) (EntryView, error) {
+			c, _ := cid.Decode(p.CID)
+			_, se, err := n.ledger.Get(c)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return EntryView{}, &rpc.Error{Code: CodeNoSuchEntry, Message: "no entry " + p.CID + " on this node"}
+			}
+			if err != nil {
+				return EntryView{}, err
+			}
+			return viewEntry(se), nil
+		})
+	rpc.Register(s, "ledger_proof", rpc.MethodDoc{Summary: "The fraud proof that froze an author's feed (bytes to verify offline with `gleaner ledger verify-proof`).", ParamNames: []string{"author"}},
+		func(ctx context.Context, p HistoryParams) ([]byte, error) {
+			proof, ok := n.ledger.Frozen(p.Author)
+			if !ok {
+				return nil, &rpc.Error{Code: CodeNoSuchEntry, Message: "no fraud proof for " + p.Author}
+			}
+			return proof, nil
+		})
+}
+
+// CodeNoSuchEntry: no ledger entry or proof with that name on this node.
+const CodeNoSuchEntry = -32030
+
+func viewEntry(se *ledger.SignedEntry) EntryView {
+	e, _, err := ledger.DecodeSignedEntry(mustMarshal(se))
+	if err != nil {
+		return EntryView{CID: se.CID().String()}
+	}
+	v := EntryView{CID: se.CID().String(), Author: e.Author, Seq: e.Seq, Prev: e.Prev, Type: e.Type,
+		Time: time.Unix(e.Time, 0).UTC(), Bytes: len(e.Payload)}
+	if json.Valid(e.Payload) {
+		v.Payload = e.Payload
+	}
+	return v
+}
+
+func mustMarshal(se *ledger.SignedEntry) []byte {
+	b, _ := se.Marshal()
+	return b
+}
