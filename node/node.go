@@ -38,6 +38,12 @@ type Options struct {
 	// latency this way. It gets the identity and must return a host that
 	// p2p.NewFromHost can wrap.
 	WrapHost func(ctx context.Context, key crypto.PrivKey) (host.Host, error)
+	// BillingInterval is written into this node's leases as a renter:
+	// vouchers are signed once per interval (default 5 min).
+	BillingInterval time.Duration
+	// StopPayingAfter is fault injection for tests: as a renter, stop
+	// sending vouchers after this many per run (0 = never).
+	StopPayingAfter int
 	// OfferTTL is how long a published offer stays valid (default 1 h); it
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.
@@ -77,6 +83,9 @@ func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.BillingInterval <= 0 {
+		opts.BillingInterval = DefaultBillingInterval
 	}
 	if opts.OfferTTL <= 0 {
 		opts.OfferTTL = time.Hour

@@ -36,6 +36,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 		return err
 	}
 	rj.journal = n.feeds
+	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
 	n.renterJobs = rj
 	return nil
 }

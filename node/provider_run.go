@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -183,16 +185,52 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 		return waited{r, err}
 	}
 	var w waited
-	preempted := ""
-	select {
-	case w = <-done:
-		if ctx.Err() != nil { // the lease ended, or this node is stopping
+	preempted, unpaid := "", false
+	m := newMeter(al.lease, leaseCID(al.raw))
+	go m.readVouchers(s)
+	bill := time.NewTicker(time.Second)
+	defer bill.Stop()
+	started, pausedAt := time.Now(), time.Time{}
+	var pausedFor time.Duration
+	grace, wait := graceFor(al.lease), patience(al.lease)
+loop:
+	for {
+		select {
+		case w = <-done:
+			if ctx.Err() != nil { // the lease ended, or this node is stopping
+				w = stop()
+			}
+			break loop
+		case preempted = <-al.preempt:
+			_ = send(jobEvent{Type: "status", Status: "preempting", Error: preempted})
 			w = stop()
+			break loop
+		case now := <-bill.C:
+			ran := now.Sub(started) - pausedFor
+			if !pausedAt.IsZero() {
+				ran -= now.Sub(pausedAt)
+			}
+			covered := m.paidFor()
+			switch {
+			case pausedAt.IsZero() && ran > covered+grace:
+				if job.Pause(ctx) == nil {
+					pausedAt = now
+					_ = send(jobEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+				}
+			case !pausedAt.IsZero() && covered >= ran:
+				if job.Resume(ctx) == nil {
+					pausedFor += now.Sub(pausedAt)
+					pausedAt = time.Time{}
+					_ = send(jobEvent{Type: "status", Status: "running"})
+				}
+			case !pausedAt.IsZero() && now.Sub(pausedAt) > wait:
+				unpaid = true
+				w = stop()
+				break loop
+			}
 		}
-	case preempted = <-al.preempt:
-		_ = send(jobEvent{Type: "status", Status: "preempting", Error: preempted})
-		w = stop()
 	}
+	pj.settle(al, m)
 	<-logsDone
 	if w.err != nil {
 		_ = send(jobEvent{Type: "error", Error: w.err.Error()})
@@ -204,7 +242,10 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 		return
 	}
 	status := "completed"
-	if w.res.Stopped {
+	switch {
+	case unpaid:
+		status = "unpaid"
+	case w.res.Stopped:
 		status = "stopped"
 	}
 	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds()})
@@ -389,4 +430,21 @@ func (pj *providerJobs) sample(samplers map[string]*attest.Sampler) [][]byte {
 		}
 	}
 	return out
+}
+
+// Settlement is the provider's ledger entry for what a lease was paid: the
+// best voucher, which the renter signed.
+type Settlement struct {
+	Lease   string  `json:"lease"`
+	Renter  string  `json:"renter"`
+	Total   float64 `json:"total"` // credits
+	Voucher []byte  `json:"voucher,omitempty"`
+}
+
+func (pj *providerJobs) settle(al *activeLease, m *meter) {
+	total, best := m.settled()
+	payload, err := json.Marshal(Settlement{Lease: m.cid, Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best})
+	if err == nil {
+		go pj.journal.record(ledger.TypeSettlement, payload)
+	}
 }

@@ -21,7 +21,8 @@ import (
 const (
 	quoteCandidates = 5
 	quoteDeadline   = 3 * time.Second
-	billingInterval = 5 * time.Minute
+	// DefaultBillingInterval is how often a renter pays (Options.BillingInterval).
+	DefaultBillingInterval = 5 * time.Minute
 )
 
 // JobExplain records why the auction came out as it did: the funnel of
@@ -221,7 +222,7 @@ func (r *renterJobs) award(id string, spec *auction.JobSpec, w auction.Ranked, p
 		JobID: id, Network: r.m.host.Network(), Renter: r.m.host.ID().String(), Provider: w.Bid.Provider,
 		Tier: spec.Tier, Price: price, GPUs: spec.Resources.GPUs,
 		Start: start.Unix(), End: start.Add(spec.Duration.Max).Unix(),
-		NoticeSec: w.Offer.Policy.PreemptNotice, BillingSec: int64(billingInterval / time.Second), Bid: bidRaw,
+		NoticeSec: w.Offer.Policy.PreemptNotice, BillingSec: int64(r.billing / time.Second), Bid: bidRaw,
 	}
 	sl, err := auction.ProposeLease(l, r.key)
 	if err != nil {

@@ -38,6 +38,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, Nonce: nonce}); err != nil {
 		return outcome{why: "lost the provider: " + err.Error()}
 	}
+	r.startPaying(ctx, id, s, l, leaseRaw, 1)
 	return r.followStream(id, spec, s, newTelemetry(pid, leaseCID(leaseRaw), nonce))
 }
 
@@ -81,6 +82,8 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			switch {
 			case j != nil && j.State == StateCancelled:
 				return outcome{state: StateCancelled}
+			case ev.Status == "unpaid":
+				return outcome{state: StateFailed, why: "the provider stopped the job: no voucher arrived in time"}
 			case ev.Status == "preempted":
 				return outcome{why: "preempted: " + ev.Error, checkpoint: shipped}
 			case code == 0:
@@ -101,7 +104,8 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 const lostAfter = 3 * heartbeatEvery
 
 func (r *renterJobs) onStatus(id string, ev jobEvent) {
-	state := map[string]string{"reserved": StateReserved, "pulling": StatePulling, "running": StateRunning, "preempting": StatePreempting}[ev.Status]
+	state := map[string]string{"reserved": StateReserved, "pulling": StatePulling, "running": StateRunning,
+		"preempting": StatePreempting, "paused": StatePaused}[ev.Status]
 	if state == "" {
 		return
 	}
@@ -176,6 +180,7 @@ func (r *renterJobs) reattach(id string) {
 		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
 		return
 	}
+	r.startPaying(r.bg, id, s, l, j.Lease, uint64(j.Vouchers)+1)
 	out := r.followStream(id, spec, s, nil)
 	if out.state == "" {
 		out.state = StateFailed
@@ -212,4 +217,12 @@ func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
 		last = r.bg.Err()
 	}
 	return nil, last
+}
+
+// startPaying sends this run's vouchers, from voucher number first, until
+// ctx ends or the stream does; each one is recorded in the job.
+func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
+	go payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits) {
+		r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid = int(n), float64(total)/1e6 })
+	})
 }

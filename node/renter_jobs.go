@@ -22,6 +22,7 @@ const (
 	StatePulling    = "pulling"
 	StateRunning    = "running"
 	StatePreempting = "preempting"
+	StatePaused     = "paused" // the provider paused it: payment is late
 	StateCompleted  = "completed"
 	StateFailed     = "failed"
 	StateCancelled  = "cancelled"
@@ -57,6 +58,8 @@ type JobRecord struct {
 	EndedAt   *time.Time  `json:"ended_at,omitempty"`
 	Attempts  int         `json:"attempts"` // leases taken so far (re-auctions + 1)
 	PullMS    int64       `json:"pull_ms,omitempty"`
+	Paid      float64     `json:"paid"`     // credits promised in signed vouchers so far
+	Vouchers  int         `json:"vouchers"` // vouchers sent in the current run
 	// Telemetry summarises the signed samples of the current run.
 	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
 }
@@ -81,6 +84,9 @@ type renterJobs struct {
 	rtt   func(string) (time.Duration, bool)
 
 	journal *feeds // this node's ledger feed
+
+	billing         time.Duration // the billing interval written into leases
+	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
 
 	mu   sync.Mutex // guards jobs, logs, subs
 	jobs map[string]*JobRecord

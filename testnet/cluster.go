@@ -37,6 +37,9 @@ type ClusterOptions struct {
 	Configure func(i int, cfg *node.Config)
 	// OfferTTL shortens offer lifetimes for tests of expiry.
 	OfferTTL time.Duration
+	// Tune, when set, edits node i's runtime options (billing interval,
+	// fault injection) before it starts.
+	Tune func(i int, o *node.Options)
 	// LinkLatency, when set, connects the nodes over libp2p's mocknet with
 	// this one-way latency on every link instead of loopback TCP: a
 	// network with real round trips on one machine whose kernel may lack
@@ -121,6 +124,9 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 
 func (c *Cluster) run(ctx context.Context, i int, repo *node.Repo, cfg node.Config) (*node.Node, error) {
 	o := node.Options{Logger: c.opts.Logger.With("node", i), InProcess: true, OfferTTL: c.opts.OfferTTL}
+	if c.opts.Tune != nil {
+		c.opts.Tune(i, &o)
+	}
 	if c.mn != nil {
 		o.WrapHost = func(_ context.Context, key crypto.PrivKey) (host.Host, error) {
 			h, err := c.mn.AddPeer(key, ma.StringCast(fmt.Sprintf("/ip4/127.0.%d.%d/tcp/4030", 100+i/250, i%250+1)))
