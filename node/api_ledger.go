@@ -134,3 +134,28 @@ func mustMarshal(se *ledger.SignedEntry) []byte {
 	b, _ := se.Marshal()
 	return b
 }
+
+// PeerParamsRep names the peer whose reputation to show.
+type PeerParamsRep struct {
+	Peer string `json:"peer"`
+}
+
+// Validate checks the peer ID.
+func (p PeerParamsRep) Validate() error {
+	_, err := parsePeerID(p.Peer)
+	return err
+}
+
+func registerRepAPI(s *rpc.Server, n *Node) {
+	rpc.Register(s, "rep_show", rpc.MethodDoc{
+		Summary:     "A peer's reputation as this node computes it from the replicated ledger, with its parts.",
+		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid.",
+		ParamNames:  []string{"peer"},
+	}, func(ctx context.Context, p PeerParamsRep) (Evidence, error) {
+		_, ev := n.rep.get()
+		if e, ok := ev[p.Peer]; ok {
+			return *e, nil
+		}
+		return Evidence{Peer: p.Peer, Outcomes: map[string]int{}}, nil
+	})
+}

@@ -64,6 +64,7 @@ type Node struct {
 	providerJobs *providerJobs
 	ledger       *ledger.Store
 	feeds        *feeds
+	rep          *reputationView
 	renterJobs   *renterJobs
 	gpus         attest.Source
 	rpc          *rpc.Server
@@ -200,6 +201,7 @@ func (n *Node) startRPC() error {
 	registerJobAPI(n.rpc, n)
 	registerLeaseAPI(n.rpc, n)
 	registerLedgerAPI(n.rpc, n)
+	registerRepAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

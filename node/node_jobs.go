@@ -36,6 +36,8 @@ func (n *Node) startJobs(ctx context.Context) error {
 		return err
 	}
 	rj.journal = n.feeds
+	n.rep = &reputationView{n: n}
+	rj.rep = n.rep
 	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
 	n.renterJobs = rj
 	return nil

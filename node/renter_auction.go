@@ -117,7 +117,7 @@ var errNoMatch = errors.New("no provider matched")
 // counter-sign; if the winner refuses, the next one gets the award.
 func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool) (*auction.Lease, []byte, *JobExplain, error) {
 	now := time.Now()
-	env := auction.Env{Now: now, RTT: r.rtt}
+	env := auction.Env{Now: now, RTT: r.rtt, Reputation: r.rep}
 	var book []*auction.Offer
 	for _, o := range r.m.book.Snapshot() {
 		if !exclude[o.Provider] { // providers that lost or preempted this job

@@ -83,7 +83,8 @@ type renterJobs struct {
 	bg    context.Context
 	rtt   func(string) (time.Duration, bool)
 
-	journal *feeds // this node's ledger feed
+	journal *feeds             // this node's ledger feed
+	rep     auction.Reputation // computed from the replicated ledger
 
 	billing         time.Duration // the billing interval written into leases
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)

@@ -154,6 +154,13 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	if err := renter.Call(ctx, "ledger_history", nil, &hist); err != nil || len(hist) < 2 || hist[0].Type != "outcome" || hist[1].Type != "lease" {
 		t.Fatalf("renter's feed: %+v, %v", hist, err)
 	}
+	// The provider's settlement (carrying the renter's voucher) and the
+	// renter's outcome give the provider a paid history, hence a score.
+	eventuallyT(t, 15*time.Second, "the provider has a reputation", func() bool {
+		var ev node.Evidence
+		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil &&
+			ev.Score != nil && *ev.Score > 0.5 && ev.Outcomes["completed"] == 1 && ev.PaidTotal > 0
+	})
 	var ex node.JobExplain
 	if err := renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil || ex.Winner != prov || len(ex.Quotes) != 1 {
 		t.Fatalf("explain %+v, %v", ex, err)

@@ -56,6 +56,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			marketCommand(),
 			jobCommand(),
 			ledgerCommand(),
+			repCommand(),
 			rpcCommand(),
 			versionCommand(),
 			testnetCommand(),

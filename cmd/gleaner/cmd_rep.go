@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+func repCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rep",
+		Usage: "reputation, as this node computes it from the replicated ledger",
+		Subcommands: []*cli.Command{{
+			Name:      "show",
+			Usage:     "a peer's score and its parts",
+			ArgsUsage: "<peer-id>",
+			Description: `The score (0..1) combines this node's own paid experience with the peer
+(beta scores) and trust propagated from the peers it has paid (personalised
+EigenTrust), over ratings backed by a co-signed lease and a settlement that
+carries the renter's signed voucher, weighted by the amount paid and decaying
+with age. A peer with no paid history has no score. The auction ranks with it.`,
+			Flags: []cli.Flag{jsonFlag},
+			Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return usagef("peer IDs: gleaner peers, gleaner market offers", "rep show needs exactly one peer ID")
+				}
+				var ev node.Evidence
+				if err := callCmd(c, "rep_show", node.PeerParamsRep{Peer: c.Args().First()}, &ev); err != nil {
+					return err
+				}
+				return emit(c, ev, func(w io.Writer) {
+					fmt.Fprintf(w, "peer:       %s\n", ev.Peer)
+					if ev.Score == nil {
+						fmt.Fprintln(w, "score:      none (no paid history yet)")
+					} else {
+						fmt.Fprintf(w, "score:      %.3f\n", *ev.Score)
+					}
+					if ev.Frozen {
+						fmt.Fprintln(w, "FROZEN:     its feed carries an equivocation proof")
+					}
+					fmt.Fprintf(w, "leases:     %d, paid %g credits\n", ev.Leases, ev.PaidTotal)
+					var kinds []string
+					for k := range ev.Outcomes {
+						kinds = append(kinds, k)
+					}
+					sort.Strings(kinds)
+					for _, k := range kinds {
+						fmt.Fprintf(w, "  %-10s %d\n", k, ev.Outcomes[k])
+					}
+				})
+			},
+		}},
+	}
+}
