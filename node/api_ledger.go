@@ -159,3 +159,56 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		return Evidence{Peer: p.Peer, Outcomes: map[string]int{}}, nil
 	})
 }
+
+// FaucetCredits is what every testnet node starts with. It is a testnet
+// convention, not money: no issuer backs it, and settlement in real money
+// is a separate, pluggable rail (docs/TRUST.md).
+const FaucetCredits = 100.0
+
+// BalanceResult is ledger_balance's result.
+type BalanceResult struct {
+	Faucet   float64            `json:"faucet"`
+	Earned   float64            `json:"earned"` // settlements this node recorded as a provider
+	Spent    float64            `json:"spent"`  // settlements others recorded for this node's leases as a renter
+	Balance  float64            `json:"balance"`
+	ByDay    map[string]float64 `json:"earned_by_day,omitempty"`
+	SpentFor map[string]float64 `json:"spent_by_lease,omitempty"`
+}
+
+func registerBalanceAPI(s *rpc.Server, n *Node) {
+	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits: faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers."},
+		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
+			self := n.host.ID().String()
+			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]float64{}, SpentFor: map[string]float64{}}
+			heads, err := n.ledger.Heads()
+			if err != nil {
+				return res, err
+			}
+			for _, h := range heads {
+				entries, err := n.ledger.Range(h.Author, 1, h.Seq)
+				if err != nil {
+					continue
+				}
+				for _, se := range entries {
+					e, _, err := ledger.DecodeSignedEntry(mustMarshal(se))
+					if err != nil || e.Type != ledger.TypeSettlement {
+						continue
+					}
+					var st Settlement
+					if json.Unmarshal(e.Payload, &st) != nil || !settlementProven(st, e.Author) {
+						continue
+					}
+					if e.Author == self {
+						res.Earned += st.Total
+						res.ByDay[time.Unix(e.Time, 0).UTC().Format("2006-01-02")] += st.Total
+					}
+					if st.Renter == self {
+						res.Spent += st.Total
+						res.SpentFor[st.Lease] += st.Total
+					}
+				}
+			}
+			res.Balance = res.Faucet + res.Earned - res.Spent
+			return res, nil
+		})
+}

@@ -202,6 +202,7 @@ func (n *Node) startRPC() error {
 	registerLeaseAPI(n.rpc, n)
 	registerLedgerAPI(n.rpc, n)
 	registerRepAPI(n.rpc, n)
+	registerBalanceAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

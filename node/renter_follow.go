@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"slices"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -39,7 +41,28 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 		return outcome{why: "lost the provider: " + err.Error()}
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, 1)
-	return r.followStream(id, spec, s, newTelemetry(pid, leaseCID(leaseRaw), nonce))
+	tel := newTelemetry(pid, leaseCID(leaseRaw), nonce)
+	out := r.followStream(id, spec, s, tel)
+	r.recordTelemetry(tel)
+	return out
+}
+
+// TelemetryDigest is the ledger entry summarising a run's verified
+// telemetry: evidence for (or against) the provider's hardware claims.
+type TelemetryDigest struct {
+	Lease    string           `json:"lease"`
+	Provider string           `json:"provider"`
+	Summary  TelemetrySummary `json:"summary"`
+}
+
+func (r *renterJobs) recordTelemetry(t *telemetry) {
+	if t.sum.Samples+t.sum.Rejected == 0 {
+		return
+	}
+	payload, err := json.Marshal(TelemetryDigest{Lease: t.lease, Provider: t.provider.String(), Summary: t.sum})
+	if err == nil {
+		go r.journal.record(ledger.TypeTelemetryDigest, payload)
+	}
 }
 
 // followStream records a provider's job events from s until the job ends

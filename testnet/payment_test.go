@@ -79,4 +79,11 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 		}
 		return false
 	})
+	// The settlement replicates to the renter, whose balance shows exactly
+	// the two vouchers spent.
+	eventuallyT(t, 10*time.Second, "the renter's balance", func() bool {
+		var bal node.BalanceResult
+		return renter.Call(ctx, "ledger_balance", nil, &bal) == nil &&
+			bal.Spent > 0.00099 && bal.Spent < 0.00101 && bal.Balance == node.FaucetCredits-bal.Spent
+	})
 }

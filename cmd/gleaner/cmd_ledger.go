@@ -21,6 +21,7 @@ Two entries by one author with one sequence number are a fraud proof that
 freezes the author's feed everywhere and can be checked offline.
 
    gleaner ledger heads
+   gleaner ledger balance
    gleaner ledger history [--author PEER]
    gleaner ledger show CID
    gleaner ledger proof PEER > proof.cbor
@@ -59,6 +60,21 @@ freezes the author's feed everywhere and can be checked offline.
 						table(w, rows)
 					})
 				}},
+			{Name: "balance", Usage: "testnet credits: faucet, earnings by day, spend per lease", Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error {
+				var b node.BalanceResult
+				if err := callCmd(c, "ledger_balance", nil, &b); err != nil {
+					return err
+				}
+				return emit(c, b, func(w io.Writer) {
+					fmt.Fprintf(w, "balance: %.6f credits (faucet %g + earned %.6f - spent %.6f)\n", b.Balance, b.Faucet, b.Earned, b.Spent)
+					for day, v := range b.ByDay {
+						fmt.Fprintf(w, "  earned %s: %.6f\n", day, v)
+					}
+					for lease, v := range b.SpentFor {
+						fmt.Fprintf(w, "  spent on lease %s: %.6f\n", lease, v)
+					}
+				})
+			}},
 			{Name: "show", Usage: "one entry", ArgsUsage: "<cid>", Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error {
 				if c.Args().Len() != 1 {
 					return usagef("CIDs: gleaner ledger history", "show needs exactly one CID")
