@@ -75,7 +75,30 @@ func (f *feeds) start(ctx context.Context) error {
 	f.host.LibP2P().SetStreamHandler(f.host.ProtocolID(ledgerSyncProto), f.serve)
 	go f.readLoop(ctx, sub)
 	go f.antiEntropyLoop(ctx)
+	events, err := f.host.SubscribePeerEvents(ctx)
+	if err != nil {
+		return err
+	}
+	go f.reconcileOnConnect(ctx, events)
 	return nil
+}
+
+// reconcileOnConnect compares heads with every newly connected peer: a
+// healed partition converges in the time of one exchange, not at the next
+// anti-entropy round.
+func (f *feeds) reconcileOnConnect(ctx context.Context, events <-chan p2p.PeerEvent) {
+	for ev := range events {
+		if ev.Type != "connected" {
+			continue
+		}
+		go func(p peer.ID) {
+			// Identify must finish before the sync protocol is known.
+			time.Sleep(200 * time.Millisecond)
+			if err := f.reconcile(ctx, p); err != nil {
+				f.log.Debug("reconcile on connect", "peer", p, "err", err)
+			}
+		}(ev.Peer)
+	}
 }
 
 // validate rejects malformed heads and false proofs before they spread.
@@ -168,24 +191,37 @@ func (f *feeds) onHead(ctx context.Context, from peer.ID, h ledgerHead) {
 	if err != nil {
 		return
 	}
+	lo, hi := uint64(0), uint64(0)
 	switch {
 	case !ok || ours.Seq < h.Seq:
-		from1 := uint64(1)
+		lo, hi = 1, h.Seq
 		if ok {
-			from1 = ours.Seq + 1
+			lo = ours.Seq + 1
 		}
-		f.fetch(ctx, from, h.Author, from1, h.Seq)
 	default:
 		have, err := f.store.Range(h.Author, h.Seq, h.Seq)
 		if err == nil && len(have) == 1 && have[0].CID().String() != h.CID {
-			f.fetch(ctx, from, h.Author, h.Seq, h.Seq)
+			lo, hi = h.Seq, h.Seq
 		}
+	}
+	if lo == 0 {
+		return
+	}
+	// The peer that forwarded a head may not have stored the entries yet
+	// (gossip forwards before the receiver fetches); the author always has
+	// its own, so it is asked next.
+	if f.fetch(ctx, from, h.Author, lo, hi) {
+		return
+	}
+	if author, err := peer.Decode(h.Author); err == nil && author != from && author != f.host.ID() {
+		f.fetch(ctx, author, h.Author, lo, hi)
 	}
 }
 
 // fetch asks peer p for author's entries from..to and appends them in
-// order. An equivocation found on the way is published as a proof.
-func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to uint64) {
+// order; true when it got them all or settled the matter (a fork found).
+// An equivocation found on the way is published as a proof.
+func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to uint64) bool {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
 	to = min(to, from+maxSyncEntries-1)
@@ -193,22 +229,22 @@ func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to ui
 	defer cancel()
 	s, err := f.host.LibP2P().NewStream(ctx, p, f.host.ProtocolID(ledgerSyncProto))
 	if err != nil {
-		return
+		return false
 	}
 	defer s.Close()
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
 	if err := writeMsg(s, syncRequest{Kind: "range", Author: author, From: from, To: to}); err != nil {
-		return
+		return false
 	}
 	for i := from; i <= to; i++ {
 		raw, err := p2p.ReadFrame(s, ledger.MaxEntryBytes+1024)
 		if err != nil || len(raw) == 0 {
-			return
+			return false
 		}
 		e, se, err := ledger.DecodeSignedEntry(raw)
 		if err != nil || e.Author != author || e.Seq != i {
-			return // a peer serving junk; its gossip score pays elsewhere
+			return false // a peer serving junk
 		}
 		err = f.store.Append(se)
 		if errors.Is(err, ledger.ErrEquivocation) {
@@ -216,12 +252,13 @@ func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to ui
 				f.log.Warn("equivocation: feed frozen", "author", author, "seq", e.Seq)
 				f.publish(ledgerHead{Author: author, Proof: proof})
 			}
-			return
+			return true
 		}
 		if err != nil {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // serve answers range and heads requests from the local store.
