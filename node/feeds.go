@@ -237,6 +237,7 @@ func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to ui
 	if err := writeMsg(s, syncRequest{Kind: "range", Author: author, From: from, To: to}); err != nil {
 		return false
 	}
+	var last *ledger.SignedEntry
 	for i := from; i <= to; i++ {
 		raw, err := p2p.ReadFrame(s, ledger.MaxEntryBytes+1024)
 		if err != nil || len(raw) == 0 {
@@ -257,6 +258,12 @@ func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to ui
 		if err != nil {
 			return false
 		}
+		last = se
+	}
+	if last != nil {
+		// Pass the news on: after a partition heals, peers further away
+		// learn of heads they missed from us, not only at anti-entropy.
+		f.publish(ledgerHead{Author: author, Seq: to, CID: last.CID().String()})
 	}
 	return true
 }

@@ -22,7 +22,9 @@ type feedNode struct {
 	f   *feeds
 }
 
-func newFeedNode(t *testing.T, ctx context.Context) *feedNode {
+func newFeedNode(t *testing.T, ctx context.Context) *feedNode { return newFeedNodeTB(t, ctx) }
+
+func newFeedNodeTB(t testing.TB, ctx context.Context) *feedNode {
 	t.Helper()
 	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
 	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network("local"), p2p.DisableNATServices(),
@@ -43,11 +45,20 @@ func newFeedNode(t *testing.T, ctx context.Context) *feedNode {
 	return &feedNode{h: h, key: key, f: f}
 }
 
-func link(t *testing.T, ctx context.Context, a, b *feedNode) {
+func link(t *testing.T, ctx context.Context, a, b *feedNode) { linkTB(t, ctx, a, b) }
+
+func linkTB(t testing.TB, ctx context.Context, a, b *feedNode) {
 	t.Helper()
-	if err := a.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.LibP2P().Addrs()}); err != nil {
-		t.Fatal(err)
+	var err error
+	for try := 0; try < 30; try++ {
+		// identify can time out on a loaded machine; that is not the
+		// behaviour under test, so try again.
+		if err = a.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.LibP2P().Addrs()}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+	t.Fatal(err)
 }
 
 func eventually(t *testing.T, limit time.Duration, what string, ok func() bool) {
