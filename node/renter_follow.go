@@ -97,7 +97,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			r.onStatus(id, ev)
 		case "exit":
 			code := ev.ExitCode
-			r.update(id, fmt.Sprintf("exit code %d", code), func(j *JobRecord) {
+			r.update(id, "", func(j *JobRecord) {
 				t := ev.Time.UTC()
 				j.ExitCode, j.EndedAt, j.PullMS = &code, &t, ev.PullMS
 			})

@@ -258,7 +258,10 @@ func printJob(w io.Writer, j node.JobRecord) {
 	}
 	if j.StartedAt != nil && j.EndedAt != nil {
 		d := j.EndedAt.Sub(*j.StartedAt)
-		fmt.Fprintf(w, "ran:       %s (bill at the lease price: %.6f credits)\n", d.Round(time.Millisecond), j.Price*float64(j.GPUs)*d.Hours())
+		fmt.Fprintf(w, "ran:       %s (%.6f credits at the lease price)\n", d.Round(time.Millisecond), j.Price*float64(j.GPUs)*d.Hours())
+	}
+	if j.Vouchers > 0 {
+		fmt.Fprintf(w, "paid:      %.6f credits in %d signed voucher(s), each covering one billing interval in advance\n", j.Paid, j.Vouchers)
 	}
 	if tm := j.Telemetry; tm != nil {
 		sim := ""
