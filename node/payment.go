@@ -29,7 +29,7 @@ func intervalPrice(l *auction.Lease) auction.Credits {
 
 // payLoop signs voucher n at the start of interval n, until ctx ends or
 // (a fault-injection knob) after stopAfter vouchers.
-func payLoop(ctx context.Context, s network.Stream, key crypto.PrivKey, l *auction.Lease, leaseCID string, first uint64, stopAfter int, paid func(n uint64, total auction.Credits)) {
+func payLoop(ctx context.Context, s network.Stream, key crypto.PrivKey, l *auction.Lease, leaseCID string, first uint64, stopAfter int, paid func(n uint64, total auction.Credits, raw []byte)) {
 	interval := time.Duration(l.BillingSec) * time.Second
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -47,7 +47,7 @@ func payLoop(ctx context.Context, s network.Stream, key crypto.PrivKey, l *aucti
 		if err != nil || writeMsg(s, renterMsg{Voucher: raw}) != nil {
 			return
 		}
-		paid(n, v.Total)
+		paid(n, v.Total, raw)
 		select {
 		case <-ctx.Done():
 			return

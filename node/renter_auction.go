@@ -84,7 +84,11 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
 		}
-		r.recordOutcome(cid, lease.Provider, out)
+		var voucher []byte
+		if j, err := r.get(id); err == nil {
+			voucher = j.LastVoucher
+		}
+		r.recordOutcome(cid, lease.Provider, out, voucher)
 		if out.state != "" {
 			r.update(id, out.why, func(j *JobRecord) {
 				if j.State != StateCancelled {
@@ -326,9 +330,13 @@ type Outcome struct {
 	Provider string `json:"provider"`
 	Result   string `json:"result"` // completed, failed, preempted, abandoned, cancelled
 	Detail   string `json:"detail,omitempty"`
+	// Voucher is the renter's newest signed voucher for the lease: what it
+	// paid, so that an outcome weighs even when the provider never settled
+	// (a provider that abandoned the job).
+	Voucher []byte `json:"voucher,omitempty"`
 }
 
-func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome) {
+func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome, voucher []byte) {
 	result := out.state
 	switch {
 	case result == "" && strings.HasPrefix(out.why, "preempted"):
@@ -338,7 +346,7 @@ func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome) {
 	case result == "":
 		result = StateFailed
 	}
-	payload, err := json.Marshal(Outcome{Lease: leaseCID, Provider: provider, Result: result, Detail: out.why})
+	payload, err := json.Marshal(Outcome{Lease: leaseCID, Provider: provider, Result: result, Detail: out.why, Voucher: voucher})
 	if err == nil {
 		go r.journal.record(ledger.TypeOutcome, payload)
 	}

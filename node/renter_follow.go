@@ -245,7 +245,7 @@ func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
 // startPaying sends this run's vouchers, from voucher number first, until
 // ctx ends or the stream does; each one is recorded in the job.
 func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
-	go payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits) {
-		r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid = int(n), float64(total)/1e6 })
+	go payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
+		r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid, j.LastVoucher = int(n), float64(total)/1e6, raw })
 	})
 }

@@ -60,6 +60,9 @@ type JobRecord struct {
 	PullMS    int64       `json:"pull_ms,omitempty"`
 	Paid      float64     `json:"paid"`     // credits promised in signed vouchers so far
 	Vouchers  int         `json:"vouchers"` // vouchers sent in the current run
+	// LastVoucher is the newest voucher of the current run: the renter's
+	// proof of what it paid, cited in its outcome entry.
+	LastVoucher []byte `json:"last_voucher,omitempty"`
 	// Telemetry summarises the signed samples of the current run.
 	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
 }

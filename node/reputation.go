@@ -115,7 +115,7 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
 		e.Outcomes[oa.o.Result]++
 		e.Leases++
 		score, rated := outcomeScore[oa.o.Result]
-		amount := paid[oa.o.Lease]
+		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
 		e.PaidTotal += float64(amount) / 1e6
 		if !rated || amount <= 0 {
 			continue // unpaid or cancelled leases carry no weight
@@ -143,4 +143,17 @@ func settlementProven(s Settlement, provider string) bool {
 	v, _, err := ledger.DecodeSignedVoucher(s.Voucher)
 	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
 		float64(v.Total)/1e6 == s.Total
+}
+
+// rendered is what the renter's own voucher in an outcome proves it paid:
+// signed by the rater, for that lease and provider.
+func rendered(o Outcome, renter string) auction.Credits {
+	if len(o.Voucher) == 0 {
+		return 0
+	}
+	v, _, err := ledger.DecodeSignedVoucher(o.Voucher)
+	if err != nil || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
+		return 0
+	}
+	return v.Total
 }

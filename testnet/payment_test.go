@@ -87,3 +87,55 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 			bal.Spent > 0.00099 && bal.Spent < 0.00101 && bal.Balance == node.FaucetCredits-bal.Spent
 	})
 }
+
+// TestProviderThatAbandonsAJob: the provider running a job vanishes; the
+// renter paid for at most the interval in progress, re-auctions the job,
+// and the abandoning provider's score ends below the one that finished it.
+func TestProviderThatAbandonsAJob(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const interval = 2 * time.Second
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: 4,
+		Configure: func(i int, cfg *node.Config) {
+			if i < 2 {
+				cfg.Provider.SimulateGPUs = "1xRTX4090"
+			}
+		},
+		Tune: func(i int, o *node.Options) { o.BillingInterval = interval }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitPeers(t, c, 2, 20*time.Second)
+	setOffer(t, c, 0, "0.30")
+	setOffer(t, c, 1, "0.50")
+	p0, p1 := c.Nodes()[0].Host().ID().String(), c.Nodes()[1].Host().ID().String()
+	waitBooks(t, c, 5*time.Second, "both offers", func(b map[string]bool) bool { return b[p0] && b[p1] })
+
+	renter, _ := c.Client(3)
+	j := submitJob(t, renter, resumableSpec)
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning || ended(s) }, time.Minute)
+	running := time.Now()
+	waitLog(t, c, 3, j.ID, "step 2/8 done")
+	before, _ := jobOf(t, renter, j.ID)
+	if err := c.Nodes()[0].Host().Close(); err != nil {
+		t.Fatal(err)
+	}
+	ran := time.Since(running) + 500*time.Millisecond // running was seen by polling, a little late
+	// Vouchers pay one interval ahead: at most the intervals begun.
+	if maxV := int(ran/interval) + 1; before.Provider != p0 || before.Vouchers > maxV {
+		t.Fatalf("before the provider vanished: provider %s, %d vouchers after %v (at most %d)", before.Provider, before.Vouchers, ran, maxV)
+	}
+	j = waitJob(t, renter, j.ID, ended, 2*time.Minute)
+	if j.State != node.StateCompleted || j.Provider != p1 {
+		t.Fatalf("after the provider vanished: %+v", j)
+	}
+	eventuallyT(t, 20*time.Second, "the abandoning provider scores below the one that finished", func() bool {
+		var e0, e1 node.Evidence
+		if renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: p0}, &e0) != nil || renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: p1}, &e1) != nil {
+			return false
+		}
+		return e0.Outcomes["abandoned"] == 1 && e0.Score != nil && e1.Score != nil && *e0.Score < *e1.Score
+	})
+}
