@@ -117,7 +117,7 @@ func TestEquivocationIsCaughtByEveryNodeAndVerifiesOffline(t *testing.T) {
 	if err := forked.Append(seB); err != nil {
 		t.Fatal(err)
 	}
-	rogue.f.store = forked
+	serveFrom(rogue, forked)
 	rogue.f.publish(ledgerHead{Author: author, Seq: 1, CID: seB.CID().String()})
 
 	for i, h := range honest {
@@ -147,7 +147,7 @@ func TestEquivocationIsCaughtByEveryNodeAndVerifiesOffline(t *testing.T) {
 	if err := onward.Append(se2); err != nil {
 		t.Fatal(err)
 	}
-	rogue.f.store = onward
+	serveFrom(rogue, onward)
 	rogue.f.publish(ledgerHead{Author: author, Seq: 2, CID: se2.CID().String()})
 	time.Sleep(time.Second)
 	for i, h := range honest {
@@ -220,4 +220,11 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 		return true
 	})
 	t.Logf("converged %v after the partition healed", time.Since(heal))
+}
+
+// serveFrom makes a node answer sync requests from another store: how the
+// rogue shows a different history to the network.
+func serveFrom(n *feedNode, st *ledger.Store) {
+	alt := &feeds{host: n.h, store: st, key: n.key, log: n.f.log}
+	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto), alt.serve)
 }
