@@ -48,6 +48,9 @@ type activeLease struct {
 	after []chan struct{}
 }
 
+// defaultSurge: see BidEngine.Surge.
+const defaultSurge = 0.5
+
 func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, log *slog.Logger) *providerJobs {
 	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.m.host.ID().String()),
 		leases: map[string]*activeLease{}, used: map[int]bool{}}
@@ -98,7 +101,12 @@ func (pj *providerJobs) quote(req quoteRequest) quoteReply {
 	if offer == nil {
 		return quoteReply{Decline: "not offering right now"}
 	}
-	bid, decl := pj.engine.Quote(spec, offer, pj.utilisation(spec.Tier, len(offer.GPUs)), time.Now())
+	// Surge pricing inside the owner's own availability calendar: half
+	// again the floor when fully busy (auction.BidEngine documents the
+	// rule), never above the renter's max_price.
+	engine := pj.engine
+	engine.Surge, engine.Peak = defaultSurge, offer.Calendar
+	bid, decl := engine.Quote(spec, offer, pj.utilisation(spec.Tier, len(offer.GPUs)), time.Now())
 	if decl != nil {
 		return quoteReply{Decline: decl.Reason}
 	}
