@@ -1,7 +1,6 @@
 package attest
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/gleaner-net/gleaner/attest/canon"
 )
 
 // TelemetryDomain separates telemetry signatures from every other type the
@@ -82,37 +81,13 @@ var (
 	ErrSampleFuture   = errors.New("telemetry sample stamped in the future")
 )
 
+// Telemetry uses the canonical codec of every signed type (package
+// canon). Samples come from the provider, the party telemetry must keep
+// honest: they are decoded with tight bounds.
 var (
-	telEnc cbor.EncMode
-	telDec cbor.DecMode
+	telEnc = canon.Enc
+	telDec = canon.Decoder(4, 16, 16)
 )
-
-func init() {
-	// Same conventions as auction's offer codec (attest is a leaf and cannot
-	// import it): core deterministic encoding, nil containers as empty so a
-	// value has exactly one signable form.
-	eo := cbor.CoreDetEncOptions()
-	eo.NilContainers = cbor.NilContainerAsEmpty
-	var err error
-	if telEnc, err = eo.EncMode(); err != nil {
-		panic(err)
-	}
-	// Samples come from the provider, who is the party telemetry must keep
-	// honest: decode as hostile input, bounded and strict.
-	telDec, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		MaxNestedLevels:   4,
-		MaxArrayElements:  16,
-		MaxMapPairs:       16,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-}
 
 // UUIDHash is how a GPU is named in telemetry: enough to tell one GPU from
 // another (and one GPU leased twice) without publishing its serial. It
@@ -203,13 +178,4 @@ func DecodeSignedSample(raw []byte) (*Sample, *SignedSample, error) {
 	return &s, &env, nil
 }
 
-func sameTelemetryEncoding(v any, b []byte) error {
-	again, err := telEnc.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("does not re-encode: %v", err)
-	}
-	if !bytes.Equal(again, b) {
-		return errors.New("is not in canonical form")
-	}
-	return nil
-}
+func sameTelemetryEncoding(v any, b []byte) error { return canon.Same(v, b) }

@@ -1,16 +1,14 @@
 package auction
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/gleaner-net/gleaner/attest/canon"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	mh "github.com/multiformats/go-multihash"
 )
 
 // The sentinels DecodeSignedOffer wraps, one per way an offer can be bad, so
@@ -34,45 +32,16 @@ const MaxClockSkew = 10 * time.Minute
 
 // CodecDagCBOR is the multicodec of an offer's CID: its body is DAG-CBOR
 // compatible (integer keys aside, deterministic CBOR without tags).
-const CodecDagCBOR = 0x71
+const CodecDagCBOR = canon.CodecDagCBOR
 
+// The codec every signed auction type uses: see package canon. Offers are
+// decoded with generous bounds (Validate bounds every list much lower) that
+// still stop a 64 KiB message from asking for deep recursion or huge
+// allocations.
 var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
+	encMode = canon.Enc
+	decMode = canon.Decoder(8, 1024, 64)
 )
-
-func init() {
-	eo := cbor.CoreDetEncOptions()
-	// One encoding per value: without this, a nil and an empty slice would
-	// encode differently (null vs []) and the same offer would have two
-	// signable forms and two CIDs.
-	eo.NilContainers = cbor.NilContainerAsEmpty
-	var err error
-	if encMode, err = eo.EncMode(); err != nil {
-		panic(err)
-	}
-	// Decoding treats input as hostile. Limits are far above what a valid
-	// offer needs (Validate bounds every list much lower) but stop a 64 KiB
-	// message from asking for deep recursion or huge allocations. Unknown
-	// fields are errors rather than ignored: the signature must cover
-	// everything a node forwards, and a dropped field would fail the
-	// re-encoding check anyway, only with a vaguer message. New fields
-	// therefore need all validators upgraded first (or a new OfferDomain).
-	dm, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		MaxNestedLevels:   8,
-		MaxArrayElements:  1024,
-		MaxMapPairs:       64,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	decMode = dm
-}
 
 // Encode returns the offer's canonical bytes: deterministic CBOR (RFC 8949
 // core deterministic encoding, integer keys). These are what gets signed
@@ -92,13 +61,7 @@ func (o *Offer) CID() cid.Cid {
 	return cidOf(b)
 }
 
-func cidOf(body []byte) cid.Cid {
-	h, err := mh.Sum(body, mh.SHA2_256, -1)
-	if err != nil { // only for unknown hash functions
-		panic(err)
-	}
-	return cid.NewCidV1(CodecDagCBOR, h)
-}
+func cidOf(body []byte) cid.Cid { return canon.CID(body) }
 
 // SignOffer validates o, checks that key is the provider's, and signs
 // OfferDomain + the canonical body. Refusing to sign an invalid offer keeps
@@ -180,16 +143,7 @@ func DecodeSignedOffer(b []byte, now time.Time) (*Offer, *SignedOffer, error) {
 	return &o, &s, nil
 }
 
-func sameEncoding(v any, b []byte) error {
-	again, err := encMode.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("does not re-encode: %v", err)
-	}
-	if !bytes.Equal(again, b) {
-		return errors.New("is not in canonical form")
-	}
-	return nil
-}
+func sameEncoding(v any, b []byte) error { return canon.Same(v, b) }
 
 // verify checks the signature with the public key inlined in the provider's
 // peer ID; identities whose keys are too large to inline (RSA) cannot sign

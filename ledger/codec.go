@@ -1,11 +1,10 @@
 package ledger
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/gleaner-net/gleaner/attest/canon"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -20,45 +19,14 @@ var ErrBadSignature = errors.New("bad signature")
 // ErrBadEncoding is wrapped when bytes are not the one canonical form.
 var ErrBadEncoding = errors.New("not canonically encoded")
 
+// The codec every signed ledger type uses: see package canon.
 var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
+	encMode = canon.Enc
+	decMode = canon.Decoder(8, 1024, 64)
 )
 
-func init() {
-	eo := cbor.CoreDetEncOptions()
-	// nil and empty must encode alike, or one value would have two CIDs.
-	eo.NilContainers = cbor.NilContainerAsEmpty
-	var err error
-	if encMode, err = eo.EncMode(); err != nil {
-		panic(err)
-	}
-	// Input is hostile: bounded nesting and sizes, no tags, no indefinite
-	// lengths, and unknown fields are errors because the signature must
-	// cover everything a node stores and forwards.
-	decMode, err = cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		MaxNestedLevels:   8,
-		MaxArrayElements:  1024,
-		MaxMapPairs:       64,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-}
-
 // cidOf is CIDv1 dag-cbor sha2-256, the same naming the auction uses.
-func cidOf(body []byte) cid.Cid {
-	h, err := mh.Sum(body, mh.SHA2_256, -1)
-	if err != nil { // only for unknown hash functions
-		panic(err)
-	}
-	return cid.NewCidV1(auction.CodecDagCBOR, h)
-}
+func cidOf(body []byte) cid.Cid { return canon.CID(body) }
 
 // decodeStrict decodes b into v and insists that v re-encodes to exactly b,
 // so that every accepted value has a single wire form.
@@ -66,12 +34,8 @@ func decodeStrict(b []byte, v any) error {
 	if err := decMode.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadEncoding, err)
 	}
-	again, err := encMode.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("%w: does not re-encode: %v", ErrBadEncoding, err)
-	}
-	if !bytes.Equal(again, b) {
-		return fmt.Errorf("%w: not in canonical form", ErrBadEncoding)
+	if err := canon.Same(v, b); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadEncoding, err)
 	}
 	return nil
 }
