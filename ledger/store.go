@@ -209,20 +209,31 @@ func (s *Store) Get(c cid.Cid) (*Entry, *SignedEntry, error) {
 // Range returns the author's entries with from <= seq <= to, in order.
 func (s *Store) Range(author string, from, to uint64) ([]*SignedEntry, error) {
 	var out []*SignedEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.Walk(author, from, to, func(_ *Entry, se *SignedEntry) error {
+		out = append(out, se)
+		return nil
+	})
+	return out, err
+}
+
+// Walk calls fn with the author's entries from..to in order, decoded but
+// not verified again: Append verified every one before storing it.
+func (s *Store) Walk(author string, from, to uint64, fn func(e *Entry, se *SignedEntry) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
 		entries := tx.Bucket(bEntries)
 		cur := tx.Bucket(bSeq).Cursor()
 		end := seqKey(author, to)
 		for k, v := cur.Seek(seqKey(author, from)); k != nil && bytes.Compare(k, end) <= 0; k, v = cur.Next() {
-			_, se, err := decodeEntryUnverified(entries.Get(v))
+			e, se, err := decodeEntryUnverified(entries.Get(v))
 			if err != nil {
 				return err
 			}
-			out = append(out, se)
+			if err := fn(e, se); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return out, err
 }
 
 // Freeze records a proof learned from a peer (gossiped fraud_proof) after

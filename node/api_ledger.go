@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
@@ -82,27 +83,25 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 			if h.Seq > uint64(limit) {
 				from = h.Seq - uint64(limit) + 1
 			}
-			ses, err := n.ledger.Range(author, from, h.Seq)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]EntryView, 0, len(ses))
-			for i := len(ses) - 1; i >= 0; i-- {
-				out = append(out, viewEntry(ses[i]))
-			}
-			return out, nil
+			out := make([]EntryView, 0, h.Seq-from+1)
+			err = n.ledger.Walk(author, from, h.Seq, func(e *ledger.Entry, se *ledger.SignedEntry) error {
+				out = append(out, viewEntry(e, se))
+				return nil
+			})
+			slices.Reverse(out) // newest first
+			return out, err
 		})
 	rpc.Register(s, "ledger_show", rpc.MethodDoc{Summary: "One entry by CID.", ParamNames: []string{"cid"}},
 		func(ctx context.Context, p CIDParams) (EntryView, error) {
 			c, _ := cid.Decode(p.CID)
-			_, se, err := n.ledger.Get(c)
+			e, se, err := n.ledger.Get(c)
 			if errors.Is(err, ledger.ErrNotFound) {
 				return EntryView{}, &rpc.Error{Code: CodeNoSuchEntry, Message: "no entry " + p.CID + " on this node"}
 			}
 			if err != nil {
 				return EntryView{}, err
 			}
-			return viewEntry(se), nil
+			return viewEntry(e, se), nil
 		})
 	rpc.Register(s, "ledger_proof", rpc.MethodDoc{Summary: "The fraud proof that froze an author's feed (bytes to verify offline with `gleaner ledger verify-proof`).", ParamNames: []string{"author"}},
 		func(ctx context.Context, p HistoryParams) ([]byte, error) {
@@ -117,22 +116,13 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 // CodeNoSuchEntry: no ledger entry or proof with that name on this node.
 const CodeNoSuchEntry = -32030
 
-func viewEntry(se *ledger.SignedEntry) EntryView {
-	e, _, err := ledger.DecodeSignedEntry(mustMarshal(se))
-	if err != nil {
-		return EntryView{CID: se.CID().String()}
-	}
+func viewEntry(e *ledger.Entry, se *ledger.SignedEntry) EntryView {
 	v := EntryView{CID: se.CID().String(), Author: e.Author, Seq: e.Seq, Prev: e.Prev, Type: e.Type,
 		Time: time.Unix(e.Time, 0).UTC(), Bytes: len(e.Payload)}
 	if json.Valid(e.Payload) {
 		v.Payload = e.Payload
 	}
 	return v
-}
-
-func mustMarshal(se *ledger.SignedEntry) []byte {
-	b, _ := se.Marshal()
-	return b
 }
 
 // PeerParamsRep names the peer whose reputation to show.
@@ -180,33 +170,25 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
 			self := n.host.ID().String()
 			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]float64{}, SpentFor: map[string]float64{}}
-			heads, err := n.ledger.Heads()
+			err := scanLedger(n.ledger, func(e *ledger.Entry, _ bool) {
+				if e.Type != ledger.TypeSettlement {
+					return
+				}
+				var st Settlement
+				if json.Unmarshal(e.Payload, &st) != nil || !settlementProven(st, e.Author) {
+					return
+				}
+				if e.Author == self {
+					res.Earned += st.Total
+					res.ByDay[time.Unix(e.Time, 0).UTC().Format("2006-01-02")] += st.Total
+				}
+				if st.Renter == self {
+					res.Spent += st.Total
+					res.SpentFor[st.Lease] += st.Total
+				}
+			})
 			if err != nil {
 				return res, err
-			}
-			for _, h := range heads {
-				entries, err := n.ledger.Range(h.Author, 1, h.Seq)
-				if err != nil {
-					continue
-				}
-				for _, se := range entries {
-					e, _, err := ledger.DecodeSignedEntry(mustMarshal(se))
-					if err != nil || e.Type != ledger.TypeSettlement {
-						continue
-					}
-					var st Settlement
-					if json.Unmarshal(e.Payload, &st) != nil || !settlementProven(st, e.Author) {
-						continue
-					}
-					if e.Author == self {
-						res.Earned += st.Total
-						res.ByDay[time.Unix(e.Time, 0).UTC().Format("2006-01-02")] += st.Total
-					}
-					if st.Renter == self {
-						res.Spent += st.Total
-						res.SpentFor[st.Lease] += st.Total
-					}
-				}
 			}
 			res.Balance = res.Faucet + res.Earned - res.Spent
 			return res, nil

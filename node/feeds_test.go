@@ -131,7 +131,8 @@ func TestEquivocationIsCaughtByEveryNodeAndVerifiesOffline(t *testing.T) {
 		}
 	}
 	// A frozen feed takes nothing more: the rogue carries on from B.
-	entryB, _, _ := ledger.DecodeSignedEntry(mustMarshal(seB))
+	rawB, _ := seB.Marshal()
+	entryB, _, _ := ledger.DecodeSignedEntry(rawB)
 	_, se2, err := ledger.NewEntry(rogue.key, entryB, ledger.TypeOutcome, []byte(`{"result":"completed"}`), time.Now())
 	if err != nil {
 		t.Fatal(err)

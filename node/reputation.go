@@ -78,35 +78,24 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
 	}
 	var outcomes []outcomeAt
 	paid := map[string]auction.Credits{} // lease CID -> settled total
-	heads, _ := st.Heads()
-	for _, h := range heads {
-		if _, frozen := st.Frozen(h.Author); frozen {
-			evOf(h.Author).Frozen = true
-			continue // an equivocator's feed is evidence of nothing
+	_ = scanLedger(st, func(e *ledger.Entry, frozen bool) {
+		if frozen {
+			evOf(e.Author).Frozen = true
+			return // an equivocator's feed is evidence of nothing
 		}
-		entries, err := st.Range(h.Author, 1, h.Seq)
-		if err != nil {
-			continue
-		}
-		for _, se := range entries {
-			e, _, err := ledger.DecodeSignedEntry(mustMarshal(se))
-			if err != nil {
-				continue
+		switch e.Type {
+		case ledger.TypeOutcome:
+			var o Outcome
+			if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
+				outcomes = append(outcomes, outcomeAt{o, e.Author, e.Time})
 			}
-			switch e.Type {
-			case ledger.TypeOutcome:
-				var o Outcome
-				if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
-					outcomes = append(outcomes, outcomeAt{o, e.Author, e.Time})
-				}
-			case ledger.TypeSettlement:
-				var s Settlement
-				if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
-					paid[s.Lease] = auction.Credits(s.Total * 1e6)
-				}
+		case ledger.TypeSettlement:
+			var s Settlement
+			if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
+				paid[s.Lease] = auction.Credits(s.Total * 1e6)
 			}
 		}
-	}
+	})
 	self := v.n.host.ID().String()
 	var ratings []ledger.Rating
 	paidBy := map[string]auction.Credits{}
