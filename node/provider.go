@@ -301,6 +301,8 @@ func (p *provider) currentRaw() []byte {
 	return p.raw
 }
 
+// offerGPU publishes a GPU's identity as a hash of its UUID: enough to tell
+// one GPU leased twice, without handing out the hardware serial.
 func offerGPU(g attest.GPU) auction.GPU {
-	return auction.GPU{Model: g.Model, VRAMMiB: g.VRAMMiB, ComputeCap: g.ComputeCap, UUIDHash: uuidHash(g.UUID), Simulated: g.Simulated}
+	return auction.GPU{Model: g.Model, VRAMMiB: g.VRAMMiB, ComputeCap: g.ComputeCap, UUIDHash: attest.UUIDHash(g.UUID), Simulated: g.Simulated}
 }

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/gleaner-net/gleaner/attest"
 )
 
 // hostMemoryMiB reads total memory from /proc/meminfo; 0 when unknown
@@ -26,8 +24,3 @@ func hostMemoryMiB() int {
 	}
 	return 0
 }
-
-// uuidHash publishes a GPU's identity without its UUID: enough to tell one
-// GPU leased twice, without handing out the hardware serial. Telemetry
-// samples name GPUs the same way.
-func uuidHash(uuid string) string { return attest.UUIDHash(uuid) }
