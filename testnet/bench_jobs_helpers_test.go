@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -23,26 +22,7 @@ import (
 // Scaffolding for bench_jobs_test.go: a JSON-RPC client that keeps one
 // WebSocket open for calls and subscriptions (so that job_follow is
 // registered one loopback round trip after job_submit returns, with no
-// handshake in between), testing.TB versions of the cluster helpers, and
-// the latency label.
-
-// requireDockerTB is requireDocker for benchmarks: it fails loudly, never
-// skips, when the engine is missing, and builds the demo image so that it
-// is cached before anything is measured.
-func requireDockerTB(tb testing.TB) {
-	tb.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		tb.Fatalf("this benchmark needs a running Docker engine (it runs real containers): %v: %s", err, out)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := BuildDemoImage(ctx, ".."); err != nil {
-		tb.Fatal(err)
-	}
-	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", DemoImage).CombinedOutput(); err != nil {
-		tb.Fatalf("%s is not in the local image store after building it: %v: %s", DemoImage, err, out)
-	}
-}
+// handshake in between), and the latency label.
 
 // benchLatency reads GLEANER_BENCH_NETEM (the one-way delay that netem adds
 // to loopback, e.g. "25ms") and checks it against a measured TCP handshake
@@ -109,46 +89,6 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// --- testing.TB versions of the helpers in offers_test.go ---
-
-func benchWaitPeers(tb testing.TB, c *Cluster, min int, limit time.Duration) {
-	tb.Helper()
-	deadline := time.Now().Add(limit)
-	for i, n := range c.Nodes() {
-		for len(n.Host().Peers()) < min {
-			if time.Now().After(deadline) {
-				tb.Fatalf("node %d has %d peers after %v, want %d", i, len(n.Host().Peers()), limit, min)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-func benchSetOffer(tb testing.TB, cl *rpc.Client, i int, bronze string) {
-	tb.Helper()
-	region, price := "eu/DE", bronze
-	var res node.OfferShowResult
-	if err := cl.Call(context.Background(), "offer_set", node.OfferPatch{Region: &region, PriceBronze: &price}, &res); err != nil {
-		tb.Fatalf("node %d offer_set: %v", i, err)
-	}
-	if !res.Offered {
-		tb.Fatalf("node %d not offered: %s", i, res.Reason)
-	}
-}
-
-func benchBook(tb testing.TB, cl *rpc.Client, i int) map[string]bool {
-	tb.Helper()
-	var res node.MarketOffersResult
-	if err := cl.Call(context.Background(), "market_offers", node.MarketOffersParams{Limit: 1000}, &res); err != nil {
-		tb.Fatalf("node %d market_offers: %v", i, err)
-	}
-	out := map[string]bool{}
-	for _, o := range res.Offers {
-		out[o.Provider] = true
-	}
-	return out
-}
 
 // --- a JSON-RPC client over one long-lived WebSocket ---
 

@@ -104,7 +104,7 @@ func newBenchMarket(b *testing.B) *benchMarket { return newBenchMarketLinks(b, 0
 // newBenchMarketLinks runs the nodes over mocknet links with the given
 // one-way latency (0: loopback TCP), for kernels without netem.
 func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
-	requireDockerTB(b)
+	requireDocker(b)
 	m := &benchMarket{ws: map[int]*wsClient{}}
 	m.oneWay, m.rtt = benchLatency(b)
 	if link > 0 {
@@ -125,7 +125,7 @@ func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	m.c = c
-	benchWaitPeers(b, c, 2, 30*time.Second)
+	waitPeers(b, c, 2, 30*time.Second)
 
 	want := map[string]bool{}
 	for i := range benchJobNodes {
@@ -139,7 +139,7 @@ func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
 		}
 		// Distinct floors: every auction has a clear ranking, and a burst
 		// fills the cheapest provider first, as a real market would.
-		benchSetOffer(b, cl, i, fmt.Sprintf("0.4%d", i/benchProviderStep))
+		offerOn(b, cl, i, fmt.Sprintf("0.4%d", i/benchProviderStep))
 		m.providers = append(m.providers, cl)
 		want[c.Nodes()[i].Host().ID().String()] = true
 	}
@@ -149,9 +149,9 @@ func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for !subset(want, benchBook(b, cl, i)) {
+		for !subset(want, bookOn(b, cl, i, "")) {
 			if time.Now().After(deadline) {
-				b.Fatalf("renter node %d knows %d of the %d offers after 30 s", i, len(benchBook(b, cl, i)), len(want))
+				b.Fatalf("renter node %d knows %d of the %d offers after 30 s", i, len(bookOn(b, cl, i, "")), len(want))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -12,17 +12,21 @@ import (
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
-// requireDocker fails loudly when the engine is missing: these tests are
-// the product's main path and must never pass by skipping.
-func requireDocker(t *testing.T) {
+// requireDocker fails loudly, never skips, when the engine is missing:
+// these tests and benchmarks are the product's main path. It builds the
+// demo image so that it is cached before anything runs or is measured.
+func requireDocker(t testing.TB) {
 	t.Helper()
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		t.Fatalf("this test needs a running Docker engine: %v: %s", err, out)
+		t.Fatalf("this needs a running Docker engine (it runs real containers): %v: %s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := BuildDemoImage(ctx, ".."); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", DemoImage).CombinedOutput(); err != nil {
+		t.Fatalf("%s is not in the local image store after building it: %v: %s", DemoImage, err, out)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
 // providerEvery marks every third node a provider with simulated GPUs.
@@ -18,12 +19,18 @@ func providerEvery(k int) func(int, *node.Config) {
 	}
 }
 
-func setOffer(t *testing.T, c *Cluster, i int, bronze string) {
+func setOffer(t testing.TB, c *Cluster, i int, bronze string) {
 	t.Helper()
 	cl, err := c.Client(i)
 	if err != nil {
 		t.Fatal(err)
 	}
+	offerOn(t, cl, i, bronze)
+}
+
+// offerOn sells node i's GPUs in eu/DE at a bronze price, through its RPC.
+func offerOn(t testing.TB, cl *rpc.Client, i int, bronze string) {
+	t.Helper()
 	region, price := "eu/DE", bronze
 	var res node.OfferShowResult
 	if err := cl.Call(context.Background(), "offer_set", node.OfferPatch{Region: &region, PriceBronze: &price}, &res); err != nil {
@@ -35,12 +42,18 @@ func setOffer(t *testing.T, c *Cluster, i int, bronze string) {
 }
 
 // bookOf returns the providers in node i's book.
-func bookOf(t *testing.T, c *Cluster, i int, query string) map[string]bool {
+func bookOf(t testing.TB, c *Cluster, i int, query string) map[string]bool {
 	t.Helper()
 	cl, err := c.Client(i)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bookOn(t, cl, i, query)
+}
+
+// bookOn returns the providers in a node's book, through its RPC.
+func bookOn(t testing.TB, cl *rpc.Client, i int, query string) map[string]bool {
+	t.Helper()
 	var res node.MarketOffersResult
 	if err := cl.Call(context.Background(), "market_offers", node.MarketOffersParams{Query: query, Limit: 1000}, &res); err != nil {
 		t.Fatalf("node %d market_offers: %v", i, err)
@@ -125,7 +138,7 @@ func TestOffersReachEveryBookAndLateJoinersFindThemInTheDHT(t *testing.T) {
 	waitBooks(t, c, 2*time.Second, "resumed offer in every book", func(b map[string]bool) bool { return b[gone] && len(b) == 10 })
 }
 
-func waitPeers(t *testing.T, c *Cluster, min int, limit time.Duration) {
+func waitPeers(t testing.TB, c *Cluster, min int, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for i, n := range c.Nodes() {
