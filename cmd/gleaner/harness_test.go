@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/testnet"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // The CLI harness builds the real binary once and drives it against real
@@ -266,5 +273,92 @@ func TestJobSpecErrorsNameTheLine(t *testing.T) {
 	r = gleaner(t, "--repo", repo, "job", "run", spec)
 	if r.code != 1 || !strings.Contains(r.stderr, "no provider") || !strings.Contains(r.stderr, "job explain") {
 		t.Fatalf("no offers: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRentAndAuditFromTheCLI drives a whole rental through the binary as a
+// user would: a provider daemon sells a simulated GPU, a renter daemon runs
+// `gleaner job run`, then the renter inspects the job, its ledger, its
+// balance and the provider's reputation.
+func TestRentAndAuditFromTheCLI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
+		t.Fatalf("this test needs a running Docker engine: %v", err)
+	}
+	prov, renter := initRepo(t), initRepo(t)
+	p := startDaemon(t, prov, "--simulate-gpus", "1xRTX4090")
+	startDaemon(t, renter, "--bootstrap", p.addrs[0])
+	mustOK(t, gleaner(t, "--repo", prov, "offer", "set", "--region", "eu/DE", "--price.silver", "0.50"), "offer set")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(gleaner(t, "--repo", renter, "market", "offers").stdout, "RTX4090") {
+		if time.Now().After(deadline) {
+			t.Fatal("the renter never saw the offer")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	spec := filepath.Join(t.TempDir(), "job.yaml")
+	body := "name: cli\nimage: " + testnet.DemoImage + "\ncommand: [\"-sleep\", \"300ms\"]\n" +
+		"resources: {gpus: 1}\ntier: silver\nmax_price: 1\nduration: {max: 10m}\nallow_simulated: true\n"
+	if err := os.WriteFile(spec, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := gleaner(t, "--repo", renter, "job", "run", spec)
+	mustOK(t, r, "job run")
+	if !strings.Contains(r.stdout, "job finished") || !strings.Contains(r.stderr, "completed") || !strings.Contains(r.stderr, "SIMULATED") {
+		t.Fatalf("job run output:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	}
+	r = gleaner(t, "--repo", renter, "job", "ls", "--json")
+	mustOK(t, r, "job ls")
+	var jobs []struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil || len(jobs) != 1 || jobs[0].State != "completed" {
+		t.Fatalf("job ls: %s (%v)", r.stdout, err)
+	}
+	mustOK(t, gleaner(t, "--repo", renter, "job", "explain", jobs[0].ID), "job explain")
+	r = gleaner(t, "--repo", renter, "ledger", "history")
+	mustOK(t, r, "ledger history")
+	if !strings.Contains(r.stdout, "lease") || !strings.Contains(r.stdout, "outcome") {
+		t.Fatalf("renter's ledger history:\n%s", r.stdout)
+	}
+	mustOK(t, gleaner(t, "--repo", renter, "ledger", "balance"), "ledger balance")
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		r = gleaner(t, "--repo", renter, "rep", "show", p.peerID)
+		mustOK(t, r, "rep show")
+		if strings.Contains(r.stdout, "score:      0.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider has no score after a paid, completed job:\n%s", r.stdout)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+func TestVerifyProofOffline(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	_, a, _ := ledger.NewEntry(key, nil, ledger.TypeOutcome, []byte(`{"a":1}`), time.Now())
+	_, b, _ := ledger.NewEntry(key, nil, ledger.TypeOutcome, []byte(`{"b":2}`), time.Now())
+	ra, _ := a.Marshal()
+	rb, _ := b.Marshal()
+	proof, err := ledger.NewEquivocationProof(ra, rb).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good, junk := filepath.Join(dir, "proof.cbor"), filepath.Join(dir, "junk")
+	_ = os.WriteFile(good, proof, 0o600)
+	_ = os.WriteFile(junk, []byte("not a proof"), 0o600)
+	r := gleaner(t, "ledger", "verify-proof", good)
+	mustOK(t, r, "verify-proof")
+	id, _ := peer.IDFromPrivateKey(key)
+	if !strings.Contains(r.stdout, "valid equivocation proof against "+id.String()) {
+		t.Fatalf("verify-proof: %s", r.stdout)
+	}
+	if r = gleaner(t, "ledger", "verify-proof", junk); r.code != 1 || !strings.Contains(r.stderr, "not a valid fraud proof") {
+		t.Fatalf("junk proof: exit %d, %q", r.code, r.stderr)
 	}
 }
