@@ -49,16 +49,9 @@ func link(t *testing.T, ctx context.Context, a, b *feedNode) { linkTB(t, ctx, a,
 
 func linkTB(t testing.TB, ctx context.Context, a, b *feedNode) {
 	t.Helper()
-	var err error
-	for try := 0; try < 30; try++ {
-		// identify can time out on a loaded machine; that is not the
-		// behaviour under test, so try again.
-		if err = a.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.LibP2P().Addrs()}); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := a.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.LibP2P().Addrs()}); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal(err)
 }
 
 func eventually(t *testing.T, limit time.Duration, what string, ok func() bool) {

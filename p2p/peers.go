@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/identify"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -36,6 +37,11 @@ func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if err := h.h.Connect(ctx, ai); err != nil {
 		return err
 	}
+	// Connect returns at once when a connection already existed (the
+	// other side dialled first), possibly before identify finished on it;
+	// wait for identify on every connection so the verdict below is never
+	// taken on an empty protocol list.
+	h.awaitIdentify(ctx, ai.ID)
 	// libp2p's Connect returns after identify, so the protocol list is
 	// known; the event loop would also catch this, but callers deserve an
 	// error rather than a connection that silently vanishes.
@@ -119,4 +125,20 @@ func transportName(a ma.Multiaddr) string {
 		return "tcp"
 	}
 	return "other"
+}
+
+// awaitIdentify waits, bounded by ctx, until identify has run on every
+// connection to p. Hosts without an identify service (mocknet) return at once.
+func (h *Host) awaitIdentify(ctx context.Context, p peer.ID) {
+	ider, ok := h.h.(interface{ IDService() identify.IDService })
+	if !ok || ider.IDService() == nil {
+		return
+	}
+	for _, c := range h.h.Network().ConnsToPeer(p) {
+		select {
+		case <-ider.IDService().IdentifyWait(c):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
