@@ -88,12 +88,46 @@ func (h *Host) isForeign(p peer.ID) bool {
 
 // foreignGater refuses peers recently found to be on another network.
 type foreignGater struct {
-	mu    sync.Mutex // guards until
+	mu    sync.Mutex // guards until and held
 	until map[peer.ID]time.Time
+	held  map[peer.ID]time.Time
 }
 
 func newForeignGater() *foreignGater {
-	return &foreignGater{until: make(map[peer.ID]time.Time)}
+	return &foreignGater{until: make(map[peer.ID]time.Time), held: make(map[peer.ID]time.Time)}
+}
+
+// hold refuses connections to and from p for d: after an explicit
+// Disconnect, neither our DHT's nor the peer's routing-table maintenance
+// may dial the connection straight back.
+func (g *foreignGater) hold(p peer.ID, d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	for id, t := range g.held {
+		if now.After(t) {
+			delete(g.held, id)
+		}
+	}
+	g.held[p] = now.Add(d)
+}
+
+// release lifts a hold: an explicit Connect overrides an earlier Disconnect.
+func (g *foreignGater) release(p peer.ID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.held, p)
+}
+
+// blocked is what the interceptors refuse: foreign or held peers.
+func (g *foreignGater) blocked(p peer.ID) bool {
+	if g.has(p) {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.held[p]
+	return ok && time.Now().Before(t)
 }
 
 func (g *foreignGater) add(p peer.ID) {
@@ -115,11 +149,11 @@ func (g *foreignGater) has(p peer.ID) bool {
 	return ok && time.Now().Before(t)
 }
 
-func (g *foreignGater) InterceptPeerDial(p peer.ID) bool                 { return !g.has(p) }
-func (g *foreignGater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return !g.has(p) }
+func (g *foreignGater) InterceptPeerDial(p peer.ID) bool                 { return !g.blocked(p) }
+func (g *foreignGater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return !g.blocked(p) }
 func (g *foreignGater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
 func (g *foreignGater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	return !g.has(p)
+	return !g.blocked(p)
 }
 func (g *foreignGater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) {
 	return true, 0

@@ -34,6 +34,9 @@ func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if h.isForeign(ai.ID) {
 		return ErrForeignPeer
 	}
+	if h.gater != nil {
+		h.gater.release(ai.ID) // an explicit Connect overrides an earlier Disconnect
+	}
 	if err := h.h.Connect(ctx, ai); err != nil {
 		return err
 	}
@@ -59,10 +62,19 @@ func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	return nil
 }
 
-// Disconnect closes all connections to id.
+// disconnectHold is how long a disconnected peer stays disconnected unless
+// Connect is called for it: DHT routing-table maintenance on either side
+// would otherwise dial it straight back.
+const disconnectHold = 30 * time.Second
+
+// Disconnect closes all connections to id and keeps it away for
+// disconnectHold.
 func (h *Host) Disconnect(id peer.ID) error {
 	if len(h.h.Network().ConnsToPeer(id)) == 0 {
 		return fmt.Errorf("%w: %s", ErrNotConnected, id)
+	}
+	if h.gater != nil {
+		h.gater.hold(id, disconnectHold)
 	}
 	return h.h.Network().ClosePeer(id)
 }
