@@ -57,6 +57,7 @@ type HardwareClaim struct {
 	VRAMMiB     int     `cbor:"2,keyasint" json:"vram_mib"`
 	PowerLimitW float64 `cbor:"3,keyasint" json:"power_limit_w"`
 	Simulated   bool    `cbor:"4,keyasint" json:"simulated"`
+	UUIDHash    string  `cbor:"5,keyasint,omitempty" json:"gpu,omitempty"` // as in telemetry and leases
 }
 
 // PowerMargin is how far above the power limit a reading may go before it
