@@ -32,7 +32,20 @@ type JobSpec struct {
 	Retry          Retry             // retry
 	Workload       string            // workload: batch (default) or service
 	AllowSimulated bool              // allow_simulated: accept simulated GPUs (local testnets)
+	Verify         Verify            // verify
 }
+
+// Verify asks the renter's node to check the provider's work. The output
+// checked is the job's standard output, hashed by the provider as it
+// streams; results become probe entries in the renter's ledger feed.
+type Verify struct {
+	Replicas     int    // replicas: run on this many different providers and compare; 0 means 1
+	ExpectSHA256 string // expect_sha256: known answer (a canary): the stdout's sha256, lower-case hex
+}
+
+// MaxReplicas bounds verify.replicas: three decide by majority; more only
+// multiplies the bill.
+const MaxReplicas = 3
 
 // Resources is what one lease needs.
 type Resources struct {

@@ -84,6 +84,17 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 		yAdd(root, "retry", rt)
 	}
 	yAdd(root, "workload", yStr(s.Workload))
+	if v := s.Verify; v.Replicas > 1 || v.ExpectSHA256 != "" {
+		vm := yMap()
+		vm.Style = yaml.FlowStyle
+		if v.Replicas > 1 {
+			yOptInt(vm, "replicas", v.Replicas)
+		}
+		if v.ExpectSHA256 != "" {
+			yAdd(vm, "expect_sha256", yStr(v.ExpectSHA256))
+		}
+		yAdd(root, "verify", vm)
+	}
 	if s.AllowSimulated {
 		yAdd(root, "allow_simulated", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}

@@ -70,6 +70,12 @@ var jobSpecSchema = []specField{
 	{name: "workload", typ: "string", def: "batch", help: "batch or service; the provider's policy must allow it",
 		set: strVal(func(s *JobSpec) *string { return &s.Workload }, validWorkload)},
 	{name: "allow_simulated", typ: "bool", def: "false", help: "accept simulated GPUs (local testnets only)", set: setAllowSimulated},
+	{name: "verify", typ: "mapping", help: "check the provider's work by its stdout's sha256; results become probe entries", sub: []specField{
+		{name: "replicas", typ: "integer", def: "1", help: "run on this many different providers, 1..3, and compare: the majority passes, the rest fail",
+			set: intVal(func(s *JobSpec) *int { return &s.Verify.Replicas }, 1, MaxReplicas)},
+		{name: "expect_sha256", typ: "string", def: "none", help: "known answer (a canary): 64 hex digits; a different output fails the job",
+			set: strVal(func(s *JobSpec) *string { return &s.Verify.ExpectSHA256 }, validSHA256)},
+	}},
 }
 
 // text reads a scalar as written: 0.60 stays "0.60", not a float.

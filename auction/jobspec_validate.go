@@ -100,6 +100,13 @@ func validCheckpoint(s string) (string, error) {
 	return s, nil
 }
 
+func validSHA256(s string) (string, error) {
+	if len(s) != 64 || strings.Trim(strings.ToLower(s), "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%q: want 64 hex digits (sha256sum's output)", s)
+	}
+	return strings.ToLower(s), nil
+}
+
 func validWorkload(s string) (string, error) {
 	if !contains(Workloads, s) {
 		return "", fmt.Errorf("%q: want one of %s", s, strings.Join(Workloads, ", "))

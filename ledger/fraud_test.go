@@ -52,7 +52,7 @@ func TestDoubleLeaseProof(t *testing.T) {
 	}
 
 	refused := map[string][]byte{
-		"bronze is preemptible": cosigned(t, r2, prov, "job-c", auction.Bronze, t0.Add(time.Minute), time.Hour, "gpu1"),
+		"bronze is preemptible":  cosigned(t, r2, prov, "job-c", auction.Bronze, t0.Add(time.Minute), time.Hour, "gpu1"),
 		"windows do not overlap": cosigned(t, r2, prov, "job-d", auction.Silver, t0.Add(time.Hour), time.Hour, "gpu1"),
 		"other GPUs":             cosigned(t, r2, prov, "job-e", auction.Silver, t0, time.Hour, "gpu2"),
 		"other provider":         cosigned(t, r2, newKey(t), "job-f", auction.Silver, t0, time.Hour, "gpu1"),

@@ -17,8 +17,9 @@ const (
 
 // JobSubmitParams are job_submit's parameters.
 type JobSubmitParams struct {
-	Spec    string            `json:"spec" doc:"the job spec as YAML (see docs/JOBS.md)"`
-	Secrets map[string]string `json:"secrets,omitempty" doc:"environment secrets, sent to the winning provider only, never stored"`
+	Spec     string            `json:"spec" doc:"the job spec as YAML (see docs/JOBS.md)"`
+	Secrets  map[string]string `json:"secrets,omitempty" doc:"environment secrets, sent to the winning provider only, never stored"`
+	Provider string            `json:"provider,omitempty" doc:"award only to this provider (peer ID): a canary, or a job for a provider you trust"`
 }
 
 // JobIDParams name one job.
@@ -46,7 +47,7 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 	rpc.Register(s, "job_submit", rpc.MethodDoc{
 		Summary:     "Submit a job: the node runs a reverse auction, signs a lease with the winner and follows the job.",
 		Description: "Returns at once with the job record (state auction); follow it with job_follow or job_status.",
-		ParamNames:  []string{"spec", "secrets"},
+		ParamNames:  []string{"spec", "secrets", "provider"},
 		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid job spec"}},
 	}, a.Submit)
 	rpc.Register(s, "job_list", rpc.MethodDoc{Summary: "Every job this node has submitted, newest first."}, a.List)
@@ -58,7 +59,7 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 }
 
 func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, error) {
-	j, err := a.n.renterJobs.submit([]byte(p.Spec), p.Secrets)
+	j, err := a.n.renterJobs.submit([]byte(p.Spec), p.Secrets, SubmitOptions{Provider: p.Provider})
 	if errors.Is(err, auction.ErrBadJobSpec) {
 		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
 	}

@@ -103,9 +103,12 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 			}
 			return viewEntry(e, se), nil
 		})
-	rpc.Register(s, "ledger_proof", rpc.MethodDoc{Summary: "The fraud proof that froze an author's feed (bytes to verify offline with `gleaner ledger verify-proof`).", ParamNames: []string{"author"}},
+	rpc.Register(s, "ledger_proof", rpc.MethodDoc{Summary: "A fraud proof against a peer: the equivocation that froze its feed, or else a proof that convicts it (GPU leased twice, telemetry contradicting its hardware claim, double-spent voucher). Bytes to verify offline with `gleaner ledger verify-proof`.", ParamNames: []string{"author"}},
 		func(ctx context.Context, p HistoryParams) ([]byte, error) {
 			proof, ok := n.ledger.Frozen(p.Author)
+			if !ok && n.rep != nil {
+				proof, ok = n.rep.proofAgainst(p.Author)
+			}
 			if !ok {
 				return nil, &rpc.Error{Code: CodeNoSuchEntry, Message: "no fraud proof for " + p.Author}
 			}
@@ -170,7 +173,7 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
 			self := n.host.ID().String()
 			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]float64{}, SpentFor: map[string]float64{}}
-			err := scanLedger(n.ledger, func(e *ledger.Entry, _ bool) {
+			err := scanLedger(n.ledger, func(e *ledger.Entry, _ *ledger.SignedEntry, _ bool) {
 				if e.Type != ledger.TypeSettlement {
 					return
 				}

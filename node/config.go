@@ -24,6 +24,15 @@ type Config struct {
 	Limits   LimitsConfig   `toml:"limits"`
 	Provider ProviderConfig `toml:"provider"`
 	Market   MarketConfig   `toml:"market"`
+	Trust    TrustConfig    `toml:"trust"`
+}
+
+// TrustConfig sets how this node, as a renter, checks providers' work.
+type TrustConfig struct {
+	// CanarySpec is a job spec with verify.expect_sha256 (a known-answer
+	// job) sent along with awards at a provider's CanaryRate; "" = none.
+	CanarySpec    string  `toml:"canary_spec"`
+	CanaryMinRate float64 `toml:"canary_min_rate"`
 }
 
 // ProviderConfig says which GPUs this node can sell. What it sells them
@@ -91,6 +100,7 @@ func DefaultConfig(network string) Config {
 			MaxFileDescs:    1024,
 		},
 		Market: MarketConfig{Continents: []string{}, MaxOffers: maxBookDefault},
+		Trust:  TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
 	}
 }
 
@@ -178,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.Market.MaxOffers < 10 || c.Market.MaxOffers > 1_000_000 {
 		return fmt.Errorf("market.max_offers %d: use 10 to 1000000", c.Market.MaxOffers)
+	}
+	if r := c.Trust.CanaryMinRate; !(r >= 0 && r <= 1) {
+		return fmt.Errorf("trust.canary_min_rate %v: use a probability, 0 to 1 (0 means the default %v)", r, DefaultCanaryMinRate)
 	}
 	return nil
 }

@@ -63,6 +63,14 @@ func (c Config) Render() string {
 	w("continents = %s", quoteList(c.Market.Continents))
 	w("# Most offers kept in the book; when full, the offer expiring soonest makes room.")
 	w("max_offers = %d", c.Market.MaxOffers)
+	w("")
+	w("[trust]")
+	w("# A known-answer job (a spec with verify.expect_sha256, see docs/JOBS.md) that this node, as a")
+	w("# renter, sends to a provider it awards a job to: always for a provider it never checked, then")
+	w("# less often (1/(1+passes in a row)) down to canary_min_rate, and always again after a failure.")
+	w("# Results are probe entries in the ledger and count in reputation. \"\" = no canaries.")
+	w("canary_spec = %s", strconv.Quote(c.Trust.CanarySpec))
+	w("canary_min_rate = %s", strconv.FormatFloat(c.Trust.CanaryMinRate, 'g', -1, 64))
 	return b.String()
 }
 

@@ -61,7 +61,8 @@ type jobEvent struct {
 	Log      []byte    `json:"log,omitempty"`
 	ExitCode int       `json:"exit_code,omitempty"`
 	Error    string    `json:"error,omitempty"`
-	PullMS   int64     `json:"pull_ms,omitempty"` // on exit: how long the image pull took
+	PullMS   int64     `json:"pull_ms,omitempty"`       // on exit: how long the image pull took
+	Output   string    `json:"output_sha256,omitempty"` // on exit: sha256 of the job's stdout
 	Time     time.Time `json:"time"`
 }
 

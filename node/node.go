@@ -44,6 +44,9 @@ type Options struct {
 	// StopPayingAfter is fault injection for tests: as a renter, stop
 	// sending vouchers after this many per run (0 = never).
 	StopPayingAfter int
+	// WrongAnswers is fault injection for tests: as a provider, report a
+	// made-up output hash, as one that skipped the work would.
+	WrongAnswers bool
 	// OfferTTL is how long a published offer stays valid (default 1 h); it
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.

@@ -36,9 +36,14 @@ func (n *Node) startJobs(ctx context.Context) error {
 		return err
 	}
 	rj.journal = n.feeds
-	n.rep = &reputationView{n: n}
+	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.feeds.record}
 	rj.rep = n.rep
+	rj.claims = n.rep
 	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
+	if rj.canary, err = loadCanary(n.cfg.Trust.CanarySpec, n.cfg.Trust.CanaryMinRate); err != nil {
+		return err
+	}
+	pj.wrongAnswers = n.opts.WrongAnswers
 	n.renterJobs = rj
 	return nil
 }

@@ -20,15 +20,17 @@ import (
 // providerJobs is the provider's side of a rental: it quotes, accepts
 // awards for GPUs it has free, and runs leased jobs in the executor.
 type providerJobs struct {
-	p       *provider
-	key     crypto.PrivKey
-	exec    executor.Executor // nil: this node cannot run jobs, so it never bids
-	engine  auction.BidEngine
-	log     *slog.Logger
-	bg      context.Context
-	tag     string        // prefixes this node's executor job IDs; see execTag
-	gpus    attest.Source // read for telemetry; nil when the node has no GPUs
-	journal *feeds        // this node's ledger feed
+	p    *provider
+	key  crypto.PrivKey
+	exec executor.Executor // nil: this node cannot run jobs, so it never bids
+	// wrongAnswers: fault injection (Options.WrongAnswers).
+	wrongAnswers bool
+	engine       auction.BidEngine
+	log          *slog.Logger
+	bg           context.Context
+	tag          string        // prefixes this node's executor job IDs; see execTag
+	gpus         attest.Source // read for telemetry; nil when the node has no GPUs
+	journal      *feeds        // this node's ledger feed
 
 	mu     sync.Mutex // guards leases and used
 	leases map[string]*activeLease

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,7 +231,7 @@ loop:
 			}
 		}
 	}
-	pj.settle(al, m)
+	pj.settle(al, m, unpaid)
 	<-logsDone
 	if w.err != nil {
 		_ = send(jobEvent{Type: "error", Error: w.err.Error()})
@@ -248,7 +249,11 @@ loop:
 	case w.res.Stopped:
 		status = "stopped"
 	}
-	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds()})
+	output := w.res.StdoutSHA256
+	if pj.wrongAnswers && output != "" {
+		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
+	}
+	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
 }
 
 // preemptAtWindowEnd schedules the preemption of a bronze job whose lease
@@ -439,11 +444,14 @@ type Settlement struct {
 	Renter  string  `json:"renter"`
 	Total   float64 `json:"total"` // credits
 	Voucher []byte  `json:"voucher,omitempty"`
+	// Unpaid is the provider's rating of the renter: it stopped the job
+	// because the renter's vouchers stopped coming.
+	Unpaid bool `json:"unpaid,omitempty"`
 }
 
-func (pj *providerJobs) settle(al *activeLease, m *meter) {
+func (pj *providerJobs) settle(al *activeLease, m *meter, unpaid bool) {
 	total, best := m.settled()
-	payload, err := json.Marshal(Settlement{Lease: m.cid, Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best})
+	payload, err := json.Marshal(Settlement{Lease: m.cid, Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best, Unpaid: unpaid})
 	if err == nil {
 		go pj.journal.record(ledger.TypeSettlement, payload)
 	}

@@ -52,8 +52,19 @@ type QuoteOutcome struct {
 func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
 	exclude := map[string]bool{}
 	var ckpt []byte
+	rec, err := r.get(id)
+	if err != nil {
+		return
+	}
+	if rec.Group != "" {
+		// Decided once the last replica ends, whichever that is.
+		defer r.compareReplicas(rec.Group)
+	}
+	if rec.Canary {
+		defer r.canary.finished(rec.Pin)
+	}
 	for attempt := 0; ; attempt++ {
-		lease, raw, ex, err := r.auction(id, spec, specYAML, exclude)
+		lease, raw, ex, release, err := r.auctionReplica(id, rec, spec, specYAML, exclude)
 		if err != nil {
 			if errors.Is(err, errNoMatch) && attempt < spec.Retry.MaxReauctions && r.bg.Err() == nil {
 				wait := min(time.Duration(1<<min(attempt, 5))*time.Second, 30*time.Second)
@@ -80,6 +91,10 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = attempt + 1
 		})
+		release() // siblings now see this replica's provider
+		if !rec.Canary {
+			r.maybeCanary(lease.Provider)
+		}
 		out := r.follow1(id, spec, lease, raw, specYAML, secrets, ckpt)
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
@@ -89,6 +104,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			voucher = j.LastVoucher
 		}
 		r.recordOutcome(cid, lease.Provider, out, voucher)
+		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
 		if out.state != "" {
 			r.update(id, out.why, func(j *JobRecord) {
 				if j.State != StateCancelled {
@@ -116,15 +132,43 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 
 var errNoMatch = errors.New("no provider matched")
 
+// auctionReplica runs one auction for job id. For a replica it holds the
+// group's lock and excludes the siblings' providers; release lets the
+// next sibling go once the winner is on record (call it exactly once).
+func (r *renterJobs) auctionReplica(id string, rec *JobRecord, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool) (*auction.Lease, []byte, *JobExplain, func(), error) {
+	release := func() {}
+	if rec.Group != "" {
+		mu := r.groupLock(rec.Group)
+		mu.Lock()
+		var once sync.Once
+		release = func() { once.Do(mu.Unlock) }
+		for _, sib := range r.siblings(rec.Group) {
+			if sib.ID != id && sib.Provider != "" {
+				exclude[sib.Provider] = true
+			}
+		}
+	}
+	lease, raw, ex, err := r.auction(id, spec, specYAML, exclude, rec.Pin)
+	if err != nil {
+		release()
+	}
+	return lease, raw, ex, release, err
+}
+
 // auction filters the book, asks the best candidates for quotes, ranks the
 // signed bids, clears at the second score and gets the winner to
 // counter-sign; if the winner refuses, the next one gets the award.
-func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool) (*auction.Lease, []byte, *JobExplain, error) {
+func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool, pin string) (*auction.Lease, []byte, *JobExplain, error) {
 	now := time.Now()
 	env := auction.Env{Now: now, RTT: r.rtt, Reputation: r.rep}
 	var book []*auction.Offer
 	for _, o := range r.m.book.Snapshot() {
-		if !exclude[o.Provider] { // providers that lost or preempted this job
+		if pin != "" && o.Provider != pin {
+			continue
+		}
+		// Not providers that lost or preempted this job, nor any that an
+		// objective fraud proof convicts.
+		if !exclude[o.Provider] && (r.claims == nil || !r.claims.convicted(o.Provider)) {
 			book = append(book, o)
 		}
 	}

@@ -42,6 +42,13 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, 1)
 	tel := newTelemetry(pid, leaseCID(leaseRaw), nonce)
+	if r.claims != nil {
+		tel.claimOf = r.claims.claimOf
+		tel.onProof = func(proof []byte) {
+			r.log.Warn("provider's telemetry contradicts its hardware claim: journaling the proof", "provider", l.Provider, "job", id)
+			go r.journal.record(ledger.TypeFraudProof, proof)
+		}
+	}
 	out := r.followStream(id, spec, s, tel)
 	r.recordTelemetry(tel)
 	return out
@@ -99,7 +106,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			code := ev.ExitCode
 			r.update(id, "", func(j *JobRecord) {
 				t := ev.Time.UTC()
-				j.ExitCode, j.EndedAt, j.PullMS = &code, &t, ev.PullMS
+				j.ExitCode, j.EndedAt, j.PullMS, j.Output = &code, &t, ev.PullMS, ev.Output
 			})
 			j, _ := r.get(id)
 			switch {

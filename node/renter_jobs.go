@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Job states, in the order a job normally passes through them.
@@ -65,6 +66,26 @@ type JobRecord struct {
 	LastVoucher []byte `json:"last_voucher,omitempty"`
 	// Telemetry summarises the signed samples of the current run.
 	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
+	// Output is the sha256 of the job's stdout, as its provider reported.
+	Output string `json:"output_sha256,omitempty"`
+	// Verified is the outcome of verify: in the spec: passed, failed,
+	// inconclusive or "not compared"; empty until decided.
+	Verified string `json:"verified,omitempty"`
+	// Group and Replicas tie the replicas of one verify.replicas job
+	// together: each runs on a different provider.
+	Group    string   `json:"group,omitempty"`
+	Replicas []string `json:"replicas,omitempty"`
+	// Provider pinning: the job may only be awarded to this peer (canaries,
+	// or `job run --provider`).
+	Pin string `json:"pin,omitempty"`
+	// Canary marks a known-answer job this node scheduled on its own.
+	Canary bool `json:"canary,omitempty"`
+}
+
+// SubmitOptions are job_submit's options beyond the spec.
+type SubmitOptions struct {
+	Provider string // award only to this provider
+	Canary   bool
 }
 
 // JobEvent is what job_follow streams: state changes and log output.
@@ -88,14 +109,18 @@ type renterJobs struct {
 
 	journal *feeds             // this node's ledger feed
 	rep     auction.Reputation // computed from the replicated ledger
+	claims  *reputationView    // hardware claims and convictions; nil in unit tests
 
 	billing         time.Duration // the billing interval written into leases
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
 
-	mu   sync.Mutex // guards jobs, logs, subs
-	jobs map[string]*JobRecord
-	logs map[string]*executor.LogBuffer
-	subs map[string][]chan JobEvent
+	canary *canaryPlan // known-answer jobs this node schedules; nil: none
+
+	mu     sync.Mutex // guards jobs, logs, subs, groups
+	groups map[string]*sync.Mutex
+	jobs   map[string]*JobRecord
+	logs   map[string]*executor.LogBuffer
+	subs   map[string][]chan JobEvent
 }
 
 func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
@@ -128,23 +153,48 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 }
 
 // submit parses and records a job, then runs its auction in the background.
-func (r *renterJobs) submit(specYAML []byte, secrets map[string]string) (*JobRecord, error) {
+// A spec with verify.replicas N becomes N jobs (ID-r1..ID-rN), each run on
+// a different provider; the first is returned, naming the others.
+func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt SubmitOptions) (*JobRecord, error) {
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, err
 	}
-	id := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
-	now := time.Now().UTC()
-	j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now, GPUs: spec.Resources.GPUs}
-	r.mu.Lock()
-	r.jobs[id] = j
-	r.logs[id] = executor.NewLogBuffer(256 << 10)
-	r.mu.Unlock()
-	if err := r.save(j); err != nil {
-		return nil, err
+	if opt.Provider != "" {
+		if _, err := peer.Decode(opt.Provider); err != nil {
+			return nil, fmt.Errorf("%w: provider: %v", auction.ErrBadJobSpec, err)
+		}
 	}
-	go r.run(j.ID, spec, specYAML, secrets)
-	return r.get(id)
+	base := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
+	ids := []string{base}
+	if n := spec.Verify.Replicas; n > 1 {
+		if opt.Provider != "" {
+			return nil, fmt.Errorf("%w: verify.replicas runs on %d different providers; it cannot be pinned to one", auction.ErrBadJobSpec, n)
+		}
+		ids = ids[:0]
+		for i := 1; i <= n; i++ {
+			ids = append(ids, fmt.Sprintf("%s-r%d", base, i))
+		}
+	}
+	now := time.Now().UTC()
+	for _, id := range ids {
+		j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now,
+			GPUs: spec.Resources.GPUs, Pin: opt.Provider, Canary: opt.Canary}
+		if len(ids) > 1 {
+			j.Group, j.Replicas = base, ids
+		}
+		r.mu.Lock()
+		r.jobs[id] = j
+		r.logs[id] = executor.NewLogBuffer(256 << 10)
+		r.mu.Unlock()
+		if err := r.save(j); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		go r.run(id, spec, specYAML, secrets)
+	}
+	return r.get(ids[0])
 }
 
 func (r *renterJobs) get(id string) (*JobRecord, error) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -16,6 +17,9 @@ type TelemetrySummary struct {
 	AvgUtilPct    float64 `json:"avg_util_pct"`
 	MaxTempC      int     `json:"max_temp_c"`
 	Simulated     bool    `json:"simulated"`
+	// Contradiction is set when a signed sample rules out the provider's
+	// hardware claim; the renter journals the proof.
+	Contradiction string `json:"contradiction,omitempty"`
 }
 
 // telemetry verifies one run's samples as they arrive: one chain per GPU,
@@ -27,6 +31,11 @@ type telemetry struct {
 	chains   map[string]*attest.Verifier
 	sum      TelemetrySummary
 	utilSum  float64
+	// claimOf finds the provider's hardware claim (nil: no check), and
+	// onProof receives the one contradiction proof a run can produce.
+	claimOf func(provider string) (claimRef, bool)
+	onProof func(proof []byte)
+	proved  bool
 }
 
 func newTelemetry(provider peer.ID, lease string, nonce []byte) *telemetry {
@@ -57,4 +66,33 @@ func (t *telemetry) accept(raw []byte) {
 	t.sum.AvgUtilPct = t.utilSum / float64(t.sum.Samples)
 	t.sum.MaxTempC = max(t.sum.MaxTempC, s.TempC)
 	t.sum.Simulated = t.sum.Simulated || s.Simulated
+	t.checkClaim(raw, s)
+}
+
+// checkClaim compares a verified sample with the provider's hardware
+// claim; the first contradiction becomes an offline-verifiable proof.
+func (t *telemetry) checkClaim(raw []byte, s *attest.Sample) {
+	if t.proved || t.claimOf == nil {
+		return
+	}
+	c, ok := t.claimOf(t.provider.String())
+	if !ok {
+		return
+	}
+	g, ok := c.claim.GPU(s.GPU)
+	if !ok {
+		return
+	}
+	bad, why := attest.Contradicts(g, s)
+	if !bad {
+		return
+	}
+	proof, err := (&ledger.ContradictionProof{Claim: c.raw, Sample: raw}).Marshal()
+	if err != nil {
+		return
+	}
+	t.proved, t.sum.Contradiction = true, why
+	if t.onProof != nil {
+		t.onProof(proof)
+	}
 }

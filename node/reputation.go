@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"github.com/gleaner-net/gleaner/attest"
 	"sync"
 	"time"
 
@@ -27,30 +28,57 @@ type Evidence struct {
 	PaidTotal float64        `json:"paid_total"` // credits settled on its leases
 	Leases    int            `json:"leases"`
 	Frozen    bool           `json:"frozen"` // its feed carries an equivocation proof
+	// Payments is its record as a renter, from its providers' settlements:
+	// "paid" leases and "unpaid" ones (stopped for want of vouchers).
+	Payments map[string]int `json:"payments,omitempty"`
+	// Probes are known-answer checks run on it as a provider: "passed",
+	// "failed".
+	Probes map[string]int `json:"probes,omitempty"`
+	// Convictions are objective fraud proofs against it (double lease,
+	// contradicted hardware claim, double-spent voucher). A convicted peer
+	// has no score and gets no awards.
+	Convictions []ledger.Verdict `json:"convictions,omitempty"`
+	Claim       *attest.Claim    `json:"hardware_claim,omitempty"`
+	// CanaryStreak is how many of this node's canaries the peer passed in
+	// a row since its last failure; it sets how often the next one comes.
+	CanaryStreak int `json:"canary_streak,omitempty"`
 }
 
 // reputationView computes every peer's reputation from the replicated
 // feeds: a rating per outcome a renter journaled, backed by the provider's
-// own settlement (which embeds the renter-signed voucher) for that lease.
-// It is cached briefly: auctions ask for it often, the ledger changes
-// slowly.
+// own settlement (which embeds the renter-signed voucher) for that lease;
+// a rating of each renter by its provider's settlement; probe results; and
+// the objective fraud checks. It is cached briefly: auctions ask for it
+// often, the ledger changes slowly.
 type reputationView struct {
-	n  *Node
-	mu sync.Mutex // guards at, scores, ev
+	st     *ledger.Store
+	self   string
+	record func(typ string, payload []byte) // journals to self's feed; nil: never
+
+	mu sync.Mutex // guards everything below
 	at time.Time
 	sc map[string]float64
 	ev map[string]*Evidence
+	fs *fraudScan
+	// journaled are proofs this node has already appended, so that a
+	// conflict it found is journaled once however often it recomputes.
+	journaled map[string]bool
 }
 
 func (v *reputationView) get() (map[string]float64, map[string]*Evidence) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if time.Since(v.at) < 5*time.Second && v.sc != nil {
-		return v.sc, v.ev
-	}
-	v.sc, v.ev = v.compute()
-	v.at = time.Now()
+	v.refresh(false)
 	return v.sc, v.ev
+}
+
+// refresh recomputes when the cache is stale or force is set; mu is held.
+func (v *reputationView) refresh(force bool) {
+	if !force && time.Since(v.at) < 5*time.Second && v.sc != nil {
+		return
+	}
+	v.sc, v.ev, v.fs = v.compute()
+	v.at = time.Now()
 }
 
 // Score implements auction.Reputation: peers without reputation score 0,
@@ -60,8 +88,48 @@ func (v *reputationView) Score(provider string) float64 {
 	return sc[provider]
 }
 
-func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
-	st := v.n.ledger
+// convicted reports whether an objective fraud proof stands against p.
+func (v *reputationView) convicted(p string) bool {
+	_, ev := v.get()
+	e, ok := ev[p]
+	return ok && (len(e.Convictions) > 0 || e.Frozen)
+}
+
+// canaryStreak is p's current run of passed canaries (see CanaryRate).
+func (v *reputationView) canaryStreak(p string) int {
+	_, ev := v.get()
+	if e, ok := ev[p]; ok {
+		return e.CanaryStreak
+	}
+	return 0
+}
+
+// proofAgainst is one proof that convicts p, to verify offline.
+func (v *reputationView) proofAgainst(p string) ([]byte, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.refresh(false)
+	b, ok := v.fs.raw[p]
+	return b, ok
+}
+
+// claimOf is p's latest hardware claim and the signed entry stating it.
+// A claim not yet replicated forces one recomputation: the renter asks
+// when a provider's first sample arrives, just after syncing its feed.
+func (v *reputationView) claimOf(p string) (claimRef, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.refresh(false)
+	c, ok := v.fs.claims[p]
+	if !ok && time.Since(v.at) > time.Second {
+		v.refresh(true)
+		c, ok = v.fs.claims[p]
+	}
+	return c, ok
+}
+
+func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *fraudScan) {
+	st := v.st
 	ev := map[string]*Evidence{}
 	evOf := func(p string) *Evidence {
 		if e, ok := ev[p]; ok {
@@ -77,12 +145,16 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
 		time int64
 	}
 	var outcomes []outcomeAt
+	var settlements []settlementAt
+	var probes []probeAt
 	paid := map[string]auction.Credits{} // lease CID -> settled total
-	_ = scanLedger(st, func(e *ledger.Entry, frozen bool) {
+	fs := newFraudScan()
+	_ = scanLedger(st, func(e *ledger.Entry, se *ledger.SignedEntry, frozen bool) {
 		if frozen {
 			evOf(e.Author).Frozen = true
 			return // an equivocator's feed is evidence of nothing
 		}
+		fs.add(e, se)
 		switch e.Type {
 		case ledger.TypeOutcome:
 			var o Outcome
@@ -93,10 +165,16 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
 			var s Settlement
 			if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
 				paid[s.Lease] = auction.Credits(s.Total * 1e6)
+				settlements = append(settlements, settlementAt{s, e.Author, e.Time})
+			}
+		case ledger.TypeProbe:
+			var p Probe
+			if json.Unmarshal(e.Payload, &p) == nil && p.Provider != "" && p.Provider != e.Author {
+				probes = append(probes, probeAt{p, e.Author, e.Time})
 			}
 		}
 	})
-	self := v.n.host.ID().String()
+	self := v.self
 	var ratings []ledger.Rating
 	paidBy := map[string]auction.Credits{}
 	for _, oa := range outcomes {
@@ -114,12 +192,92 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence) {
 			paidBy[oa.o.Provider] += amount
 		}
 	}
+	ratings = append(ratings, renterRatings(settlements, fs, evOf)...)
+	ratings = append(ratings, probeRatings(probes, fs, evOf)...)
+	for p, n := range canaryStreaks(self, probes) {
+		evOf(p).CanaryStreak = n
+	}
+	for author, c := range fs.claims {
+		c := c.claim
+		evOf(author).Claim = &c
+	}
+	v.convict(self, fs, evOf)
 	sc := ledger.Reputation(self, ratings, paidBy, time.Now())
 	for p, s := range sc {
+		e := evOf(p)
+		if len(e.Convictions) > 0 || e.Frozen {
+			delete(sc, p) // objective fraud: no reputation at all
+			continue
+		}
 		s := s
-		evOf(p).Score = &s
+		e.Score = &s
 	}
-	return sc, ev
+	return sc, ev, fs
+}
+
+type settlementAt struct {
+	s    Settlement
+	by   string // the provider
+	time int64
+}
+
+// renterRatings turns providers' settlements into ratings of renters: a
+// lease paid to the end rates 1, one stopped for want of vouchers 0. It
+// weighs what was paid or, for an unpaid lease, the interval the provider
+// worked unpaid; only leases both sides signed count.
+func renterRatings(settlements []settlementAt, fs *fraudScan, evOf func(string) *Evidence) []ledger.Rating {
+	var out []ledger.Rating
+	for _, s := range settlements {
+		ref, ok := fs.leases[s.s.Lease]
+		if !ok || ref.lease.Provider != s.by || ref.lease.Renter != s.s.Renter {
+			continue
+		}
+		e := evOf(s.s.Renter)
+		if e.Payments == nil {
+			e.Payments = map[string]int{}
+		}
+		score, amount := 1.0, auction.Credits(s.s.Total*1e6)
+		if s.s.Unpaid {
+			score, amount = 0, max(amount, intervalPrice(ref.lease))
+			e.Payments["unpaid"]++
+		} else {
+			e.Payments["paid"]++
+		}
+		if amount > 0 {
+			out = append(out, ledger.Rating{Rater: s.by, Subject: s.s.Renter, Lease: s.s.Lease, Paid: amount, Score: score, Time: s.time})
+		}
+	}
+	return out
+}
+
+// convict gathers the objective proofs: journaled ones, and double leases
+// this node finds itself. A renter whose own lease was double-sold
+// journals the proof, so that nodes that never held the leases learn it.
+func (v *reputationView) convict(self string, fs *fraudScan, evOf func(string) *Evidence) {
+	for accused, vs := range fs.proofs {
+		evOf(accused).Convictions = append(evOf(accused).Convictions, vs...)
+	}
+	for _, dl := range fs.doubleLeases() {
+		p := dl.proof
+		verdict, err := ledger.VerifyDoubleLease(p)
+		if err != nil {
+			continue
+		}
+		if !fs.seen[string(p)] {
+			evOf(verdict.Author).Convictions = append(evOf(verdict.Author).Convictions, verdict)
+			if fs.raw[verdict.Author] == nil {
+				fs.raw[verdict.Author] = p
+			}
+		}
+		if v.journaled == nil {
+			v.journaled = map[string]bool{}
+		}
+		if fs.seen[string(p)] || v.journaled[string(p)] || v.record == nil || (dl.renters[0] != self && dl.renters[1] != self) {
+			continue
+		}
+		v.journaled[string(p)] = true
+		go v.record(ledger.TypeFraudProof, p)
+	}
 }
 
 // settlementProven checks that a provider's settlement embeds a voucher the

@@ -86,6 +86,20 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 		return renter.Call(ctx, "ledger_balance", nil, &bal) == nil &&
 			bal.Spent > 0.00099 && bal.Spent < 0.00101 && bal.Balance == node.FaucetCredits-bal.Spent
 	})
+	// The provider rates the renter by its payment record; the renter sees
+	// the provider's hardware claim (journaled at start-up, simulated).
+	renterID := c.Nodes()[2].Host().ID().String()
+	eventuallyT(t, 10*time.Second, "the provider's record of the renter", func() bool {
+		var ev node.Evidence
+		return provider.Call(ctx, "rep_show", node.PeerParamsRep{Peer: renterID}, &ev) == nil && ev.Payments["unpaid"] == 1
+	})
+	var ev node.Evidence
+	if err := renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Claim == nil || !ev.Claim.Simulated || len(ev.Claim.GPUs) != 1 || ev.Claim.GPUs[0].Model != "RTX4090" {
+		t.Fatalf("the provider's hardware claim as the renter sees it: %+v", ev.Claim)
+	}
 }
 
 // TestProviderThatAbandonsAJob: the provider running a job vanishes; the

@@ -32,12 +32,19 @@ job's output.
 
    gleaner job run spec.yaml            submit, then follow progress and logs to the end
    gleaner job submit spec.yaml         submit and return the job ID
-   gleaner job ls | status ID | logs ID [-f] | cancel ID | explain ID`,
+   gleaner job run --provider PEER canary.yaml
+                                        award only to that provider (check it with a known answer)
+   gleaner job ls | status ID | logs ID [-f] | cancel ID | explain ID
+
+Checking the work: "verify: {expect_sha256: HEX}" makes a job a canary whose
+stdout must hash to HEX; "verify: {replicas: 2}" runs it on two different
+providers and compares their stdout hashes (3 decide by majority). Results
+are probe entries in your ledger feed and count in the providers' reputation.`,
 		Subcommands: []*cli.Command{
 			{Name: "run", Usage: "submit a job spec and follow it to the end (exit code = the job's)", ArgsUsage: "<spec.yaml>",
-				Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, true) }},
+				Flags: []cli.Flag{providerFlag, jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, true) }},
 			{Name: "submit", Usage: "submit a job spec and print its ID", ArgsUsage: "<spec.yaml>",
-				Flags: []cli.Flag{jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, false) }},
+				Flags: []cli.Flag{providerFlag, jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, false) }},
 			{Name: "ls", Usage: "list this node's jobs, newest first", Flags: []cli.Flag{jsonFlag}, Action: jobList},
 			{Name: "status", Usage: "one job's state, provider, price and lease", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
@@ -124,11 +131,23 @@ func jobSubmit(c *cli.Context, follow bool) error {
 
 func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, secrets map[string]string, follow bool) error {
 	var j node.JobRecord
-	if err := nc.call(c.Context, "job_submit", node.JobSubmitParams{Spec: string(spec), Secrets: secrets}, &j); err != nil {
+	params := node.JobSubmitParams{Spec: string(spec), Secrets: secrets}
+	if c.Command.Name == "run" || c.Command.Name == "submit" {
+		params.Provider = c.String("provider")
+	}
+	if err := nc.call(c.Context, "job_submit", params, &j); err != nil {
 		return err
 	}
 	if !follow {
-		return emit(c, j, func(w io.Writer) { fmt.Fprintf(w, "submitted job %s\nfollow it: gleaner job logs -f %s\n", j.ID, j.ID) })
+		return emit(c, j, func(w io.Writer) {
+			fmt.Fprintf(w, "submitted job %s\nfollow it: gleaner job logs -f %s\n", j.ID, j.ID)
+			for _, r := range j.Replicas[min(len(j.Replicas), 1):] {
+				fmt.Fprintf(w, "replica:   %s (gleaner job status %s)\n", r, r)
+			}
+		})
+	}
+	if len(j.Replicas) > 1 && !c.Bool("json") {
+		fmt.Fprintf(c.App.ErrWriter, "verify: %d replicas on different providers: %s\n", len(j.Replicas), strings.Join(j.Replicas, ", "))
 	}
 	if !c.Bool("json") {
 		fmt.Fprintf(c.App.ErrWriter, "job %s submitted; auction running\n", j.ID)
@@ -137,12 +156,19 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, secrets map[st
 	if err != nil {
 		return err
 	}
+	if len(j.Replicas) > 1 {
+		if final, err = awaitVerdict(c, nc, final); err != nil {
+			return err
+		}
+	}
 	if c.Bool("json") {
 		_ = emit(c, final, nil)
 	} else {
 		printJob(c.App.ErrWriter, final)
 	}
 	switch {
+	case final.State == node.StateCompleted && (final.Verified == node.ProbeFailed || final.Verified == node.ProbeInconclusive):
+		return fmt.Errorf("job %s completed but its verification %s: see gleaner job status for each replica", final.ID, final.Verified)
 	case final.State == node.StateCompleted:
 		return nil
 	case final.State == node.StateNoMatch:
@@ -263,6 +289,15 @@ func printJob(w io.Writer, j node.JobRecord) {
 	if j.Vouchers > 0 {
 		fmt.Fprintf(w, "paid:      %.6f credits in %d signed voucher(s), each covering one billing interval in advance\n", j.Paid, j.Vouchers)
 	}
+	if j.Output != "" {
+		fmt.Fprintf(w, "output:    sha256 %s (of stdout, as the provider reported it)\n", j.Output)
+	}
+	if j.Verified != "" {
+		fmt.Fprintf(w, "verified:  %s\n", j.Verified)
+	}
+	if j.Canary {
+		fmt.Fprintln(w, "canary:    a known-answer job this node sent to check the provider")
+	}
 	if tm := j.Telemetry; tm != nil {
 		sim := ""
 		if tm.Simulated {
@@ -270,6 +305,9 @@ func printJob(w io.Writer, j node.JobRecord) {
 		}
 		fmt.Fprintf(w, "telemetry: %d signed samples verified, %d rejected; avg util %.0f%%, max %d°C%s\n",
 			tm.Samples, tm.Rejected, tm.AvgUtilPct, tm.MaxTempC, sim)
+		if tm.Contradiction != "" {
+			fmt.Fprintf(w, "FRAUD:     the provider's telemetry contradicts its hardware claim: %s (proof journaled)\n", tm.Contradiction)
+		}
 	}
 	if j.Error != "" {
 		fmt.Fprintf(w, "error:     %s\n", j.Error)
@@ -305,5 +343,41 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 	}
 	if ex.Winner != "" {
 		fmt.Fprintf(w, "winner %s, paid %g credits per GPU-hour (second-score clearing)\n", shortID(ex.Winner), ex.ClearingPrice)
+	}
+}
+
+var providerFlag = &cli.StringFlag{Name: "provider", Usage: "award the job only to this provider `PEER` (a canary, or a provider you trust)"}
+
+// awaitVerdict waits, after the first replica ended, for the others and
+// the comparison of their outputs, and returns the first replica's final
+// record. Progress goes to stderr.
+func awaitVerdict(c *cli.Context, nc *nodeClient, first node.JobRecord) (node.JobRecord, error) {
+	if !c.Bool("json") {
+		fmt.Fprintf(c.App.ErrWriter, "waiting for the other replicas to compare outputs\n")
+	}
+	for {
+		var all []node.JobRecord
+		decided := true
+		for _, id := range first.Replicas {
+			var r node.JobRecord
+			if err := nc.call(c.Context, "job_status", node.JobIDParams{ID: id}, &r); err != nil {
+				return first, err
+			}
+			all = append(all, r)
+			decided = decided && r.Verified != ""
+		}
+		if decided {
+			if !c.Bool("json") {
+				for _, r := range all {
+					fmt.Fprintf(c.App.ErrWriter, "  %-28s %-10s provider %s: %s\n", r.ID, r.State, shortID(r.Provider), r.Verified)
+				}
+			}
+			return all[0], nil
+		}
+		select {
+		case <-c.Context.Done():
+			return first, c.Context.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }

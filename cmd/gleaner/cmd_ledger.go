@@ -97,7 +97,7 @@ freezes the author's feed everywhere and can be checked offline.
 				_, err := c.App.Writer.Write(proof)
 				return err
 			}},
-			{Name: "verify-proof", Usage: "check a fraud proof offline (equivocation or double-spent voucher)", ArgsUsage: "<file>", Flags: []cli.Flag{jsonFlag},
+			{Name: "verify-proof", Usage: "check a fraud proof offline (equivocation, double-spent voucher, GPU leased twice, telemetry contradicting a hardware claim)", ArgsUsage: "<file>", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
 						return usagef("for example: gleaner ledger verify-proof proof.cbor", "verify-proof needs exactly one file")
@@ -106,20 +106,19 @@ freezes the author's feed everywhere and can be checked offline.
 					if err != nil {
 						return usagef("", "cannot read the proof: %v", err)
 					}
-					out := struct {
-						Valid  bool   `json:"valid"`
-						Kind   string `json:"kind"`
-						Author string `json:"author"`
-					}{Valid: true}
-					if out.Author, err = ledger.VerifyProof(b); err == nil {
-						out.Kind = "equivocation"
-					} else if out.Author, err = ledger.VerifyDoubleSpend(b); err == nil {
-						out.Kind = "double-spent voucher"
-					} else {
+					v, err := ledger.VerifyAnyProof(b)
+					if err != nil {
 						return fmt.Errorf("not a valid fraud proof: %v", err)
 					}
+					out := struct {
+						Valid bool `json:"valid"`
+						ledger.Verdict
+					}{true, v}
 					return emit(c, out, func(w io.Writer) {
-						fmt.Fprintf(w, "valid %s proof against %s\n", out.Kind, out.Author)
+						fmt.Fprintf(w, "valid %s proof against %s\n", v.Kind, v.Author)
+						if v.Detail != "" {
+							fmt.Fprintf(w, "  %s\n", v.Detail)
+						}
 					})
 				}},
 		},

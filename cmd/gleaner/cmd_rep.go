@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
@@ -21,7 +22,12 @@ func repCommand() *cli.Command {
 (beta scores) and trust propagated from the peers it has paid (personalised
 EigenTrust), over ratings backed by a co-signed lease and a settlement that
 carries the renter's signed voucher, weighted by the amount paid and decaying
-with age. A peer with no paid history has no score. The auction ranks with it.`,
+with age; known-answer probes of a provider (canaries, replicas) count as
+ratings too, and providers rate renters by whether they paid. A peer with no
+paid history has no score. An objective fraud proof (a GPU leased twice,
+telemetry contradicting the peer's hardware claim, a double-spent voucher,
+an equivocating feed) convicts: no score, and the auction never awards it.
+The output also shows the peer's hardware claim and its record as a renter.`,
 			Flags: []cli.Flag{jsonFlag},
 			Action: func(c *cli.Context) error {
 				if c.Args().Len() != 1 {
@@ -40,6 +46,26 @@ with age. A peer with no paid history has no score. The auction ranks with it.`,
 					}
 					if ev.Frozen {
 						fmt.Fprintln(w, "FROZEN:     its feed carries an equivocation proof")
+					}
+					for _, v := range ev.Convictions {
+						fmt.Fprintf(w, "CONVICTED:  %s: %s\n", v.Kind, v.Detail)
+					}
+					if c := ev.Claim; c != nil {
+						label := ""
+						if c.Simulated {
+							label = " (SIMULATED)"
+						}
+						var models []string
+						for _, g := range c.GPUs {
+							models = append(models, fmt.Sprintf("%s %d MiB", g.Model, g.VRAMMiB))
+						}
+						fmt.Fprintf(w, "claims:     %d GPU(s)%s: %s\n", len(c.GPUs), label, strings.Join(models, ", "))
+					}
+					if len(ev.Probes) > 0 {
+						fmt.Fprintf(w, "probes:     %d passed, %d failed\n", ev.Probes["passed"], ev.Probes["failed"])
+					}
+					if len(ev.Payments) > 0 {
+						fmt.Fprintf(w, "as renter:  %d leases paid, %d unpaid\n", ev.Payments["paid"], ev.Payments["unpaid"])
 					}
 					fmt.Fprintf(w, "leases:     %d, paid %g credits\n", ev.Leases, ev.PaidTotal)
 					var kinds []string

@@ -22,6 +22,7 @@ type dockerJob struct {
 	vol    string // checkpoint volume, or ""
 	spec   Spec
 	logs   *LogBuffer
+	out    *outputHash   // of stdout, as it streams
 	done   chan struct{} // closed once res and waitErr are final
 	pumped chan struct{} // closed once the attach stream ended
 	bg     context.Context
@@ -40,6 +41,7 @@ func newDockerJob(d *Docker, id, vol string, spec Spec, res Result) *dockerJob {
 	return &dockerJob{
 		d: d, id: id, vol: vol, spec: spec, res: res,
 		logs:   NewLogBuffer(d.logSize),
+		out:    newOutputHash(),
 		done:   make(chan struct{}),
 		pumped: make(chan struct{}),
 		bg:     bg, cancel: cancel,
@@ -68,7 +70,7 @@ func (j *dockerJob) start(ctx context.Context) error {
 // and through it the job, is never held up by a slow log subscriber.
 func (j *dockerJob) pump(r io.Reader) {
 	defer close(j.pumped)
-	_, _ = stdcopy.StdCopy(j.logs, j.logs, r)
+	_, _ = stdcopy.StdCopy(j.out.tee(j.logs), j.logs, r)
 	_ = j.logs.Close()
 }
 
@@ -83,13 +85,18 @@ func (j *dockerJob) watch() {
 	}
 	// The attach stream ends right after the exit; wait for it so that
 	// Wait's caller sees the whole output, but not forever.
+	complete := false
 	select {
 	case <-j.pumped:
+		complete = true
 	case <-time.After(5 * time.Second):
 	}
 	info, err := cli.ContainerInspect(j.bg, j.id)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if complete {
+		j.res.StdoutSHA256 = j.out.Sum()
+	}
 	switch {
 	case waitErr != nil:
 		j.waitErr = fmt.Errorf("executor: wait for job %s: %w", j.spec.JobID, waitErr)

@@ -3,8 +3,10 @@ package executor
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -33,6 +35,9 @@ func TestDockerRunLogsAndRemove(t *testing.T) {
 	}
 	if got := string(j.Logs().Bytes()); got != "hello from gleaner\n" {
 		t.Fatalf("logs %q", got)
+	}
+	if want := fmt.Sprintf("%x", sha256.Sum256([]byte("hello from gleaner\n"))); res.StdoutSHA256 != want {
+		t.Fatalf("stdout hash %q, want %q", res.StdoutSHA256, want)
 	}
 	if n := len(containersOf(t, d, spec.JobID)); n != 1 {
 		t.Fatalf("%d containers before Remove, want 1", n)

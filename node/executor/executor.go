@@ -113,4 +113,9 @@ type Result struct {
 	// run time.
 	Pulled       bool
 	PullDuration time.Duration
+	// StdoutSHA256 is the hex sha256 of everything the job wrote to its
+	// standard output (not stderr), hashed as it streamed, so that it does
+	// not depend on the bounded log buffer. Renters compare it with a
+	// known answer or with replicas. Empty if the stream was cut short.
+	StdoutSHA256 string
 }

@@ -84,7 +84,8 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 	cmd.Dir = work
 	cmd.Env = append(spec.environ(ckpt), "PATH="+os.Getenv("PATH"), "HOME="+work,
 		"TMPDIR="+filepath.Join(work, "tmp"), "GLEANER_UNSAFE_EXECUTOR=1")
-	cmd.Stdout, cmd.Stderr = j.logs, j.logs
+	j.out = newOutputHash()
+	cmd.Stdout, cmd.Stderr = j.out.tee(j.logs), j.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signal the whole job, not just its leader
 	j.res.StartedAt = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -121,6 +122,7 @@ type processJob struct {
 	work, ckpt string
 	pid        int
 	logs       *LogBuffer
+	out        *outputHash
 	done       chan struct{} // closed once res is final
 
 	mu  sync.Mutex // guards res
@@ -135,6 +137,7 @@ func (j *processJob) wait(cmd *exec.Cmd) {
 	defer close(j.done)
 	j.res.FinishedAt = time.Now()
 	j.res.ExitCode = cmd.ProcessState.ExitCode()
+	j.res.StdoutSHA256 = j.out.Sum() // Wait returns once the output is copied
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

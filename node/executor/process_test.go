@@ -5,7 +5,9 @@ package executor
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +26,28 @@ func TestProcessOnlyOnLocal(t *testing.T) {
 	}
 	if !p.Unsafe() || p.Kind() != "process" {
 		t.Fatal("the process executor must say it is unsafe")
+	}
+}
+
+func TestProcessHashesStdoutOnly(t *testing.T) {
+	p, err := NewProcess("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spec := testSpec(t)
+	spec.Command = []string{"/bin/sh", "-c", "echo answer 42; echo noise >&2"}
+	j, err := p.Start(ctx, spec, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupJob(t, j)
+	res, err := j.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%x", sha256.Sum256([]byte("answer 42\n"))); res.StdoutSHA256 != want {
+		t.Fatalf("stdout hash %q, want %q (of stdout alone); logs %q", res.StdoutSHA256, want, j.Logs().Bytes())
 	}
 }
 

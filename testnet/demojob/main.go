@@ -3,9 +3,11 @@
 // and can be told to sleep, fail or checkpoint.
 //
 //	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt]
+//	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 package main
 
 import (
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
@@ -22,7 +24,18 @@ func main() {
 	exit := flag.Int("exit", 0, "exit code")
 	lines := flag.Int("lines", 3, "progress lines to print")
 	ckpt := flag.String("checkpoint", "", "directory to resume from and checkpoint to on SIGTERM")
+	answer := flag.Int("answer", 0, "known-answer mode: print sha256 iterated this many times over \"gleaner\" and exit")
 	flag.Parse()
+	if *answer > 0 {
+		// Output that depends on nothing but the work: any honest provider
+		// prints the same bytes, so their hash is a known answer.
+		sum := sha256.Sum256([]byte("gleaner"))
+		for i := 1; i < *answer; i++ {
+			sum = sha256.Sum256(sum[:])
+		}
+		fmt.Printf("answer %d: %x\n", *answer, sum)
+		return
+	}
 
 	fmt.Printf("hello from a gleaner job: uid %d, simulated GPUs %q, GPUs %q\n",
 		os.Getuid(), os.Getenv("GLEANER_SIMULATED_GPUS"), os.Getenv("GLEANER_GPU_UUIDS"))

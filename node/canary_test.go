@@ -1,0 +1,75 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
+	probes := func(results ...string) []probeAt {
+		var out []probeAt
+		for _, r := range results {
+			out = append(out, probeAt{p: Probe{Provider: "p", Kind: "canary", Result: r}, by: "me"})
+		}
+		return out
+	}
+	cases := []struct {
+		results []string
+		streak  int
+		rate    float64
+	}{
+		{nil, 0, 1},
+		{[]string{ProbePassed}, 1, 0.5},
+		{[]string{ProbePassed, ProbePassed, ProbePassed}, 3, 0.25},
+		{[]string{ProbePassed, ProbePassed, ProbeFailed}, 0, 1},
+		{[]string{ProbeFailed, ProbePassed}, 1, 0.5},
+		{[]string{ProbePassed, ProbeInconclusive, ProbePassed}, 2, 1.0 / 3},
+	}
+	for _, c := range cases {
+		streak := canaryStreaks("me", probes(c.results...))["p"]
+		if streak != c.streak {
+			t.Errorf("%v: streak %d, want %d", c.results, streak, c.streak)
+		}
+		if r := CanaryRate(streak, 0.05); r != c.rate {
+			t.Errorf("%v: rate %v, want %v", c.results, r, c.rate)
+		}
+	}
+	// Never below the floor, however long the streak.
+	if r := CanaryRate(1000, 0.05); r != 0.05 {
+		t.Errorf("rate after 1000 passes %v, want the floor 0.05", r)
+	}
+	// Other renters' probes and replica probes do not move this renter's streak.
+	others := []probeAt{{p: Probe{Provider: "p", Kind: "canary", Result: ProbePassed}, by: "someone"},
+		{p: Probe{Provider: "p", Kind: "replica", Result: ProbePassed}, by: "me"}}
+	if s := canaryStreaks("me", others)["p"]; s != 0 {
+		t.Errorf("streak %d from probes that are not this renter's canaries", s)
+	}
+}
+
+func TestLoadCanaryRefusesSpecsThatCannotFail(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := "name: c\nimage: x:1\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1\nduration: {max: 1m}\n"
+	if _, err := loadCanary(write("none.yaml", base), 0); err == nil || !strings.Contains(err.Error(), "expect_sha256") {
+		t.Fatalf("a canary without a known answer: %v", err)
+	}
+	if _, err := loadCanary(filepath.Join(dir, "missing.yaml"), 0); err == nil {
+		t.Fatal("a missing canary spec was accepted")
+	}
+	good := write("good.yaml", base+"verify: {expect_sha256: "+strings.Repeat("ab", 32)+"}\n")
+	c, err := loadCanary(good, 0)
+	if err != nil || c.minRate != DefaultCanaryMinRate {
+		t.Fatalf("good canary: %+v %v", c, err)
+	}
+	if c, err := loadCanary("", 0); c != nil || err != nil {
+		t.Fatal("no canary configured must mean none")
+	}
+}

@@ -1,0 +1,273 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ledgerWorld is a real ledger store holding the feeds of a few actors,
+// each appended with the actor's own key, as replication would leave them.
+type ledgerWorld struct {
+	t     *testing.T
+	st    *ledger.Store
+	heads map[string]*ledger.Entry
+}
+
+type actor struct {
+	key crypto.PrivKey
+	id  string
+}
+
+func newActor(t *testing.T) actor {
+	t.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := peer.IDFromPrivateKey(k)
+	return actor{k, id.String()}
+}
+
+func newLedgerWorld(t *testing.T) *ledgerWorld {
+	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &ledgerWorld{t: t, st: st, heads: map[string]*ledger.Entry{}}
+}
+
+func (w *ledgerWorld) append(a actor, typ string, payload []byte, at time.Time) {
+	w.t.Helper()
+	e, se, err := ledger.NewEntry(a.key, w.heads[a.id], typ, payload, at)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.st.Append(se); err != nil {
+		w.t.Fatal(err)
+	}
+	w.heads[a.id] = e
+}
+
+func (w *ledgerWorld) lease(r, p actor, job string, tier auction.Tier, start time.Time, dur time.Duration, gpus ...string) (raw []byte, cid string) {
+	w.t.Helper()
+	l := &auction.Lease{JobID: job, Network: "test", Renter: r.id, Provider: p.id, Tier: tier,
+		Price: 3_600_000, GPUs: len(gpus), Start: start.Unix(), End: start.Add(dur).Unix(),
+		BillingSec: 60, Bid: []byte("bid"), GPUUUIDHash: gpus}
+	sl, err := auction.ProposeLease(l, r.key)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := sl.CounterSign(p.key); err != nil {
+		w.t.Fatal(err)
+	}
+	raw, _ = sl.Marshal()
+	// Both sides journal the co-signed lease, as the node does.
+	w.append(p, ledger.TypeLease, raw, start)
+	w.append(r, ledger.TypeLease, raw, start)
+	return raw, sl.CID().String()
+}
+
+type journal struct {
+	mu      sync.Mutex
+	entries map[string]int
+}
+
+func (j *journal) record(typ string, payload []byte) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.entries == nil {
+		j.entries = map[string]int{}
+	}
+	j.entries[typ]++
+}
+
+func (j *journal) count(typ string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.entries[typ]
+}
+
+func TestDoubleLeaseConvicts(t *testing.T) {
+	w := newLedgerWorld(t)
+	prov, r1, r2 := newActor(t), newActor(t), newActor(t)
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
+	w.lease(r2, prov, "job-2", auction.Gold, t0.Add(20*time.Minute), time.Hour, "gpu-a")
+
+	var j journal
+	v := &reputationView{st: w.st, self: r2.id, record: j.record}
+	if !v.convicted(prov.id) {
+		t.Fatal("a GPU given to two exclusive leases at once did not convict its provider")
+	}
+	_, ev := v.get()
+	if c := ev[prov.id].Convictions; len(c) != 1 || c[0].Kind != ledger.ProofDoubleLease {
+		t.Fatalf("convictions %+v", c)
+	}
+	if sc := v.Score(prov.id); sc != 0 {
+		t.Fatalf("a convicted provider scores %v", sc)
+	}
+	if raw, ok := v.proofAgainst(prov.id); !ok {
+		t.Fatal("no proof to hand out")
+	} else if vd, err := ledger.VerifyAnyProof(raw); err != nil || vd.Kind != ledger.ProofDoubleLease || vd.Author != prov.id {
+		t.Fatalf("handed-out proof: %+v %v", vd, err)
+	}
+	// The wronged renter journals the proof once, however often it looks.
+	for range 3 {
+		v.mu.Lock()
+		v.refresh(true)
+		v.mu.Unlock()
+	}
+	time.Sleep(50 * time.Millisecond) // record runs on its own goroutine
+	if n := j.count(ledger.TypeFraudProof); n != 1 {
+		t.Fatalf("journaled %d fraud proofs, want 1", n)
+	}
+	// A bystander convicts too but has no standing to journal.
+	var j2 journal
+	other := &reputationView{st: w.st, self: newActor(t).id, record: j2.record}
+	if !other.convicted(prov.id) {
+		t.Fatal("a bystander holding both leases did not convict")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if j2.count(ledger.TypeFraudProof) != 0 {
+		t.Fatal("a bystander journaled a proof")
+	}
+}
+
+func TestDoubleLeaseExcused(t *testing.T) {
+	w := newLedgerWorld(t)
+	prov, r1, r2 := newActor(t), newActor(t), newActor(t)
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	_, a := w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
+	// Job 1 finished after 10 minutes; the provider settled it.
+	settle, _ := json.Marshal(Settlement{Lease: a, Renter: r1.id, Total: 0})
+	w.append(prov, ledger.TypeSettlement, settle, t0.Add(10*time.Minute))
+	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(11*time.Minute), time.Hour, "gpu-a")
+	// Bronze is preemptible: sharing its window is the tier's contract.
+	w.lease(r1, prov, "job-3", auction.Bronze, t0.Add(15*time.Minute), time.Hour, "gpu-a")
+	// Other GPUs of the same provider are other GPUs.
+	w.lease(r1, prov, "job-4", auction.Silver, t0.Add(15*time.Minute), time.Hour, "gpu-b")
+
+	v := &reputationView{st: w.st, self: r1.id}
+	if v.convicted(prov.id) {
+		_, ev := v.get()
+		t.Fatalf("an honest provider was convicted: %+v", ev[prov.id].Convictions)
+	}
+}
+
+func TestJournaledProofConvicts(t *testing.T) {
+	w := newLedgerWorld(t)
+	liar, renter := newActor(t), newActor(t)
+	// The liar's node runs simulated GPUs but claims real ones.
+	src, err := attest.NewSimulatedSeed("1xRTX4090", liar.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := src.Inventory(t.Context())
+	claim := attest.ClaimOf(inv)
+	claim.Simulated, claim.GPUs[0].Simulated = false, false
+	payload, _ := claim.Encode()
+	_, claimEntry, err := ledger.NewEntry(liar.key, nil, ledger.TypeHardwareClaim, payload, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.st.Append(claimEntry); err != nil {
+		t.Fatal(err)
+	}
+	claimRaw, _ := claimEntry.Marshal()
+
+	// The renter checks the signed telemetry of its run against the claim.
+	pid, _ := peer.Decode(liar.id)
+	nonce := []byte("0123456789abcdef")
+	tel := newTelemetry(pid, "lease-1", nonce)
+	var proofs [][]byte
+	tel.claimOf = func(string) (claimRef, bool) { return claimRef{raw: claimRaw, claim: claim}, true }
+	tel.onProof = func(p []byte) { proofs = append(proofs, p) }
+	g := inv.GPUs[0]
+	sampler, err := attest.NewSampler(liar.key, "lease-1", nonce, attest.UUIDHash(g.UUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, raw, err := sampler.Sign(g, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tel.accept(raw)
+	}
+	if len(proofs) != 1 || tel.sum.Contradiction == "" || tel.sum.Samples != 3 {
+		t.Fatalf("proofs %d, summary %+v", len(proofs), tel.sum)
+	}
+	verdict, err := ledger.VerifyContradiction(proofs[0])
+	if err != nil || verdict.Author != liar.id {
+		t.Fatalf("proof does not verify: %+v %v", verdict, err)
+	}
+
+	// Journaled by the renter and replicated, the proof convicts the liar
+	// on every node that reads it.
+	w.append(renter, ledger.TypeFraudProof, proofs[0], time.Now())
+	v := &reputationView{st: w.st, self: newActor(t).id}
+	if !v.convicted(liar.id) {
+		t.Fatal("a journaled contradiction proof did not convict")
+	}
+	_, ev := v.get()
+	if ev[liar.id].Claim == nil || ev[liar.id].Claim.Simulated {
+		t.Fatalf("evidence should show the (false) claim: %+v", ev[liar.id].Claim)
+	}
+	// A garbage "proof" convicts nobody.
+	w.append(renter, ledger.TypeFraudProof, []byte("garbage"), time.Now())
+	v2 := &reputationView{st: w.st, self: newActor(t).id}
+	_, ev2 := v2.get()
+	if n := len(ev2[liar.id].Convictions); n != 1 {
+		t.Fatalf("%d convictions, want 1", n)
+	}
+}
+
+func TestRenterRatedByPayment(t *testing.T) {
+	w := newLedgerWorld(t)
+	prov, payer, deadbeat, stranger := newActor(t), newActor(t), newActor(t), newActor(t)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	_, a := w.lease(payer, prov, "job-1", auction.Silver, t0, time.Hour, "g")
+	_, b := w.lease(deadbeat, prov, "job-2", auction.Silver, t0.Add(2*time.Hour), time.Hour, "g")
+	s1, _ := json.Marshal(Settlement{Lease: a, Renter: payer.id, Total: 1.5, Voucher: voucherFor(t, payer, prov, a, 1_500_000)})
+	s2, _ := json.Marshal(Settlement{Lease: b, Renter: deadbeat.id, Total: 0.1, Voucher: voucherFor(t, deadbeat, prov, b, 100_000), Unpaid: true})
+	w.append(prov, ledger.TypeSettlement, s1, t0.Add(time.Hour))
+	w.append(prov, ledger.TypeSettlement, s2, t0.Add(3*time.Hour))
+	// A settlement for a lease that does not exist rates nobody.
+	_, unknown := newLedgerWorld(t).lease(stranger, prov, "job-3", auction.Silver, t0, time.Hour, "g")
+	s3, _ := json.Marshal(Settlement{Lease: unknown, Renter: stranger.id, Total: 0.1, Voucher: voucherFor(t, stranger, prov, unknown, 100_000), Unpaid: true})
+	w.append(prov, ledger.TypeSettlement, s3, t0.Add(3*time.Hour))
+
+	// The provider's own view: its direct experience rates both renters.
+	v := &reputationView{st: w.st, self: prov.id}
+	sc, ev := v.get()
+	if ev[payer.id].Payments["paid"] != 1 || ev[deadbeat.id].Payments["unpaid"] != 1 {
+		t.Fatalf("payment records: %+v, %+v", ev[payer.id].Payments, ev[deadbeat.id].Payments)
+	}
+	if !(sc[payer.id] > sc[deadbeat.id]) {
+		t.Fatalf("a renter that paid (%v) should outrank one that stopped paying (%v)", sc[payer.id], sc[deadbeat.id])
+	}
+	if e := ev[stranger.id]; e != nil && len(e.Payments) > 0 {
+		t.Fatalf("a settlement without a co-signed lease rated its renter: %+v", e.Payments)
+	}
+}
+
+func voucherFor(t *testing.T, r, p actor, lease string, total auction.Credits) []byte {
+	t.Helper()
+	sv, err := ledger.SignVoucher(&ledger.Voucher{Lease: lease, Lane: 0, Nonce: 1, Total: total, Renter: r.id, Provider: p.id}, r.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := sv.Marshal()
+	return raw
+}

@@ -1,0 +1,118 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+)
+
+// checkAnswer compares a completed known-answer job (verify.expect_sha256)
+// with its answer. The result is journaled as a probe of the provider; a
+// wrong answer fails the job.
+func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, provider string, out outcome) outcome {
+	want := spec.Verify.ExpectSHA256
+	if want == "" || out.state != StateCompleted {
+		return out
+	}
+	j, err := r.get(id)
+	if err != nil {
+		return out
+	}
+	p := Probe{Provider: provider, Lease: leaseCID, Kind: "canary", Expected: want, Got: j.Output, Result: ProbePassed}
+	if j.Output != want {
+		p.Result = ProbeFailed
+		if j.Output == "" {
+			p.Detail = "the provider reported no output hash"
+		}
+		out = outcome{state: StateFailed, why: fmt.Sprintf("wrong answer: the output's sha256 is %q, expected %s", j.Output, want)}
+	}
+	r.recordProbe(p)
+	r.update(id, "verify: "+p.Result, func(j *JobRecord) { j.Verified = p.Result })
+	return out
+}
+
+func (r *renterJobs) recordProbe(p Probe) {
+	if b, err := json.Marshal(p); err == nil {
+		go r.journal.record(ledger.TypeProbe, b)
+	}
+}
+
+// groupLock serialises the auctions of one job's replicas, so that each
+// sees its siblings' providers and picks another.
+func (r *renterJobs) groupLock(group string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.groups == nil {
+		r.groups = map[string]*sync.Mutex{}
+	}
+	m, ok := r.groups[group]
+	if !ok {
+		m = &sync.Mutex{}
+		r.groups[group] = m
+	}
+	return m
+}
+
+// siblings returns the records of a replica group, in replica order.
+func (r *renterJobs) siblings(group string) []JobRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []JobRecord
+	for _, j := range r.jobs {
+		if j.Group == group {
+			out = append(out, *j)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+// compareReplicas decides a replica group once every replica has ended:
+// the output hash that more than half of the replicas produced passes,
+// the others fail, and without such a majority every completed replica is
+// inconclusive (two replicas that disagree cannot say which one lied).
+// Each completed replica becomes a probe of its provider.
+func (r *renterJobs) compareReplicas(group string) {
+	mu := r.groupLock(group)
+	mu.Lock()
+	defer mu.Unlock()
+	sib := r.siblings(group)
+	count := map[string]int{}
+	for _, j := range sib {
+		if !terminal(j.State) || j.Verified != "" {
+			return // not all done yet, or decided already
+		}
+		if j.State == StateCompleted && j.Output != "" {
+			count[j.Output]++
+		}
+	}
+	majority := ""
+	for h, n := range count {
+		if 2*n > len(sib) {
+			majority = h
+		}
+	}
+	for _, j := range sib {
+		result, note := "", ""
+		switch {
+		case j.State != StateCompleted || j.Output == "":
+			result, note = "not compared", "the replica did not complete"
+		case majority == "":
+			result, note = ProbeInconclusive, fmt.Sprintf("no majority among %d replicas", len(sib))
+		case j.Output == majority:
+			result = ProbePassed
+		default:
+			result, note = ProbeFailed, "its output differs from the majority's"
+		}
+		if result != "not compared" {
+			r.recordProbe(Probe{Provider: j.Provider, Lease: j.LeaseCID, Kind: "replica", Result: result,
+				Expected: majority, Got: j.Output, Detail: note})
+		}
+		r.update(j.ID, strings.TrimSpace("verify: "+result+" "+note), func(rec *JobRecord) { rec.Verified = result })
+	}
+}
