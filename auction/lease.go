@@ -122,6 +122,25 @@ func (s *SignedLease) CounterSign(providerKey crypto.PrivKey) error {
 // decoding, schema, the renter's signature and, when cosigned is set, the
 // provider's too.
 func DecodeSignedLease(b []byte, cosigned bool) (*Lease, *SignedLease, error) {
+	l, s, err := DecodeLeaseUnverified(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := verifyBy(l.Renter, s.Body, s.RenterSig); err != nil {
+		return nil, nil, fmt.Errorf("%w: renter signature: %v", ErrBadLease, err)
+	}
+	if cosigned {
+		if err := verifyBy(l.Provider, s.Body, s.ProviderSig); err != nil {
+			return nil, nil, fmt.Errorf("%w: provider signature: %v", ErrBadLease, err)
+		}
+	}
+	return l, s, nil
+}
+
+// DecodeLeaseUnverified is DecodeSignedLease without the signatures: for
+// a scan over many stored leases that only needs their fields, where the
+// few that decide something are verified afterwards (DecodeSignedLease).
+func DecodeLeaseUnverified(b []byte) (*Lease, *SignedLease, error) {
 	if len(b) > MaxLeaseBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBadLease, len(b), MaxLeaseBytes)
 	}
@@ -138,14 +157,6 @@ func DecodeSignedLease(b []byte, cosigned bool) (*Lease, *SignedLease, error) {
 	}
 	if err := l.Validate(); err != nil {
 		return nil, nil, err
-	}
-	if err := verifyBy(l.Renter, s.Body, s.RenterSig); err != nil {
-		return nil, nil, fmt.Errorf("%w: renter signature: %v", ErrBadLease, err)
-	}
-	if cosigned {
-		if err := verifyBy(l.Provider, s.Body, s.ProviderSig); err != nil {
-			return nil, nil, fmt.Errorf("%w: provider signature: %v", ErrBadLease, err)
-		}
 	}
 	return &l, &s, nil
 }

@@ -79,63 +79,99 @@ func seqKey(author string, seq uint64) []byte {
 // at a stored (author, seq) freezes the author: the proof is stored in the
 // same transaction and ErrEquivocation is returned.
 func (s *Store) Append(se *SignedEntry) error {
-	wire, err := se.Marshal()
+	errs, err := s.AppendBatch([]*SignedEntry{se})
 	if err != nil {
 		return err
 	}
-	e, se, err := DecodeSignedEntry(wire)
-	if err != nil {
-		return err
+	return errs[0]
+}
+
+// AppendBatch is Append for many entries in one transaction, so one fsync
+// covers them all: what replication needs when a peer sends a range. Each
+// entry gets its own verdict in errs (entries are applied in order, so a
+// range extends a feed step by step); err is a storage failure, after
+// which nothing of the batch is stored.
+func (s *Store) AppendBatch(ses []*SignedEntry) (errs []error, err error) {
+	type checked struct {
+		e    *Entry
+		wire []byte
+		c    cid.Cid
 	}
-	c := se.CID()
-	var result error
+	errs = make([]error, len(ses))
+	ok := make([]*checked, len(ses))
+	for i, se := range ses { // signatures outside the write lock
+		wire, err := se.Marshal()
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		e, dse, err := DecodeSignedEntry(wire)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ok[i] = &checked{e, wire, dse.CID()}
+	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bFrozen).Get([]byte(e.Author)) != nil {
-			result = fmt.Errorf("%w: %s", ErrFrozen, e.Author)
-			return nil
-		}
-		seqs, entries := tx.Bucket(bSeq), tx.Bucket(bEntries)
-		if old := seqs.Get(seqKey(e.Author, e.Seq)); old != nil {
-			if bytes.Equal(old, c.Bytes()) {
-				return nil
+		for i, c := range ok {
+			if c == nil {
+				continue
 			}
-			p := NewEquivocationProof(entries.Get(old), wire)
-			if _, err := p.verify(); err != nil {
-				return fmt.Errorf("stored entry no longer verifies: %w", err)
-			}
-			pb, err := p.Marshal()
+			res, err := appendTx(tx, c.e, c.wire, c.c)
 			if err != nil {
 				return err
 			}
-			result = fmt.Errorf("%w: %s at seq %d", ErrEquivocation, e.Author, e.Seq)
-			return tx.Bucket(bFrozen).Put([]byte(e.Author), pb)
+			errs[i] = res
 		}
-		hseq, hcid := uint64(0), ""
-		if h := tx.Bucket(bHeads).Get([]byte(e.Author)); h != nil {
-			hseq = binary.BigEndian.Uint64(h)
-			hc, err := cid.Cast(h[8:])
-			if err != nil {
-				return err
-			}
-			hcid = hc.String()
-		}
-		if e.Seq != hseq+1 || e.Prev != hcid {
-			result = fmt.Errorf("%w: %s seq %d prev %q, head seq %d", ErrOutOfOrder, e.Author, e.Seq, e.Prev, hseq)
-			return nil
-		}
-		if err := entries.Put(c.Bytes(), wire); err != nil {
-			return err
-		}
-		if err := seqs.Put(seqKey(e.Author, e.Seq), c.Bytes()); err != nil {
-			return err
-		}
-		h := binary.BigEndian.AppendUint64(nil, e.Seq)
-		return tx.Bucket(bHeads).Put([]byte(e.Author), append(h, c.Bytes()...))
+		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return result
+	return errs, nil
+}
+
+// appendTx stores one verified entry; result is the entry's verdict, err a
+// storage failure.
+func appendTx(tx *bolt.Tx, e *Entry, wire []byte, c cid.Cid) (result, err error) {
+	if tx.Bucket(bFrozen).Get([]byte(e.Author)) != nil {
+		return fmt.Errorf("%w: %s", ErrFrozen, e.Author), nil
+	}
+	seqs, entries := tx.Bucket(bSeq), tx.Bucket(bEntries)
+	if old := seqs.Get(seqKey(e.Author, e.Seq)); old != nil {
+		if bytes.Equal(old, c.Bytes()) {
+			return nil, nil
+		}
+		p := NewEquivocationProof(entries.Get(old), wire)
+		if _, err := p.verify(); err != nil {
+			return nil, fmt.Errorf("stored entry no longer verifies: %w", err)
+		}
+		pb, err := p.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Errorf("%w: %s at seq %d", ErrEquivocation, e.Author, e.Seq), tx.Bucket(bFrozen).Put([]byte(e.Author), pb)
+	}
+	hseq, hcid := uint64(0), ""
+	if h := tx.Bucket(bHeads).Get([]byte(e.Author)); h != nil {
+		hseq = binary.BigEndian.Uint64(h)
+		hc, err := cid.Cast(h[8:])
+		if err != nil {
+			return nil, err
+		}
+		hcid = hc.String()
+	}
+	if e.Seq != hseq+1 || e.Prev != hcid {
+		return fmt.Errorf("%w: %s seq %d prev %q, head seq %d", ErrOutOfOrder, e.Author, e.Seq, e.Prev, hseq), nil
+	}
+	if err := entries.Put(c.Bytes(), wire); err != nil {
+		return nil, err
+	}
+	if err := seqs.Put(seqKey(e.Author, e.Seq), c.Bytes()); err != nil {
+		return nil, err
+	}
+	h := binary.BigEndian.AppendUint64(nil, e.Seq)
+	return nil, tx.Bucket(bHeads).Put([]byte(e.Author), append(h, c.Bytes()...))
 }
 
 // Frozen returns the proof that froze author, if any.
@@ -224,7 +260,7 @@ func (s *Store) Walk(author string, from, to uint64, fn func(e *Entry, se *Signe
 		cur := tx.Bucket(bSeq).Cursor()
 		end := seqKey(author, to)
 		for k, v := cur.Seek(seqKey(author, from)); k != nil && bytes.Compare(k, end) <= 0; k, v = cur.Next() {
-			e, se, err := decodeEntryUnverified(entries.Get(v))
+			e, se, err := decodeStored(entries.Get(v))
 			if err != nil {
 				return err
 			}
@@ -234,6 +270,21 @@ func (s *Store) Walk(author string, from, to uint64, fn func(e *Entry, se *Signe
 		}
 		return nil
 	})
+}
+
+// decodeStored reads back an entry Append stored: it was checked in full
+// (canonical form, schema, signature) on the way in, so only decoding is
+// left. This keeps whole-ledger scans (reputation) cheap.
+func decodeStored(b []byte) (*Entry, *SignedEntry, error) {
+	var s SignedEntry
+	if err := decMode.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("stored entry: %w", err)
+	}
+	var e Entry
+	if err := decMode.Unmarshal(s.Body, &e); err != nil {
+		return nil, nil, fmt.Errorf("stored entry body: %w", err)
+	}
+	return &e, &s, nil
 }
 
 // Freeze records a proof learned from a peer (gossiped fraud_proof) after

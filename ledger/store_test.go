@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func openTemp(t testing.TB) (*Store, string) {
@@ -148,5 +149,39 @@ func TestVerifyProofNegative(t *testing.T) {
 	}
 	if _, err := VerifyProof([]byte{0xff}); !errors.Is(err, ErrNotAProof) {
 		t.Errorf("junk bytes: %v", err)
+	}
+}
+
+func TestAppendBatchVerdictsPerEntry(t *testing.T) {
+	s, _ := openTemp(t)
+	defer s.Close()
+	k := newKey(t)
+	var chain []*SignedEntry
+	var prev *Entry
+	for i := 0; i < 5; i++ {
+		e, se, err := NewEntry(k, prev, TypeOutcome, []byte{byte(i)}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = e
+		chain = append(chain, se)
+	}
+	forged := &SignedEntry{Body: chain[2].Body, Sig: append([]byte(nil), chain[1].Sig...)}
+	// 1, 2, a forgery, 4 (out of order: 3 never arrived), then 3, then 4.
+	errs, err := s.AppendBatch([]*SignedEntry{chain[0], chain[1], forged, chain[3], chain[2], chain[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[1] != nil || errs[4] != nil || errs[5] != nil {
+		t.Fatalf("valid entries refused: %v", errs)
+	}
+	if !errors.Is(errs[2], ErrBadSignature) {
+		t.Fatalf("forgery: %v", errs[2])
+	}
+	if !errors.Is(errs[3], ErrOutOfOrder) {
+		t.Fatalf("gap: %v", errs[3])
+	}
+	if h, ok, _ := s.Head(idOf(t, k)); !ok || h.Seq != 4 {
+		t.Fatalf("head after the batch: %+v", h)
 	}
 }

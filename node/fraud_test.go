@@ -28,7 +28,7 @@ type actor struct {
 	id  string
 }
 
-func newActor(t *testing.T) actor {
+func newActor(t testing.TB) actor {
 	t.Helper()
 	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {

@@ -40,8 +40,8 @@ type probeAt struct {
 func probeRatings(probes []probeAt, fs *fraudScan, evOf func(string) *Evidence) []ledger.Rating {
 	var out []ledger.Rating
 	for _, pa := range probes {
-		ref, ok := fs.leases[pa.p.Lease]
-		if !ok || ref.lease.Renter != pa.by || ref.lease.Provider != pa.p.Provider {
+		l, ok := fs.verifiedLease(pa.p.Lease)
+		if !ok || l.Renter != pa.by || l.Provider != pa.p.Provider {
 			continue
 		}
 		e := evOf(pa.p.Provider)
@@ -54,7 +54,7 @@ func probeRatings(probes []probeAt, fs *fraudScan, evOf func(string) *Evidence) 
 		if !rated {
 			continue
 		}
-		out = append(out, ledger.Rating{Rater: pa.by, Subject: pa.p.Provider, Lease: "probe:" + pa.p.Lease, Paid: intervalPrice(ref.lease), Score: s, Time: pa.time})
+		out = append(out, ledger.Rating{Rater: pa.by, Subject: pa.p.Provider, Lease: "probe:" + pa.p.Lease, Paid: intervalPrice(l), Score: s, Time: pa.time})
 	}
 	return out
 }

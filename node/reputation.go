@@ -1,7 +1,7 @@
 package node
 
 import (
-	"encoding/json"
+	"crypto/sha256"
 	"github.com/gleaner-net/gleaner/attest"
 	"sync"
 	"time"
@@ -55,11 +55,12 @@ type reputationView struct {
 	self   string
 	record func(typ string, payload []byte) // journals to self's feed; nil: never
 
-	mu sync.Mutex // guards everything below
-	at time.Time
-	sc map[string]float64
-	ev map[string]*Evidence
-	fs *fraudScan
+	mu   sync.Mutex // guards everything below
+	at   time.Time
+	sc   map[string]float64
+	ev   map[string]*Evidence
+	fs   *fraudScan
+	fold *ledgerFold // what earlier passes read, so each reads only what is new
 	// journaled are proofs this node has already appended, so that a
 	// conflict it found is journaled once however often it recomputes.
 	journaled map[string]bool
@@ -139,41 +140,23 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 		ev[p] = e
 		return e
 	}
-	type outcomeAt struct {
-		o    Outcome
-		by   string
-		time int64
+	if v.fold == nil {
+		v.fold = newLedgerFold()
 	}
-	var outcomes []outcomeAt
-	var settlements []settlementAt
-	var probes []probeAt
-	paid := map[string]auction.Credits{} // lease CID -> settled total
-	fs := newFraudScan()
-	_ = scanLedger(st, func(e *ledger.Entry, se *ledger.SignedEntry, frozen bool) {
-		if frozen {
-			evOf(e.Author).Frozen = true
-			return // an equivocator's feed is evidence of nothing
-		}
-		fs.add(e, se)
-		switch e.Type {
-		case ledger.TypeOutcome:
-			var o Outcome
-			if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
-				outcomes = append(outcomes, outcomeAt{o, e.Author, e.Time})
-			}
-		case ledger.TypeSettlement:
-			var s Settlement
-			if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
-				paid[s.Lease] = auction.Credits(s.Total * 1e6)
-				settlements = append(settlements, settlementAt{s, e.Author, e.Time})
-			}
-		case ledger.TypeProbe:
-			var p Probe
-			if json.Unmarshal(e.Payload, &p) == nil && p.Provider != "" && p.Provider != e.Author {
-				probes = append(probes, probeAt{p, e.Author, e.Time})
-			}
-		}
-	})
+	if ok, err := v.fold.catchUp(st); err != nil {
+		v.fold = nil // read again in full next time
+	} else if !ok {
+		v.fold = newLedgerFold()
+		_, _ = v.fold.catchUp(st)
+	}
+	f := v.fold
+	if f == nil {
+		f = newLedgerFold()
+	}
+	for a := range f.frozen {
+		evOf(a).Frozen = true // an equivocator's feed is evidence of nothing
+	}
+	outcomes, settlements, probes, paid, fs := f.outcomes, f.settlements, f.probes, f.paid, f.fs
 	self := v.self
 	var ratings []ledger.Rating
 	paidBy := map[string]auction.Credits{}
@@ -287,8 +270,8 @@ func settlementProven(s Settlement, provider string) bool {
 	if len(s.Voucher) == 0 {
 		return false
 	}
-	v, _, err := ledger.DecodeSignedVoucher(s.Voucher)
-	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
+	v, ok := vouchers.decode(s.Voucher)
+	return ok && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
 		float64(v.Total)/1e6 == s.Total
 }
 
@@ -298,9 +281,44 @@ func rendered(o Outcome, renter string) auction.Credits {
 	if len(o.Voucher) == 0 {
 		return 0
 	}
-	v, _, err := ledger.DecodeSignedVoucher(o.Voucher)
-	if err != nil || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
+	v, ok := vouchers.decode(o.Voucher)
+	if !ok || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
 		return 0
 	}
 	return v.Total
+}
+
+// vouchers remembers which voucher bytes verified. A voucher's check
+// depends on its bytes alone, and the same voucher sits in an outcome and
+// a settlement that every reputation pass reads again: one signature
+// check per voucher ever, instead of two per pass.
+var vouchers = voucherMemo{m: map[[32]byte]*ledger.Voucher{}}
+
+type voucherMemo struct {
+	mu sync.Mutex
+	m  map[[32]byte]*ledger.Voucher // nil: does not verify
+}
+
+// maxVoucherMemo bounds the memo (about 200 bytes an entry).
+const maxVoucherMemo = 1 << 20
+
+func (vm *voucherMemo) decode(raw []byte) (*ledger.Voucher, bool) {
+	k := sha256.Sum256(raw)
+	vm.mu.Lock()
+	v, seen := vm.m[k]
+	vm.mu.Unlock()
+	if seen {
+		return v, v != nil
+	}
+	v, _, err := ledger.DecodeSignedVoucher(raw)
+	if err != nil {
+		v = nil
+	}
+	vm.mu.Lock()
+	if len(vm.m) >= maxVoucherMemo {
+		clear(vm.m)
+	}
+	vm.m[k] = v
+	vm.mu.Unlock()
+	return v, v != nil
 }

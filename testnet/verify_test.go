@@ -154,3 +154,14 @@ func waitVerified(t *testing.T, cl interface {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// The example canary in the docs carries the right answer.
+func TestExampleCanaryKnowsItsAnswer(t *testing.T) {
+	b, err := os.ReadFile("../docs/examples/canary.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "expect_sha256: "+knownAnswer(20000)) || !strings.Contains(string(b), `"-answer", "20000"`) {
+		t.Fatalf("docs/examples/canary.yaml does not expect %s for -answer 20000", knownAnswer(20000))
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -360,5 +361,33 @@ func TestVerifyProofOffline(t *testing.T) {
 	}
 	if r = gleaner(t, "ledger", "verify-proof", junk); r.code != 1 || !strings.Contains(r.stderr, "not a valid fraud proof") {
 		t.Fatalf("junk proof: exit %d, %q", r.code, r.stderr)
+	}
+
+	// A provider that gave one GPU to two silver leases at once.
+	renter1, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	renter2, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	lease := func(renter crypto.PrivKey, job string, start time.Time) []byte {
+		rid, _ := peer.IDFromPrivateKey(renter)
+		l := &auction.Lease{JobID: job, Network: "local", Renter: rid.String(), Provider: id.String(), Tier: auction.Silver,
+			Price: 1_000_000, GPUs: 1, Start: start.Unix(), End: start.Add(time.Hour).Unix(), BillingSec: 60,
+			Bid: []byte("bid"), GPUUUIDHash: []string{"0123abcd"}}
+		sl, err := auction.ProposeLease(l, renter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sl.CounterSign(key); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := sl.Marshal()
+		return raw
+	}
+	now := time.Now()
+	dbl, _ := ledger.NewDoubleLeaseProof(lease(renter1, "a", now), lease(renter2, "b", now.Add(10*time.Minute))).Marshal()
+	dblFile := filepath.Join(dir, "double-lease.cbor")
+	_ = os.WriteFile(dblFile, dbl, 0o600)
+	r = gleaner(t, "ledger", "verify-proof", dblFile)
+	mustOK(t, r, "verify-proof (double lease)")
+	if !strings.Contains(r.stdout, "valid GPU leased twice proof against "+id.String()) || !strings.Contains(r.stdout, "GPU 0123abcd given to job a") {
+		t.Fatalf("verify-proof (double lease): %s", r.stdout)
 	}
 }

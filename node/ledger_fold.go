@@ -1,0 +1,92 @@
+package node
+
+import (
+	"encoding/json"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+)
+
+// ledgerFold is everything reputation reads from the replicated ledger,
+// accumulated entry by entry. Feeds only grow, so each pass folds in what
+// was appended since the last one instead of re-reading (and re-checking
+// the vouchers of) every entry: a pass over a large ledger costs what
+// changed. A feed frozen since the last pass throws the fold away, because
+// an equivocator's whole feed must stop counting.
+type ledgerFold struct {
+	seen        map[string]uint64 // author -> last seq folded in
+	frozen      map[string]bool
+	outcomes    []outcomeAt
+	settlements []settlementAt
+	probes      []probeAt
+	paid        map[string]auction.Credits // lease CID -> settled total
+	fs          *fraudScan
+}
+
+type outcomeAt struct {
+	o    Outcome
+	by   string // the renter
+	time int64
+}
+
+func newLedgerFold() *ledgerFold {
+	return &ledgerFold{seen: map[string]uint64{}, frozen: map[string]bool{},
+		paid: map[string]auction.Credits{}, fs: newFraudScan()}
+}
+
+// catchUp folds in every entry stored since the last call. It returns
+// false, having folded nothing, when a feed it already folded is now
+// frozen: the caller starts over with a new fold.
+func (f *ledgerFold) catchUp(st *ledger.Store) (bool, error) {
+	heads, err := st.Heads()
+	if err != nil {
+		return true, err
+	}
+	for _, h := range heads {
+		if f.frozen[h.Author] {
+			continue
+		}
+		if _, frozen := st.Frozen(h.Author); frozen {
+			if f.seen[h.Author] > 0 {
+				return false, nil
+			}
+			f.frozen[h.Author] = true
+			continue
+		}
+		from := f.seen[h.Author] + 1
+		if from > h.Seq {
+			continue
+		}
+		err := st.Walk(h.Author, from, h.Seq, func(e *ledger.Entry, se *ledger.SignedEntry) error {
+			f.add(e, se)
+			return nil
+		})
+		if err != nil {
+			return true, err
+		}
+		f.seen[h.Author] = h.Seq
+	}
+	return true, nil
+}
+
+func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
+	f.fs.add(e, se)
+	switch e.Type {
+	case ledger.TypeOutcome:
+		var o Outcome
+		if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
+			f.outcomes = append(f.outcomes, outcomeAt{o, e.Author, e.Time})
+		}
+	case ledger.TypeSettlement:
+		var s Settlement
+		if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
+			f.paid[s.Lease] = auction.Credits(s.Total * 1e6)
+			f.settlements = append(f.settlements, settlementAt{s, e.Author, e.Time})
+		}
+	case ledger.TypeProbe:
+		var p Probe
+		if json.Unmarshal(e.Payload, &p) == nil && p.Provider != "" && p.Provider != e.Author {
+			f.probes = append(f.probes, probeAt{p, e.Author, e.Time})
+		}
+	}
+}
