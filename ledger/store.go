@@ -39,7 +39,16 @@ type Head struct {
 
 // Store keeps feeds in one bbolt file. bbolt fsyncs every committed
 // transaction, so Append returning nil means the entry is durable.
-type Store struct{ db *bolt.DB }
+type Store struct {
+	db    *bolt.DB
+	check func(e *Entry) error // the payload's schema, by type; nil: none
+}
+
+// CheckPayloads makes every Append and AppendBatch check an entry's
+// payload with check (after its signature, before storing), so that what
+// is stored can later be read without checking again: the caller knows the
+// payload types, the store does not. Call it once, before any append.
+func (s *Store) CheckPayloads(check func(e *Entry) error) { s.check = check }
 
 // OpenStore opens or creates the store at path. The timeout turns a second
 // process holding the file lock into an error instead of a hang.
@@ -109,6 +118,12 @@ func (s *Store) AppendBatch(ses []*SignedEntry) (errs []error, err error) {
 		if err != nil {
 			errs[i] = err
 			continue
+		}
+		if s.check != nil {
+			if err := s.check(e); err != nil {
+				errs[i] = fmt.Errorf("%w: %s payload of %s seq %d: %v", ErrBadEntry, e.Type, e.Author, e.Seq, err)
+				continue
+			}
 		}
 		ok[i] = &checked{e, wire, dse.CID()}
 	}

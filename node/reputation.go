@@ -1,7 +1,6 @@
 package node
 
 import (
-	"crypto/sha256"
 	"github.com/gleaner-net/gleaner/attest"
 	"sync"
 	"time"
@@ -270,8 +269,8 @@ func settlementProven(s Settlement, provider string) bool {
 	if len(s.Voucher) == 0 {
 		return false
 	}
-	v, ok := vouchers.decode(s.Voucher)
-	return ok && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
+	v, err := ledger.ReadVoucher(s.Voucher) // its signature was checked when stored (checkPayload)
+	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
 		float64(v.Total)/1e6 == s.Total
 }
 
@@ -281,44 +280,9 @@ func rendered(o Outcome, renter string) auction.Credits {
 	if len(o.Voucher) == 0 {
 		return 0
 	}
-	v, ok := vouchers.decode(o.Voucher)
-	if !ok || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
+	v, err := ledger.ReadVoucher(o.Voucher) // checked when stored (checkPayload)
+	if err != nil || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
 		return 0
 	}
 	return v.Total
-}
-
-// vouchers remembers which voucher bytes verified. A voucher's check
-// depends on its bytes alone, and the same voucher sits in an outcome and
-// a settlement that every reputation pass reads again: one signature
-// check per voucher ever, instead of two per pass.
-var vouchers = voucherMemo{m: map[[32]byte]*ledger.Voucher{}}
-
-type voucherMemo struct {
-	mu sync.Mutex
-	m  map[[32]byte]*ledger.Voucher // nil: does not verify
-}
-
-// maxVoucherMemo bounds the memo (about 200 bytes an entry).
-const maxVoucherMemo = 1 << 20
-
-func (vm *voucherMemo) decode(raw []byte) (*ledger.Voucher, bool) {
-	k := sha256.Sum256(raw)
-	vm.mu.Lock()
-	v, seen := vm.m[k]
-	vm.mu.Unlock()
-	if seen {
-		return v, v != nil
-	}
-	v, _, err := ledger.DecodeSignedVoucher(raw)
-	if err != nil {
-		v = nil
-	}
-	vm.mu.Lock()
-	if len(vm.m) >= maxVoucherMemo {
-		clear(vm.m)
-	}
-	vm.m[k] = v
-	vm.mu.Unlock()
-	return v, v != nil
 }

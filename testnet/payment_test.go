@@ -58,9 +58,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	if j.State != node.StateFailed || !strings.Contains(j.Error, "no voucher") || j.Vouchers != 2 {
 		t.Fatalf("after payment stopped: %+v", j)
 	}
-	if left := managedContainers(t, j.ID); left != "" {
-		t.Fatalf("containers left behind:\n%s", left)
-	}
+	noContainersLeft(t, j.ID)
 	// The provider settled for exactly the two vouchers.
 	provider, _ := c.Client(0)
 	eventuallyT(t, 10*time.Second, "a settlement in the provider's feed", func() bool {

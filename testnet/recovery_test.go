@@ -76,9 +76,7 @@ func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
 	}
 	waitLog(t, c, 4, j.ID, "SIGTERM: checkpointed after step")
 	waitLog(t, c, 4, j.ID, "resuming from checkpoint")
-	if left := managedContainers(t, j.ID); left != "" {
-		t.Fatalf("containers left behind:\n%s", left)
-	}
+	noContainersLeft(t, j.ID)
 }
 
 // TestJobSurvivesItsProviderDying: the provider running a job drops off

@@ -1,0 +1,66 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+)
+
+// A node's store refuses entries whose payloads would lie to reputation:
+// what it stores, it can later read without checking again.
+func TestStoreRefusesLyingPayloads(t *testing.T) {
+	w := newLedgerWorld(t)
+	w.st.CheckPayloads(checkPayload)
+	prov, renter, other := newActor(t), newActor(t), newActor(t)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	_, cid := w.lease(renter, prov, "job", auction.Silver, t0, time.Hour, "g")
+
+	try := func(a actor, typ string, payload []byte) error {
+		t.Helper()
+		_, se, err := ledger.NewEntry(a.key, w.heads[a.id], typ, payload, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.st.Append(se)
+	}
+	mustRefuse := func(what string, a actor, typ string, payload []byte) {
+		t.Helper()
+		if err := try(a, typ, payload); !errors.Is(err, ledger.ErrBadEntry) {
+			t.Errorf("%s: stored (%v)", what, err)
+		}
+	}
+	settle := func(s Settlement) []byte { b, _ := json.Marshal(s); return b }
+	good := voucherFor(t, renter, prov, cid, 2_000_000)
+
+	mustRefuse("a settlement paid by a voucher the renter did not sign", prov, ledger.TypeSettlement,
+		settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: voucherFor(t, other, prov, cid, 2_000_000)}))
+	mustRefuse("a settlement for more than the voucher says", prov, ledger.TypeSettlement,
+		settle(Settlement{Lease: cid, Renter: renter.id, Total: 3, Voucher: good}))
+	mustRefuse("a settlement claiming payment without a voucher", prov, ledger.TypeSettlement,
+		settle(Settlement{Lease: cid, Renter: renter.id, Total: 1}))
+	mustRefuse("another provider settling this lease", other, ledger.TypeSettlement,
+		settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: good}))
+	out, _ := json.Marshal(Outcome{Lease: cid, Provider: prov.id, Result: StateCompleted, Voucher: voucherFor(t, other, prov, cid, 1)})
+	mustRefuse("an outcome citing someone else's voucher", renter, ledger.TypeOutcome, out)
+	l := &auction.Lease{JobID: "half", Network: "test", Renter: renter.id, Provider: prov.id, Tier: auction.Silver,
+		Price: 1, GPUs: 1, Start: t0.Unix(), End: t0.Add(time.Hour).Unix(), BillingSec: 60, Bid: []byte("bid")}
+	sl, _ := auction.ProposeLease(l, renter.key)
+	half, _ := sl.Marshal()
+	mustRefuse("a lease the provider never signed", renter, ledger.TypeLease, half)
+	mustRefuse("a fraud proof that proves nothing", renter, ledger.TypeFraudProof, []byte("garbage"))
+	mustRefuse("a malformed hardware claim", prov, ledger.TypeHardwareClaim, []byte{0xa0, 0x01})
+	mustRefuse("a probe with an unknown result", renter, ledger.TypeProbe, []byte(`{"provider":"p","lease":"l","kind":"canary","result":"great"}`))
+
+	// The honest versions of the same entries are stored.
+	if err := try(prov, ledger.TypeSettlement, settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: good})); err != nil {
+		t.Fatalf("honest settlement: %v", err)
+	}
+	out, _ = json.Marshal(Outcome{Lease: cid, Provider: prov.id, Result: StateCompleted, Voucher: good})
+	if err := try(renter, ledger.TypeOutcome, out); err != nil {
+		t.Fatalf("honest outcome: %v", err)
+	}
+}
