@@ -184,7 +184,7 @@ func (a nodeAPI) Connect(ctx context.Context, p ConnectParams) (ConnectResult, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := a.n.host.Connect(ctx, *ai); err != nil {
+	if err := a.n.host.ConnectNow(ctx, *ai); err != nil {
 		return ConnectResult{}, withData(errDialFailed, err)
 	}
 	return ConnectResult{PeerID: ai.ID.String()}, nil

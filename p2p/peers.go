@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -60,6 +61,17 @@ func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
 		return ErrForeignPeer
 	}
 	return nil
+}
+
+// ConnectNow is Connect for a dial a person asked for: it first forgets
+// earlier failed dials to the peer, which libp2p otherwise refuses to
+// retry for a while ("dial backoff"); a user retrying by hand has usually
+// just fixed what made the dial fail.
+func (h *Host) ConnectNow(ctx context.Context, ai peer.AddrInfo) error {
+	if sw, ok := h.h.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(ai.ID)
+	}
+	return h.Connect(ctx, ai)
 }
 
 // disconnectHold is how long a disconnected peer stays disconnected unless
