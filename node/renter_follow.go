@@ -210,11 +210,15 @@ func (r *renterJobs) reattach(id string) {
 		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
 		return
 	}
+	if j.Group != "" {
+		defer r.compareReplicas(j.Group) // a replica decided after the restart still counts
+	}
 	r.startPaying(r.bg, id, s, l, j.Lease, uint64(j.Vouchers)+1)
 	out := r.followStream(id, spec, s, nil)
 	if out.state == "" {
 		out.state = StateFailed
 	}
+	out = r.checkAnswer(id, spec, j.LeaseCID, l.Provider, out)
 	r.update(id, out.why, func(j *JobRecord) {
 		if j.State != StateCancelled {
 			j.State, j.Error = out.state, out.why
