@@ -14,7 +14,6 @@ import (
 	"github.com/ipfs/go-cid"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -23,12 +22,21 @@ const (
 	ledgerTopic     = "ledger/1"
 	ledgerSyncProto = "ledger-sync/1"
 	maxHeadMsg      = 160 << 10 // a head, or a fraud proof of two entries
-	maxSyncEntries  = 256       // entries per range request
+	maxSyncEntries  = 256       // entries of one feed per request
 	antiEntropy     = 30 * time.Second
+
+	fetchWorkers    = 4                     // fetch requests in flight per node
+	announceEvery   = 50 * time.Millisecond // at most one round of announcements this often
+	serveChunk      = 32                    // entries read from the store at a time when serving
+	fetchBatchBytes = 1 << 20               // entries held by a fetch before they are stored
+	syncTimeout     = 10 * time.Second      // one sync exchange
+	pushTimeout     = 2 * time.Second       // one "have" push
+	serveWait       = time.Second           // for a slot to answer a request in
 )
 
 // ledgerHead is what the ledger topic carries: an author's new head, or a
-// proof that the author equivocated.
+// proof that the author equivocated. Heads responses and "have" pushes are
+// lists of heads.
 type ledgerHead struct {
 	Author string `json:"author"`
 	Seq    uint64 `json:"seq,omitempty"`
@@ -37,16 +45,28 @@ type ledgerHead struct {
 }
 
 type syncRequest struct {
-	Kind   string `json:"kind"` // "range" or "heads"
-	Author string `json:"author,omitempty"`
-	From   uint64 `json:"from,omitempty"`
-	To     uint64 `json:"to,omitempty"`
+	Kind   string       `json:"kind"` // "range", "ranges", "heads" or "have"
+	Author string       `json:"author,omitempty"`
+	From   uint64       `json:"from,omitempty"`
+	To     uint64       `json:"to,omitempty"`
+	Ranges []syncRange  `json:"ranges,omitempty"` // "ranges": several feeds' at once
+	Heads  []ledgerHead `json:"heads,omitempty"`  // "have": heads the sender now holds
+}
+
+// syncRange asks for author's entries from..to.
+type syncRange struct {
+	Author string `json:"author"`
+	From   uint64 `json:"from"`
+	To     uint64 `json:"to"`
 }
 
 // feeds is this node's part in the replicated log: it appends to its own
-// feed, gossips heads, fetches what it lacks by range from the peer that
-// announced it, repairs gaps by anti-entropy with random peers, and turns a
-// fork into a fraud proof that freezes the author everywhere.
+// feed and gossips its head; tells its connected peers which heads it has
+// newly stored ("have", batched), so news crosses any topology hop by hop;
+// fetches what it lacks by range from a connected peer that holds it;
+// compares all heads with every new peer and now and then with a random
+// one (anti-entropy); and turns a fork into a fraud proof that freezes the
+// author everywhere. What peers can make it hold is bounded (feeds_bounds.go).
 type feeds struct {
 	host  *p2p.Host
 	store *ledger.Store
@@ -55,14 +75,34 @@ type feeds struct {
 	topic *pubsub.Topic
 
 	appendMu sync.Mutex // serialises appends to our own feed
-	syncMu   sync.Mutex // one fetch at a time per node: bounded memory and load
+	wants    *wantList  // feeds to fetch
+	serving  chan struct{}
+	recons   chan struct{}
+
+	annMu   sync.Mutex            // guards ann
+	ann     map[string]ledgerHead // heads stored since the last announcement round
+	annKick chan struct{}
+
+	outMu sync.Mutex // guards out and every outbox in it
+	out   map[peer.ID]*outbox
 }
 
 func newFeeds(h *p2p.Host, store *ledger.Store, key crypto.PrivKey, log *slog.Logger) *feeds {
-	return &feeds{host: h, store: store, key: key, log: log}
+	return &feeds{
+		host: h, store: store, key: key, log: log,
+		wants:   newWantList(),
+		serving: make(chan struct{}, maxServing),
+		recons:  make(chan struct{}, maxReconciles),
+		ann:     make(map[string]ledgerHead),
+		annKick: make(chan struct{}, 1),
+		out:     make(map[peer.ID]*outbox),
+	}
 }
 
 func (f *feeds) start(ctx context.Context) error {
+	if err := f.countHeld(); err != nil {
+		return err
+	}
 	t, err := f.host.Join(ledgerTopic, f.validate, maxHeadMsg)
 	if err != nil {
 		return err
@@ -75,11 +115,30 @@ func (f *feeds) start(ctx context.Context) error {
 	f.host.LibP2P().SetStreamHandler(f.host.ProtocolID(ledgerSyncProto), f.serve)
 	go f.readLoop(ctx, sub)
 	go f.antiEntropyLoop(ctx)
+	go f.announceLoop(ctx)
+	for range fetchWorkers {
+		go f.fetchLoop(ctx)
+	}
 	events, err := f.host.SubscribePeerEvents(ctx)
 	if err != nil {
 		return err
 	}
 	go f.reconcileOnConnect(ctx, events)
+	return nil
+}
+
+// countHeld counts the foreign feeds already stored, for maxForeignFeeds.
+func (f *feeds) countHeld() error {
+	hs, err := f.store.Heads()
+	if err != nil {
+		return err
+	}
+	self := f.host.ID().String()
+	for _, h := range hs {
+		if h.Author != self {
+			f.wants.stored(h.Author)
+		}
+	}
 	return nil
 }
 
@@ -92,13 +151,24 @@ func (f *feeds) reconcileOnConnect(ctx context.Context, events <-chan p2p.PeerEv
 			continue
 		}
 		go func(p peer.ID) {
-			// Identify must finish before the sync protocol is known.
-			time.Sleep(200 * time.Millisecond)
+			// NewStream waits for identify, so the sync protocol is known.
 			if err := f.reconcile(ctx, p); err != nil {
 				f.log.Debug("reconcile on connect", "peer", p, "err", err)
 			}
 		}(ev.Peer)
 	}
+}
+
+// validHead says whether h is a well-formed head: a canonical peer ID, a
+// CID, a sequence number. Everything a peer announces passes it before
+// anything else looks at it.
+func validHead(h ledgerHead) bool {
+	id, err := peer.Decode(h.Author)
+	if err != nil || id.String() != h.Author || h.Seq == 0 || len(h.Proof) > 0 {
+		return false
+	}
+	_, err = cid.Decode(h.CID)
+	return err == nil
 }
 
 // validate rejects malformed heads and false proofs before they spread.
@@ -107,16 +177,16 @@ func (f *feeds) validate(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub
 	if decodeMsg(m.Data, &h) != nil {
 		return pubsub.ValidationReject
 	}
-	if _, err := peer.Decode(h.Author); err != nil {
-		return pubsub.ValidationReject
-	}
 	if len(h.Proof) > 0 {
+		if _, err := peer.Decode(h.Author); err != nil {
+			return pubsub.ValidationReject
+		}
 		if author, err := ledger.VerifyProof(h.Proof); err != nil || author != h.Author {
 			return pubsub.ValidationReject
 		}
 		return pubsub.ValidationAccept
 	}
-	if _, err := cid.Decode(h.CID); err != nil || h.Seq == 0 {
+	if !validHead(h) {
 		return pubsub.ValidationReject
 	}
 	return pubsub.ValidationAccept
@@ -143,10 +213,11 @@ func (f *feeds) append(typ string, payload []byte) (string, error) {
 		return "", err
 	}
 	c := se.CID().String()
-	f.publish(ledgerHead{Author: self, Seq: e.Seq, CID: c})
+	f.announce(ledgerHead{Author: self, Seq: e.Seq, CID: c})
 	return c, nil
 }
 
+// publish gossips a head or a proof on the ledger topic.
 func (f *feeds) publish(h ledgerHead) {
 	raw, err := json.Marshal(h)
 	if err == nil {
@@ -157,6 +228,8 @@ func (f *feeds) publish(h ledgerHead) {
 	}
 }
 
+// readLoop takes gossiped heads and proofs. It does no network I/O, so a
+// flood of messages costs store reads, never a goroutine each.
 func (f *feeds) readLoop(ctx context.Context, sub *pubsub.Subscription) {
 	defer sub.Cancel()
 	for {
@@ -168,146 +241,28 @@ func (f *feeds) readLoop(ctx context.Context, sub *pubsub.Subscription) {
 			continue
 		}
 		var h ledgerHead
-		if decodeMsg(m.Data, &h) == nil {
-			go f.onHead(ctx, m.ReceivedFrom, h)
+		if decodeMsg(m.Data, &h) != nil {
+			continue
 		}
-	}
-}
-
-// onHead brings the author's feed up to the announced head, fetching from
-// the peer that forwarded it; a different entry at a sequence number we
-// hold is fetched too, so that a fork is caught.
-func (f *feeds) onHead(ctx context.Context, from peer.ID, h ledgerHead) {
-	if len(h.Proof) > 0 {
-		if _, err := f.store.Freeze(h.Proof); err != nil {
-			f.log.Debug("fraud proof not applied", "err", err)
-		}
-		return
-	}
-	if _, frozen := f.store.Frozen(h.Author); frozen {
-		return
-	}
-	ours, ok, err := f.store.Head(h.Author)
-	if err != nil {
-		return
-	}
-	lo, hi := uint64(0), uint64(0)
-	switch {
-	case !ok || ours.Seq < h.Seq:
-		lo, hi = 1, h.Seq
-		if ok {
-			lo = ours.Seq + 1
-		}
-	default:
-		have, err := f.store.Range(h.Author, h.Seq, h.Seq)
-		if err == nil && len(have) == 1 && have[0].CID().String() != h.CID {
-			lo, hi = h.Seq, h.Seq
-		}
-	}
-	if lo == 0 {
-		return
-	}
-	// The peer that forwarded a head may not have stored the entries yet
-	// (gossip forwards before the receiver fetches); the author always has
-	// its own, so it is asked next.
-	if f.fetch(ctx, from, h.Author, lo, hi) {
-		return
-	}
-	if author, err := peer.Decode(h.Author); err == nil && author != from && author != f.host.ID() {
-		f.fetch(ctx, author, h.Author, lo, hi)
-	}
-}
-
-// fetch asks peer p for author's entries from..to and appends them in
-// order; true when it got them all or settled the matter (a fork found).
-// An equivocation found on the way is published as a proof.
-func (f *feeds) fetch(ctx context.Context, p peer.ID, author string, from, to uint64) bool {
-	f.syncMu.Lock()
-	defer f.syncMu.Unlock()
-	to = min(to, from+maxSyncEntries-1)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	s, err := f.host.LibP2P().NewStream(ctx, p, f.host.ProtocolID(ledgerSyncProto))
-	if err != nil {
-		return false
-	}
-	defer s.Close()
-	dl, _ := ctx.Deadline()
-	_ = s.SetDeadline(dl)
-	if err := writeMsg(s, syncRequest{Kind: "range", Author: author, From: from, To: to}); err != nil {
-		return false
-	}
-	var last *ledger.SignedEntry
-	for i := from; i <= to; i++ {
-		raw, err := p2p.ReadFrame(s, ledger.MaxEntryBytes+1024)
-		if err != nil || len(raw) == 0 {
-			return false
-		}
-		e, se, err := ledger.DecodeSignedEntry(raw)
-		if err != nil || e.Author != author || e.Seq != i {
-			return false // a peer serving junk
-		}
-		err = f.store.Append(se)
-		if errors.Is(err, ledger.ErrEquivocation) {
-			if proof, ok := f.store.Frozen(author); ok {
-				f.log.Warn("equivocation: feed frozen", "author", author, "seq", e.Seq)
-				f.publish(ledgerHead{Author: author, Proof: proof})
+		if len(h.Proof) > 0 {
+			if _, err := f.store.Freeze(h.Proof); err != nil {
+				f.log.Debug("fraud proof not applied", "err", err)
 			}
-			return true
+			continue
 		}
-		if err != nil {
-			return false
+		// Only the publisher is known to hold the entries (a forwarder
+		// passes a head on before it has fetched them); if it is not
+		// connected to us, a neighbour's "have" brings the news once the
+		// neighbour holds them.
+		if from := m.GetFrom(); f.connected(from) {
+			f.offer(h, from)
 		}
-		last = se
-	}
-	if last != nil {
-		// Pass the news on: after a partition heals, peers further away
-		// learn of heads they missed from us, not only at anti-entropy.
-		f.publish(ledgerHead{Author: author, Seq: to, CID: last.CID().String()})
-	}
-	return true
-}
-
-// serve answers range and heads requests from the local store.
-func (f *feeds) serve(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
-	var req syncRequest
-	if err := readMsg(s, &req); err != nil {
-		_ = s.Reset()
-		return
-	}
-	switch req.Kind {
-	case "heads":
-		hs, err := f.store.Heads()
-		if err != nil {
-			return
-		}
-		out := make([]ledgerHead, 0, len(hs))
-		for _, h := range hs {
-			out = append(out, ledgerHead{Author: h.Author, Seq: h.Seq, CID: h.CID.String()})
-		}
-		_ = writeMsg(s, out)
-	case "range":
-		if req.To < req.From || req.To-req.From >= maxSyncEntries {
-			return
-		}
-		entries, err := f.store.Range(req.Author, req.From, req.To)
-		if err != nil {
-			return
-		}
-		for _, se := range entries {
-			raw, err := se.Marshal()
-			if err != nil || p2p.WriteFrame(s, raw, ledger.MaxEntryBytes+1024) != nil {
-				return
-			}
-		}
-		_ = p2p.WriteFrame(s, nil, 1)
 	}
 }
 
 // antiEntropyLoop compares heads with a random peer now and then and
-// fetches what gossip missed, so partitions heal.
+// fetches what gossip missed, so partitions heal; it also sweeps the wait
+// list.
 func (f *feeds) antiEntropyLoop(ctx context.Context) {
 	t := time.NewTicker(antiEntropy)
 	defer t.Stop()
@@ -316,6 +271,7 @@ func (f *feeds) antiEntropyLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f.wants.sweep(time.Now())
 			f.reconcileWithRandomPeer(ctx)
 		}
 	}
@@ -332,27 +288,38 @@ func (f *feeds) reconcileWithRandomPeer(ctx context.Context) {
 	}
 }
 
-// reconcile fetches every feed that peer p holds further than we do.
+// reconcile asks connected peer p for all its heads and puts every feed it
+// holds further than we do on the wait list; the fetch workers do the rest.
 func (f *feeds) reconcile(ctx context.Context, p peer.ID) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	s, err := f.host.LibP2P().NewStream(cctx, p, f.host.ProtocolID(ledgerSyncProto))
+	select {
+	case f.recons <- struct{}{}:
+		defer func() { <-f.recons }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s, done, err := f.openSync(ctx, p, syncTimeout)
 	if err != nil {
 		return err
 	}
-	dl, _ := cctx.Deadline()
-	_ = s.SetDeadline(dl)
+	defer done()
+	if err := writeMsg(s, syncRequest{Kind: "heads"}); err != nil {
+		return err
+	}
+	raw, err := p2p.ReadFrame(s, maxHeadsFrame)
+	if err != nil {
+		return err
+	}
 	var heads []ledgerHead
-	err = writeMsg(s, syncRequest{Kind: "heads"})
-	if err == nil {
-		err = readMsg(s, &heads)
-	}
-	s.Close()
-	if err != nil {
+	if err := decodeMsg(raw, &heads); err != nil {
 		return err
+	}
+	if len(heads) > maxHeadsServed {
+		return errors.New("ledger sync: too many heads")
 	}
 	for _, h := range heads {
-		f.onHead(ctx, p, h)
+		if validHead(h) {
+			f.offer(h, p)
+		}
 	}
 	return nil
 }

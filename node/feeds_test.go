@@ -3,17 +3,23 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	mh "github.com/multiformats/go-multihash"
 )
 
 type feedNode struct {
@@ -169,9 +175,10 @@ func TestAntiEntropyRepairsWhatGossipMissed(t *testing.T) {
 	if err := b.f.reconcile(ctx, a.h.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if got := headOf(b, a.h.ID().String()); got.Seq != 20 || got.CID.String() != last {
-		t.Fatalf("after anti-entropy: %+v, want seq 20 %s", got, last)
-	}
+	eventually(t, 10*time.Second, "b holds a's feed", func() bool {
+		got := headOf(b, a.h.ID().String())
+		return got.Seq == 20 && got.CID.String() == last
+	})
 }
 
 // TestPartitionHealsToIdenticalHeads: six nodes split 3+3, both sides
@@ -219,6 +226,414 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 // serveFrom makes a node answer sync requests from another store: how the
 // rogue shows a different history to the network.
 func serveFrom(n *feedNode, st *ledger.Store) {
-	alt := &feeds{host: n.h, store: st, key: n.key, log: n.f.log}
+	alt := newFeeds(n.h, st, n.key, n.f.log)
 	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto), alt.serve)
+}
+
+// fakeHeads makes n well-formed heads of distinct made-up authors: what a
+// hostile peer can produce for free, since a peer ID is only a key.
+func fakeHeads(t testing.TB, n int, seq uint64) []ledgerHead {
+	t.Helper()
+	c := cid.NewCidV1(cid.DagCBOR, mustSum(t, []byte("any entry"))).String()
+	out := make([]ledgerHead, n)
+	buf := make([]byte, 32)
+	for i := range out {
+		_, _ = rand.Read(buf)
+		pk, err := crypto.UnmarshalEd25519PublicKey(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPublicKey(pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = ledgerHead{Author: id.String(), Seq: seq, CID: c}
+	}
+	return out
+}
+
+func mustSum(t testing.TB, b []byte) mh.Multihash {
+	h, err := mh.Sum(b, mh.SHA2_256, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestWantListBounds: the wait list a node keeps of feeds to fetch stays
+// within its caps whatever peers announce: 100,000 authors from one peer
+// leave exactly its share, sybil peers together at most the whole list,
+// the share refills only at the peer's rate, a huge sequence number costs
+// no more than a small one, and past maxForeignFeeds only feeds of peers
+// we deal with or asked for are taken.
+func TestWantListBounds(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	heads := fakeHeads(t, 100_000, 1<<62)
+	hostile := peer.ID("hostile")
+
+	wl := newWantList()
+	for _, h := range heads {
+		wl.offer(h.Author, h.Seq, 0, hostile, true, false, t0)
+	}
+	st := wl.stats()
+	if st.pending != maxPendingPerPeer || st.byPeer[hostile] != maxPendingPerPeer {
+		t.Fatalf("one peer announcing 100k authors: %d pending (%d its), want its share %d", st.pending, st.byPeer[hostile], maxPendingPerPeer)
+	}
+	if got := st.refused[refusePeerQuota]; got != len(heads)-maxPendingPerPeer {
+		t.Fatalf("refused for the peer's share: %d, want %d (%v)", got, len(heads)-maxPendingPerPeer, st.refused)
+	}
+	// Fetching them all fails (the peer holds nothing); the share frees,
+	// but the budget refills at peerRate only.
+	for {
+		ts, _ := wl.next(context.Background(), maxRangesPerRequest)
+		if len(ts) == 0 {
+			break
+		}
+		for _, tk := range ts {
+			wl.drop(tk.author)
+		}
+		if wl.stats().queued == 0 {
+			break
+		}
+	}
+	if st := wl.stats(); st.pending != 0 {
+		t.Fatalf("after dropping: %d pending", st.pending)
+	}
+	admitted := 0
+	for _, h := range heads[:2*peerBurst] {
+		if wl.offer(h.Author, h.Seq, 0, hostile, true, false, t0.Add(time.Second)) == refuseNone {
+			admitted++
+		}
+	}
+	if admitted != peerRate {
+		t.Fatalf("a second after spending its budget a peer added %d feeds, want %d", admitted, peerRate)
+	}
+
+	// Sybils: many peers, each with its own share, fill the list and no
+	// more.
+	wl = newWantList()
+	for i, h := range heads {
+		wl.offer(h.Author, h.Seq, 0, peer.ID(fmt.Sprintf("sybil-%d", i%50)), true, false, t0)
+	}
+	if st := wl.stats(); st.pending != maxPending {
+		t.Fatalf("50 sybils: %d pending, want the cap %d", st.pending, maxPending)
+	}
+
+	// Storage bound: at maxForeignFeeds held, a new feed is fetched only
+	// if its author is connected to us or it was asked for; feeds already
+	// held go on updating.
+	wl = newWantList()
+	wl.held = maxForeignFeeds
+	friend := peer.ID("friend")
+	if why := wl.offer(heads[0].Author, 1, 0, friend, true, false, t0); why != refuseForeignCap {
+		t.Fatalf("a stranger's feed past the cap: %q, want %q", why, refuseForeignCap)
+	}
+	if why := wl.offer(heads[1].Author, 1, 0, friend, true, true, t0); why != refuseNone {
+		t.Fatalf("the feed of a peer we deal with past the cap: %q", why)
+	}
+	if !wl.follow(heads[2].Author) {
+		t.Fatal("follow refused")
+	}
+	if why := wl.offer(heads[2].Author, 1, 0, friend, true, false, t0); why != refuseNone {
+		t.Fatalf("a followed feed past the cap: %q", why)
+	}
+	if why := wl.offer(heads[3].Author, 9, 0, friend, false, false, t0); why != refuseNone {
+		t.Fatalf("a held feed past the cap: %q", why)
+	}
+	for _, h := range heads[10 : 10+maxFollowed] {
+		wl.follow(h.Author)
+	}
+	if wl.follow(heads[5].Author) {
+		t.Fatalf("follow took more than %d feeds", maxFollowed)
+	}
+
+	// A want keeps at most maxSources sources, however many peers claim
+	// the feed, and the sweep forgets old wants and refilled budgets.
+	wl = newWantList()
+	for i := range 100 {
+		wl.offer(heads[0].Author, uint64(i+1), 0, peer.ID(fmt.Sprintf("p%d", i)), true, false, t0)
+	}
+	ts, _ := wl.next(context.Background(), 1)
+	if len(ts) != 1 || len(ts[0].sources) != maxSources || ts[0].seq != 100 {
+		t.Fatalf("want after 100 announcers: %+v", ts)
+	}
+	if _, ok := ts[0].sources["p99"]; !ok {
+		t.Fatalf("the source holding most was not kept: %v", ts[0].sources)
+	}
+	wl.settle(heads[0].Author, 0, 0, "", nil)
+	wl.sweep(t0.Add(pendingTTL + time.Hour))
+	if st := wl.stats(); st.pending != 0 || st.budgets != 0 || st.peers != 0 {
+		t.Fatalf("after the sweep: %+v", st)
+	}
+
+	// A liar claims seq 2^62, an honest peer seq 3; once we hold 3 and
+	// the liar has failed maxSourceFails times, the want ends rather
+	// than cycling through the workers.
+	wl = newWantList()
+	wl.offer(heads[0].Author, 1<<62, 0, "liar", true, false, t0)
+	wl.offer(heads[0].Author, 3, 0, "honest", true, false, t0)
+	for i := range maxSourceFails {
+		ts, _ := wl.next(context.Background(), 1)
+		if len(ts) != 1 {
+			t.Fatalf("round %d: %+v", i, ts)
+		}
+		wl.mu.Lock()
+		w := wl.wants[heads[0].Author]
+		wl.mu.Unlock()
+		wl.settle(heads[0].Author, 3, 0, "liar", nil)
+		if w != nil {
+			// Skip the back-off.
+			wl.mu.Lock()
+			if cur := wl.wants[heads[0].Author]; cur == w && w.busy {
+				w.busy = false
+				wl.enqueue(heads[0].Author, w)
+			}
+			wl.mu.Unlock()
+		}
+	}
+	if st := wl.stats(); st.pending != 0 || st.queued != 0 {
+		t.Fatalf("the liar's want outlived its failures: %+v", st)
+	}
+}
+
+// hostileNode is a feed node whose sync handler is replaced: it answers
+// heads requests with heads, range requests with nothing (or with what
+// ranges returns), and records what it was asked.
+type hostileNode struct {
+	*feedNode
+	mu     sync.Mutex
+	asked  []syncRequest
+	heads  []ledgerHead
+	ranges *ledger.Store // serve ranges from here; nil: serve nothing
+}
+
+func newHostileNode(t *testing.T, ctx context.Context) *hostileNode {
+	hn := &hostileNode{feedNode: newFeedNode(t, ctx)}
+	hn.h.LibP2P().SetStreamHandler(hn.h.ProtocolID(ledgerSyncProto), func(s network.Stream) {
+		defer s.Close()
+		var req syncRequest
+		if err := readMsg(s, &req); err != nil {
+			return
+		}
+		hn.mu.Lock()
+		hn.asked = append(hn.asked, req)
+		heads, st := hn.heads, hn.ranges
+		hn.mu.Unlock()
+		switch req.Kind {
+		case "heads":
+			b, _ := json.Marshal(heads)
+			_ = p2p.WriteFrame(s, b, len(b))
+		case "ranges":
+			for _, r := range req.Ranges {
+				if st != nil {
+					es, _ := st.Range(r.Author, r.From, r.To)
+					for _, se := range es {
+						raw, _ := se.Marshal()
+						_ = p2p.WriteFrame(s, raw, len(raw))
+					}
+				}
+				_ = p2p.WriteFrame(s, nil, 1)
+			}
+		}
+	})
+	return hn
+}
+
+// have pushes heads to n as a "have" message, like a peer that just
+// stored them.
+func (hn *hostileNode) have(ctx context.Context, n *feedNode, heads []ledgerHead) error {
+	s, err := hn.h.LibP2P().NewStream(ctx, n.h.ID(), hn.h.ProtocolID(ledgerSyncProto))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return writeMsg(s, syncRequest{Kind: "have", Heads: heads})
+}
+
+// TestHostilePeerCannotGrowPendingState: a connected peer announces
+// 100,000 made-up authors by "have" pushes and by a heads response, and
+// serves none of them. The node's wait list never holds more than the
+// peer's share, oversized messages are refused whole, the wait list
+// drains once the fetches fail, and an honest peer's feed still
+// replicates meanwhile.
+func TestHostilePeerCannotGrowPendingState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	victim, honest := newFeedNode(t, ctx), newFeedNode(t, ctx)
+	hostile := newHostileNode(t, ctx)
+	link(t, ctx, victim, honest)
+	link(t, ctx, hostile.feedNode, victim)
+	heads := fakeHeads(t, 100_000, 1<<62)
+
+	// Too many heads in one push: refused whole.
+	if err := hostile.have(ctx, victim, heads[:maxHeadsPerMsg+1]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if st := victim.f.wants.stats(); st.pending != 0 {
+		t.Fatalf("an oversized push left %d pending", st.pending)
+	}
+
+	start := time.Now()
+	peak := 0
+	for lo := 0; lo < len(heads); lo += maxHeadsPerMsg {
+		if err := hostile.have(ctx, victim, heads[lo:min(len(heads), lo+maxHeadsPerMsg)]); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, victim.f.wants.stats().byPeer[hostile.h.ID()])
+		if lo == 100*maxHeadsPerMsg {
+			if _, err := honest.f.append(ledger.TypeOutcome, []byte(`{"n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the last pushes are taken in
+	st := victim.f.wants.stats()
+	elapsed := time.Since(start)
+	peak = max(peak, st.byPeer[hostile.h.ID()])
+	if peak > maxPendingPerPeer || st.pending > maxPendingPerPeer+1 {
+		t.Fatalf("the hostile peer's pending feeds peaked at %d (%d in all), over its share %d", peak, st.pending, maxPendingPerPeer)
+	}
+	admitted := st.admitted - 1 // the honest feed
+	if limit := peerBurst + int(elapsed.Seconds()*peerRate) + peerRate; admitted > limit {
+		t.Fatalf("%d feeds admitted in %v, over the budget %d", admitted, elapsed, limit)
+	}
+	t.Logf("100k authors announced in %v: %d admitted, peak pending %d, refused %v", elapsed, admitted, peak, st.refused)
+
+	// A heads response of 100k heads is over the frame limit, and one of
+	// maxHeadsServed+1 small heads over the count: both refused whole.
+	hostile.mu.Lock()
+	hostile.heads = heads
+	hostile.mu.Unlock()
+	if err := victim.f.reconcile(ctx, hostile.h.ID()); err == nil {
+		t.Fatal("a 100k heads response was taken")
+	}
+	hostile.mu.Lock()
+	hostile.heads = heads[:maxHeadsServed+1]
+	hostile.mu.Unlock()
+	if err := victim.f.reconcile(ctx, hostile.h.ID()); err == nil {
+		t.Fatalf("a response of %d heads was taken", maxHeadsServed+1)
+	}
+
+	eventually(t, 30*time.Second, "the honest feed replicates", func() bool {
+		return headOf(victim, honest.h.ID().String()).Seq == 1
+	})
+	eventually(t, 30*time.Second, "the wait list drains", func() bool {
+		return victim.f.wants.stats().pending == 0
+	})
+	hostile.mu.Lock()
+	defer hostile.mu.Unlock()
+	for _, req := range hostile.asked {
+		if req.Kind == "ranges" && len(req.Ranges) > maxRangesPerRequest {
+			t.Fatalf("asked for %d feeds in one request", len(req.Ranges))
+		}
+	}
+}
+
+// TestHugeSeqIsFetchedInBoundedSteps: a peer claims its feed reaches seq
+// 2^62 but holds three entries. The node fetches the three, asks for at
+// most maxSyncEntries at a time, and gives up on the rest.
+func TestHugeSeqIsFetchedInBoundedSteps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	victim := newFeedNode(t, ctx)
+	liar := newHostileNode(t, ctx)
+	var last string
+	for range 3 {
+		c, err := liar.f.append(ledger.TypeOutcome, []byte(`{"n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = c
+	}
+	liar.mu.Lock()
+	liar.ranges = liar.f.store
+	liar.mu.Unlock()
+	link(t, ctx, liar.feedNode, victim)
+	author := liar.h.ID().String()
+	if err := liar.have(ctx, victim, []ledgerHead{{Author: author, Seq: 1 << 62, CID: last}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the three real entries arrive", func() bool {
+		return headOf(victim, author).Seq == 3
+	})
+	eventually(t, 10*time.Second, "the node gives up on the rest", func() bool {
+		return victim.f.wants.stats().pending == 0
+	})
+	liar.mu.Lock()
+	defer liar.mu.Unlock()
+	asked := 0
+	for _, req := range liar.asked {
+		for _, r := range req.Ranges {
+			asked++
+			if r.To-r.From+1 > maxSyncEntries {
+				t.Fatalf("asked for %d..%d, over %d entries", r.From, r.To, maxSyncEntries)
+			}
+		}
+	}
+	if asked == 0 || asked > 1+maxSourceFails {
+		t.Fatalf("%d range requests, want 1..%d", asked, 1+maxSourceFails)
+	}
+}
+
+// TestLongFeedsReplicateInBoundedRequests: a peer holds five feeds of 300
+// entries; a node that lacks them all fetches them in requests of at most
+// maxSyncEntries entries a feed and maxEntriesPerRequest in all, and ends
+// up with every entry.
+func TestLongFeedsReplicateInBoundedRequests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder := newHostileNode(t, ctx)
+	want := map[string]uint64{}
+	for range 5 {
+		key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+		var prev *ledger.Entry
+		var batch []*ledger.SignedEntry
+		for range 300 {
+			e, se, err := ledger.NewEntry(key, prev, ledger.TypeOutcome, []byte(`{"n":1}`), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, batch = e, append(batch, se)
+		}
+		if _, err := holder.f.store.AppendBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+		want[prev.Author] = 300
+	}
+	hs, err := holder.f.store.Heads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.mu.Lock()
+	holder.ranges = holder.f.store
+	for _, h := range hs {
+		holder.heads = append(holder.heads, ledgerHead{Author: h.Author, Seq: h.Seq, CID: h.CID.String()})
+	}
+	holder.mu.Unlock()
+
+	n := newFeedNode(t, ctx)
+	link(t, ctx, n, holder.feedNode)
+	eventually(t, 30*time.Second, "all 1,500 entries replicate", func() bool {
+		for author, seq := range want {
+			if headOf(n, author).Seq != seq {
+				return false
+			}
+		}
+		return true
+	})
+	holder.mu.Lock()
+	defer holder.mu.Unlock()
+	for _, req := range holder.asked {
+		total := uint64(0)
+		for _, r := range req.Ranges {
+			if r.To-r.From+1 > maxSyncEntries {
+				t.Fatalf("asked for %d..%d of a feed, over %d entries", r.From, r.To, maxSyncEntries)
+			}
+			total += r.To - r.From + 1
+		}
+		if total > maxEntriesPerRequest {
+			t.Fatalf("asked for %d entries in one request, over %d", total, maxEntriesPerRequest)
+		}
+	}
 }

@@ -1,0 +1,137 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// serve answers range and heads requests from the local store, and takes
+// "have" pushes. At most maxServing requests are worked on at once; one
+// that finds no slot within serveWait is refused (a fetcher retries from
+// another source, a push's news waits for anti-entropy), so a flood of
+// requests costs bounded memory and work.
+func (f *feeds) serve(s network.Stream) {
+	defer s.Close()
+	wait := time.NewTimer(serveWait)
+	defer wait.Stop()
+	select {
+	case f.serving <- struct{}{}:
+		defer func() { <-f.serving }()
+	case <-wait.C:
+		_ = s.Reset()
+		return
+	}
+	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	raw, err := p2p.ReadFrame(s, maxSyncRequest)
+	var req syncRequest
+	if err == nil {
+		err = decodeMsg(raw, &req)
+	}
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	switch req.Kind {
+	case "heads":
+		f.serveHeads(s)
+	case "range":
+		f.serveRanges(s, []syncRange{{Author: req.Author, From: req.From, To: req.To}})
+	case "ranges":
+		f.serveRanges(s, req.Ranges)
+	case "have":
+		if len(req.Heads) > maxHeadsPerMsg {
+			_ = s.Reset()
+			return
+		}
+		from := s.Conn().RemotePeer()
+		for _, h := range req.Heads {
+			if validHead(h) {
+				f.offer(h, from)
+			}
+		}
+	}
+}
+
+// serveRanges sends, for each range asked for, the entries of it that we
+// hold, then an empty frame. It reads the store serveChunk entries at a
+// time, so a request costs little memory whatever the entries' size.
+func (f *feeds) serveRanges(s network.Stream, rs []syncRange) {
+	if len(rs) > maxRangesPerRequest {
+		return
+	}
+	total := uint64(0)
+	for _, r := range rs {
+		if r.From == 0 || r.To < r.From || r.To-r.From >= maxSyncEntries {
+			return
+		}
+		if total += r.To - r.From + 1; total > maxEntriesPerRequest {
+			return
+		}
+	}
+	for _, r := range rs {
+		for lo := r.From; lo <= r.To; lo += serveChunk {
+			entries, err := f.store.Range(r.Author, lo, min(r.To, lo+serveChunk-1))
+			if err != nil {
+				return
+			}
+			for _, se := range entries {
+				raw, err := se.Marshal()
+				if err != nil || p2p.WriteFrame(s, raw, ledger.MaxEntryBytes+1024) != nil {
+					return
+				}
+			}
+			if len(entries) < serveChunk {
+				break
+			}
+		}
+		if p2p.WriteFrame(s, nil, 1) != nil {
+			return
+		}
+	}
+}
+
+// serveHeads sends our heads, our own first, at most maxHeadsServed.
+func (f *feeds) serveHeads(s network.Stream) {
+	hs, err := f.store.Heads()
+	if err != nil {
+		return
+	}
+	self := f.host.ID().String()
+	out := make([]ledgerHead, 1, min(len(hs), maxHeadsServed)+1)
+	for _, h := range hs {
+		lh := ledgerHead{Author: h.Author, Seq: h.Seq, CID: h.CID.String()}
+		if h.Author == self {
+			out[0] = lh
+		} else if len(out) <= maxHeadsServed {
+			out = append(out, lh)
+		}
+	}
+	if out[0].Author == "" {
+		out = out[1:]
+	}
+	out = out[:min(len(out), maxHeadsServed)]
+	if b, err := json.Marshal(out); err == nil {
+		_ = p2p.WriteFrame(s, b, maxHeadsFrame)
+	}
+}
+
+// openSync opens a sync stream to a connected peer (never dialling: sync
+// rides on connections the node has anyway) with the whole exchange bound
+// by timeout; done closes it.
+func (f *feeds) openSync(ctx context.Context, p peer.ID, timeout time.Duration) (network.Stream, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	s, err := f.host.LibP2P().NewStream(network.WithNoDial(ctx, "ledger sync with connected peers"), p, f.host.ProtocolID(ledgerSyncProto))
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	dl, _ := ctx.Deadline()
+	_ = s.SetDeadline(dl)
+	return s, func() { s.Close(); cancel() }, nil
+}
