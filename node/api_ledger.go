@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -38,6 +39,14 @@ type HistoryParams struct {
 	Limit  int    `json:"limit,omitempty" doc:"newest entries to show, default 50, at most 1000"`
 }
 
+// Validate refuses a limit it would otherwise have to change silently.
+func (p HistoryParams) Validate() error {
+	if p.Limit < 0 || p.Limit > 1000 {
+		return fmt.Errorf("limit %d: use 1 to 1000 (0 means the default, 50)", p.Limit)
+	}
+	return nil
+}
+
 // CIDParams name one entry.
 type CIDParams struct {
 	CID string `json:"cid"`
@@ -70,9 +79,13 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 			author := p.Author
 			if author == "" {
 				author = n.host.ID().String()
+			} else if author != n.host.ID().String() {
+				// Asked for by name: replicate it even past the cap on
+				// feeds of peers this node never dealt with.
+				n.feeds.follow(author)
 			}
 			limit := p.Limit
-			if limit <= 0 || limit > 1000 {
+			if limit == 0 {
 				limit = 50
 			}
 			h, ok, err := n.ledger.Head(author)
@@ -145,6 +158,7 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid.",
 		ParamNames:  []string{"peer"},
 	}, func(ctx context.Context, p PeerParamsRep) (Evidence, error) {
+		n.feeds.follow(p.Peer) // someone is weighing this peer: keep its feed
 		_, ev := n.rep.get()
 		if e, ok := ev[p.Peer]; ok {
 			return *e, nil

@@ -187,6 +187,14 @@ func (a nodeAPI) Connect(ctx context.Context, p ConnectParams) (ConnectResult, e
 	if err := a.n.host.ConnectNow(ctx, *ai); err != nil {
 		return ConnectResult{}, withData(errDialFailed, err)
 	}
+	// Compare ledgers even if the peer was connected already: a user
+	// connecting by hand often does so after an outage the connection
+	// survived, when nothing else would make the two sides compare.
+	go func() {
+		rctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+		defer cancel()
+		_ = a.n.feeds.reconcile(rctx, ai.ID)
+	}()
 	return ConnectResult{PeerID: ai.ID.String()}, nil
 }
 
