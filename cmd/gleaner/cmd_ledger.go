@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/gleaner-net/gleaner/ledger"
@@ -67,11 +69,11 @@ freezes the author's feed everywhere and can be checked offline.
 				}
 				return emit(c, b, func(w io.Writer) {
 					fmt.Fprintf(w, "balance: %.6f credits (faucet %g + earned %.6f - spent %.6f)\n", b.Balance, b.Faucet, b.Earned, b.Spent)
-					for day, v := range b.ByDay {
-						fmt.Fprintf(w, "  earned %s: %.6f\n", day, v)
+					for _, day := range slices.Sorted(maps.Keys(b.ByDay)) {
+						fmt.Fprintf(w, "  earned %s: %.6f\n", day, b.ByDay[day])
 					}
-					for lease, v := range b.SpentFor {
-						fmt.Fprintf(w, "  spent on lease %s: %.6f\n", lease, v)
+					for _, lease := range slices.Sorted(maps.Keys(b.SpentFor)) {
+						fmt.Fprintf(w, "  spent on lease %s: %.6f\n", lease, b.SpentFor[lease])
 					}
 				})
 			}},

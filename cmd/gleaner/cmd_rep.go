@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-net/gleaner/node"
@@ -37,47 +38,46 @@ The output also shows the peer's hardware claim and its record as a renter.`,
 				if err := callCmd(c, "rep_show", node.PeerParamsRep{Peer: c.Args().First()}, &ev); err != nil {
 					return err
 				}
-				return emit(c, ev, func(w io.Writer) {
-					fmt.Fprintf(w, "peer:       %s\n", ev.Peer)
-					if ev.Score == nil {
-						fmt.Fprintln(w, "score:      none (no paid history yet)")
-					} else {
-						fmt.Fprintf(w, "score:      %.3f\n", *ev.Score)
-					}
-					if ev.Frozen {
-						fmt.Fprintln(w, "FROZEN:     its feed carries an equivocation proof")
-					}
-					for _, v := range ev.Convictions {
-						fmt.Fprintf(w, "CONVICTED:  %s: %s\n", v.Kind, v.Detail)
-					}
-					if c := ev.Claim; c != nil {
-						label := ""
-						if c.Simulated {
-							label = " (SIMULATED)"
-						}
-						var models []string
-						for _, g := range c.GPUs {
-							models = append(models, fmt.Sprintf("%s %d MiB", g.Model, g.VRAMMiB))
-						}
-						fmt.Fprintf(w, "claims:     %d GPU(s)%s: %s\n", len(c.GPUs), label, strings.Join(models, ", "))
-					}
-					if len(ev.Probes) > 0 {
-						fmt.Fprintf(w, "probes:     %d passed, %d failed\n", ev.Probes["passed"], ev.Probes["failed"])
-					}
-					if len(ev.Payments) > 0 {
-						fmt.Fprintf(w, "as renter:  %d leases paid, %d unpaid\n", ev.Payments["paid"], ev.Payments["unpaid"])
-					}
-					fmt.Fprintf(w, "leases:     %d, paid %g credits\n", ev.Leases, ev.PaidTotal)
-					var kinds []string
-					for k := range ev.Outcomes {
-						kinds = append(kinds, k)
-					}
-					sort.Strings(kinds)
-					for _, k := range kinds {
-						fmt.Fprintf(w, "  %-10s %d\n", k, ev.Outcomes[k])
-					}
-				})
+				return emit(c, ev, func(w io.Writer) { printEvidence(w, ev) })
 			},
 		}},
+	}
+}
+
+// printEvidence is `gleaner rep show`'s text: the score, then each part.
+func printEvidence(w io.Writer, ev node.Evidence) {
+	fmt.Fprintf(w, "peer:       %s\n", ev.Peer)
+	if ev.Score == nil {
+		fmt.Fprintln(w, "score:      none (no paid history yet)")
+	} else {
+		fmt.Fprintf(w, "score:      %.3f\n", *ev.Score)
+	}
+	if ev.Frozen {
+		fmt.Fprintln(w, "FROZEN:     its feed carries an equivocation proof")
+	}
+	for _, v := range ev.Convictions {
+		fmt.Fprintf(w, "CONVICTED:  %s: %s (gleaner ledger proof %s > proof.cbor)\n", v.Kind, v.Detail, shortID(ev.Peer))
+	}
+	if c := ev.Claim; c != nil {
+		label := ""
+		if c.Simulated {
+			label = " (SIMULATED)"
+		}
+		var models []string
+		for _, g := range c.GPUs {
+			models = append(models, fmt.Sprintf("%s %d MiB", g.Model, g.VRAMMiB))
+		}
+		fmt.Fprintf(w, "claims:     %d GPU(s)%s: %s\n", len(c.GPUs), label, strings.Join(models, ", "))
+	}
+	if len(ev.Probes) > 0 || ev.CanaryStreak > 0 {
+		fmt.Fprintf(w, "probes:     %d passed, %d failed, %d inconclusive; canaries passed in a row: %d\n",
+			ev.Probes[node.ProbePassed], ev.Probes[node.ProbeFailed], ev.Probes[node.ProbeInconclusive], ev.CanaryStreak)
+	}
+	if len(ev.Payments) > 0 {
+		fmt.Fprintf(w, "as renter:  %d leases paid, %d unpaid\n", ev.Payments["paid"], ev.Payments["unpaid"])
+	}
+	fmt.Fprintf(w, "leases:     %d, paid %g credits\n", ev.Leases, ev.PaidTotal)
+	for _, k := range slices.Sorted(maps.Keys(ev.Outcomes)) {
+		fmt.Fprintf(w, "  %-10s %d\n", k, ev.Outcomes[k])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/urfave/cli/v2"
 )
@@ -174,5 +175,33 @@ func demoJob(c *cli.Context, l *testnet.Local, path string) error {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "\nnode %d rents a GPU: gleaner job run %s\n", last, path)
-	return submitAndFollow(c, &nodeClient{Client: cl, dir: l.Procs[last].Repo}, spec, nil, true)
+	if err := submitAndFollow(c, &nodeClient{Client: cl, dir: l.Procs[last].Repo}, spec, nil, true); err != nil {
+		return err
+	}
+	showTrust(c, cl, last)
+	return nil
+}
+
+// showTrust prints what the renter's ledger now says: the provider's
+// reputation (claim, outcome, payment) and the renter's own balance. The
+// settlement arrives from the provider's feed, so it waits a little.
+func showTrust(c *cli.Context, cl *rpc.Client, renter int) {
+	var jobs []node.JobRecord
+	if err := cl.Call(c.Context, "job_list", nil, &jobs); err != nil || len(jobs) == 0 || jobs[0].Provider == "" {
+		return
+	}
+	var ev node.Evidence
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && c.Context.Err() == nil {
+		if cl.Call(c.Context, "rep_show", node.PeerParamsRep{Peer: jobs[0].Provider}, &ev) == nil && ev.Score != nil && ev.PaidTotal > 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	fmt.Fprintf(c.App.Writer, "\nnode %d's ledger on the provider (gleaner rep show %s):\n", renter, shortID(ev.Peer))
+	printEvidence(c.App.Writer, ev)
+	var b node.BalanceResult
+	if cl.Call(c.Context, "ledger_balance", nil, &b) == nil {
+		fmt.Fprintf(c.App.Writer, "node %d's balance: %.6f testnet credits (faucet %g - spent %.6f)\n", renter, b.Balance, b.Faucet, b.Spent)
+	}
 }
