@@ -61,10 +61,11 @@ type HardwareClaim struct {
 }
 
 // PowerMargin is how far above the power limit a reading may go before it
-// contradicts the claim: boards overshoot their limit briefly and sensors
-// are not exact, but a card drawing much more than the claimed one can is
-// a bigger card.
-const PowerMargin = 0.10
+// contradicts the claim. Owners raise limits (a 450 W RTX 4090 allows up
+// to 600 W, factory-overclocked boards more), boards overshoot briefly and
+// sensors are not exact; but a card drawing half again what its model can
+// is a bigger card. Only that is objective enough to convict.
+const PowerMargin = 0.50
 
 // Contradicts reports whether a signed sample proves the claim false, and
 // why. Only objective contradictions count (DESIGN: automatic penalties
@@ -85,10 +86,9 @@ func Contradicts(claim HardwareClaim, s *Sample) (bool, string) {
 	if claim.VRAMMiB > 0 && s.MemUsedMiB > claim.VRAMMiB {
 		return true, fmt.Sprintf("memory used %d MiB exceeds claimed VRAM %d MiB", s.MemUsedMiB, claim.VRAMMiB)
 	}
-	limit := claim.PowerLimitW
-	if limit <= 0 {
-		limit = catalogue[claim.Model].PowerLimitW
-	}
+	// The larger of the claimed (enforced at start-up) and the model's
+	// stock limit: an owner who lowered the limit may raise it again.
+	limit := max(claim.PowerLimitW, catalogue[claim.Model].PowerLimitW)
 	if limit > 0 && s.PowerW > limit*(1+PowerMargin) {
 		return true, fmt.Sprintf("power %s W exceeds the %s limit %s W by more than %d%%",
 			watts(s.PowerW), claim.Model, watts(limit), int(PowerMargin*100))

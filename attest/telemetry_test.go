@@ -267,11 +267,16 @@ func TestContradictionCaught(t *testing.T) {
 	}
 	smp.MemUsedMiB = 20000
 	if bad, why := Contradicts(claim, smp); !bad || !strings.Contains(why, "450 W") {
-		t.Fatalf("power over the model's stock limit missed: %v %q", bad, why)
+		t.Fatalf("power far over the model's stock limit missed: %v %q", bad, why)
 	}
-	smp.PowerW = 450 * 1.09 // within the margin
+	smp.PowerW = 600 // an owner-raised limit on a real 4090
 	if bad, why := Contradicts(claim, smp); bad {
-		t.Fatalf("honest overshoot flagged: %q", why)
+		t.Fatalf("honest raised power limit flagged: %q", why)
+	}
+	lowered := claim
+	lowered.PowerLimitW = 300 // claimed while the owner had lowered it
+	if bad, why := Contradicts(lowered, smp); bad {
+		t.Fatalf("a limit raised back after the claim flagged: %q", why)
 	}
 	if bad, why := Contradicts(HardwareClaim{Model: "H100", Simulated: true}, smp); !bad {
 		t.Fatalf("real sample against a simulated claim not flagged: %q", why)

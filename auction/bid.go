@@ -22,6 +22,11 @@ type Bid struct {
 	// Nonce echoes the renter's request for quotes, so that a bid cannot
 	// be replayed into another auction round for the same job.
 	Nonce []byte `cbor:"7,keyasint" json:"nonce"`
+	// GPUHashes names the GPUs the provider will assign (attest.UUIDHash),
+	// one per GPU. The lease copies them and the provider refuses an award
+	// that names others, so a lease's GPUs are the provider's own
+	// statement: what a double-lease proof rests on.
+	GPUHashes []string `cbor:"8,keyasint,omitempty" json:"gpu_hashes,omitempty"`
 }
 
 // Decline is a provider's answer when it will not bid; Reason is one of
@@ -94,6 +99,18 @@ func (b *Bid) Validate() error {
 	}
 	if len(b.Nonce) < minNonce || len(b.Nonce) > maxNonce {
 		return badBid("nonce", "%d bytes, want %d..%d", len(b.Nonce), minNonce, maxNonce)
+	}
+	if len(b.GPUHashes) > 0 {
+		if len(b.GPUHashes) != b.GPUs {
+			return badBid("gpu_hashes", "%d hashes for %d GPUs", len(b.GPUHashes), b.GPUs)
+		}
+		seen := map[string]bool{}
+		for _, h := range b.GPUHashes {
+			if h == "" || len(h) > 64 || seen[h] {
+				return badBid("gpu_hashes", "empty, longer than 64 bytes or repeated")
+			}
+			seen[h] = true
+		}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ var exampleSpec = []string{
 	`retry: {max_reauctions: 3, on_exit_codes: [75]}`,
 	`workload: batch                 # batch | service`,
 	`allow_simulated: false          # accept simulated GPUs (local testnets)`,
-	`verify: {replicas: 2, expect_sha256: E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855}`,
+	`verify: {expect_sha256: E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855}`,
 }
 
 func exampleWith(line int, repl string) []byte {
@@ -58,7 +58,7 @@ func TestParseJobSpecExample(t *testing.T) {
 		Checkpoint: Checkpoint{Path: "/checkpoint"},
 		Retry:      Retry{MaxReauctions: 3, OnExitCodes: []int{75}},
 		Workload:   "batch",
-		Verify:     Verify{Replicas: 2, ExpectSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		Verify:     Verify{ExpectSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("parsed\n%#v\nwant\n%#v", s, want)
@@ -142,6 +142,7 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"reauctions", 14, "retry: {max_reauctions: 1000}", 14, "retry.max_reauctions", "0..100"},
 		{"replicas", 17, "verify: {replicas: 4}", 17, "verify.replicas", "1..3"},
 		{"known answer", 17, "verify: {expect_sha256: abc}", 17, "verify.expect_sha256", "64 hex digits"},
+		{"both checks", 17, "verify: {replicas: 2, expect_sha256: " + strings.Repeat("ab", 32) + "}", 17, "verify", "not both"},
 		{"workload", 15, "workload: cron", 15, "workload", "batch, service"},
 		{"simulated yes", 16, "allow_simulated: yes", 16, "allow_simulated", "true or false"},
 		{"unknown top-level", 16, "colour: red", 16, "colour", "unknown field"},

@@ -32,6 +32,9 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	if s.Tier != Gold && !s.Start.IsZero() {
 		return &SpecError{d.lines["start"], "start", "only gold reserves a window; remove start or use tier: gold"}
 	}
+	if s.Verify.Replicas > 1 && s.Verify.ExpectSHA256 != "" {
+		return &SpecError{d.lines["verify.replicas"], "verify", "use either replicas (compare providers) or expect_sha256 (a known answer), not both"}
+	}
 	return nil
 }
 
@@ -96,6 +99,15 @@ func validDataset(s string) (string, error) {
 func validCheckpoint(s string) (string, error) {
 	if !path.IsAbs(s) || path.Clean(s) != s || strings.IndexByte(s, 0) >= 0 {
 		return "", fmt.Errorf("%q: want an absolute, clean path such as /checkpoint", s)
+	}
+	return s, nil
+}
+
+// ParseSHA256 accepts exactly 64 lower-case hex digits: an output hash as
+// providers report it.
+func ParseSHA256(s string) (string, error) {
+	if v, err := validSHA256(s); err != nil || v != s {
+		return "", fmt.Errorf("%q is not a lower-case sha256 in hex", s)
 	}
 	return s, nil
 }

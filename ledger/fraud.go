@@ -160,6 +160,10 @@ func VerifyContradiction(b []byte) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("%w: sample: %v", ErrNotAProof, err)
 	}
+	if s.Time < e.Time*1000 {
+		// A claim speaks from when it was made; hardware may have changed.
+		return Verdict{}, fmt.Errorf("%w: the sample predates the claim", ErrNotAProof)
+	}
 	g, ok := claim.GPU(s.GPU)
 	if !ok {
 		return Verdict{}, fmt.Errorf("%w: the claim does not name GPU %s", ErrNotAProof, s.GPU)

@@ -120,6 +120,20 @@ func TestContradictionProof(t *testing.T) {
 		t.Fatalf("verdict %+v", v)
 	}
 
+	// A sample from before the claim was made is not held against it.
+	if _, err := VerifyContradiction(proof(func() []byte {
+		s, err := attest.NewSampler(prov, "lease-1", []byte("0123456789abcdef"), attest.UUIDHash(big.UUID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, raw, err := s.Sign(big, time.Now().Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}())); !errors.Is(err, ErrNotAProof) {
+		t.Errorf("a sample older than the claim convicted: %v", err)
+	}
 	honest := inv.GPUs[0]
 	honest.VRAMFreeMiB, honest.PowerW = 20000, 300
 	if _, err := VerifyContradiction(proof(sample(prov, honest))); !errors.Is(err, ErrNotAProof) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
@@ -75,9 +76,12 @@ type feeds struct {
 	topic *pubsub.Topic
 
 	appendMu sync.Mutex // serialises appends to our own feed
-	wants    *wantList  // feeds to fetch
-	serving  chan struct{}
-	recons   chan struct{}
+	// counterparty tells the peers this node deals with (see dealsWith);
+	// set once the market and jobs are up.
+	counterparty atomic.Pointer[func(author string) bool]
+	wants        *wantList // feeds to fetch
+	serving      chan struct{}
+	recons       chan struct{}
 
 	annMu   sync.Mutex            // guards ann
 	ann     map[string]ledgerHead // heads stored since the last announcement round

@@ -44,8 +44,19 @@ func (f *feeds) offer(h ledgerHead, src peer.ID) string {
 		}
 		check = h.Seq
 	}
-	author, _ := peer.Decode(h.Author)
-	return f.wants.offer(h.Author, h.Seq, check, src, !ok, f.connected(author), time.Now())
+	// Whom we deal with only matters for a feed we do not hold yet.
+	return f.wants.offer(h.Author, h.Seq, check, src, !ok, !ok && f.dealsWith(h.Author), time.Now())
+}
+
+// dealsWith reports whether this node deals with author or is considering
+// it (DESIGN: those feeds are replicated in full, past the cap on foreign
+// feeds): a provider in its book, a party to one of its leases. Merely
+// being connected is not enough: anyone can connect.
+func (f *feeds) dealsWith(author string) bool {
+	if fn := f.counterparty.Load(); fn != nil {
+		return (*fn)(author)
+	}
+	return false
 }
 
 // follow fetches author's feed whatever the foreign feed cap: the hook for

@@ -15,15 +15,15 @@ import (
 // side has journaled that end.
 const releaseSkew = 60
 
-// fraudScan collects, during one pass over the replicated ledger, what the
-// objective fraud checks need: every provider's latest hardware claim,
-// every co-signed lease, when each lease was recorded as ended, and every
+// fraudScan collects, as the ledger is folded in, what the objective
+// fraud checks need: every provider's latest hardware claim, every
+// co-signed lease, where in the provider's own feed each lease was signed
+// and settled, when each renter recorded its lease's end, and every
 // journaled fraud proof.
 type fraudScan struct {
 	claims map[string]claimRef         // author -> latest claim
 	leases map[string]*leaseRef        // lease CID -> lease
-	ended  map[string]int64            // lease CID -> earliest recorded end
-	proofs map[string][]ledger.Verdict // accused -> valid journaled proofs
+	proofs map[string][]ledger.Verdict // accused -> valid journaled proofs that convict by themselves
 	raw    map[string][]byte           // accused -> one proof's bytes
 	seen   map[string]bool             // proof bytes already journaled, by anyone
 }
@@ -38,12 +38,23 @@ type doubleLease struct {
 type claimRef struct {
 	raw   []byte // the SignedEntry, for a contradiction proof
 	seq   uint64
+	time  int64 // unix seconds: samples before it are not held against it
 	claim attest.Claim
 }
 
+// leaseRef is a lease and what its parties' feeds say of it.
 type leaseRef struct {
 	raw   []byte
 	lease *auction.Lease
+	cid   string
+	// signedAt and settledAt are the seq of the provider's own lease and
+	// settlement entries (0: none): the provider's feed is a hash chain,
+	// so their order cannot be rewritten without equivocating.
+	signedAt, settledAt uint64
+	// renterEnd is when the renter's outcome says the lease ended (0:
+	// not yet). Only the lease's own renter's word counts.
+	renterEnd int64
+	ends      []endClaim // not yet resolved against the lease's parties
 }
 
 // verifiedLease is the lease named cid if both parties really signed it.
@@ -58,7 +69,7 @@ func (f *fraudScan) verifiedLease(cid string) (*auction.Lease, bool) {
 
 func newFraudScan() *fraudScan {
 	return &fraudScan{claims: map[string]claimRef{}, leases: map[string]*leaseRef{},
-		ended: map[string]int64{}, proofs: map[string][]ledger.Verdict{}, raw: map[string][]byte{}, seen: map[string]bool{}}
+		proofs: map[string][]ledger.Verdict{}, raw: map[string][]byte{}, seen: map[string]bool{}}
 }
 
 // add looks at one entry of an unfrozen feed.
@@ -68,27 +79,42 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 		c, err := attest.DecodeClaim(e.Payload)
 		if err == nil && e.Seq >= f.claims[e.Author].seq {
 			raw, _ := se.Marshal()
-			f.claims[e.Author] = claimRef{raw: raw, seq: e.Seq, claim: c}
+			f.claims[e.Author] = claimRef{raw: raw, seq: e.Seq, time: e.Time, claim: c}
 		}
 	case ledger.TypeLease:
 		// Fields only: the signatures of the few leases that decide
 		// something are checked where they do (VerifyDoubleLease,
 		// verifiedLease); verifying 100k leases every pass would not scale.
 		l, sl, err := auction.DecodeLeaseUnverified(e.Payload)
-		if err == nil && (e.Author == l.Provider || e.Author == l.Renter) {
-			f.leases[sl.CID().String()] = &leaseRef{raw: e.Payload, lease: l}
+		if err != nil || (e.Author != l.Provider && e.Author != l.Renter) {
+			return
+		}
+		ref := f.lease(sl.CID().String())
+		ref.raw, ref.lease = e.Payload, l
+		if e.Author == l.Provider && ref.signedAt == 0 {
+			ref.signedAt = e.Seq
 		}
 	case ledger.TypeSettlement, ledger.TypeOutcome:
-		var ref struct {
+		var end struct {
 			Lease string `json:"lease"`
 		}
-		if json.Unmarshal(e.Payload, &ref) == nil && ref.Lease != "" {
-			if t, ok := f.ended[ref.Lease]; !ok || e.Time < t {
-				f.ended[ref.Lease] = e.Time
-			}
+		if json.Unmarshal(e.Payload, &end) != nil || end.Lease == "" {
+			return
+		}
+		// Who wrote it is checked once the lease is known (see ended):
+		// a stranger's word that a lease ended excuses nothing.
+		ref := f.lease(end.Lease)
+		if e.Type == ledger.TypeSettlement {
+			ref.ends = append(ref.ends, endClaim{author: e.Author, seq: e.Seq, settlement: true})
+		} else {
+			ref.ends = append(ref.ends, endClaim{author: e.Author, time: e.Time})
 		}
 	case ledger.TypeFraudProof:
-		if v, err := ledger.VerifyAnyProof(e.Payload); err == nil && !f.seen[string(e.Payload)] {
+		v, err := ledger.VerifyAnyProof(e.Payload)
+		if err == nil && !f.seen[string(e.Payload)] && v.Kind != ledger.ProofDoubleLease {
+			// A double-lease proof shows two signed leases, not that the
+			// first had not ended: every node judges that from the feeds
+			// itself (doubleLeases), so a journaled one convicts nobody.
 			f.proofs[v.Author] = append(f.proofs[v.Author], v)
 			if f.raw[v.Author] == nil {
 				f.raw[v.Author] = e.Payload
@@ -98,48 +124,124 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 	}
 }
 
-// doubleLeases finds every pair of exclusive leases in which one provider
-// gave one GPU to two jobs at once, excusing a first lease that either
-// party recorded as ended before the second began (a job that finished
-// or was cancelled early frees its GPU). It returns each conflict's proof.
-func (f *fraudScan) doubleLeases() []doubleLease {
-	type use struct {
-		cid string
-		ref *leaseRef
+// endClaim is a settlement or outcome naming a lease, before we know
+// whether its author is a party to the lease.
+type endClaim struct {
+	author     string
+	seq        uint64
+	time       int64
+	settlement bool
+}
+
+func (f *fraudScan) lease(cid string) *leaseRef {
+	ref, ok := f.leases[cid]
+	if !ok {
+		ref = &leaseRef{cid: cid}
+		f.leases[cid] = ref
 	}
-	byGPU := map[string][]use{} // provider + GPU -> exclusive leases
-	for cid, ref := range f.leases {
+	return ref
+}
+
+// resolveEnds keeps, of the end claims, the provider's first settlement
+// and the renter's earliest outcome.
+func (ref *leaseRef) resolveEnds() {
+	for _, c := range ref.ends {
+		switch {
+		case c.settlement && c.author == ref.lease.Provider:
+			if ref.settledAt == 0 || c.seq < ref.settledAt {
+				ref.settledAt = c.seq
+			}
+		case !c.settlement && c.author == ref.lease.Renter:
+			if ref.renterEnd == 0 || c.time < ref.renterEnd {
+				ref.renterEnd = c.time
+			}
+		}
+	}
+	ref.ends = nil
+}
+
+// doubleLeases finds, per provider, the first pair of exclusive (gold or
+// silver) leases in which it gave one GPU to two jobs at once. It walks
+// each GPU's leases in the order the provider signed them: a lease is open
+// from its signing until the provider settles it (in its own feed, before
+// the next signing), its renter records its end, or its window closes.
+// Signing a lease whose window overlaps a lease still open on that GPU is
+// the fault. A lease the provider never journaled is compared by time
+// with every other, and only its renter's word can close it. Honest
+// providers hold at most one open lease per GPU, so this is linear.
+func (f *fraudScan) doubleLeases() []doubleLease {
+	byGPU := map[string][]*leaseRef{} // provider/GPU -> exclusive leases
+	for _, ref := range f.leases {
+		if ref.lease == nil {
+			continue // only end claims seen so far
+		}
+		ref.resolveEnds()
 		if ref.lease.Tier == auction.Bronze {
 			continue
 		}
 		for _, g := range ref.lease.GPUUUIDHash {
 			k := ref.lease.Provider + "/" + g
-			byGPU[k] = append(byGPU[k], use{cid, ref})
+			byGPU[k] = append(byGPU[k], ref)
 		}
 	}
 	var out []doubleLease
-	done := map[[2]string]bool{}
-	for _, uses := range byGPU {
-		sort.Slice(uses, func(i, j int) bool { return uses[i].ref.lease.Start < uses[j].ref.lease.Start })
-		for i := range uses {
-			a := uses[i]
-			end := a.ref.lease.End
-			if t, ok := f.ended[a.cid]; ok && t < end {
-				end = t
-			}
-			for _, b := range uses[i+1:] {
-				if b.ref.lease.Start+releaseSkew >= end {
-					break // sorted by start: no later lease overlaps a either
-				}
-				if _, conflict := ledger.LeasesConflict(a.ref.lease, b.ref.lease); !conflict || done[[2]string{a.cid, b.cid}] {
-					continue
-				}
-				done[[2]string{a.cid, b.cid}] = true
-				if p, err := ledger.NewDoubleLeaseProof(a.ref.raw, b.ref.raw).Marshal(); err == nil {
-					out = append(out, doubleLease{p, [2]string{a.ref.lease.Renter, b.ref.lease.Renter}})
-				}
+	convicted := map[string]bool{}
+	for _, group := range byGPU {
+		if convicted[group[0].lease.Provider] {
+			continue
+		}
+		if a, b, ok := firstConflict(group); ok {
+			convicted[a.lease.Provider] = true
+			if p, err := ledger.NewDoubleLeaseProof(a.raw, b.raw).Marshal(); err == nil {
+				out = append(out, doubleLease{p, [2]string{a.lease.Renter, b.lease.Renter}})
 			}
 		}
 	}
 	return out
+}
+
+func firstConflict(group []*leaseRef) (a, b *leaseRef, ok bool) {
+	var signed, hidden []*leaseRef
+	for _, r := range group {
+		if r.signedAt > 0 {
+			signed = append(signed, r)
+		} else {
+			hidden = append(hidden, r)
+		}
+	}
+	sort.Slice(signed, func(i, j int) bool { return signed[i].signedAt < signed[j].signedAt })
+	var open []*leaseRef
+	for _, nb := range signed {
+		still := open[:0]
+		for _, oa := range open {
+			closed := (oa.settledAt > 0 && oa.settledAt < nb.signedAt) || oa.lease.End <= nb.lease.Start ||
+				(oa.renterEnd > 0 && oa.renterEnd <= nb.lease.Start+releaseSkew)
+			if !closed {
+				still = append(still, oa)
+			}
+		}
+		open = still
+		for _, oa := range open {
+			if _, c := ledger.LeasesConflict(oa.lease, nb.lease); c {
+				return oa, nb, true
+			}
+		}
+		open = append(open, nb)
+	}
+	for _, h := range hidden {
+		for _, o := range group {
+			if o == h {
+				continue
+			}
+			first, second := o, h
+			if h.lease.Start < o.lease.Start {
+				first, second = h, o
+			}
+			excused := first.renterEnd > 0 && first.renterEnd <= second.lease.Start+releaseSkew
+			if _, c := ledger.LeasesConflict(first.lease, second.lease); c && !excused {
+				return first, second, true
+			}
+		}
+	}
+	return nil, nil, false
 }

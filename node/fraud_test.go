@@ -128,7 +128,11 @@ func TestDoubleLeaseConvicts(t *testing.T) {
 		v.refresh(true)
 		v.mu.Unlock()
 	}
-	time.Sleep(50 * time.Millisecond) // record runs on its own goroutine
+	deadline := time.Now().Add(5 * time.Second) // record runs on its own goroutine
+	for j.count(ledger.TypeFraudProof) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // and a second one, were there one, would come as fast
 	if n := j.count(ledger.TypeFraudProof); n != 1 {
 		t.Fatalf("journaled %d fraud proofs, want 1", n)
 	}
@@ -270,4 +274,53 @@ func voucherFor(t *testing.T, r, p actor, lease string, total auction.Credits) [
 	}
 	raw, _ := sv.Marshal()
 	return raw
+}
+
+// Nobody can frame an honest provider: a proof journaled for a lease the
+// provider settled before re-leasing its GPU convicts nobody, and nobody
+// but the renter can close a lease early.
+func TestDoubleLeaseFramingAndBackdating(t *testing.T) {
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+
+	// Framing: the provider settled A before signing B.
+	w := newLedgerWorld(t)
+	prov, r1, r2, stranger := newActor(t), newActor(t), newActor(t), newActor(t)
+	a, ca := w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
+	settle, _ := json.Marshal(Settlement{Lease: ca, Renter: r1.id})
+	w.append(prov, ledger.TypeSettlement, settle, t0.Add(5*time.Minute))
+	b, _ := w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
+	proof, err := ledger.NewDoubleLeaseProof(a, b).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.VerifyDoubleLease(proof); err != nil {
+		t.Fatalf("the framing proof should verify offline (it shows two signed leases): %v", err)
+	}
+	w.append(stranger, ledger.TypeFraudProof, proof, time.Now())
+	if v := (&reputationView{st: w.st, self: newActor(t).id}); v.convicted(prov.id) {
+		t.Fatal("a journaled double-lease proof for a lease settled before the GPU was leased again convicted")
+	}
+
+	// Back-dating: the provider double-leases, then a stranger and the
+	// provider itself journal that the first lease ended early.
+	w = newLedgerWorld(t)
+	_, ca = w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
+	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
+	fake, _ := json.Marshal(Outcome{Lease: ca, Provider: prov.id, Result: StateCompleted})
+	w.append(stranger, ledger.TypeOutcome, fake, t0.Add(time.Minute))
+	late, _ := json.Marshal(Settlement{Lease: ca, Renter: r1.id})
+	w.append(prov, ledger.TypeSettlement, late, t0.Add(time.Minute)) // dated early, journaled after B
+	if v := (&reputationView{st: w.st, self: newActor(t).id}); !v.convicted(prov.id) {
+		t.Fatal("a back-dated end by a stranger or a late settlement excused a double lease")
+	}
+
+	// The renter's own word does close its lease.
+	w = newLedgerWorld(t)
+	_, ca = w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
+	done, _ := json.Marshal(Outcome{Lease: ca, Provider: prov.id, Result: StateCancelled})
+	w.append(r1, ledger.TypeOutcome, done, t0.Add(5*time.Minute))
+	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
+	if v := (&reputationView{st: w.st, self: newActor(t).id}); v.convicted(prov.id) {
+		t.Fatal("a lease its renter ended was held against the provider")
+	}
 }

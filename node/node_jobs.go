@@ -45,6 +45,13 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	pj.wrongAnswers = n.opts.WrongAnswers
 	n.renterJobs = rj
+	dealsWith := func(author string) bool {
+		if _, _, ok := n.market.book.Get(author); ok {
+			return true
+		}
+		return pj.dealsWith(author) || rj.dealsWith(author)
+	}
+	n.feeds.counterparty.Store(&dealsWith)
 	return nil
 }
 

@@ -10,10 +10,10 @@ import (
 // two providers whose output hashes are compared.
 type Probe struct {
 	Provider string `json:"provider"`
-	Lease    string `json:"lease"`  // CID of the checked lease
-	Kind     string `json:"kind"`   // "canary" or "replica"
-	Result   string `json:"result"` // "passed", "failed" or "inconclusive" (replicas without a majority)
-	Expected string `json:"expected_sha256"`
+	Lease    string `json:"lease"`                     // CID of the checked lease
+	Kind     string `json:"kind"`                      // "canary" or "replica"
+	Result   string `json:"result"`                    // "passed", "failed" or "inconclusive" (replicas without a majority)
+	Expected string `json:"expected_sha256,omitempty"` // replicas: the majority's (a canary's stays secret)
 	Got      string `json:"got_sha256"`
 	Detail   string `json:"detail,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,15 @@ func (pj *providerJobs) quote(req quoteRequest) quoteReply {
 		return quoteReply{Decline: decl.Reason}
 	}
 	bid.JobID, bid.Nonce = req.JobID, req.Nonce
+	pj.mu.Lock()
+	plan := pj.planGPUs(bid.GPUs, spec.Tier)
+	pj.mu.Unlock()
+	if plan == nil {
+		return quoteReply{Decline: auction.ReasonBusy}
+	}
+	if bid.GPUHashes = pj.hashesOf(plan); bid.GPUHashes == nil {
+		return quoteReply{Decline: "GPU inventory changed; ask again"}
+	}
 	sb, err := auction.SignBid(&bid, pj.key)
 	if err != nil {
 		return quoteReply{Decline: "cannot sign bid: " + err.Error()}
@@ -156,21 +166,22 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the lease's bid: %w", err)
 	}
-	if bid.Provider != me || bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs {
+	if bid.Provider != me || bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||
+		len(bid.GPUHashes) != l.GPUs || !slices.Equal(l.GPUUUIDHash, bid.GPUHashes) {
 		return nil, errors.New("the lease does not honour our bid")
+	}
+	want := pj.indexesOf(bid.GPUHashes)
+	if want == nil {
+		return nil, errors.New("the GPUs of our bid are no longer in this machine")
 	}
 	pj.mu.Lock()
 	defer pj.mu.Unlock()
 	if _, dup := pj.leases[l.JobID]; dup {
 		return nil, errors.New("a lease for this job exists already")
 	}
-	gpus := pj.freeGPUs(l.GPUs)
-	var after []chan struct{}
-	if gpus == nil && l.Tier != auction.Bronze {
-		gpus, after = pj.takeFromBronze(l.GPUs)
-	}
+	gpus, after := pj.claimGPUs(want, l.Tier)
 	if gpus == nil {
-		return nil, errors.New("no longer enough free GPUs")
+		return nil, errors.New("the GPUs of our bid were leased meanwhile; auction again")
 	}
 	if err := sl.CounterSign(pj.key); err != nil {
 		return nil, err
@@ -186,7 +197,9 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	for _, g := range gpus {
 		pj.used[g] = true
 	}
-	go pj.journal.record(ledger.TypeLease, raw)
+	// Journaled before the renter hears of it, and in order with this
+	// node's settlements (see settle).
+	pj.journal.record(ledger.TypeLease, raw)
 	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after, hub: &eventHub{}}
 	return raw, nil
 }
@@ -221,40 +234,97 @@ func (pj *providerJobs) release(jobID string) {
 	}
 }
 
-// takeFromBronze makes room for a silver or gold award on a provider whose
-// GPUs are all leased: it preempts bronze leases (with their notice) and
-// hands their GPUs to the new lease, which starts once they are released.
-// Called with pj.mu held; nil when even that would not free enough.
-func (pj *providerJobs) takeFromBronze(n int) ([]int, []chan struct{}) {
-	free := pj.freeGPUs(0)
-	var victims []*activeLease
-	have := len(free)
+// planGPUs picks the GPUs a bid will name: free ones, or for silver and
+// gold, GPUs held by bronze leases (preemptible); nil if there are not n.
+// Nothing is reserved: accept claims them. Called with pj.mu held.
+func (pj *providerJobs) planGPUs(n int, tier auction.Tier) []int {
+	if free := pj.freeGPUs(n); free != nil {
+		return free
+	}
+	if tier == auction.Bronze {
+		return nil
+	}
+	plan := pj.freeGPUs(0)
 	for _, al := range pj.leases {
-		if have >= n {
-			break
-		}
-		if al.lease.Tier == auction.Bronze && len(al.gpus) > 0 {
-			victims = append(victims, al)
-			have += len(al.gpus)
+		if al.lease.Tier == auction.Bronze {
+			plan = append(plan, al.gpus...)
 		}
 	}
-	if have < n {
-		return nil, nil
+	if len(plan) < n {
+		return nil
 	}
-	gpus := free
+	slices.Sort(plan)
+	return plan[:n]
+}
+
+// claimGPUs takes exactly the GPUs want for a new lease of tier: each must
+// be free or, for silver and gold, held by a bronze lease, which is then
+// preempted with its notice (the new lease starts once those are
+// released). nil if any is held otherwise. Called with pj.mu held.
+func (pj *providerJobs) claimGPUs(want []int, tier auction.Tier) ([]int, []chan struct{}) {
+	holder := map[int]*activeLease{}
+	for _, al := range pj.leases {
+		for _, g := range al.gpus {
+			holder[g] = al
+		}
+	}
+	avail := map[int]bool{}
+	for _, g := range pj.freeGPUs(0) {
+		avail[g] = true
+	}
+	victims := map[*activeLease]bool{}
+	for _, g := range want {
+		switch al := holder[g]; {
+		case al == nil && avail[g]:
+		case al != nil && al.lease.Tier == auction.Bronze && tier != auction.Bronze:
+			victims[al] = true
+		default:
+			return nil, nil
+		}
+	}
 	var after []chan struct{}
-	for _, v := range victims {
+	for v := range victims {
 		select {
 		case v.preempt <- "a higher tier needs the GPU":
 		default:
 		}
-		gpus = append(gpus, v.gpus...)
-		// The GPUs now belong to the new lease: the victim's release
-		// must not free them.
-		v.gpus = nil
+		// The claimed GPUs now belong to the new lease: the victim's
+		// release frees only the rest.
+		v.gpus = slices.DeleteFunc(v.gpus, func(g int) bool { return slices.Contains(want, g) })
 		after = append(after, v.done)
 	}
-	return gpus[:n], after
+	return want, after
+}
+
+// hashesOf names GPUs by index as bids, leases and telemetry do; nil if
+// the inventory no longer has one of them.
+func (pj *providerJobs) hashesOf(idx []int) []string {
+	pj.p.mu.Lock()
+	defer pj.p.mu.Unlock()
+	inv := pj.p.avail.Inventory.GPUs
+	out := make([]string, 0, len(idx))
+	for _, i := range idx {
+		if i < 0 || i >= len(inv) {
+			return nil
+		}
+		out = append(out, attest.UUIDHash(inv[i].UUID))
+	}
+	return out
+}
+
+// indexesOf is hashesOf's inverse; nil if a hash names no GPU here.
+func (pj *providerJobs) indexesOf(hashes []string) []int {
+	pj.p.mu.Lock()
+	defer pj.p.mu.Unlock()
+	out := make([]int, 0, len(hashes))
+	for _, h := range hashes {
+		i := slices.IndexFunc(pj.p.avail.Inventory.GPUs, func(g attest.GPU) bool { return attest.UUIDHash(g.UUID) == h })
+		if i < 0 {
+			return nil
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 func randomNonce() []byte {
@@ -284,4 +354,16 @@ func (pj *providerJobs) reclaim(a attest.Availability) {
 			}
 		}
 	}
+}
+
+// dealsWith: author rents from this provider now.
+func (pj *providerJobs) dealsWith(author string) bool {
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	for _, al := range pj.leases {
+		if al.lease.Renter == author {
+			return true
+		}
+	}
+	return false
 }

@@ -75,7 +75,16 @@ func (pj *providerJobs) cancel(al *activeLease) {
 // GPU preempts it with the lease's notice and ships its checkpoint back;
 // the container is removed whatever happens.
 func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
-	defer pj.release(al.lease.JobID)
+	settled := false
+	defer func() {
+		// Every lease that ends is settled before its GPUs are free, in
+		// this node's feed order: that order is what shows a GPU was
+		// released before it was leased again (see node/fraud.go).
+		if !settled {
+			pj.settle(al, nil, false)
+		}
+		pj.release(al.lease.JobID)
+	}()
 	al.hub.add(s)
 	send := al.hub.send
 	spec, err := auction.ParseJobSpec(req.Spec)
@@ -232,6 +241,7 @@ loop:
 		}
 	}
 	pj.settle(al, m, unpaid)
+	settled = true
 	<-logsDone
 	if w.err != nil {
 		_ = send(jobEvent{Type: "error", Error: w.err.Error()})
@@ -450,9 +460,13 @@ type Settlement struct {
 }
 
 func (pj *providerJobs) settle(al *activeLease, m *meter, unpaid bool) {
-	total, best := m.settled()
-	payload, err := json.Marshal(Settlement{Lease: m.cid, Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best, Unpaid: unpaid})
+	var total auction.Credits
+	var best []byte
+	if m != nil { // nil: the job never ran
+		total, best = m.settled()
+	}
+	payload, err := json.Marshal(Settlement{Lease: leaseCID(al.raw), Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best, Unpaid: unpaid})
 	if err == nil {
-		go pj.journal.record(ledger.TypeSettlement, payload)
+		pj.journal.record(ledger.TypeSettlement, payload)
 	}
 }

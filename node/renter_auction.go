@@ -56,6 +56,10 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if err != nil {
 		return
 	}
+	if specYAML, err = forProvider(spec, specYAML); err != nil {
+		r.fail(id, err)
+		return
+	}
 	if rec.Group != "" {
 		// Decided once the last replica ends, whichever that is.
 		defer r.compareReplicas(rec.Group)
@@ -271,6 +275,7 @@ func (r *renterJobs) award(id string, spec *auction.JobSpec, w auction.Ranked, p
 		Tier: spec.Tier, Price: price, GPUs: spec.Resources.GPUs,
 		Start: start.Unix(), End: start.Add(spec.Duration.Max).Unix(),
 		NoticeSec: w.Offer.Policy.PreemptNotice, BillingSec: int64(r.billing / time.Second), Bid: bidRaw,
+		GPUUUIDHash: w.Bid.GPUHashes,
 	}
 	sl, err := auction.ProposeLease(l, r.key)
 	if err != nil {

@@ -106,7 +106,10 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			code := ev.ExitCode
 			r.update(id, "", func(j *JobRecord) {
 				t := ev.Time.UTC()
-				j.ExitCode, j.EndedAt, j.PullMS, j.Output = &code, &t, ev.PullMS, ev.Output
+				j.ExitCode, j.EndedAt, j.PullMS, j.Output = &code, &t, ev.PullMS, ""
+				if _, err := auction.ParseSHA256(ev.Output); err == nil {
+					j.Output = ev.Output // anything else is no answer at all
+				}
 			})
 			j, _ := r.get(id)
 			switch {
@@ -190,6 +193,10 @@ func (r *renterJobs) reattach(id string) {
 	if err != nil {
 		return
 	}
+	if j.Group != "" {
+		// However this ends (even unreachable), the group is decided.
+		defer r.compareReplicas(j.Group)
+	}
 	spec, err := auction.ParseJobSpec([]byte(j.Spec))
 	if err != nil {
 		r.fail(id, err)
@@ -209,9 +216,6 @@ func (r *renterJobs) reattach(id string) {
 	if err != nil {
 		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
 		return
-	}
-	if j.Group != "" {
-		defer r.compareReplicas(j.Group) // a replica decided after the restart still counts
 	}
 	r.startPaying(r.bg, id, s, l, j.Lease, uint64(j.Vouchers)+1)
 	out := r.followStream(id, spec, s, nil)

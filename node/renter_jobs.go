@@ -171,9 +171,11 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 		if opt.Provider != "" {
 			return nil, fmt.Errorf("%w: verify.replicas runs on %d different providers; it cannot be pinned to one", auction.ErrBadJobSpec, n)
 		}
+		// Unrelated IDs: a provider must not tell a replica from any
+		// other job (the group is this node's bookkeeping only).
 		ids = ids[:0]
-		for i := 1; i <= n; i++ {
-			ids = append(ids, fmt.Sprintf("%s-r%d", base, i))
+		for range n {
+			ids = append(ids, spec.Name+"-"+hex.EncodeToString(randomNonce()[:6]))
 		}
 	}
 	now := time.Now().UTC()
@@ -299,4 +301,16 @@ func (r *renterJobs) appendLog(id string, chunk []byte) {
 		_, _ = b.Write(chunk)
 	}
 	r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk), Time: time.Now().UTC()})
+}
+
+// dealsWith: author is the provider of one of this renter's jobs.
+func (r *renterJobs) dealsWith(author string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range r.jobs {
+		if j.Provider == author || j.Pin == author {
+			return true
+		}
+	}
+	return false
 }

@@ -76,7 +76,7 @@ func (t *telemetry) checkClaim(raw []byte, s *attest.Sample) {
 		return
 	}
 	c, ok := t.claimOf(t.provider.String())
-	if !ok {
+	if !ok || s.Time < c.time*1000 {
 		return
 	}
 	g, ok := c.claim.GPU(s.GPU)

@@ -61,8 +61,11 @@ type reputationView struct {
 	fs   *fraudScan
 	fold *ledgerFold // what earlier passes read, so each reads only what is new
 	// journaled are proofs this node has already appended, so that a
-	// conflict it found is journaled once however often it recomputes.
+	// conflict it found is journaled once however often it recomputes;
+	// checked are double-lease proofs whose signatures were checked (nil:
+	// they do not verify).
 	journaled map[string]bool
+	checked   map[string]*ledger.Verdict
 }
 
 func (v *reputationView) get() (map[string]float64, map[string]*Evidence) {
@@ -121,7 +124,7 @@ func (v *reputationView) claimOf(p string) (claimRef, bool) {
 	defer v.mu.Unlock()
 	v.refresh(false)
 	c, ok := v.fs.claims[p]
-	if !ok && time.Since(v.at) > time.Second {
+	if !ok && time.Since(v.at) > 2*time.Second {
 		v.refresh(true)
 		c, ok = v.fs.claims[p]
 	}
@@ -142,9 +145,9 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 	if v.fold == nil {
 		v.fold = newLedgerFold()
 	}
-	if ok, err := v.fold.catchUp(st); err != nil {
-		v.fold = nil // read again in full next time
-	} else if !ok {
+	// On a store error, what was folded stays (each feed is folded whole
+	// or not at all): forgetting it would make convicted peers awardable.
+	if ok, err := v.fold.catchUp(st); err == nil && !ok {
 		v.fold = newLedgerFold()
 		_, _ = v.fold.catchUp(st)
 	}
@@ -197,6 +200,9 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 	return sc, ev, fs
 }
 
+// maxCheckedProofs bounds the memo of checked double-lease proofs.
+const maxCheckedProofs = 4096
+
 type settlementAt struct {
 	s    Settlement
 	by   string // the provider
@@ -211,7 +217,7 @@ func renterRatings(settlements []settlementAt, fs *fraudScan, evOf func(string) 
 	var out []ledger.Rating
 	for _, s := range settlements {
 		ref, ok := fs.leases[s.s.Lease]
-		if !ok || ref.lease.Provider != s.by || ref.lease.Renter != s.s.Renter {
+		if !ok || ref.lease == nil || ref.lease.Provider != s.by || ref.lease.Renter != s.s.Renter {
 			continue
 		}
 		e := evOf(s.s.Renter)
@@ -239,20 +245,30 @@ func (v *reputationView) convict(self string, fs *fraudScan, evOf func(string) *
 	for accused, vs := range fs.proofs {
 		evOf(accused).Convictions = append(evOf(accused).Convictions, vs...)
 	}
+	if v.journaled == nil {
+		v.journaled, v.checked = map[string]bool{}, map[string]*ledger.Verdict{}
+	}
 	for _, dl := range fs.doubleLeases() {
 		p := dl.proof
-		verdict, err := ledger.VerifyDoubleLease(p)
-		if err != nil {
+		// The scan read leases without their signatures: a conflict
+		// convicts only if both leases really carry both signatures. Each
+		// proof is checked once, not on every pass.
+		verdict, seen := v.checked[string(p)]
+		if !seen {
+			if vd, err := ledger.VerifyDoubleLease(p); err == nil {
+				verdict = &vd
+			}
+			if len(v.checked) >= maxCheckedProofs {
+				clear(v.checked)
+			}
+			v.checked[string(p)] = verdict
+		}
+		if verdict == nil {
 			continue
 		}
-		if !fs.seen[string(p)] {
-			evOf(verdict.Author).Convictions = append(evOf(verdict.Author).Convictions, verdict)
-			if fs.raw[verdict.Author] == nil {
-				fs.raw[verdict.Author] = p
-			}
-		}
-		if v.journaled == nil {
-			v.journaled = map[string]bool{}
+		evOf(verdict.Author).Convictions = append(evOf(verdict.Author).Convictions, *verdict)
+		if fs.raw[verdict.Author] == nil {
+			fs.raw[verdict.Author] = p
 		}
 		if fs.seen[string(p)] || v.journaled[string(p)] || v.record == nil || (dl.renters[0] != self && dl.renters[1] != self) {
 			continue

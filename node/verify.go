@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 )
@@ -23,7 +25,9 @@ func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, pro
 	if err != nil {
 		return out
 	}
-	p := Probe{Provider: provider, Lease: leaseCID, Kind: "canary", Expected: want, Got: j.Output, Result: ProbePassed}
+	// The probe does not publish the answer: the next canary may be the
+	// same job.
+	p := Probe{Provider: provider, Lease: leaseCID, Kind: "canary", Got: j.Output, Result: ProbePassed}
 	if j.Output != want {
 		p.Result = ProbeFailed
 		if j.Output == "" {
@@ -115,4 +119,16 @@ func (r *renterJobs) compareReplicas(group string) {
 		}
 		r.update(j.ID, strings.TrimSpace("verify: "+result+" "+note), func(rec *JobRecord) { rec.Verified = result })
 	}
+}
+
+// forProvider is the spec as providers see it: without verify, so that a
+// canary's known answer, and whether a job is being checked at all, stay
+// with the renter.
+func forProvider(spec *auction.JobSpec, specYAML []byte) ([]byte, error) {
+	if spec.Verify == (auction.Verify{}) {
+		return specYAML, nil
+	}
+	c := *spec
+	c.Verify = auction.Verify{}
+	return yaml.Marshal(&c)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -138,6 +139,22 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	}
 	if len(leases) != 1 || leases[0].CID != j.LeaseCID || leases[0].Active {
 		t.Fatalf("provider's leases %+v; renter's lease %s", leases, j.LeaseCID)
+	}
+	// The lease names the GPU the provider gave, one its hardware claim
+	// binds to its identity.
+	l, _, err := auction.DecodeSignedLease(j.Lease, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev node.Evidence
+	if err := renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.GPUUUIDHash) != 1 || ev.Claim == nil {
+		t.Fatalf("lease GPUs %v, claim %+v", l.GPUUUIDHash, ev.Claim)
+	}
+	if _, ok := ev.Claim.GPU(l.GPUUUIDHash[0]); !ok {
+		t.Fatalf("the lease's GPU %s is not in the provider's claim %+v", l.GPUUUIDHash[0], ev.Claim)
 	}
 	noContainersLeft(t, j.ID)
 	// Both sides journaled the lease; the renter also the outcome, and its

@@ -355,9 +355,10 @@ func awaitVerdict(c *cli.Context, nc *nodeClient, first node.JobRecord) (node.Jo
 	if !c.Bool("json") {
 		fmt.Fprintf(c.App.ErrWriter, "waiting for the other replicas to compare outputs\n")
 	}
+	var allEnded time.Time
 	for {
 		var all []node.JobRecord
-		decided := true
+		decided, ended := true, true
 		for _, id := range first.Replicas {
 			var r node.JobRecord
 			if err := nc.call(c.Context, "job_status", node.JobIDParams{ID: id}, &r); err != nil {
@@ -365,6 +366,13 @@ func awaitVerdict(c *cli.Context, nc *nodeClient, first node.JobRecord) (node.Jo
 			}
 			all = append(all, r)
 			decided = decided && r.Verified != ""
+			ended = ended && (r.State == node.StateCompleted || r.State == node.StateFailed || r.State == node.StateCancelled || r.State == node.StateNoMatch)
+		}
+		if ended && allEnded.IsZero() {
+			allEnded = time.Now()
+		}
+		if !decided && ended && time.Since(allEnded) > 10*time.Second {
+			return all[0], fmt.Errorf("every replica ended but the node did not compare them; see gleaner job status for each")
 		}
 		if decided {
 			if !c.Bool("json") {
