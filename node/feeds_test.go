@@ -637,3 +637,34 @@ func TestLongFeedsReplicateInBoundedRequests(t *testing.T) {
 		}
 	}
 }
+
+// Past the cap on foreign feeds, a new feed is fetched for a peer the node
+// deals with, never merely because its author is connected.
+func TestForeignFeedCapLetsCounterpartiesIn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nd, other := newFeedNodeTB(t, ctx), newFeedNodeTB(t, ctx)
+	linkTB(t, ctx, nd, other)
+	nd.f.wants.mu.Lock()
+	nd.f.wants.held = maxForeignFeeds
+	nd.f.wants.mu.Unlock()
+	stranger, partner := newActor(t), newActor(t)
+	head := func(a actor) ledgerHead {
+		_, se, err := ledger.NewEntry(a.key, nil, ledger.TypeOutcome, []byte(`{}`), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledgerHead{Author: a.id, Seq: 1, CID: se.CID().String()}
+	}
+	if got := nd.f.offer(head(stranger), other.h.ID()); got != refuseForeignCap {
+		t.Fatalf("a stranger's new feed past the cap: %q", got)
+	}
+	deals := func(a string) bool { return a == partner.id }
+	nd.f.counterparty.Store(&deals)
+	if got := nd.f.offer(head(partner), other.h.ID()); got != refuseNone {
+		t.Fatalf("a counterparty's new feed past the cap: %q", got)
+	}
+	if got := nd.f.offer(head(stranger), other.h.ID()); got != refuseForeignCap {
+		t.Fatalf("a stranger's new feed past the cap, with counterparties set: %q", got)
+	}
+}
