@@ -137,6 +137,21 @@ func DecodeSignedLease(b []byte, cosigned bool) (*Lease, *SignedLease, error) {
 	return l, s, nil
 }
 
+// ReadLease decodes lease bytes that were checked in full before (a node
+// stores leases only after DecodeSignedLease): no canonical-form, schema
+// or signature checks, for scans over many stored leases.
+func ReadLease(b []byte) (*Lease, *SignedLease, error) {
+	var s SignedLease
+	if err := decMode.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("%w: envelope: %v", ErrBadLease, err)
+	}
+	var l Lease
+	if err := decMode.Unmarshal(s.Body, &l); err != nil {
+		return nil, nil, fmt.Errorf("%w: body: %v", ErrBadLease, err)
+	}
+	return &l, &s, nil
+}
+
 // DecodeLeaseUnverified is DecodeSignedLease without the signatures: for
 // a scan over many stored leases that only needs their fields, where the
 // few that decide something are verified afterwards (DecodeSignedLease).

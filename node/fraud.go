@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"sort"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -82,10 +81,10 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 			f.claims[e.Author] = claimRef{raw: raw, seq: e.Seq, time: e.Time, claim: c}
 		}
 	case ledger.TypeLease:
-		// Fields only: the signatures of the few leases that decide
-		// something are checked where they do (VerifyDoubleLease,
-		// verifiedLease); verifying 100k leases every pass would not scale.
-		l, sl, err := auction.DecodeLeaseUnverified(e.Payload)
+		// Fields only: stored leases were checked in full on the way in
+		// (checkPayload), and the few that decide something are checked
+		// again where they do (VerifyDoubleLease, verifiedLease).
+		l, sl, err := auction.ReadLease(e.Payload)
 		if err != nil || (e.Author != l.Provider && e.Author != l.Renter) {
 			return
 		}
@@ -93,21 +92,6 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 		ref.raw, ref.lease = e.Payload, l
 		if e.Author == l.Provider && ref.signedAt == 0 {
 			ref.signedAt = e.Seq
-		}
-	case ledger.TypeSettlement, ledger.TypeOutcome:
-		var end struct {
-			Lease string `json:"lease"`
-		}
-		if json.Unmarshal(e.Payload, &end) != nil || end.Lease == "" {
-			return
-		}
-		// Who wrote it is checked once the lease is known (see ended):
-		// a stranger's word that a lease ended excuses nothing.
-		ref := f.lease(end.Lease)
-		if e.Type == ledger.TypeSettlement {
-			ref.ends = append(ref.ends, endClaim{author: e.Author, seq: e.Seq, settlement: true})
-		} else {
-			ref.ends = append(ref.ends, endClaim{author: e.Author, time: e.Time})
 		}
 	case ledger.TypeFraudProof:
 		v, err := ledger.VerifyAnyProof(e.Payload)
@@ -121,6 +105,21 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 			}
 		}
 		f.seen[string(e.Payload)] = true
+	}
+}
+
+// ended records a settlement or outcome (decoded once, by the fold) that
+// names lease. Who wrote it is checked once the lease is known
+// (resolveEnds): a stranger's word that a lease ended excuses nothing.
+func (f *fraudScan) ended(lease string, e *ledger.Entry) {
+	if lease == "" {
+		return
+	}
+	ref := f.lease(lease)
+	if e.Type == ledger.TypeSettlement {
+		ref.ends = append(ref.ends, endClaim{author: e.Author, seq: e.Seq, settlement: true})
+	} else {
+		ref.ends = append(ref.ends, endClaim{author: e.Author, time: e.Time})
 	}
 }
 

@@ -76,10 +76,15 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 		var o Outcome
 		if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
 			f.outcomes = append(f.outcomes, outcomeAt{o, e.Author, e.Time})
+			f.fs.ended(o.Lease, e)
 		}
 	case ledger.TypeSettlement:
 		var s Settlement
-		if json.Unmarshal(e.Payload, &s) == nil && s.Lease != "" && settlementProven(s, e.Author) {
+		if json.Unmarshal(e.Payload, &s) != nil || s.Lease == "" {
+			return
+		}
+		f.fs.ended(s.Lease, e) // a settlement ends a lease whether or not it was paid
+		if settlementProven(s, e.Author) {
 			f.paid[s.Lease] = auction.Credits(s.Total * 1e6)
 			f.settlements = append(f.settlements, settlementAt{s, e.Author, e.Time})
 		}
