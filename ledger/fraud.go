@@ -29,7 +29,9 @@ type Verdict struct {
 
 // VerifyAnyProof checks proof bytes of any kind offline. The kinds cannot
 // be confused: each embeds a different signed type (entries, vouchers,
-// leases, a claim and a sample) and decoding is strict.
+// leases, a claim and a sample) and decoding is strict. An invalid proof
+// is reported by the kind its bytes are shaped as, so the reason names
+// what is wrong with it.
 func VerifyAnyProof(b []byte) (Verdict, error) {
 	if a, err := VerifyProof(b); err == nil {
 		return Verdict{Kind: ProofEquivocation, Author: a}, nil
@@ -40,12 +42,33 @@ func VerifyAnyProof(b []byte) (Verdict, error) {
 	if v, err := VerifyDoubleLease(b); err == nil {
 		return v, nil
 	}
-	v, err := VerifyContradiction(b)
-	if err != nil {
-		return Verdict{}, fmt.Errorf("%w (not an equivocation, double spend, double lease or contradicted claim either)", err)
+	if v, err := VerifyContradiction(b); err == nil {
+		return v, nil
 	}
-	return v, nil
+	var pair struct {
+		A []byte `cbor:"1,keyasint"`
+		B []byte `cbor:"2,keyasint"`
+	}
+	if len(b) > MaxProofBytes+2*auction.MaxLeaseBytes || decMode.Unmarshal(b, &pair) != nil {
+		return Verdict{}, fmt.Errorf("%w: not a fraud proof of any kind (equivocation, double spend, double lease, contradicted claim)", ErrNotAProof)
+	}
+	kind, err := "", error(nil)
+	switch {
+	case decodesAs(pair.A, func(x []byte) error { _, _, err := auction.DecodeLeaseUnverified(x); return err }):
+		kind, err = ProofDoubleLease, second(VerifyDoubleLease(b))
+	case decodesAs(pair.A, func(x []byte) error { _, _, err := DecodeSignedVoucher(x); return err }):
+		kind, err = ProofDoubleSpend, second(VerifyDoubleSpend(b))
+	case decodesAs(pair.B, func(x []byte) error { _, _, err := attest.DecodeSignedSample(x); return err }):
+		kind, err = ProofContradiction, second(VerifyContradiction(b))
+	default:
+		kind, err = ProofEquivocation, second(VerifyProof(b))
+	}
+	return Verdict{}, fmt.Errorf("invalid %s proof: %w", kind, err)
 }
+
+func decodesAs(b []byte, decode func([]byte) error) bool { return decode(b) == nil }
+
+func second[T any](_ T, err error) error { return err }
 
 // DoubleLeaseProof is two co-signed leases in which one provider gave the
 // same GPU exclusively to two leases whose windows overlap. Gold and silver

@@ -160,3 +160,19 @@ func FuzzVerifyAnyProof(f *testing.F) {
 		}
 	})
 }
+
+// A proof that is shaped right but proves nothing says why, in its own terms.
+func TestInvalidProofNamesItsKind(t *testing.T) {
+	prov, r1, r2 := newKey(t), newKey(t), newKey(t)
+	t0 := time.Now().Truncate(time.Second)
+	a := cosigned(t, r1, prov, "a", auction.Silver, t0, time.Hour, "gpu0")
+	b := cosigned(t, r2, prov, "b", auction.Silver, t0.Add(2*time.Hour), time.Hour, "gpu0")
+	p, _ := NewDoubleLeaseProof(a, b).Marshal()
+	_, err := VerifyAnyProof(p)
+	if err == nil || !strings.Contains(err.Error(), "invalid GPU leased twice proof") || !strings.Contains(err.Error(), "do not conflict") {
+		t.Fatalf("error for two leases that do not overlap: %v", err)
+	}
+	if _, err := VerifyAnyProof([]byte("junk")); err == nil || !strings.Contains(err.Error(), "not a fraud proof of any kind") {
+		t.Fatalf("error for junk: %v", err)
+	}
+}

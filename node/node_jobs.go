@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"github.com/gleaner-net/gleaner/node/executor"
@@ -40,7 +41,11 @@ func (n *Node) startJobs(ctx context.Context) error {
 	rj.rep = n.rep
 	rj.claims = n.rep
 	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
-	if rj.canary, err = loadCanary(n.cfg.Trust.CanarySpec, n.cfg.Trust.CanaryMinRate); err != nil {
+	canary := n.cfg.Trust.CanarySpec
+	if canary != "" && !filepath.IsAbs(canary) {
+		canary = filepath.Join(n.repo.Dir, canary) // config paths are the repo's, not the shell's
+	}
+	if rj.canary, err = loadCanary(canary, n.cfg.Trust.CanaryMinRate); err != nil {
 		return err
 	}
 	pj.wrongAnswers = n.opts.WrongAnswers

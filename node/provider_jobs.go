@@ -51,6 +51,10 @@ type activeLease struct {
 	after []chan struct{}
 }
 
+// maxBillingSec bounds the interval a provider works before the next
+// voucher is due (and what one unpaid interval can cost it).
+const maxBillingSec = 3600
+
 // defaultSurge: see BidEngine.Surge.
 const defaultSurge = 0.5
 
@@ -165,6 +169,9 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("the lease's bid: %w", err)
+	}
+	if l.BillingSec > maxBillingSec {
+		return nil, fmt.Errorf("billing interval %d s: at most %d", l.BillingSec, maxBillingSec)
 	}
 	if bid.Provider != me || bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||
 		len(bid.GPUHashes) != l.GPUs || !slices.Equal(l.GPUUUIDHash, bid.GPUHashes) {
