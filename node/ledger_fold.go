@@ -21,6 +21,16 @@ type ledgerFold struct {
 	probes      []probeAt
 	paid        map[string]auction.Credits // lease CID -> settled total
 	fs          *fraudScan
+	telemetry   map[string]*TelemetryRecord // provider -> what renters' digests say
+	since       map[string]int64            // author -> time of its feed's first entry
+}
+
+// TelemetryRecord sums the renters' telemetry digests of one provider's
+// runs: how many signed samples verified and how many were rejected.
+type TelemetryRecord struct {
+	Runs     int `json:"runs"`
+	Samples  int `json:"samples"`
+	Rejected int `json:"rejected"`
 }
 
 type outcomeAt struct {
@@ -31,7 +41,8 @@ type outcomeAt struct {
 
 func newLedgerFold() *ledgerFold {
 	return &ledgerFold{seen: map[string]uint64{}, frozen: map[string]bool{},
-		paid: map[string]auction.Credits{}, fs: newFraudScan()}
+		paid: map[string]auction.Credits{}, fs: newFraudScan(),
+		telemetry: map[string]*TelemetryRecord{}, since: map[string]int64{}}
 }
 
 // catchUp folds in every entry stored since the last call. It returns
@@ -71,7 +82,22 @@ func (f *ledgerFold) catchUp(st *ledger.Store) (bool, error) {
 
 func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 	f.fs.add(e, se)
+	if e.Seq == 1 {
+		f.since[e.Author] = e.Time
+	}
 	switch e.Type {
+	case ledger.TypeTelemetryDigest:
+		var d TelemetryDigest
+		if json.Unmarshal(e.Payload, &d) == nil && d.Provider != "" && d.Provider != e.Author {
+			t := f.telemetry[d.Provider]
+			if t == nil {
+				t = &TelemetryRecord{}
+				f.telemetry[d.Provider] = t
+			}
+			t.Runs++
+			t.Samples += d.Summary.Samples
+			t.Rejected += d.Summary.Rejected
+		}
 	case ledger.TypeOutcome:
 		var o Outcome
 		if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {

@@ -41,6 +41,11 @@ type Evidence struct {
 	// CanaryStreak is how many of this node's canaries the peer passed in
 	// a row since its last failure; it sets how often the next one comes.
 	CanaryStreak int `json:"canary_streak,omitempty"`
+	// Telemetry is what renters' digests say of its signed telemetry.
+	Telemetry *TelemetryRecord `json:"telemetry,omitempty"`
+	// Since is when its feed began (its first entry, by its own clock):
+	// the identity's age.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // reputationView computes every peer's reputation from the replicated
@@ -182,11 +187,21 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 	for p, n := range canaryStreaks(self, probes) {
 		evOf(p).CanaryStreak = n
 	}
+	for p, t := range f.telemetry {
+		t := *t
+		evOf(p).Telemetry = &t
+	}
 	for author, c := range fs.claims {
 		c := c.claim
 		evOf(author).Claim = &c
 	}
 	v.convict(self, fs, evOf)
+	for a, ts := range f.since {
+		if e, ok := ev[a]; ok {
+			t := time.Unix(ts, 0).UTC()
+			e.Since = &t
+		}
+	}
 	sc := ledger.Reputation(self, ratings, paidBy, time.Now())
 	for p, s := range sc {
 		e := evOf(p)

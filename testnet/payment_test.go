@@ -98,6 +98,12 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	if ev.Claim == nil || !ev.Claim.Simulated || len(ev.Claim.GPUs) != 1 || ev.Claim.GPUs[0].Model != "RTX4090" {
 		t.Fatalf("the provider's hardware claim as the renter sees it: %+v", ev.Claim)
 	}
+	if ev.Since == nil || ev.Since.After(time.Now()) {
+		t.Fatalf("the provider's age: %v", ev.Since)
+	}
+	if tm := ev.Telemetry; tm == nil || tm.Runs != 1 || tm.Samples == 0 || tm.Rejected != 0 {
+		t.Fatalf("the provider's telemetry record: %+v", tm)
+	}
 }
 
 // TestProviderThatAbandonsAJob: the provider running a job vanishes; the

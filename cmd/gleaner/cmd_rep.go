@@ -73,6 +73,12 @@ func printEvidence(w io.Writer, ev node.Evidence) {
 		fmt.Fprintf(w, "probes:     %d passed, %d failed, %d inconclusive; canaries passed in a row: %d\n",
 			ev.Probes[node.ProbePassed], ev.Probes[node.ProbeFailed], ev.Probes[node.ProbeInconclusive], ev.CanaryStreak)
 	}
+	if t := ev.Telemetry; t != nil {
+		fmt.Fprintf(w, "telemetry:  %d runs, %d signed samples verified, %d rejected\n", t.Runs, t.Samples, t.Rejected)
+	}
+	if ev.Since != nil {
+		fmt.Fprintf(w, "since:      %s (its feed's first entry)\n", ev.Since.Format("2006-01-02 15:04 MST"))
+	}
 	if len(ev.Payments) > 0 {
 		fmt.Fprintf(w, "as renter:  %d leases paid, %d unpaid\n", ev.Payments["paid"], ev.Payments["unpaid"])
 	}
