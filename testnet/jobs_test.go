@@ -147,11 +147,11 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev node.Evidence
-	if err := renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev); err != nil {
-		t.Fatal(err)
-	}
-	if len(l.GPUUUIDHash) != 1 || ev.Claim == nil {
-		t.Fatalf("lease GPUs %v, claim %+v", l.GPUUUIDHash, ev.Claim)
+	eventuallyT(t, 10*time.Second, "the provider's hardware claim at the renter", func() bool {
+		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil && ev.Claim != nil
+	})
+	if len(l.GPUUUIDHash) != 1 {
+		t.Fatalf("lease GPUs %v", l.GPUUUIDHash)
 	}
 	if _, ok := ev.Claim.GPU(l.GPUUUIDHash[0]); !ok {
 		t.Fatalf("the lease's GPU %s is not in the provider's claim %+v", l.GPUUUIDHash[0], ev.Claim)
