@@ -2,36 +2,72 @@ package node
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
-// claimHardware binds this provider's GPUs to its identity: at start-up it
-// journals a hardware claim (model, VRAM, power limit, GPU UUID hashes,
-// driver, simulated or not) unless its feed already states exactly that.
-// Renters check signed telemetry against it; a contradiction is a fraud
-// proof anyone can verify.
-func (n *Node) claimHardware(ctx context.Context, src attest.Source) {
+// claimer binds this provider's GPUs to its identity: it journals a
+// hardware claim (model, VRAM, power limit, GPU UUID hashes, driver,
+// simulated or not) at start-up unless the feed already states exactly
+// that, and again whenever the GPU monitor sees the hardware change (a GPU
+// added or removed, a new driver, a power limit the owner changed).
+// Renters check signed telemetry against the latest claim; a contradiction
+// is a fraud proof anyone can verify.
+type claimer struct {
+	n *Node
+	// minGap spaces claims out, so a flapping sensor or driver cannot fill
+	// the feed: a change is journaled at the first poll after the gap.
+	minGap time.Duration
+
+	mu     sync.Mutex
+	last   *attest.Claim // what the feed states now; nil before the first check
+	lastAt time.Time     // when this process last journaled one
+}
+
+// claimGap is claimer.minGap in a running node.
+const claimGap = time.Minute
+
+// start reads the GPUs once and journals the claim if it changed.
+func (c *claimer) start(ctx context.Context, src attest.Source) {
 	inv, err := src.Inventory(ctx)
 	if err != nil {
-		n.log.Warn("no hardware claim: cannot read the GPUs", "err", err)
+		c.n.log.Warn("no hardware claim: cannot read the GPUs", "err", err)
 		return
 	}
-	c := attest.ClaimOf(inv)
-	if prev, ok := latestOwnClaim(n.ledger, n.host.ID().String()); ok && prev.Equal(c) {
+	c.observe(inv)
+}
+
+// observe journals the claim inv makes if the feed does not state it yet.
+// It is the GPU monitor's hook, so it runs every poll: comparing is cheap.
+func (c *claimer) observe(inv attest.Inventory) {
+	if len(inv.GPUs) == 0 {
+		return // a failed poll, not GPUs gone
+	}
+	claim := attest.ClaimOf(inv)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		if prev, ok := latestOwnClaim(c.n.ledger, c.n.host.ID().String()); ok {
+			c.last = &prev
+		}
+	}
+	if c.last != nil && (c.last.Equal(claim) || time.Since(c.lastAt) < c.minGap) {
 		return
 	}
-	payload, err := c.Encode()
+	payload, err := claim.Encode()
 	if err != nil {
-		n.log.Warn("no hardware claim", "err", err)
+		c.n.log.Warn("no hardware claim", "err", err)
 		return
 	}
-	if _, err := n.feeds.append(ledger.TypeHardwareClaim, payload); err != nil {
-		n.log.Warn("hardware claim not journaled", "err", err)
+	if _, err := c.n.feeds.append(ledger.TypeHardwareClaim, payload); err != nil {
+		c.n.log.Warn("hardware claim not journaled", "err", err)
 		return
 	}
-	n.log.Info("hardware claim journaled", "gpus", len(c.GPUs), "simulated", c.Simulated)
+	c.last, c.lastAt = &claim, time.Now()
+	c.n.log.Info("hardware claim journaled", "gpus", len(claim.GPUs), "simulated", claim.Simulated)
 }
 
 // latestOwnClaim reads self's feed for its newest hardware claim.

@@ -68,6 +68,7 @@ type Node struct {
 	ledger       *ledger.Store
 	feeds        *feeds
 	rep          *reputationView
+	claims       *claimer // nil on a node without GPUs to sell
 	renterJobs   *renterJobs
 	gpus         attest.Source
 	rpc          *rpc.Server

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
 )
 
@@ -29,7 +30,12 @@ func (n *Node) startJobs(ctx context.Context) error {
 	pj.journal = n.feeds
 	n.providerJobs = pj
 	n.provider.mu.Lock()
-	n.provider.onAvail = pj.reclaim
+	n.provider.onAvail = func(a attest.Availability) {
+		pj.reclaim(a)
+		if n.claims != nil {
+			n.claims.observe(a.Inventory)
+		}
+	}
 	n.provider.mu.Unlock()
 
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))

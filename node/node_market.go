@@ -42,7 +42,8 @@ func (n *Node) startMarket() error {
 	} else {
 		n.gpus = src
 		n.onStop(func(context.Context) error { return src.Close() })
-		n.claimHardware(ctx, src)
+		n.claims = &claimer{n: n, minGap: claimGap}
+		n.claims.start(ctx, src)
 		mon := attest.NewMonitor(src, p.limits, noOwnJobs, attest.DefaultMonitorInterval)
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.setAvailability(a) // publish the first offer without waiting a poll
