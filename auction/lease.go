@@ -159,21 +159,17 @@ func DecodeLeaseUnverified(b []byte) (*Lease, *SignedLease, error) {
 	if len(b) > MaxLeaseBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBadLease, len(b), MaxLeaseBytes)
 	}
-	var s SignedLease
-	if err := decMode.Unmarshal(b, &s); err != nil {
-		return nil, nil, fmt.Errorf("%w: envelope: %v", ErrBadLease, err)
+	l, s, err := ReadLease(b)
+	if err != nil {
+		return nil, nil, err
 	}
-	var l Lease
-	if err := decMode.Unmarshal(s.Body, &l); err != nil {
-		return nil, nil, fmt.Errorf("%w: body: %v", ErrBadLease, err)
-	}
-	if err := sameEncoding(&l, s.Body); err != nil {
+	if err := sameEncoding(l, s.Body); err != nil {
 		return nil, nil, fmt.Errorf("%w: body %v", ErrBadLease, err)
 	}
 	if err := l.Validate(); err != nil {
 		return nil, nil, err
 	}
-	return &l, &s, nil
+	return l, s, nil
 }
 
 func verifyBy(id string, body, sig []byte) error {

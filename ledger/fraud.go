@@ -87,9 +87,7 @@ type DoubleLeaseProof struct {
 
 // NewDoubleLeaseProof orders the pair so one conflict has one encoding.
 func NewDoubleLeaseProof(a, b []byte) *DoubleLeaseProof {
-	if bytes.Compare(a, b) > 0 {
-		a, b = b, a
-	}
+	a, b = ordered(a, b)
 	return &DoubleLeaseProof{A: a, B: b}
 }
 

@@ -23,10 +23,18 @@ var ErrNotAProof = errors.New("not an equivocation proof")
 // NewEquivocationProof orders the pair so that one conflict has exactly
 // one proof encoding (and one CID), however it was discovered.
 func NewEquivocationProof(a, b []byte) *EquivocationProof {
-	if bytes.Compare(a, b) > 0 {
-		a, b = b, a
-	}
+	a, b = ordered(a, b)
 	return &EquivocationProof{A: a, B: b}
+}
+
+// ordered puts a pair of proof parts in byte order, so that one conflict
+// has exactly one proof encoding (and one CID) whichever side was found
+// first. Every two-part proof is built through it.
+func ordered(a, b []byte) ([]byte, []byte) {
+	if bytes.Compare(a, b) > 0 {
+		return b, a
+	}
+	return a, b
 }
 
 // Marshal is the wire form.

@@ -146,9 +146,7 @@ type DoubleSpendProof struct {
 }
 
 func newDoubleSpendProof(a, b []byte) *DoubleSpendProof {
-	if bytes.Compare(a, b) > 0 {
-		a, b = b, a
-	}
+	a, b = ordered(a, b)
 	return &DoubleSpendProof{A: a, B: b}
 }
 

@@ -157,9 +157,6 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 		_, _ = v.fold.catchUp(st)
 	}
 	f := v.fold
-	if f == nil {
-		f = newLedgerFold()
-	}
 	for a := range f.frozen {
 		evOf(a).Frozen = true // an equivocator's feed is evidence of nothing
 	}

@@ -53,17 +53,23 @@ func quoteAll(xs []string) []string {
 
 func waitJob(t *testing.T, cl *rpc.Client, id string, want func(string) bool, limit time.Duration) node.JobRecord {
 	t.Helper()
+	return waitRecord(t, cl, id, func(j node.JobRecord) bool { return want(j.State) }, limit)
+}
+
+// waitRecord polls a job's record until want holds.
+func waitRecord(t *testing.T, cl *rpc.Client, id string, want func(node.JobRecord) bool, limit time.Duration) node.JobRecord {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		var j node.JobRecord
 		if err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 			t.Fatal(err)
 		}
-		if want(j.State) {
+		if want(j) {
 			return j
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %s after %v (error %q)", id, j.State, limit, j.Error)
+			t.Fatalf("job %s is %s after %v (verified %q, error %q)", id, j.State, limit, j.Verified, j.Error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

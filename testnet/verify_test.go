@@ -72,7 +72,7 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 	}
 	byProvider := map[string]node.JobRecord{}
 	for _, id := range first.Replicas {
-		j := waitVerified(t, renter, id, time.Minute)
+		j := waitRecord(t, renter, id, func(j node.JobRecord) bool { return j.Verified != "" }, time.Minute)
 		byProvider[j.Provider] = j
 	}
 	if len(byProvider) != 3 {
@@ -133,26 +133,6 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 			ev[0].CanaryStreak >= 1 && ev[2].Probes[node.ProbePassed] >= 2 &&
 			score(ev[0]) > score(ev[cheatIdx]) && score(ev[2]) > score(ev[cheatIdx])
 	})
-}
-
-func waitVerified(t *testing.T, cl interface {
-	Call(ctx context.Context, method string, params, result any) error
-}, id string, limit time.Duration) node.JobRecord {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		var j node.JobRecord
-		if err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j); err != nil {
-			t.Fatal(err)
-		}
-		if j.Verified != "" {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s not verified after %v: %+v", id, limit, j)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // The example canary in the docs carries the right answer.
