@@ -290,7 +290,7 @@ func TestRentAndAuditFromTheCLI(t *testing.T) {
 	prov, renter := initRepo(t), initRepo(t)
 	p := startDaemon(t, prov, "--simulate-gpus", "1xRTX4090")
 	startDaemon(t, renter, "--bootstrap", p.addrs[0])
-	mustOK(t, gleaner(t, "--repo", prov, "offer", "set", "--region", "eu/DE", "--price.silver", "0.50"), "offer set")
+	mustOK(t, gleaner(t, "--repo", prov, "offer", "set", "--region", "eu/DE", "--price.silver", "0.50", "--price.bronze", "0.30"), "offer set")
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(gleaner(t, "--repo", renter, "market", "offers").stdout, "RTX4090") {
 		if time.Now().After(deadline) {
@@ -334,6 +334,49 @@ func TestRentAndAuditFromTheCLI(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the provider has no score after a paid, completed job:\n%s", r.stdout)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !strings.Contains(r.stdout, "claims:     1 GPU(s) (SIMULATED): RTX4090") {
+		t.Fatalf("rep show does not show the provider's hardware claim:\n%s", r.stdout)
+	}
+
+	// Checking the work as a user would: the docs' canary pinned to the
+	// provider, then a job on two providers whose outputs are compared.
+	canary := "../../docs/examples/canary.yaml"
+	if r = gleaner(t, "--repo", renter, "job", "run", "--provider", "not-a-peer", canary); r.code == 0 || !strings.Contains(r.stderr, "provider") {
+		t.Fatalf("job run --provider not-a-peer: exit %d, %q", r.code, r.stderr)
+	}
+	r = gleaner(t, "--repo", renter, "job", "run", "--provider", p.peerID, canary)
+	mustOK(t, r, "job run --provider (canary)")
+	if !strings.Contains(r.stderr, "verified:  passed") || !strings.Contains(r.stderr, p.peerID) {
+		t.Fatalf("canary run:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	}
+	prov2 := initRepo(t)
+	startDaemon(t, prov2, "--simulate-gpus", "1xRTX4090", "--bootstrap", p.addrs[0])
+	mustOK(t, gleaner(t, "--repo", prov2, "offer", "set", "--region", "eu/DE", "--price.silver", "0.50"), "offer set (second provider)")
+	deadline = time.Now().Add(10 * time.Second)
+	for strings.Count(gleaner(t, "--repo", renter, "market", "offers").stdout, "RTX4090") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the renter never saw the second offer")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	twice := filepath.Join(t.TempDir(), "twice.yaml")
+	body = strings.Replace(body, "name: cli", "name: twice", 1) + "verify: {replicas: 2}\n"
+	body = strings.Replace(body, `["-sleep", "300ms"]`, `["-answer", "1000"]`, 1)
+	if err := os.WriteFile(twice, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = gleaner(t, "--repo", renter, "job", "run", twice)
+	mustOK(t, r, "job run (2 replicas)")
+	if strings.Count(r.stderr, ": passed") != 2 {
+		t.Fatalf("both replicas should pass:\nstderr: %s", r.stderr)
+	}
+	deadline = time.Now().Add(10 * time.Second) // rep show's view is cached for 5 s
+	for r = gleaner(t, "--repo", renter, "rep", "show", p.peerID); !strings.Contains(r.stdout, "probes:     2 passed"); r = gleaner(t, "--repo", renter, "rep", "show", p.peerID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rep show does not count the canary and the replica as probes:\n%s", r.stdout)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
