@@ -187,25 +187,17 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
 			self := n.host.ID().String()
 			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]float64{}, SpentFor: map[string]float64{}}
-			err := scanLedger(n.ledger, func(e *ledger.Entry, _ *ledger.SignedEntry, _ bool) {
-				if e.Type != ledger.TypeSettlement {
-					return
+			// The proven settlements the reputation pass has folded in
+			// already: no second walk over the whole ledger per call.
+			for _, st := range n.rep.settlements() {
+				if st.by == self {
+					res.Earned += st.s.Total
+					res.ByDay[time.Unix(st.time, 0).UTC().Format("2006-01-02")] += st.s.Total
 				}
-				var st Settlement
-				if json.Unmarshal(e.Payload, &st) != nil || !settlementProven(st, e.Author) {
-					return
+				if st.s.Renter == self {
+					res.Spent += st.s.Total
+					res.SpentFor[st.s.Lease] += st.s.Total
 				}
-				if e.Author == self {
-					res.Earned += st.Total
-					res.ByDay[time.Unix(e.Time, 0).UTC().Format("2006-01-02")] += st.Total
-				}
-				if st.Renter == self {
-					res.Spent += st.Total
-					res.SpentFor[st.Lease] += st.Total
-				}
-			})
-			if err != nil {
-				return res, err
 			}
 			res.Balance = res.Faucet + res.Earned - res.Spent
 			return res, nil

@@ -1,9 +1,11 @@
 package node
 
 import (
-	"github.com/gleaner-net/gleaner/attest"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
@@ -101,6 +103,15 @@ func (v *reputationView) convicted(p string) bool {
 	_, ev := v.get()
 	e, ok := ev[p]
 	return ok && (len(e.Convictions) > 0 || e.Frozen)
+}
+
+// settlements are the proven settlements in the ledger (see
+// settlementProven), as of the latest pass.
+func (v *reputationView) settlements() []settlementAt {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.refresh(false)
+	return slices.Clone(v.fold.settlements)
 }
 
 // canaryStreak is p's current run of passed canaries (see CanaryRate).
