@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test race lint demo demo-image bench fuzz clean
+.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 10m ./auction
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./node
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
+
+bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p

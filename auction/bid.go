@@ -27,6 +27,19 @@ type Bid struct {
 	// that names others, so a lease's GPUs are the provider's own
 	// statement: what a double-lease proof rests on.
 	GPUHashes []string `cbor:"8,keyasint,omitempty" json:"gpu_hashes,omitempty"`
+	// SpecHash is the SpecHash of the spec quoted. The lease copies it and
+	// the provider starts only that spec.
+	SpecHash []byte `cbor:"9,keyasint,omitempty" json:"spec_hash,omitempty"`
+	// The terms the provider decides, within the spec it quoted: Start is
+	// the window's start (a gold reservation's, or the time of the quote
+	// for work that starts now), DurationSec its longest length (the
+	// spec's duration.max within the owner's maximum), NoticeSec the
+	// preemption notice. An award whose window or notice differs from
+	// these is refused, so a renter cannot stretch a five-minute quote
+	// into a 700-hour lease or demand a day of notice.
+	Start       int64 `cbor:"10,keyasint,omitempty" json:"start,omitempty"`
+	DurationSec int64 `cbor:"11,keyasint,omitempty" json:"duration_s,omitempty"`
+	NoticeSec   int64 `cbor:"12,keyasint,omitempty" json:"notice_s,omitempty"`
 }
 
 // Decline is a provider's answer when it will not bid; Reason is one of
@@ -99,6 +112,12 @@ func (b *Bid) Validate() error {
 	}
 	if len(b.Nonce) < minNonce || len(b.Nonce) > maxNonce {
 		return badBid("nonce", "%d bytes, want %d..%d", len(b.Nonce), minNonce, maxNonce)
+	}
+	if len(b.SpecHash) != 0 && len(b.SpecHash) != SpecHashLen {
+		return badBid("spec_hash", "%d bytes, want %d", len(b.SpecHash), SpecHashLen)
+	}
+	if b.Start < 0 || b.DurationSec < 0 || int64(MaxJobDuration/time.Second) < b.DurationSec || b.NoticeSec < 0 || b.NoticeSec > MaxNoticeSec {
+		return badBid("terms", "start %d, duration %d s, notice %d s out of range", b.Start, b.DurationSec, b.NoticeSec)
 	}
 	if len(b.GPUHashes) > 0 {
 		if len(b.GPUHashes) != b.GPUs {

@@ -36,6 +36,8 @@ const (
 	DefaultBidValidity = 2 * time.Minute
 	// ReasonBusy: no idle GPU to start a silver or bronze job on now.
 	ReasonBusy = "fully utilised"
+	// ReasonBadSpec: the spec cannot be named by its hash.
+	ReasonBadSpec = "the job spec cannot be encoded"
 )
 
 // Quote answers a request for quotes with a bid or a decline. It applies
@@ -45,7 +47,8 @@ const (
 // util is the current utilisation of the offer's GPUs, 0..1; at 1 nothing
 // can start now, so only gold, which starts later, is still quoted.
 //
-// The bid's Provider, Tier, GPUs, Price and ValidUntil are set; the caller
+// The bid's Provider, Tier, GPUs, Price, ValidUntil, SpecHash and terms
+// (Start, DurationSec, NoticeSec) are set; the caller
 // sets JobID and Nonce from the request it answers and signs the bid
 // (SignBid). The price is never below the tier floor and never above the
 // spec's max_price: surge is capped there rather than declining, since
@@ -83,12 +86,20 @@ func (e *BidEngine) Quote(spec *JobSpec, offer *Offer, util float64, now time.Ti
 	if validity <= 0 {
 		validity = DefaultBidValidity
 	}
+	hash, err := SpecHash(spec)
+	if err != nil {
+		return decline(ReasonBadSpec)
+	}
 	return Bid{
-		Provider:   offer.Provider,
-		Tier:       spec.Tier,
-		Price:      price,
-		GPUs:       spec.Resources.GPUs,
-		ValidUntil: now.Add(validity).Unix(),
+		Provider:    offer.Provider,
+		Tier:        spec.Tier,
+		Price:       price,
+		GPUs:        spec.Resources.GPUs,
+		ValidUntil:  now.Add(validity).Unix(),
+		SpecHash:    hash,
+		Start:       start.Unix(),
+		DurationSec: int64(spec.Duration.Max / time.Second),
+		NoticeSec:   offer.Policy.PreemptNotice,
 	}, nil
 }
 

@@ -212,6 +212,12 @@ func setEnv(d *specDecoder, path string, n *yaml.Node) error {
 		if !validEnvKey(key) {
 			return specErr(k, p, "not a variable name ([A-Za-z_][A-Za-z0-9_]*)")
 		}
+		if strings.HasPrefix(key, ReservedEnvPrefix) {
+			// The executor sets these (simulated GPUs, GPU UUIDs, the
+			// checkpoint path) and refuses a spec that names them; refusing
+			// here saves a renter a lease it paid for and cannot use.
+			return specErr(k, p, "the %s prefix is reserved for what the provider tells the job", ReservedEnvPrefix)
+		}
 		if _, dup := env[key]; dup {
 			return specErr(k, p, "repeated")
 		}

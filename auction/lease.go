@@ -28,6 +28,8 @@ type Lease struct {
 	BillingSec  int64    `cbor:"11,keyasint" json:"billing_interval_s"`
 	Bid         []byte   `cbor:"12,keyasint" json:"bid"` // the winning SignedBid's wire bytes
 	GPUUUIDHash []string `cbor:"13,keyasint,omitempty" json:"gpu_uuid_hashes,omitempty"`
+	// SpecHash is the winning bid's: the provider runs only this spec.
+	SpecHash []byte `cbor:"14,keyasint,omitempty" json:"spec_hash,omitempty"`
 }
 
 // SignedLease carries the canonical lease body and both signatures over
@@ -69,6 +71,9 @@ func (l *Lease) Validate() error {
 	}
 	if l.End <= l.Start || time.Duration(l.End-l.Start)*time.Second > MaxJobDuration {
 		return bad("window %d..%d", l.Start, l.End)
+	}
+	if len(l.SpecHash) != 0 && len(l.SpecHash) != SpecHashLen {
+		return bad("spec_hash: %d bytes, want %d", len(l.SpecHash), SpecHashLen)
 	}
 	if l.NoticeSec < 0 || l.BillingSec <= 0 || len(l.Bid) == 0 || len(l.Bid) > MaxBidBytes {
 		return bad("notice %d, billing interval %d, bid %d bytes", l.NoticeSec, l.BillingSec, len(l.Bid))

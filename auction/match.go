@@ -234,3 +234,22 @@ func Funnel(rejected []Rejection) []FunnelStep {
 	}
 	return steps
 }
+
+// StartAllowed checks a spec that is about to start against the owner's
+// offer as it stands now: the tier, the host's CPUs and memory and the
+// policy (workload, maximum duration, image allowlist). It is the
+// provider's second look at what it quoted, since the owner may have
+// narrowed the policy meanwhile; the calendar and prices were settled by
+// the lease. "" when the start is allowed, else the constant reason.
+func StartAllowed(spec *JobSpec, offer *Offer) string {
+	if offer == nil {
+		return ReasonWithdrawn
+	}
+	m := newMatcher(spec, Env{})
+	for _, check := range []func(*Offer) string{m.tier, m.host, m.policy} {
+		if why := check(offer); why != "" {
+			return why
+		}
+	}
+	return ""
+}

@@ -160,8 +160,8 @@ func (o *Offer) validatePolicy() error {
 	if p.MaxDurationSec < 0 {
 		return badOffer("policy.max_duration_s", "negative")
 	}
-	if p.PreemptNotice < 0 {
-		return badOffer("policy.preempt_notice_s", "negative")
+	if p.PreemptNotice < 0 || p.PreemptNotice > MaxNoticeSec {
+		return badOffer("policy.preempt_notice_s", "%d, want 0..%d", p.PreemptNotice, MaxNoticeSec)
 	}
 	return nil
 }

@@ -126,6 +126,9 @@ type LeaseView struct {
 	Lease *auction.Lease `json:"lease"`
 	// Active is true while the lease holds GPUs on this provider.
 	Active bool `json:"active"`
+	// State is awarded, started, ended or expired (an award its renter
+	// never started in time).
+	State string `json:"state"`
 }
 
 func registerLeaseAPI(s *rpc.Server, n *Node) {
@@ -134,18 +137,18 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 			out := []LeaseView{}
 			pj := n.providerJobs
 			err := n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
-				var b []byte
-				if err := decodeJSON(raw, &b); err != nil {
+				rec, err := readLeaseRecord(raw)
+				if err != nil {
 					return err
 				}
-				l, sl, err := auction.DecodeSignedLease(b, true)
+				l, sl, err := auction.DecodeSignedLease(rec.Lease, true)
 				if err != nil {
 					return nil // a lease that no longer verifies is not shown
 				}
 				pj.mu.Lock()
 				_, active := pj.leases[jobID]
 				pj.mu.Unlock()
-				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: active})
+				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: active, State: rec.State})
 				return nil
 			})
 			return out, err

@@ -412,7 +412,7 @@ func newHostileNode(t *testing.T, ctx context.Context) *hostileNode {
 	hn.h.LibP2P().SetStreamHandler(hn.h.ProtocolID(ledgerSyncProto), func(s network.Stream) {
 		defer s.Close()
 		var req syncRequest
-		if err := readMsg(s, &req); err != nil {
+		if err := readMsg(s, maxJobFrame, &req); err != nil {
 			return
 		}
 		hn.mu.Lock()

@@ -17,9 +17,21 @@ const (
 	jobProto   = "job/1"     // start (then a stream of events) or cancel
 )
 
-// maxJobFrame bounds every message of these protocols: a spec is at most
-// 64 KiB, a log chunk 16 KiB; anything larger is hostile.
-const maxJobFrame = 12 << 20 // a start request may carry an 8 MiB checkpoint
+// Frame limits, per message: anything larger is hostile, and a reader
+// never accepts more than the message it expects can need, so a peer
+// cannot make this node hold megabytes where kilobytes will do.
+const (
+	// maxJobFrame: a start request may carry an 8 MiB checkpoint.
+	maxJobFrame = 12 << 20
+	// maxRequestFrame: a quote request carries a spec of at most 64 KiB
+	// (base64 in JSON); awards, replies and vouchers are smaller still.
+	maxRequestFrame = 128 << 10
+	// maxEventFrame: a job event carries at most a 128 KiB checkpoint
+	// chunk (base64 in JSON) or a maxLogChunk of output.
+	maxEventFrame = 256 << 10
+	// maxLogChunk is the most output one log event carries.
+	maxLogChunk = 16 << 10
+)
 
 type quoteRequest struct {
 	JobID string `json:"job_id"`
@@ -67,8 +79,8 @@ type jobEvent struct {
 }
 
 // writeMsg and readMsg frame JSON messages. Decoding is strict: unknown
-// fields and trailing data are errors, and the frame size is checked by
-// p2p.ReadFrame before anything is allocated.
+// fields and trailing data are errors, and the frame size is checked
+// against the reader's limit by p2p.ReadFrame before anything is read.
 func writeMsg(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -77,8 +89,8 @@ func writeMsg(w io.Writer, v any) error {
 	return p2p.WriteFrame(w, b, maxJobFrame)
 }
 
-func readMsg(r io.Reader, v any) error {
-	b, err := p2p.ReadFrame(r, maxJobFrame)
+func readMsg(r io.Reader, limit int, v any) error {
+	b, err := p2p.ReadFrame(r, limit)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/gleaner-net/gleaner/p2p"
@@ -28,7 +29,7 @@ func FuzzJobMessages(f *testing.F) {
 			if err := writeMsg(&buf, v); err != nil {
 				t.Fatalf("accepted message does not re-encode: %v", err)
 			}
-			if err := readMsg(&buf, v); err != nil {
+			if err := readMsg(&buf, maxJobFrame, v); err != nil {
 				t.Fatalf("re-encoded message does not decode: %v", err)
 			}
 		}
@@ -42,8 +43,20 @@ func TestJobFramesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var req jobRequest
-	if err := readMsg(&buf, &req); err == nil {
+	if err := readMsg(&buf, maxJobFrame, &req); err == nil {
 		t.Fatal("a frame over the limit was read")
+	}
+	// Each reader takes only what its message can need: an event or a
+	// reply the size of a start request is refused before it is read.
+	for _, limit := range []int{maxEventFrame, maxRequestFrame} {
+		buf.Reset()
+		if err := p2p.WriteFrame(&buf, bytes.Repeat([]byte("x"), limit+1), maxJobFrame); err != nil {
+			t.Fatal(err)
+		}
+		var ev jobEvent
+		if err := readMsg(&buf, limit, &ev); !errors.Is(err, p2p.ErrFrameTooLarge) {
+			t.Fatalf("a %d-byte frame under a %d-byte limit: %v, want ErrFrameTooLarge", limit+1, limit, err)
+		}
 	}
 	if err := decodeMsg([]byte(`{"kind":"start","surprise":true}`), &req); err == nil {
 		t.Fatal("an unknown field was accepted")

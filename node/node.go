@@ -47,6 +47,9 @@ type Options struct {
 	// WrongAnswers is fault injection for tests: as a provider, report a
 	// made-up output hash, as one that skipped the work would.
 	WrongAnswers bool
+	// StartDeadline is how long a provider holds an award's GPUs for its
+	// renter to start it (default DefaultStartDeadline). Tests shorten it.
+	StartDeadline time.Duration
 	// OfferTTL is how long a published offer stays valid (default 1 h); it
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.
@@ -198,7 +201,7 @@ func (n *Node) startRPC() error {
 	if err != nil {
 		return err
 	}
-	n.rpc = rpc.NewServer(tok, rpc.Info("gleaner node API", Version))
+	n.rpc = rpc.NewServer(tok, rpc.Info("gleaner node API", Version), rpc.AllowRemote(n.cfg.RPC.AllowRemote), rpc.AllowOrigins(n.cfg.RPC.AllowedOrigins...))
 	registerNodeAPI(n.rpc, n)
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -22,6 +23,12 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	exec := n.openExecutor(ctx, execTag(n.host.ID().String()))
 	pj := newProviderJobs(ctx, n.provider, key, exec, n.log.With("part", "provider-jobs"))
+	if n.opts.StartDeadline > 0 {
+		pj.startDeadline = n.opts.StartDeadline
+	}
+	if err := pj.markInterrupted(); err != nil {
+		return fmt.Errorf("leases of the last run: %w", err)
+	}
 	h := n.host.LibP2P()
 	h.SetStreamHandler(n.host.ProtocolID(quoteProto), pj.handleQuote)
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)

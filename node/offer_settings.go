@@ -138,6 +138,9 @@ func (p OfferPatch) Apply(s OfferSettings) (OfferSettings, error) {
 		if s.Policy.PreemptNotice, err = parseSeconds(*p.PreemptNotice); err != nil {
 			return s, fieldErr("preempt_notice", err)
 		}
+		if s.Policy.PreemptNotice > auction.MaxNoticeSec {
+			return s, fieldErr("preempt_notice", fmt.Errorf("%q: at most %s", *p.PreemptNotice, time.Duration(auction.MaxNoticeSec)*time.Second))
+		}
 	}
 	if p.Egress != nil {
 		s.Policy.Egress = *p.Egress

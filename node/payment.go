@@ -75,7 +75,7 @@ func newMeter(l *auction.Lease, cid string) *meter {
 func (m *meter) readVouchers(s network.Stream) {
 	for {
 		var msg renterMsg
-		if err := readMsg(s, &msg); err != nil {
+		if err := readMsg(s, maxRequestFrame, &msg); err != nil {
 			return
 		}
 		v, sv, err := ledger.DecodeSignedVoucher(msg.Voucher)

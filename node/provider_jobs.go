@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -33,9 +34,15 @@ type providerJobs struct {
 	gpus         attest.Source // read for telemetry; nil when the node has no GPUs
 	journal      *feeds        // this node's ledger feed
 
-	mu     sync.Mutex // guards leases and used
+	mu     sync.Mutex // guards leases, used and quotedAt
 	leases map[string]*activeLease
 	used   map[int]bool // GPU indexes held by leases
+	// quotedAt is when each GPU was last named in a bid (see planGPUs);
+	// at most one entry per GPU.
+	quotedAt map[int]time.Time
+
+	// startDeadline: see DefaultStartDeadline.
+	startDeadline time.Duration
 }
 
 type activeLease struct {
@@ -49,7 +56,14 @@ type activeLease struct {
 	// after are the leases this one took GPUs from (bronze preempted for a
 	// higher tier); its job starts once they have released them.
 	after []chan struct{}
+	// started is set, under pj.mu, by the one start the lease allows (or
+	// by its expiry, which forbids any).
+	started bool
 }
+
+// refusedRaced is the award refusal of a provider whose bid's GPUs went
+// to another award first: the renter asks for quotes again at once.
+const refusedRaced = "the GPUs of our bid were leased meanwhile; auction again"
 
 // maxBillingSec bounds the interval a provider works before the next
 // voucher is due (and what one unpaid interval can cost it).
@@ -60,7 +74,7 @@ const defaultSurge = 0.5
 
 func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, log *slog.Logger) *providerJobs {
 	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.m.host.ID().String()),
-		leases: map[string]*activeLease{}, used: map[int]bool{}}
+		leases: map[string]*activeLease{}, used: map[int]bool{}, startDeadline: DefaultStartDeadline}
 }
 
 // utilisation is the fraction of offered GPUs held by leases, as a job of
@@ -87,7 +101,7 @@ func (pj *providerJobs) handleQuote(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	var req quoteRequest
-	if err := readMsg(s, &req); err != nil {
+	if err := readMsg(s, maxRequestFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
@@ -142,7 +156,7 @@ func (pj *providerJobs) handleAward(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	var req awardRequest
-	if err := readMsg(s, &req); err != nil {
+	if err := readMsg(s, maxRequestFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
@@ -173,9 +187,11 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	if l.BillingSec > maxBillingSec {
 		return nil, fmt.Errorf("billing interval %d s: at most %d", l.BillingSec, maxBillingSec)
 	}
-	if bid.Provider != me || bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||
-		len(bid.GPUHashes) != l.GPUs || !slices.Equal(l.GPUUUIDHash, bid.GPUHashes) {
-		return nil, errors.New("the lease does not honour our bid")
+	if bid.Provider != me {
+		return nil, errors.New("the lease's bid is not ours")
+	}
+	if err := honoursBid(l, bid, time.Now()); err != nil {
+		return nil, err
 	}
 	want := pj.indexesOf(bid.GPUHashes)
 	if want == nil {
@@ -183,12 +199,17 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	}
 	pj.mu.Lock()
 	defer pj.mu.Unlock()
-	if _, dup := pj.leases[l.JobID]; dup {
+	if al, dup := pj.leases[l.JobID]; dup {
+		// The same award again (a renter whose reply was lost) gets the
+		// same lease; any other award for this job is refused.
+		if _, held, err := auction.ReadLease(al.raw); err == nil && bytes.Equal(held.Body, sl.Body) {
+			return al.raw, nil
+		}
 		return nil, errors.New("a lease for this job exists already")
 	}
 	gpus, after := pj.claimGPUs(want, l.Tier)
 	if gpus == nil {
-		return nil, errors.New("the GPUs of our bid were leased meanwhile; auction again")
+		return nil, errors.New(refusedRaced)
 	}
 	if err := sl.CounterSign(pj.key); err != nil {
 		return nil, err
@@ -197,8 +218,7 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = pj.p.store.Update(func(tx *StoreTx) error { return tx.Put(bucketLeases, l.JobID, raw) })
-	if err != nil {
+	if err := pj.saveLease(l.JobID, raw, leaseAwarded); err != nil {
 		return nil, err
 	}
 	for _, g := range gpus {
@@ -208,6 +228,11 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	// node's settlements (see settle).
 	pj.journal.record(ledger.TypeLease, raw)
 	pj.leases[l.JobID] = &activeLease{lease: l, raw: raw, gpus: gpus, preempt: make(chan string, 1), done: make(chan struct{}), after: after, hub: &eventHub{}}
+	time.AfterFunc(pj.startDeadline, func() {
+		if pj.bg.Err() == nil {
+			pj.expireUnstarted(l.JobID)
+		}
+	})
 	return raw, nil
 }
 
@@ -245,8 +270,22 @@ func (pj *providerJobs) release(jobID string) {
 // gold, GPUs held by bronze leases (preemptible); nil if there are not n.
 // Nothing is reserved: accept claims them. Called with pj.mu held.
 func (pj *providerJobs) planGPUs(n int, tier auction.Tier) []int {
-	if free := pj.freeGPUs(n); free != nil {
-		return free
+	if free := pj.freeGPUs(0); len(free) >= n {
+		// Concurrent quotes name different free GPUs where they can: the
+		// least recently quoted first. Naming the same first free GPUs in
+		// every quote made a burst of awards collide on them while other
+		// GPUs sat idle (nothing is reserved before the award).
+		slices.SortStableFunc(free, func(a, b int) int { return pj.quotedAt[a].Compare(pj.quotedAt[b]) })
+		plan := free[:n]
+		if pj.quotedAt == nil {
+			pj.quotedAt = map[int]time.Time{}
+		}
+		now := time.Now()
+		for _, g := range plan {
+			pj.quotedAt[g] = now
+		}
+		slices.Sort(plan)
+		return plan
 	}
 	if tier == auction.Bronze {
 		return nil

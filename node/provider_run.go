@@ -24,7 +24,7 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var req jobRequest
-	if err := readMsg(s, &req); err != nil {
+	if err := readMsg(s, maxJobFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
@@ -53,7 +53,15 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		pj.cancel(al)
 		_ = writeMsg(s, jobEvent{Type: "status", Status: "cancelled", Time: time.Now()})
 	case "start":
-		pj.run(s, al, req)
+		// Checked before run takes charge of the lease: a refused start
+		// (another spec, a second start) must not end the lease that a
+		// first start may be running.
+		spec, err := pj.checkStart(al, req.Spec)
+		if err != nil {
+			_ = writeMsg(s, jobEvent{Type: "error", Error: err.Error(), Time: time.Now()})
+			return
+		}
+		pj.run(s, al, req, spec)
 	default:
 		_ = writeMsg(s, jobEvent{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
 	}
@@ -74,7 +82,7 @@ func (pj *providerJobs) cancel(al *activeLease) {
 // exit. The lease's end stops the job; an owner reclaiming a bronze job's
 // GPU preempts it with the lease's notice and ships its checkpoint back;
 // the container is removed whatever happens.
-func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
+func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, spec *auction.JobSpec) {
 	settled := false
 	defer func() {
 		// Every lease that ends is settled before its GPUs are free, in
@@ -83,15 +91,13 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 		if !settled {
 			pj.settle(al, nil, false)
 		}
+		if err := pj.saveLease(al.lease.JobID, al.raw, leaseEnded); err != nil {
+			pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+		}
 		pj.release(al.lease.JobID)
 	}()
 	al.hub.add(s)
 	send := al.hub.send
-	spec, err := auction.ParseJobSpec(req.Spec)
-	if err != nil {
-		_ = send(jobEvent{Type: "error", Error: "bad job spec: " + err.Error()})
-		return
-	}
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
@@ -152,7 +158,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest) {
 				return
 			}
 			for len(chunk) > 0 {
-				n := min(len(chunk), 16<<10)
+				n := min(len(chunk), maxLogChunk)
 				if send(jobEvent{Type: "log", Log: chunk[:n]}) != nil {
 					return
 				}
@@ -392,8 +398,12 @@ func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
 		_ = writeMsg(s, jobEvent{Type: "error", Error: "the job is not running", Time: time.Now()})
 		return
 	}
-	if err := writeMsg(s, jobEvent{Type: "log", Log: job.Logs().Bytes(), Time: time.Now()}); err != nil {
-		return
+	for tail := job.Logs().Bytes(); len(tail) > 0; {
+		n := min(len(tail), maxLogChunk)
+		if err := writeMsg(s, jobEvent{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
+			return
+		}
+		tail = tail[n:]
 	}
 	if err := writeMsg(s, jobEvent{Type: "status", Status: "running", Time: time.Now()}); err != nil {
 		return

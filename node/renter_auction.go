@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -67,8 +68,16 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Canary {
 		defer r.canary.finished(rec.Pin)
 	}
+	races := 0
 	for attempt := 0; ; attempt++ {
 		lease, raw, ex, release, err := r.auctionReplica(id, rec, spec, specYAML, exclude)
+		if errors.Is(err, errRaced) && races < maxRaceRounds && r.bg.Err() == nil {
+			races++
+			attempt--
+			time.Sleep(time.Duration(20+mrand.IntN(80*races)) * time.Millisecond)
+			continue
+		}
+		races = 0
 		if err != nil {
 			if errors.Is(err, errNoMatch) && attempt < spec.Retry.MaxReauctions && r.bg.Err() == nil {
 				wait := min(time.Duration(1<<min(attempt, 5))*time.Second, 30*time.Second)
@@ -136,6 +145,15 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 
 var errNoMatch = errors.New("no provider matched")
 
+// errRaced: every award was refused because concurrent awards took the
+// GPUs the bids named. Capacity may well be free, so the renter asks for
+// quotes again at once (a few times, with jitter) rather than giving up
+// or spending a re-auction.
+var errRaced = errors.New("lost the race for the GPUs")
+
+// maxRaceRounds bounds those immediate rounds per attempt.
+const maxRaceRounds = 8
+
 // auctionReplica runs one auction for job id. For a replica it holds the
 // group's lock and excludes the siblings' providers; release lets the
 // next sibling go once the winner is on record (call it exactly once).
@@ -185,7 +203,11 @@ func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, 
 	sort.SliceStable(ok, func(a, b int) bool { return tierFloor(ok[a], spec.Tier) < tierFloor(ok[b], spec.Tier) })
 	cands := ok[:min(len(ok), quoteCandidates)]
 	nonce := randomNonce()
-	bids, outcomes := r.requestQuotes(id, nonce, specYAML, cands)
+	sent, err := sentSpec(specYAML)
+	if err != nil {
+		return nil, nil, ex, err
+	}
+	bids, outcomes := r.requestQuotes(id, nonce, specYAML, sent, cands)
 	ex.Quotes = outcomes
 	offers := map[string]*auction.Offer{}
 	for _, o := range cands {
@@ -200,6 +222,7 @@ func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, 
 	admitted, _ := auction.AdmitBids(spec, plain, offers, env)
 	ranked := auction.Rank(spec, admitted, offers, env)
 	ex.Ranked = ranked
+	raced := false
 	for len(ranked) > 0 {
 		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
 		if !ok {
@@ -211,9 +234,44 @@ func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, 
 			return lease, raw, ex, nil
 		}
 		ex.Quotes = append(ex.Quotes, QuoteOutcome{Provider: winner.Bid.Provider, Error: "award refused: " + err.Error()})
+		raced = raced || err.Error() == refusedRaced
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
+	if raced {
+		return nil, nil, ex, fmt.Errorf("%w: %w: other awards took the GPUs our bids named", errNoMatch, errRaced)
+	}
 	return nil, nil, ex, fmt.Errorf("%w: %d feasible offers, no acceptable bid (see `gleaner job explain %s`)", errNoMatch, len(ok), id)
+}
+
+// quotedSpec is the spec as the providers read it (the bytes sent, parsed
+// as they parse them) and its SpecHash.
+type quotedSpec struct {
+	spec *auction.JobSpec
+	hash []byte
+}
+
+func sentSpec(specYAML []byte) (quotedSpec, error) {
+	spec, err := auction.ParseJobSpec(specYAML)
+	if err != nil {
+		return quotedSpec{}, fmt.Errorf("the spec sent to providers: %w", err)
+	}
+	hash, err := auction.SpecHash(spec)
+	return quotedSpec{spec, hash}, err
+}
+
+// check refuses a bid for another spec, or whose window would not run the
+// job as asked: shorter than duration.max, or a reservation at another
+// time.
+func (q quotedSpec) check(b *auction.Bid) error {
+	switch {
+	case !bytes.Equal(b.SpecHash, q.hash):
+		return errors.New("the bid names another job spec than the one we sent")
+	case b.DurationSec < int64(q.spec.Duration.Max/time.Second):
+		return fmt.Errorf("the bid's window of %d s is shorter than duration.max", b.DurationSec)
+	case q.spec.Tier == auction.Gold && b.Start != q.spec.Start.Unix():
+		return errors.New("the bid reserves another start than the spec's")
+	}
+	return nil
 }
 
 type signedBid struct {
@@ -223,7 +281,7 @@ type signedBid struct {
 
 // requestQuotes asks every candidate at once and waits at most
 // quoteDeadline; silence is recorded as an error, never waited out.
-func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
+func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
 	ctx, cancel := context.WithTimeout(r.bg, quoteDeadline)
 	defer cancel()
 	var mu sync.Mutex
@@ -247,6 +305,9 @@ func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, cands []*a
 				if err == nil && (b.Provider != o.Provider || b.JobID != id || !bytes.Equal(b.Nonce, nonce)) {
 					err = errors.New("the bid is not for this job, round or provider")
 				}
+				if err == nil {
+					err = sent.check(b)
+				}
 				if err != nil {
 					out.Error = "bad bid: " + err.Error()
 				} else {
@@ -265,17 +326,14 @@ func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, cands []*a
 
 // award signs the lease and asks the winner to counter-sign it.
 func (r *renterJobs) award(id string, spec *auction.JobSpec, w auction.Ranked, price auction.Credits, bidRaw []byte) (*auction.Lease, []byte, error) {
-	now := time.Now()
-	start := now
-	if spec.Tier == auction.Gold && spec.Start.After(now) {
-		start = spec.Start
-	}
+	// The window and the notice are the provider's, as its bid states
+	// them: it refuses a lease that changes them.
 	l := &auction.Lease{
 		JobID: id, Network: r.m.host.Network(), Renter: r.m.host.ID().String(), Provider: w.Bid.Provider,
 		Tier: spec.Tier, Price: price, GPUs: spec.Resources.GPUs,
-		Start: start.Unix(), End: start.Add(spec.Duration.Max).Unix(),
-		NoticeSec: w.Offer.Policy.PreemptNotice, BillingSec: int64(r.billing / time.Second), Bid: bidRaw,
-		GPUUUIDHash: w.Bid.GPUHashes,
+		Start: w.Bid.Start, End: w.Bid.Start + w.Bid.DurationSec,
+		NoticeSec: w.Bid.NoticeSec, BillingSec: int64(r.billing / time.Second), Bid: bidRaw,
+		GPUUUIDHash: w.Bid.GPUHashes, SpecHash: w.Bid.SpecHash,
 	}
 	sl, err := auction.ProposeLease(l, r.key)
 	if err != nil {
@@ -321,7 +379,7 @@ func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, 
 	if err := writeMsg(s, req); err != nil {
 		return err
 	}
-	return readMsg(s, rep)
+	return readMsg(s, maxEventFrame, rep)
 }
 
 func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {

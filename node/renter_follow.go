@@ -81,7 +81,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
 		var ev jobEvent
-		if err := readMsg(s, &ev); err != nil {
+		if err := readMsg(s, maxEventFrame, &ev); err != nil {
 			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 				return outcome{state: StateCancelled}
 			}

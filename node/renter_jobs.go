@@ -30,6 +30,9 @@ const (
 	StateNoMatch    = "no-match"
 )
 
+// Terminal reports whether a job in state has ended for good.
+func Terminal(state string) bool { return terminal(state) }
+
 func terminal(state string) bool {
 	switch state {
 	case StateCompleted, StateFailed, StateCancelled, StateNoMatch:
@@ -91,7 +94,7 @@ type SubmitOptions struct {
 // JobEvent is what job_follow streams: state changes and log output.
 type JobEvent struct {
 	JobID string    `json:"job_id"`
-	Type  string    `json:"type"` // "state" or "log"
+	Type  string    `json:"type"` // "state", "log", or "dropped" (the follower fell behind; the last event)
 	State string    `json:"state,omitempty"`
 	Note  string    `json:"note,omitempty"`
 	Log   string    `json:"log,omitempty"`
@@ -231,14 +234,31 @@ func (r *renterJobs) save(j *JobRecord) error {
 	return r.store.Update(func(tx *StoreTx) error { return tx.Put(bucketJobs, j.ID, j) })
 }
 
+// followQueue is how many events a follower (an RPC subscription) may
+// have waiting: with log events of at most maxLogChunk, 4 MiB at most.
+const followQueue = 256
+
 func (r *renterJobs) publish(ev JobEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, ch := range r.subs[ev.JobID] {
-		select {
-		case ch <- ev:
-		default: // a follower that cannot keep up misses events, never blocks the job
+	subs := r.subs[ev.JobID]
+	live := subs[:0]
+	for _, ch := range subs {
+		if len(ch) >= followQueue {
+			// A follower that cannot keep up is dropped with a notice
+			// (the last place in its queue is kept for it) rather than
+			// buffered without bound or silently missing output.
+			ch <- JobEvent{JobID: ev.JobID, Type: "dropped", Note: fmt.Sprintf("this follower fell %d events behind and was dropped; `gleaner job logs %s` shows the retained output", followQueue, ev.JobID), Time: time.Now().UTC()}
+			close(ch)
+			continue
 		}
+		ch <- ev
+		live = append(live, ch)
+	}
+	if len(live) == 0 {
+		delete(r.subs, ev.JobID)
+	} else {
+		r.subs[ev.JobID] = live
 	}
 	if ev.Type == "state" && terminal(ev.State) {
 		for _, ch := range r.subs[ev.JobID] {
@@ -257,7 +277,7 @@ func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, er
 	if !ok {
 		return nil, fmt.Errorf("no job %q", id)
 	}
-	ch := make(chan JobEvent, 256)
+	ch := make(chan JobEvent, followQueue+1) // +1: the place for a drop notice
 	if terminal(j.State) {
 		ch <- JobEvent{JobID: id, Type: "state", State: j.State, Note: j.Error, Time: j.Updated}
 		close(ch)
@@ -300,7 +320,14 @@ func (r *renterJobs) appendLog(id string, chunk []byte) {
 	if b != nil {
 		_, _ = b.Write(chunk)
 	}
-	r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk), Time: time.Now().UTC()})
+	// Published in pieces of at most maxLogChunk, whatever the provider
+	// sent: a follower's queue is counted in events, so an event's size
+	// bounds what a queue can hold.
+	for len(chunk) > 0 {
+		n := min(len(chunk), maxLogChunk)
+		r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk[:n]), Time: time.Now().UTC()})
+		chunk = chunk[n:]
+	}
 }
 
 // dealsWith: author is the provider of one of this renter's jobs.

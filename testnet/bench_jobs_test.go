@@ -103,7 +103,7 @@ func newBenchMarket(b *testing.B) *benchMarket { return newBenchMarketLinks(b, 0
 
 // newBenchMarketLinks runs the nodes over mocknet links with the given
 // one-way latency (0: loopback TCP), for kernels without netem.
-func newBenchMarketLinks(b *testing.B, link time.Duration) *benchMarket {
+func newBenchMarketLinks(b testing.TB, link time.Duration) *benchMarket {
 	requireDocker(b)
 	m := &benchMarket{ws: map[int]*wsClient{}}
 	m.oneWay, m.rtt = benchLatency(b)
@@ -301,7 +301,7 @@ func (m *benchMarket) jobError(ctx context.Context, ws *wsClient, id, state, why
 
 // round runs one job on each of the given renters at once and returns the
 // samples; any failure is fatal.
-func (m *benchMarket) round(b *testing.B, target string, renters []int) []jobSample {
+func (m *benchMarket) round(b testing.TB, target string, renters []int) []jobSample {
 	out := make([]jobSample, len(renters))
 	errs := make([]error, len(renters))
 	var wg sync.WaitGroup
@@ -322,7 +322,7 @@ func (m *benchMarket) round(b *testing.B, target string, renters []int) []jobSam
 // drain waits until no provider holds a lease: a provider frees a job's
 // GPUs after removing its container, which is after the renter hears that
 // the job exited.
-func (m *benchMarket) drain(b *testing.B) {
+func (m *benchMarket) drain(b testing.TB) {
 	deadline := time.Now().Add(30 * time.Second)
 	for k, cl := range m.providers {
 		for {

@@ -215,30 +215,42 @@ func readSecrets(specPath string, spec []byte) (map[string]string, error) {
 
 // followJob prints a job's progress (to stderr) and output (to stdout)
 // until it ends, and returns its final record.
+//
+// A follower that falls behind (a slow terminal under a flood of output) is
+// dropped by the node with a notice; it says so and follows again, so the
+// gap is visible and nothing is buffered without bound.
 func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.JobRecord, error) {
-	events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: id})
-	if err != nil {
-		return node.JobRecord{}, err
-	}
-	for raw := range events {
-		var ev node.JobEvent
-		if json.Unmarshal(raw, &ev) != nil {
-			continue
+	for {
+		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: id})
+		if err != nil {
+			return node.JobRecord{}, err
 		}
-		switch {
-		case ev.Type == "log" && !c.Bool("json"):
-			fmt.Fprint(c.App.Writer, ev.Log)
-		case ev.Type == "state" && progress && !c.Bool("json"):
-			note := ""
-			if ev.Note != "" {
-				note = ": " + ev.Note
+		dropped := false
+		for raw := range events {
+			var ev node.JobEvent
+			if json.Unmarshal(raw, &ev) != nil {
+				continue
 			}
-			fmt.Fprintf(c.App.ErrWriter, "[%s] %s%s\n", ev.Time.Local().Format("15:04:05"), ev.State, note)
+			switch {
+			case ev.Type == "dropped":
+				dropped = true
+				fmt.Fprintf(c.App.ErrWriter, "gleaner: %s; following again\n", ev.Note)
+			case ev.Type == "log" && !c.Bool("json"):
+				fmt.Fprint(c.App.Writer, ev.Log)
+			case ev.Type == "state" && progress && !c.Bool("json"):
+				note := ""
+				if ev.Note != "" {
+					note = ": " + ev.Note
+				}
+				fmt.Fprintf(c.App.ErrWriter, "[%s] %s%s\n", ev.Time.Local().Format("15:04:05"), ev.State, note)
+			}
+		}
+		var j node.JobRecord
+		err = nc.call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
+		if err != nil || !dropped || c.Context.Err() != nil || node.Terminal(j.State) {
+			return j, err
 		}
 	}
-	var j node.JobRecord
-	err = nc.call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
-	return j, err
 }
 
 func jobList(c *cli.Context) error {

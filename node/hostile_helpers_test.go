@@ -1,0 +1,278 @@
+package node
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// The hostile-counterparty rig: a real provider daemon in this process
+// (host, store, market, ledger, Docker executor, one simulated GPU) and a
+// hostile renter, a bare libp2p host with a key of its own that speaks the
+// rental protocols by hand, as an attacker's client would.
+
+var demoImageOnce sync.Once
+var demoImageErr error
+
+// requireDemoImage fails loudly, never skips, without Docker: these tests
+// run real containers.
+func requireDemoImage(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("this needs a running Docker engine (it runs real containers): %v: %s", err, out)
+	}
+	demoImageOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		demoImageErr = demoimage.Build(ctx, "..")
+	})
+	if demoImageErr != nil {
+		t.Fatal(demoImageErr)
+	}
+}
+
+type hostileRig struct {
+	t    *testing.T
+	ctx  context.Context
+	prov *Node
+	h    *p2p.Host
+	key  crypto.PrivKey
+}
+
+// newHostileRig starts the provider with opts and the owner's settings
+// edited by policy (nil: region eu/DE, bronze and silver at 0.50, batch
+// only), and a connected hostile renter.
+func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hostileRig {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	n := startTestNode(t, ctx, "1xRTX4090", opts)
+	if _, err := n.provider.update(func(s OfferSettings) (OfferSettings, error) {
+		s.Region = auction.Region{Country: "DE", Continent: "eu"}
+		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
+		if policy != nil {
+			policy(&s)
+		}
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n.provider.poke()
+	waitFor(t, 20*time.Second, "the provider's offer", func() bool {
+		n.provider.mu.Lock()
+		defer n.provider.mu.Unlock()
+		return n.provider.current != nil && len(n.provider.current.GPUs) == 1
+	})
+	h := hostileHost(t, ctx, n)
+	return &hostileRig{t: t, ctx: ctx, prov: n, h: h, key: h.LibP2P().Peerstore().PrivKey(h.ID())}
+}
+
+// startTestNode starts a full node on loopback in this process; simulate
+// names its simulated GPUs ("" for none). It stops when the test ends.
+func startTestNode(t testing.TB, ctx context.Context, simulate string, opts Options) *Node {
+	t.Helper()
+	cfg := DefaultConfig(NetworkLocal)
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
+	cfg.RPC.Address = "127.0.0.1:0"
+	cfg.Provider.SimulateGPUs = simulate
+	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.InProcess, opts.Logger = true, quietLog
+	n, err := New(repo, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer scancel()
+		_ = n.Stop(sctx)
+	})
+	return n
+}
+
+// hostileHost is a bare host of this network, connected to n.
+func hostileHost(t testing.TB, ctx context.Context, n *Node) *p2p.Host {
+	t.Helper()
+	h, err := p2p.New(ctx, p2p.Network(NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := h.LibP2P().Connect(ctx, addrInfo(n.Host())); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// hostileSpec is a batch job of the demo image on one GPU.
+func hostileSpec(name, sleep string) string {
+	return "name: " + name + "\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"" + sleep + "\", \"-lines\", \"2\"]\n" +
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\n"
+}
+
+func (r *hostileRig) exchange(proto string, req, rep any) {
+	r.t.Helper()
+	s, err := r.h.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), r.h.ProtocolID(proto))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
+	if err := writeMsg(s, req); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := readMsg(s, maxEventFrame, rep); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// quote asks for a bid on spec for job; it fails the test on a decline.
+func (r *hostileRig) quote(job, spec string) (*auction.Bid, []byte) {
+	r.t.Helper()
+	var rep quoteReply
+	r.exchange(quoteProto, quoteRequest{JobID: job, Nonce: randomNonce(), Spec: []byte(spec)}, &rep)
+	if rep.Decline != "" {
+		r.t.Fatalf("quote for %s declined: %s", job, rep.Decline)
+	}
+	b, _, err := auction.DecodeSignedBid(rep.Bid, time.Now())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b, rep.Bid
+}
+
+// leaseFor is the lease an honest renter would propose for bid; edit, if
+// set, changes it as an attacker would before signing.
+func (r *hostileRig) leaseFor(b *auction.Bid, raw []byte, edit func(*auction.Lease)) []byte {
+	r.t.Helper()
+	l := &auction.Lease{JobID: b.JobID, Network: NetworkLocal, Renter: r.h.ID().String(), Provider: b.Provider,
+		Tier: b.Tier, Price: b.Price, GPUs: b.GPUs, Start: b.Start, End: b.Start + b.DurationSec,
+		NoticeSec: b.NoticeSec, BillingSec: 300, Bid: raw, GPUUUIDHash: b.GPUHashes, SpecHash: b.SpecHash}
+	if edit != nil {
+		edit(l)
+	}
+	sl, err := auction.ProposeLease(l, r.key)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	prop, err := sl.Marshal()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return prop
+}
+
+// award proposes the lease and returns the co-signed one, or the refusal.
+func (r *hostileRig) award(prop []byte) ([]byte, string) {
+	r.t.Helper()
+	var rep awardReply
+	r.exchange(awardProto, awardRequest{Lease: prop}, &rep)
+	return rep.Lease, rep.Refused
+}
+
+// lease quotes spec and gets an honest award co-signed.
+func (r *hostileRig) lease(job, spec string) []byte {
+	r.t.Helper()
+	b, raw := r.quote(job, spec)
+	l, refused := r.award(r.leaseFor(b, raw, nil))
+	if refused != "" {
+		r.t.Fatalf("honest award for %s refused: %s", job, refused)
+	}
+	return l
+}
+
+// start sends a start request and returns the stream its events come on.
+func (r *hostileRig) start(lease []byte, spec string) network.Stream {
+	r.t.Helper()
+	s, err := r.h.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), r.h.ProtocolID(jobProto))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = s.Reset() })
+	if err := writeMsg(s, jobRequest{Kind: "start", Lease: lease, Spec: []byte(spec), Nonce: randomNonce()}); err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+// nextEvent reads events from s until one of type typ (or an error event).
+func nextEvent(t *testing.T, s network.Stream, typ string) jobEvent {
+	t.Helper()
+	for {
+		_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var ev jobEvent
+		if err := readMsg(s, maxEventFrame, &ev); err != nil {
+			t.Fatalf("waiting for a %q event: %v", typ, err)
+		}
+		if ev.Type == typ || ev.Type == "error" {
+			return ev
+		}
+	}
+}
+
+// leaseState is the provider's persisted state of job's lease.
+func (r *hostileRig) leaseState(job string) string {
+	var raw []byte
+	_ = r.prov.store.ForEach(bucketLeases, func(k string, v []byte) error {
+		if k == job {
+			raw = v
+		}
+		return nil
+	})
+	rec, err := readLeaseRecord(raw)
+	if err != nil {
+		return "none"
+	}
+	return rec.State
+}
+
+// settlements counts the provider's settlement entries naming lease cid.
+func (r *hostileRig) settlements(cid string) int {
+	r.t.Helper()
+	n := 0
+	err := r.prov.ledger.Walk(r.prov.Host().ID().String(), 0, 1<<62, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
+		if e.Type == ledger.TypeSettlement && strings.Contains(string(e.Payload), cid) {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// containers lists the Docker containers this provider runs for job.
+func containers(t *testing.T, job string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=net.gleaner.managed=1", "--format", "{{.Label \"net.gleaner.job\"}} {{.State}}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	var mine []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, "-"+job+" ") {
+			mine = append(mine, line)
+		}
+	}
+	return mine
+}

@@ -1,0 +1,189 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// The provider's guard: it runs only what it agreed to. A lease must
+// repeat the provider's bid in every field the bid fixes, an award that is
+// not started soon expires and frees its GPUs, a lease starts once, and
+// the spec that starts is the one quoted, checked against the owner's
+// policy again.
+
+// Lease states as the provider persists them (bucketLeases). Every change
+// is written before it takes effect, and writing a state twice is
+// harmless.
+const (
+	leaseAwarded = "awarded" // co-signed, GPUs held, not started yet
+	leaseStarted = "started" // the renter started it; it cannot start again
+	leaseEnded   = "ended"   // settled and released
+	leaseExpired = "expired" // never started within the start deadline
+)
+
+// DefaultStartDeadline is how long an award holds GPUs before its renter
+// must start it (Options.StartDeadline). A renter starts at once after the
+// award; a lease that is never started would otherwise hold the GPUs for
+// free until the provider restarts.
+const DefaultStartDeadline = 30 * time.Second
+
+// startSkew is how far a silver or bronze lease's start may lie from the
+// provider's clock: the award follows the quote within the bid's validity.
+const startSkew = 60 * time.Second
+
+// leaseRecord is a lease as the provider keeps it.
+type leaseRecord struct {
+	Lease   []byte    `json:"lease"` // co-signed SignedLease
+	State   string    `json:"state"`
+	Updated time.Time `json:"updated"`
+}
+
+// readLeaseRecord reads a stored record; records written before states
+// were kept are the bare lease bytes, and count as ended.
+func readLeaseRecord(raw []byte) (leaseRecord, error) {
+	var rec leaseRecord
+	if err := decodeJSON(raw, &rec); err == nil {
+		return rec, nil
+	}
+	var bare []byte
+	if err := decodeJSON(raw, &bare); err != nil {
+		return leaseRecord{}, err
+	}
+	return leaseRecord{Lease: bare, State: leaseEnded}, nil
+}
+
+func (pj *providerJobs) saveLease(jobID string, raw []byte, state string) error {
+	rec := leaseRecord{Lease: raw, State: state, Updated: time.Now().UTC()}
+	return pj.p.store.Update(func(tx *StoreTx) error { return tx.Put(bucketLeases, jobID, rec) })
+}
+
+// honoursBid checks that an award repeats the provider's bid: parties,
+// job, tier, GPUs, spec, notice and window. The price may be higher (the
+// second score clears above the bid), never lower. now is the provider's
+// clock, which decides where a window that starts now may begin.
+func honoursBid(l *auction.Lease, bid *auction.Bid, now time.Time) error {
+	if bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||
+		len(bid.GPUHashes) != l.GPUs || !slices.Equal(l.GPUUUIDHash, bid.GPUHashes) {
+		return errors.New("the lease does not honour our bid")
+	}
+	if len(bid.SpecHash) == 0 || !bytes.Equal(l.SpecHash, bid.SpecHash) {
+		return errors.New("the lease names another job spec than the one we quoted")
+	}
+	if l.NoticeSec != bid.NoticeSec {
+		return fmt.Errorf("the lease asks for %d s of notice; we quoted %d s", l.NoticeSec, bid.NoticeSec)
+	}
+	if l.End-l.Start > bid.DurationSec {
+		return fmt.Errorf("the lease runs %s; we quoted at most %s",
+			time.Duration(l.End-l.Start)*time.Second, time.Duration(bid.DurationSec)*time.Second)
+	}
+	if l.Tier == auction.Gold {
+		if l.Start != bid.Start {
+			return fmt.Errorf("the lease starts at %s; we quoted a reservation from %s",
+				time.Unix(l.Start, 0).UTC().Format(time.RFC3339), time.Unix(bid.Start, 0).UTC().Format(time.RFC3339))
+		}
+		return nil
+	}
+	if l.Start < bid.Start || time.Unix(l.Start, 0).After(now.Add(startSkew)) {
+		return fmt.Errorf("the lease starts at %s: work that starts now cannot start before our quote or in the future",
+			time.Unix(l.Start, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkStart admits the spec of a start request for al: it must be the
+// spec the lease names by hash, and the owner's policy as it is now must
+// still allow it. It marks the lease started, once: a second start, even
+// of the same spec, is refused, since it would run a second container on
+// the same GPUs.
+func (pj *providerJobs) checkStart(al *activeLease, specYAML []byte) (*auction.JobSpec, error) {
+	spec, err := auction.ParseJobSpec(specYAML)
+	if err != nil {
+		return nil, fmt.Errorf("bad job spec: %w", err)
+	}
+	hash, err := auction.SpecHash(spec)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(hash, al.lease.SpecHash) {
+		return nil, errors.New("this is not the job spec the lease names: a provider runs only what it quoted")
+	}
+	pj.p.mu.Lock()
+	offer := pj.p.current
+	pj.p.mu.Unlock()
+	if why := auction.StartAllowed(spec, offer); why != "" {
+		return nil, fmt.Errorf("the owner's policy no longer allows this job: %s", why)
+	}
+	pj.mu.Lock()
+	if al.started {
+		pj.mu.Unlock()
+		return nil, errors.New("this lease has started already; attach to follow its job")
+	}
+	al.started = true
+	pj.mu.Unlock()
+	if err := pj.saveLease(al.lease.JobID, al.raw, leaseStarted); err != nil {
+		return nil, fmt.Errorf("cannot record the start: %w", err)
+	}
+	return spec, nil
+}
+
+// expireUnstarted frees an award's GPUs when its renter has not started it
+// by the deadline; a lease that started meanwhile is left alone.
+func (pj *providerJobs) expireUnstarted(jobID string) {
+	pj.mu.Lock()
+	al := pj.leases[jobID]
+	if al == nil || al.started {
+		pj.mu.Unlock()
+		return
+	}
+	al.started = true // nothing may start it from now on
+	pj.mu.Unlock()
+	pj.log.Info("award expired: never started", "job", jobID, "renter", al.lease.Renter)
+	if err := pj.saveLease(jobID, al.raw, leaseExpired); err != nil {
+		pj.log.Warn("lease state not saved", "job", jobID, "err", err)
+	}
+	pj.settle(al, nil, false)
+	pj.release(jobID)
+}
+
+// leaseInterrupted: the provider stopped while it held the lease (its
+// container went with it); the lease can neither start nor run again.
+const leaseInterrupted = "interrupted"
+
+// markInterrupted records, at start-up, that the leases an earlier run
+// held are over: leases do not survive a provider's restart yet, so none
+// of them may start or be shown as running.
+func (pj *providerJobs) markInterrupted() error {
+	var open []string
+	err := pj.p.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+		if rec, err := readLeaseRecord(raw); err == nil && (rec.State == leaseAwarded || rec.State == leaseStarted) {
+			open = append(open, jobID)
+		}
+		return nil
+	})
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	return pj.p.store.Update(func(tx *StoreTx) error {
+		for _, id := range open {
+			var raw json.RawMessage
+			if err := tx.Get(bucketLeases, id, &raw); err != nil {
+				return err
+			}
+			rec, err := readLeaseRecord(raw)
+			if err != nil {
+				return err
+			}
+			rec.State, rec.Updated = leaseInterrupted, time.Now().UTC()
+			if err := tx.Put(bucketLeases, id, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
