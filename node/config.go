@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -61,6 +62,9 @@ type P2PConfig struct {
 type RPCConfig struct {
 	Address     string `toml:"address"`
 	AllowRemote bool   `toml:"allow_remote"`
+	// AllowedOrigins are Origin headers admitted besides the API's own
+	// loopback origins (scheme://host[:port], or "*").
+	AllowedOrigins []string `toml:"allowed_origins"`
 }
 
 // LimitsConfig bounds what the node may use of the owner's machine.
@@ -92,7 +96,7 @@ func DefaultConfig(network string) Config {
 			NATTraversal: network != NetworkLocal,
 			DHTMode:      "auto",
 		},
-		RPC: RPCConfig{Address: fmt.Sprintf("127.0.0.1:%d", DefaultRPCPort)},
+		RPC: RPCConfig{Address: fmt.Sprintf("127.0.0.1:%d", DefaultRPCPort), AllowedOrigins: []string{}},
 		Limits: LimitsConfig{
 			ConnectionsLow:  64,
 			ConnectionsHigh: 192,
@@ -165,6 +169,11 @@ func (c Config) Validate() error {
 	}
 	if !isLoopback(host) && !c.RPC.AllowRemote {
 		return fmt.Errorf("rpc.address %q is not a loopback address; anyone who can reach it and has the token controls this node, so set rpc.allow_remote = true (or --rpc-allow-remote) if you really mean it", c.RPC.Address)
+	}
+	for _, o := range c.RPC.AllowedOrigins {
+		if _, err := rpc.CanonicalOrigin(o); err != nil {
+			return fmt.Errorf("rpc.allowed_origins: %v", err)
+		}
 	}
 	l := c.Limits
 	if l.ConnectionsLow < 1 || l.ConnectionsHigh < l.ConnectionsLow {

@@ -12,6 +12,7 @@ func TestRenderedConfigRoundTrips(t *testing.T) {
 	for _, network := range []string{NetworkLocal, NetworkTestnet} {
 		want := DefaultConfig(network)
 		want.P2P.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4030/p2p/12D3KooWGzh8ZGDbq8FWRzcBHPwSsjWJQRGxvSgNi3VQq3rzw6tK"}
+		want.RPC.AllowedOrigins = []string{"https://dash.example:8443"}
 		path := filepath.Join(t.TempDir(), ConfigFile)
 		if err := os.WriteFile(path, []byte(want.Render()), 0o600); err != nil {
 			t.Fatal(err)
@@ -51,6 +52,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"dht mode", func(c *Config) { c.P2P.DHTMode = "fast" }, "p2p.dht_mode"},
 		{"rpc address", func(c *Config) { c.RPC.Address = "4031" }, "rpc.address"},
 		{"rpc remote", func(c *Config) { c.RPC.Address = "0.0.0.0:4031" }, "rpc.address"},
+		{"rpc origin without scheme", func(c *Config) { c.RPC.AllowedOrigins = []string{"dash.example:8443"} }, "rpc.allowed_origins"},
+		{"rpc origin with a path", func(c *Config) { c.RPC.AllowedOrigins = []string{"https://dash.example/app"} }, "rpc.allowed_origins"},
 		{"connections", func(c *Config) { c.Limits.ConnectionsHigh = 1 }, "limits"},
 		{"memory", func(c *Config) { c.Limits.MaxMemoryMB = 1 }, "limits.max_memory_mb"},
 	}

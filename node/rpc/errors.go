@@ -21,6 +21,13 @@ const (
 	// CodeSlowSubscriber ends a subscription whose client fell more than the
 	// per-subscription queue behind (see SubscriptionQueue).
 	CodeSlowSubscriber = -32004
+	// CodeResponseBudget answers the calls of a batch that were not run
+	// because the replies before them already passed the per-batch
+	// response budget (see ResponseBudget). They are safe to resend.
+	CodeResponseBudget = -32005
+	// CodeForbidden refuses a request whose Host is not a loopback name or
+	// whose Origin is not allowed (HTTP 403), before the token is checked.
+	CodeForbidden = -32006
 )
 
 // Error is a JSON-RPC error object. Handlers return it (possibly wrapped) to
@@ -56,4 +63,5 @@ var (
 	errTooLarge     = &Error{Code: CodeInvalidRequest, Message: "request too large"}
 	errUnauthorized = &Error{Code: CodeUnauthorized, Message: "unauthorized: missing or wrong bearer token"}
 	errPanic        = &Error{Code: CodeInternal, Message: "internal error"}
+	errBudget       = &Error{Code: CodeResponseBudget, Message: "response budget exceeded; send smaller batches (this call did not run)"}
 )

@@ -2,8 +2,10 @@ package rpc
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 )
+
+// goldenAddr is the address the transcripts are served on.
+var goldenAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4031}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.txt expectations from current behaviour")
 
@@ -29,7 +34,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.txt expectations fro
 //	exact response body
 //
 // Invoked is how many test handlers ran while serving the request, which
-// is how the 401 cases prove that no method was executed.
+// is how the 401 and 403 cases prove that no method was executed. Requests
+// are served as if on 127.0.0.1:4031; a "Host:" line sets the Host.
 type goldenCase struct {
 	name, reqMethod, path string
 	headers               [][2]string
@@ -132,7 +138,13 @@ func TestGolden(t *testing.T) {
 			h := ts.Handler()
 			for _, c := range cases {
 				req := httptest.NewRequest(c.reqMethod, c.path, strings.NewReader(c.body))
+				req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, goldenAddr))
+				req.Host = goldenAddr.String()
 				for _, kv := range c.headers {
+					if kv[0] == "Host" {
+						req.Host = kv[1]
+						continue
+					}
 					req.Header.Add(kv[0], kv[1])
 				}
 				before := ts.invoked.Load()

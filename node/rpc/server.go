@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,15 +37,23 @@ type Server struct {
 	maxBatch   int
 	batchPar   int
 	subQueue   int
+	budget     int
 	keepalive  time.Duration
+	bodyWait   time.Duration
+	replyWait  time.Duration
 	title, ver string
 	log        *slog.Logger
+
+	allowRemote bool            // skip the Host check
+	anyOrigin   bool            // "*" among the allowed origins
+	origins     map[string]bool // CanonicalOrigin form
 
 	regMu   sync.Mutex                         // serialises registration
 	methods atomic.Pointer[map[string]*method] // copy-on-write: lock-free reads on the hot path
 
 	upgrader websocket.Upgrader
 	bufs     sync.Pool // *[]byte request bodies
+	discover atomic.Pointer[discoverCache]
 }
 
 // ServerOption configures a Server. Zero or negative values keep the
@@ -75,6 +84,52 @@ func SubscriptionQueue(n int) ServerOption { return func(s *Server) { s.subQueue
 // that long is closed (default 30s).
 func Keepalive(d time.Duration) ServerOption { return func(s *Server) { s.keepalive = d } }
 
+// ResponseBudget caps the reply bytes one batch may produce (default
+// 1 MiB, the same as the request limit): once the results of a batch's
+// finished calls pass it, the calls not yet started are answered with
+// CodeResponseBudget instead of being run. The first call of a batch always
+// runs, so resending the refused calls always makes progress.
+func ResponseBudget(n int) ServerOption { return func(s *Server) { s.budget = n } }
+
+// BodyTimeout is how long a POST may take to deliver its body once its
+// headers are in (default 10s); a slower one is answered 408 and closed.
+// Header reading is the http.Server's ReadHeaderTimeout. WebSocket
+// connections are not affected: they have Keepalive.
+func BodyTimeout(d time.Duration) ServerOption { return func(s *Server) { s.bodyWait = d } }
+
+// ReplyTimeout is how long a POST reply may take to be written (default
+// 30s): a client that stops reading cannot pin the reply's buffer and
+// goroutine for ever.
+func ReplyTimeout(d time.Duration) ServerOption { return func(s *Server) { s.replyWait = d } }
+
+// AllowRemote turns off the Host check, which otherwise refuses (403) any
+// request whose Host header is not localhost, 127.0.0.0/8 or [::1]: a node
+// that listens on a non-loopback address is reached under other names.
+// The Origin check stays on.
+func AllowRemote(allow bool) ServerOption { return func(s *Server) { s.allowRemote = allow } }
+
+// AllowOrigins admits requests that carry one of these Origin headers
+// (scheme://host[:port]; "*" for any), besides this server's own loopback
+// origins. Requests without an Origin (non-browser clients) need none.
+// An entry that CanonicalOrigin rejects panics: validate user input first.
+func AllowOrigins(origins ...string) ServerOption {
+	return func(s *Server) {
+		for _, o := range origins {
+			c, err := CanonicalOrigin(o)
+			if err != nil {
+				panic("rpc: AllowOrigins: " + err.Error())
+			}
+			if c == "*" {
+				s.anyOrigin = true
+			}
+			if s.origins == nil {
+				s.origins = map[string]bool{}
+			}
+			s.origins[c] = true
+		}
+	}
+}
+
 // Logger receives handler panics and connection errors (default slog.Default()).
 func Logger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
 
@@ -91,10 +146,12 @@ func NewServer(token string, opts ...ServerOption) *Server {
 	}
 	s.defaults()
 	s.methods.Store(&map[string]*method{})
-	// Browsers cannot attach an Authorization header to a WebSocket
-	// handshake, so the bearer check already rules out cross-site use and
-	// an Origin check would only get in the way of non-browser clients.
-	s.upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	// serveHTTP has checked Host and Origin before the token; checking the
+	// Origin again here keeps the upgrade safe should that order change.
+	// gorilla's default (Origin host = Host) would admit a DNS-rebinding
+	// page's own origin when remote access is allowed, so the upgrade gets
+	// the same rule as POST.
+	s.upgrader = websocket.Upgrader{CheckOrigin: func(r *http.Request) bool { return s.checkOrigin(r) == nil }}
 	s.registerBuiltins()
 	return s
 }
@@ -114,6 +171,15 @@ func (s *Server) defaults() {
 	}
 	if s.keepalive <= 0 {
 		s.keepalive = 30 * time.Second
+	}
+	if s.budget <= 0 {
+		s.budget = 1 << 20
+	}
+	if s.bodyWait <= 0 {
+		s.bodyWait = 10 * time.Second
+	}
+	if s.replyWait <= 0 {
+		s.replyWait = 30 * time.Second
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -154,11 +220,20 @@ func (s *Server) Methods() []string {
 }
 
 // Handler serves POST / and the WebSocket upgrade on GET /ws (or GET /).
-// The token is checked before anything else, so an unauthenticated request
-// can neither run a method nor learn which paths exist.
+// Host and Origin (see checkHost) and then the token are checked before
+// anything else, so a refused request can neither run a method nor learn
+// which paths exist.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if e := s.checkHost(r); e != nil {
+		writeError(w, http.StatusForbidden, e)
+		return
+	}
+	if e := s.checkOrigin(r); e != nil {
+		writeError(w, http.StatusForbidden, e)
+		return
+	}
 	if !s.authorized(r) {
 		writeError(w, http.StatusUnauthorized, errUnauthorized)
 		return
@@ -193,18 +268,33 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, errTooLarge)
 		return
 	}
+	// The http.Server's ReadHeaderTimeout ends with the headers; without a
+	// deadline here an authenticated client could hold a goroutine and a
+	// buffer for ever by sending half a body. net/http lifts it when the
+	// body hits EOF (its background read clears the read deadline), so it
+	// does not cut calls that run longer than it.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.bodyWait)) // errors: not a net/http conn; nothing to bound
 	bp := s.getBuf()
 	defer s.bufs.Put(bp)
 	body, err := readAll(http.MaxBytesReader(w, r.Body, s.maxBytes), (*bp)[:0])
 	*bp = body
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			writeError(w, http.StatusRequestEntityTooLarge, errTooLarge)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, invalidRequest("request body not received within "+s.bodyWait.String()))
 		}
 		return // otherwise the client went away mid-body; nobody to answer
 	}
 	out, _ := s.process(r.Context(), body, nil)
+	// net/http flushes the reply's tail after we return and only then
+	// clears the write deadline, so this covers the whole reply and not the
+	// next request on the connection.
+	rc.SetWriteDeadline(time.Now().Add(s.replyWait))
 	if out == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
