@@ -43,3 +43,44 @@ func BenchmarkExecutorOverhead(b *testing.B) {
 	b.ReportMetric(cli.Seconds()*1000/n, "docker-run-ms/op")
 	b.ReportMetric(float64(ours)/float64(cli), "ours/docker-run")
 }
+
+// BenchmarkJobNetwork is what a job with egress adds to its start and
+// Remove: creating its own bridge network and removing it.
+func BenchmarkJobNetwork(b *testing.B) {
+	d := needDocker(b)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		s := testSpec(b)
+		rs := jobResources{}
+		var err error
+		if rs.network, err = d.jobNetwork(ctx, &s); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.removeResources(ctx, &rs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkQuotaVolumes is what a job with a checkpoint path adds to its
+// start and Remove: its tmpfs volume and the holder container that keeps it
+// mounted (the holder's image is built once, before the timer starts).
+func BenchmarkQuotaVolumes(b *testing.B) {
+	d := needDocker(b)
+	ctx := context.Background()
+	if err := d.ensureHolderImage(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := testSpec(b)
+		s.CheckpointPath = "/ckpt"
+		var rs jobResources
+		if err := d.holdVolumes(ctx, &s, s.quotaVolumes(), &rs); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.removeResources(ctx, &rs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 )
@@ -26,8 +28,12 @@ type Docker struct {
 	cli     *client.Client
 	logSize int
 
-	ownerMu    sync.Mutex // guards ownerReady; held while building the image
-	ownerReady bool       // the checkpoint owner image exists
+	holderMu    sync.Mutex // guards holderReady; held while building the image
+	holderReady bool       // the volume holder image exists
+
+	netMu    sync.Mutex // guards mtu and mtuKnown
+	mtu      string     // the default bridge's MTU option, "" for Docker's default
+	mtuKnown bool
 }
 
 // NewDocker connects to the engine named by the environment (DOCKER_HOST,
@@ -66,27 +72,39 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 	}
 	res.Pulled, res.PullDuration = pulled, took
 
-	var vol string
-	if spec.CheckpointPath != "" {
-		if vol, err = d.checkpointVolume(ctx, &spec); err != nil {
-			return nil, err
+	// Everything but the container, in the order Remove undoes it.
+	var rs jobResources
+	cleanup := func() {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = d.removeResources(rmCtx, &rs)
+	}
+	if spec.Egress {
+		if rs.network, err = d.jobNetwork(ctx, &spec); err != nil {
+			return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
 		}
 	}
-	cfg, hc := containerConfig(&spec, vol)
+	if vols := spec.quotaVolumes(); len(vols) > 0 {
+		if err := d.holdVolumes(ctx, &spec, vols, &rs); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("executor: volumes of job %s: %w", spec.JobID, err)
+		}
+	}
+	cfg, hc := containerConfig(&spec)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec.JobID))
 	if err != nil {
-		if vol != "" {
-			_ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, true)
-		}
+		cleanup()
 		return nil, fmt.Errorf("executor: create container for job %s: %w", spec.JobID, err)
 	}
-	j := newDockerJob(d, created.ID, vol, spec, res)
-	if len(spec.Restore) > 0 && vol != "" {
-		// Into the volume of a created, not yet started container. Docker
-		// makes copied files root's (keeping the tar's owners needs a
-		// passwd file, which a FROM scratch image lacks), so the entries are
-		// opened up for the job's user instead: the volume is this job's
-		// alone, so nobody else can use the permissions.
+	j := newDockerJob(d, created.ID, rs, spec, res)
+	if len(spec.Restore) > 0 && spec.CheckpointPath != "" {
+		// Into the volume of a created, not yet started container, which
+		// the holder keeps mounted; a restore larger than the quota fails
+		// here with ENOSPC. Docker makes copied files root's (keeping the
+		// tar's owners needs a passwd file, which a FROM scratch image
+		// lacks), so the entries are opened up for the job's user instead:
+		// the volume is this job's alone, so nobody else can use the
+		// permissions.
 		var open []byte
 		if open, err = openPermissions(spec.Restore); err == nil {
 			err = d.cli.CopyToContainer(ctx, created.ID, spec.CheckpointPath, bytes.NewReader(open),
@@ -111,8 +129,9 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 
 func containerName(jobID string) string { return "gleaner-job-" + jobID }
 
-// containerConfig is the whole isolation policy in one place.
-func containerConfig(s *Spec, checkpointVol string) (*container.Config, *container.HostConfig) {
+// containerConfig is the whole isolation policy in one place. The job's
+// network and quota volumes must exist (Start creates them first).
+func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	user := "65534:65534" // nobody: a job that escapes its namespaces owns nothing
 	if s.RunAsRoot {
 		user = "0:0"
@@ -138,9 +157,13 @@ func containerConfig(s *Spec, checkpointVol string) (*container.Config, *contain
 		// daemon keeps no copy on disk, so nothing of the renter's output
 		// outlives the job.
 		LogConfig: container.LogConfig{Type: "none"},
+		// Every writable mount has a quota (volume.go): /tmp and /dev/shm
+		// are tmpfs mounts of their own, the checkpoint a held tmpfs volume.
 		Tmpfs: map[string]string{
-			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,mode=1777", s.scratchMiB()),
+			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", s.scratchMiB(), inodes(s.scratchMiB())),
 		},
+		ShmSize:     int64(s.shmMiB()) << 20,
+		IpcMode:     "private", // its own /dev/shm, which no other container can join
 		NetworkMode: "none",
 		Resources: container.Resources{
 			Memory:     s.MemoryMiB << 20,
@@ -150,7 +173,7 @@ func containerConfig(s *Spec, checkpointVol string) (*container.Config, *contain
 		},
 	}
 	if s.Egress {
-		hc.NetworkMode = "bridge"
+		hc.NetworkMode = container.NetworkMode(networkName(s.JobID))
 	}
 	if !s.SimulatedGPUs && len(s.GPUUUIDs) > 0 {
 		hc.DeviceRequests = []container.DeviceRequest{{
@@ -159,13 +182,13 @@ func containerConfig(s *Spec, checkpointVol string) (*container.Config, *contain
 			Capabilities: [][]string{{"gpu"}},
 		}}
 	}
-	if checkpointVol != "" {
-		hc.Mounts = []mount.Mount{{
+	for _, v := range s.quotaVolumes() {
+		hc.Mounts = append(hc.Mounts, mount.Mount{
 			Type:          mount.TypeVolume,
-			Source:        checkpointVol,
-			Target:        s.CheckpointPath,
+			Source:        v.name,
+			Target:        v.target,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
-		}}
+		})
 	}
 	return cfg, hc
 }
@@ -211,7 +234,9 @@ func (d *Docker) ensureImage(ctx context.Context, ref string, onPull func(PullPr
 }
 
 // Reconcile implements Executor. It finds leftovers by label only, so the
-// owner's own containers are never touched.
+// owner's own containers are never touched: the jobs' containers and their
+// volume holders first, then volumes and networks whose container went
+// away with a provider that died between the removals.
 func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([]string, error) {
 	managed := filters.NewArgs(filters.Arg("label", LabelManaged+"=1"))
 	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: managed})
@@ -230,10 +255,10 @@ func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([
 			errs = append(errs, fmt.Errorf("remove container of job %s: %w", job, err))
 			continue
 		}
-		removed = append(removed, job)
+		if !slices.Contains(removed, job) { // a job and its holder are one job
+			removed = append(removed, job)
+		}
 	}
-	// Volumes outlive their container if the provider died between the
-	// two removals; sweep those whose job is not kept.
 	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: managed})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list volumes: %w", err))
@@ -244,6 +269,19 @@ func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([
 			}
 			if err := d.cli.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+			}
+		}
+	}
+	nets, err := d.cli.NetworkList(ctx, network.ListOptions{Filters: managed})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list networks: %w", err))
+	} else {
+		for _, n := range nets {
+			if keep(n.Labels[LabelJob]) {
+				continue
+			}
+			if err := d.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 			}
 		}
 	}

@@ -18,8 +18,8 @@ import (
 // result. Both live until the container exits or Remove.
 type dockerJob struct {
 	d      *Docker
-	id     string // container ID
-	vol    string // checkpoint volume, or ""
+	id     string       // container ID
+	rs     jobResources // its network, volumes and their holder
 	spec   Spec
 	logs   *LogBuffer
 	out    *outputHash   // of stdout, as it streams
@@ -36,10 +36,10 @@ type dockerJob struct {
 	removed bool
 }
 
-func newDockerJob(d *Docker, id, vol string, spec Spec, res Result) *dockerJob {
+func newDockerJob(d *Docker, id string, rs jobResources, spec Spec, res Result) *dockerJob {
 	bg, cancel := context.WithCancel(context.Background())
 	return &dockerJob{
-		d: d, id: id, vol: vol, spec: spec, res: res,
+		d: d, id: id, rs: rs, spec: spec, res: res,
 		logs:   NewLogBuffer(d.logSize),
 		out:    newOutputHash(),
 		done:   make(chan struct{}),
@@ -202,8 +202,9 @@ func (j *dockerJob) CopyCheckpoint(ctx context.Context) (io.ReadCloser, error) {
 	return rc, nil
 }
 
-// Remove deletes the container and its checkpoint volume; the scratch tmpfs
-// and the job's output never touched the daemon's disk.
+// Remove deletes the container, then the holder, the volumes it kept
+// mounted and the job's network; the scratch tmpfs and the job's output
+// never touched the daemon's disk.
 func (j *dockerJob) Remove(ctx context.Context) error {
 	j.mu.Lock()
 	if j.removed {
@@ -216,11 +217,8 @@ func (j *dockerJob) Remove(ctx context.Context) error {
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("executor: remove job %s: %w", j.spec.JobID, err)
 	}
-	if j.vol != "" {
-		err := j.d.cli.VolumeRemove(ctx, j.vol, true)
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("executor: remove checkpoint of job %s: %w", j.spec.JobID, err)
-		}
+	if err := j.d.removeResources(ctx, &j.rs); err != nil {
+		return fmt.Errorf("executor: remove job %s: %w", j.spec.JobID, err)
 	}
 	j.mu.Lock()
 	j.removed = true

@@ -33,8 +33,14 @@ type Spec struct {
 	// Restore is a checkpoint tar (as CopyCheckpoint returns it) unpacked
 	// into CheckpointPath before the job starts: how a preempted job
 	// resumes on another provider.
-	Restore    []byte
-	ScratchMiB int // size of the /tmp tmpfs; 0 means 64
+	Restore []byte
+
+	// Quotas, in MiB, of what the job can write (volume.go); each is a
+	// tmpfs, so its contents count against MemoryMiB too. Zero means the
+	// default.
+	CheckpointMiB int // CheckpointPath; 0 means DefaultCheckpointMiB (64)
+	ScratchMiB    int // /tmp; 0 means DefaultScratchMiB (64)
+	ShmMiB        int // /dev/shm; 0 means DefaultShmMiB (64)
 }
 
 // Secrets are environment variables whose values must never appear in logs,
@@ -59,8 +65,6 @@ func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-const defaultScratchMiB = 64
-
 // validate rejects a spec that would run without the limits the lease fixed
 // or in a way the executor cannot express; every error wraps ErrBadSpec.
 func (s *Spec) validate() error {
@@ -72,8 +76,8 @@ func (s *Spec) validate() error {
 		return bad("job ID %q must match %s", s.JobID, jobIDPattern)
 	case s.CPUs <= 0 || s.MemoryMiB <= 0 || s.Pids <= 0:
 		return bad("CPU, memory and pids limits are required (got %v CPUs, %d MiB, %d pids)", s.CPUs, s.MemoryMiB, s.Pids)
-	case s.ScratchMiB < 0:
-		return bad("negative scratch size")
+	case s.ScratchMiB < 0 || s.ShmMiB < 0 || s.CheckpointMiB < 0:
+		return bad("negative quota (scratch %d MiB, shm %d MiB, checkpoint %d MiB)", s.ScratchMiB, s.ShmMiB, s.CheckpointMiB)
 	case s.CheckpointPath != "" && (!path.IsAbs(s.CheckpointPath) || path.Clean(s.CheckpointPath) == "/" || path.Clean(s.CheckpointPath) == "/tmp"):
 		return bad("checkpoint path %q must be an absolute path other than / and /tmp", s.CheckpointPath)
 	case s.SimulatedGPUs && len(s.GPUUUIDs) == 0:
@@ -135,11 +139,15 @@ func (s *Spec) labels() map[string]string {
 	return map[string]string{LabelManaged: "1", LabelJob: s.JobID, LabelLease: s.LeaseCID}
 }
 
-func (s *Spec) scratchMiB() int {
-	if s.ScratchMiB == 0 {
-		return defaultScratchMiB
+func (s *Spec) scratchMiB() int    { return orDefault(s.ScratchMiB, DefaultScratchMiB) }
+func (s *Spec) shmMiB() int        { return orDefault(s.ShmMiB, DefaultShmMiB) }
+func (s *Spec) checkpointMiB() int { return orDefault(s.CheckpointMiB, DefaultCheckpointMiB) }
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
 	}
-	return s.ScratchMiB
+	return v
 }
 
 func sortedKeys[M ~map[string]string](m M) []string {

@@ -9,12 +9,12 @@ import (
 func TestContainerConfigGPUsAndPolicy(t *testing.T) {
 	s := Spec{JobID: "j1", Image: "img", CPUs: 2, MemoryMiB: 1024, Pids: 100,
 		GPUUUIDs: []string{"GPU-aaaa", "GPU-bbbb"}, Egress: true, RunAsRoot: true}
-	cfg, hc := containerConfig(&s, "")
+	cfg, hc := containerConfig(&s)
 	if len(hc.DeviceRequests) != 1 || hc.DeviceRequests[0].Driver != "nvidia" ||
 		!slices.Equal(hc.DeviceRequests[0].DeviceIDs, s.GPUUUIDs) {
 		t.Fatalf("device requests %+v", hc.DeviceRequests)
 	}
-	if hc.NetworkMode != "bridge" || cfg.User != "0:0" || slices.Contains(cfg.Env, EnvSimulatedGPUs+"=1") {
+	if hc.NetworkMode != "gleaner-net-j1" || cfg.User != "0:0" || slices.Contains(cfg.Env, EnvSimulatedGPUs+"=1") {
 		t.Fatalf("network %s user %s env %v", hc.NetworkMode, cfg.User, cfg.Env)
 	}
 	if hc.Privileged || hc.CapDrop[0] != "ALL" || !hc.ReadonlyRootfs {
@@ -22,7 +22,7 @@ func TestContainerConfigGPUsAndPolicy(t *testing.T) {
 	}
 
 	s.SimulatedGPUs, s.Egress, s.RunAsRoot = true, false, false
-	cfg, hc = containerConfig(&s, "")
+	cfg, hc = containerConfig(&s)
 	if len(hc.DeviceRequests) != 0 || !slices.Contains(cfg.Env, EnvSimulatedGPUs+"=1") || hc.NetworkMode != "none" || cfg.User != "65534:65534" {
 		t.Fatalf("simulated: %+v %v %s %s", hc.DeviceRequests, cfg.Env, hc.NetworkMode, cfg.User)
 	}
@@ -38,6 +38,9 @@ func TestSpecValidate(t *testing.T) {
 		"bad id":        func(s *Spec) { s.JobID = "../x" },
 		"relative ckpt": func(s *Spec) { s.CheckpointPath = "ckpt" },
 		"ckpt on /tmp":  func(s *Spec) { s.CheckpointPath = "/tmp/" },
+		"negative ckpt": func(s *Spec) { s.CheckpointMiB = -1 },
+		"negative shm":  func(s *Spec) { s.ShmMiB = -1 },
+		"negative tmp":  func(s *Spec) { s.ScratchMiB = -1 },
 		"reserved env":  func(s *Spec) { s.Env = map[string]string{EnvSimulatedGPUs: "0"} },
 		"secret shadows env": func(s *Spec) {
 			s.Env, s.Secrets = map[string]string{"K": "1"}, Secrets{"K": "2"}

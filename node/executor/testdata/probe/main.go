@@ -5,9 +5,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +48,28 @@ func main() {
 			os.Stdout.WriteString(line)
 		}
 		fmt.Println("end")
+	case "fill": // fill DIR MIB: write up to MIB MiB into DIR/fill
+		fill(os.Args[2], atoi(os.Args[3]))
+	case "files": // files DIR N: create up to N empty files in DIR
+		files(os.Args[2], atoi(os.Args[3]))
+	case "mounts": // every mount this process can write to
+		mounts()
+	case "resume": // print the restored checkpoint, then write the next one
+		dir := os.Getenv("GLEANER_CHECKPOINT_PATH")
+		state, err := os.ReadFile(filepath.Join(dir, "state"))
+		if err != nil {
+			fmt.Println("resume:", err)
+			os.Exit(3)
+		}
+		fmt.Printf("resumed %s", state)
+		if err := os.WriteFile(filepath.Join(dir, "state"), []byte("step=43\n"), 0o600); err != nil {
+			fmt.Println("checkpoint:", err)
+			os.Exit(3)
+		}
+	case "serve": // serve PORT: answer every TCP connection with "pong"
+		serve(os.Args[2])
+	case "dial": // dial HOST:PORT: one connection, 3 s to connect
+		dial(os.Args[2])
 	default:
 		fmt.Println("unknown mode", mode)
 		os.Exit(2)
@@ -88,6 +113,150 @@ func isolation() {
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		r.Env[k] = v
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fmt.Println("bad number", s)
+		os.Exit(2)
+	}
+	return n
+}
+
+// writeResult is what fill and files report, as one JSON line.
+type writeResult struct {
+	Wrote int64  // bytes (fill) or files (files)
+	Err   string // the error that stopped it, "" if it did all it was asked
+}
+
+func fill(dir string, mib int) {
+	var r writeResult
+	f, err := os.Create(filepath.Join(dir, "fill"))
+	if err == nil {
+		buf := make([]byte, 1<<20)
+		for i := 0; i < mib && err == nil; i++ {
+			var n int
+			n, err = f.Write(buf)
+			r.Wrote += int64(n)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func files(dir string, n int) {
+	var r writeResult
+	for i := 0; i < n; i++ {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			r.Err = err.Error()
+			break
+		}
+		f.Close()
+		r.Wrote++
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// mountReport is one mount the probe could create a file in (directories)
+// or open for writing (files).
+type mountReport struct {
+	Path, FSType, Options string
+	SizeBytes             int64 // from statfs: the most it can hold
+	CharDevice            bool  // a device bound over the path (masked paths get /dev/null)
+}
+
+func mounts() {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		fmt.Println("mountinfo:", err)
+		os.Exit(3)
+	}
+	out := []mountReport{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 6 || len(g) < 3 {
+			continue
+		}
+		path := strings.ReplaceAll(f[4], "\\040", " ")
+		if !writable(path) {
+			continue
+		}
+		var st syscall.Statfs_t
+		_ = syscall.Statfs(path, &st)
+		fi, _ := os.Stat(path)
+		out = append(out, mountReport{Path: path, FSType: g[0], Options: g[2], SizeBytes: int64(st.Blocks) * st.Bsize,
+			CharDevice: fi != nil && fi.Mode()&os.ModeCharDevice != 0})
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func writable(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if !fi.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0) // no O_TRUNC: changes nothing
+		if err != nil {
+			return false
+		}
+		f.Close()
+		return true
+	}
+	f, err := os.CreateTemp(path, ".probe-")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
+}
+
+func serve(port string) {
+	l, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(3)
+	}
+	fmt.Println("listening")
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			continue
+		}
+		c.Write([]byte("pong\n"))
+		c.Close()
+	}
+}
+
+// dialResult is what dial reports, as one JSON line.
+type dialResult struct {
+	Reply, Err string
+}
+
+func dial(addr string) {
+	var r dialResult
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err == nil {
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		var b []byte
+		b, err = io.ReadAll(c)
+		r.Reply = string(b)
+		c.Close()
+	}
+	if err != nil {
+		r.Err = err.Error()
 	}
 	json.NewEncoder(os.Stdout).Encode(r)
 }
