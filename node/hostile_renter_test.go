@@ -162,3 +162,22 @@ func TestALeaseStartsOnce(t *testing.T) {
 		t.Fatalf("%d settlements for one lease", n)
 	}
 }
+
+// TestAReservationBeatsWhileItWaits: a gold lease whose window starts
+// later is started at once and waits on the provider; heartbeats flow
+// meanwhile, so its renter (which declares a provider lost after three
+// missed beats) keeps it.
+func TestAReservationBeatsWhileItWaits(t *testing.T) {
+	r := newHostileRig(t, Options{}, func(s *OfferSettings) { s.Prices.Gold = 600_000 })
+	start := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
+	spec := strings.Replace(hostileSpec("reserved", "1s"), "tier: bronze", "tier: gold\nstart: "+start.Format(time.RFC3339), 1)
+	s := r.start(r.lease("reserved", spec), spec)
+	if ev := nextEvent(t, s, "status"); ev.Status != "reserved" {
+		t.Fatalf("first status %+v, want reserved", ev)
+	}
+	_ = s.SetReadDeadline(time.Now().Add(heartbeatEvery + 3*time.Second))
+	var ev jobEvent
+	if err := readMsg(s, maxEventFrame, &ev); err != nil || ev.Type != "heartbeat" {
+		t.Fatalf("while reserved: %+v (%v), want a heartbeat within %v", ev, err, heartbeatEvery+3*time.Second)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -98,6 +99,30 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	}()
 	al.hub.add(s)
 	send := al.hub.send
+	// Heartbeats from the first moment, not only once the container runs:
+	// a gold reservation waits for its window, an image pull can take
+	// minutes, and a renter hears nothing else meanwhile. Telemetry joins
+	// them once the job runs.
+	var samplers atomic.Pointer[map[string]*attest.Sampler]
+	hbDone := make(chan struct{})
+	defer close(hbDone)
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-t.C:
+				_ = send(jobEvent{Type: "heartbeat"})
+				if sm := samplers.Load(); sm != nil {
+					for _, raw := range pj.sample(*sm) {
+						_ = send(jobEvent{Type: "telemetry", Log: raw})
+					}
+				}
+			}
+		}
+	}()
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
@@ -166,24 +191,8 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 			}
 		}
 	}()
-	hbDone := make(chan struct{})
-	defer close(hbDone)
-	samplers := pj.samplers(al, req.Nonce)
-	go func() {
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbDone:
-				return
-			case <-t.C:
-				_ = send(jobEvent{Type: "heartbeat"})
-				for _, raw := range pj.sample(samplers) {
-					_ = send(jobEvent{Type: "telemetry", Log: raw})
-				}
-			}
-		}
-	}()
+	sm := pj.samplers(al, req.Nonce)
+	samplers.Store(&sm)
 
 	type waited struct {
 		res executor.Result
