@@ -80,7 +80,7 @@ type feeds struct {
 	// set once the market and jobs are up.
 	counterparty atomic.Pointer[func(author string) bool]
 	wants        *wantList // feeds to fetch
-	serving      chan struct{}
+	serving      *servingSlots
 	recons       chan struct{}
 
 	annMu   sync.Mutex            // guards ann
@@ -95,7 +95,7 @@ func newFeeds(h *p2p.Host, store *ledger.Store, key crypto.PrivKey, log *slog.Lo
 	return &feeds{
 		host: h, store: store, key: key, log: log,
 		wants:   newWantList(),
-		serving: make(chan struct{}, maxServing),
+		serving: newServingSlots(),
 		recons:  make(chan struct{}, maxReconciles),
 		ann:     make(map[string]ledgerHead),
 		annKick: make(chan struct{}, 1),

@@ -26,6 +26,14 @@ const (
 	maxPushPeers  = 64   // peers told of new heads per round
 	maxOutbox     = 1024 // heads queued for one peer; past it, news waits for anti-entropy
 
+	// maxServingPerPeer is one peer's share of maxServing, so that a peer
+	// holding streams open (not reading our answers, say) takes 4 slots,
+	// not all 32. An honest peer has up to fetchWorkers fetches, a heads
+	// exchange and a push in flight with us, each answered in
+	// milliseconds, so it seldom waits for its own share, and then
+	// briefly (serveWait).
+	maxServingPerPeer = 4
+
 	maxPending        = 4096 // feeds waiting to be fetched, from all peers
 	maxPendingPerPeer = 1024 // of them created by one peer's announcements
 	peerBurst         = 1024 // feeds one peer may add to the wait list at once
@@ -36,12 +44,77 @@ const (
 	pendingTTL        = 2 * time.Minute
 	maxSourceFails    = 3 // failed fetches before a source is forgotten
 
+	// syncRequestWait is how long a peer has to send a whole sync request
+	// once it opened the stream. A request is at most maxSyncRequest
+	// bytes, sent at once by an honest peer; a peer that trickles one
+	// holds a stream (and its read buffer) no longer than this, and no
+	// serving slot at all.
+	syncRequestWait = 3 * time.Second
+
 	// maxForeignFeeds caps the feeds this node keeps of peers it never
 	// dealt with: past it, a feed is fetched only if its author is
 	// connected to us (a peer we deal with or are considering) or the
 	// feed was asked for. Feeds already held keep being updated.
 	maxForeignFeeds = 10000
 )
+
+// servingSlots are the sync requests this node works on at once: at most
+// maxServing in all and maxServingPerPeer of one peer.
+type servingSlots struct {
+	mu     sync.Mutex      // guards used, byPeer and freed
+	used   int             // slots taken, all peers together
+	byPeer map[peer.ID]int // slots taken per peer; a peer at zero has no entry
+	freed  chan struct{}   // closed (and replaced) when a slot is given back
+}
+
+func newServingSlots() *servingSlots {
+	return &servingSlots{byPeer: make(map[peer.ID]int), freed: make(chan struct{})}
+}
+
+// take waits up to wait for a slot for p; false: none came free.
+func (sl *servingSlots) take(p peer.ID, wait time.Duration) bool {
+	var timeout <-chan time.Time
+	for {
+		sl.mu.Lock()
+		if sl.used < maxServing && sl.byPeer[p] < maxServingPerPeer {
+			sl.used++
+			sl.byPeer[p]++
+			sl.mu.Unlock()
+			return true
+		}
+		freed := sl.freed
+		sl.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+// give hands back a slot p took.
+func (sl *servingSlots) give(p peer.ID) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.used--
+	if sl.byPeer[p]--; sl.byPeer[p] <= 0 {
+		delete(sl.byPeer, p)
+	}
+	close(sl.freed)
+	sl.freed = make(chan struct{})
+}
+
+// stats is the slots taken and how many peers hold any, for tests.
+func (sl *servingSlots) stats() (used int, peers int) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.used, len(sl.byPeer)
+}
 
 // Reasons an announced head is not taken up, recorded so that a test or an
 // operator can see which bound held.

@@ -12,22 +12,17 @@ import (
 )
 
 // serve answers range and heads requests from the local store, and takes
-// "have" pushes. At most maxServing requests are worked on at once; one
-// that finds no slot within serveWait is refused (a fetcher retries from
-// another source, a push's news waits for anti-entropy), so a flood of
-// requests costs bounded memory and work.
+// "have" pushes. It reads the request before it takes a slot, under the
+// short syncRequestWait, so a peer that opens streams and sends half a
+// request holds no slot and is cut off soon. At most maxServing requests
+// are then worked on at once, at most maxServingPerPeer of them one
+// peer's; one that finds no slot within serveWait is refused (a fetcher
+// retries from another source, a push's news waits for anti-entropy), so
+// a flood of requests costs bounded memory and work and one peer cannot
+// crowd out the others.
 func (f *feeds) serve(s network.Stream) {
 	defer s.Close()
-	wait := time.NewTimer(serveWait)
-	defer wait.Stop()
-	select {
-	case f.serving <- struct{}{}:
-		defer func() { <-f.serving }()
-	case <-wait.C:
-		_ = s.Reset()
-		return
-	}
-	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	_ = s.SetReadDeadline(time.Now().Add(syncRequestWait))
 	raw, err := p2p.ReadFrame(s, maxSyncRequest)
 	var req syncRequest
 	if err == nil {
@@ -37,6 +32,13 @@ func (f *feeds) serve(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
+	from := s.Conn().RemotePeer()
+	if !f.serving.take(from, serveWait) {
+		_ = s.Reset()
+		return
+	}
+	defer f.serving.give(from)
+	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	switch req.Kind {
 	case "heads":
 		f.serveHeads(s)
@@ -49,7 +51,6 @@ func (f *feeds) serve(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
-		from := s.Conn().RemotePeer()
 		for _, h := range req.Heads {
 			if validHead(h) {
 				f.offer(h, from)

@@ -38,9 +38,16 @@ func WriteFrame(w io.Writer, p []byte, max int) error {
 	return err
 }
 
+// frameStep is the most ReadFrame allocates ahead of the bytes that fill
+// it: the first buffer of a frame, and the first step of its growth.
+const frameStep = 64 << 10
+
 // ReadFrame reads one frame. The length is checked against max before any
-// buffer is allocated, so a hostile peer cannot make us allocate more than
-// max. Truncation anywhere yields io.ErrUnexpectedEOF; a clean end of stream
+// buffer is allocated, and the buffer then grows with the bytes that
+// actually arrive (it starts at min(n, frameStep) and doubles, so it is
+// never more than twice what was received plus frameStep): a peer that
+// declares a max-size frame and sends nothing costs frameStep, not max.
+// Truncation anywhere yields io.ErrUnexpectedEOF; a clean end of stream
 // before the first byte yields io.EOF.
 func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	n, err := readUvarint(r)
@@ -50,14 +57,26 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	if max < 0 || n > uint64(max) {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	size := int(n) // fits: n <= max
+	p := make([]byte, min(size, frameStep))
+	for got := 0; ; {
+		m, err := io.ReadFull(r, p[got:])
+		got += m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
+		if got == size {
+			return p, nil
+		}
+		// Doubling keeps the copying to about n bytes in all; the last
+		// step is cut to size, so a whole frame carries no spare capacity.
+		q := make([]byte, min(2*len(p), size))
+		copy(q, p)
+		p = q
 	}
-	return p, nil
 }
 
 // readUvarint reads a minimal uvarint one byte at a time: the reader is a

@@ -99,9 +99,7 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 }
 
 func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
-	limits := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&limits)
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.Scale(cfg.maxMemory, cfg.maxFD)))
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(resourceLimits(cfg.maxMemory, cfg.maxFD)))
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +135,56 @@ func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
 		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
 	}
 	return o, nil
+}
+
+// Per-peer shares of the resource manager's budget (issue 11: no peer can
+// exhaust a node). libp2p's defaults grow a peer's share with the node's
+// budget: at limits.max_memory_mb = 512 one peer may hold 320 inbound
+// streams, 66 on each protocol, and 128 MiB, a fifth of what the whole
+// node may use, so a handful of connections could crowd out every other.
+// We cap the share instead:
+//
+//   - peerStreamsIn: inbound streams one peer may hold open, over all
+//     protocols. An honest peer needs a few dozen at most: the DHT and
+//     gossipsub keep one or two each, ledger sync at most 4 fetches, 4
+//     heads exchanges and a push, a renter one job/1 stream per lease it
+//     follows plus its quotes and awards in flight. 128 leaves room for a
+//     busy renter; of the issue's 240 hostile streams it admits about 125.
+//   - protoPeerStreamsIn: inbound streams one peer may hold on any one
+//     protocol that libp2p does not limit itself (our /gleaner/N/* stream
+//     protocols and the DHT). 32 is eight times what ledger sync asks of
+//     a peer and more leases than one renter holds on one machine, yet a
+//     peer that opens hundreds of job/1 streams gets 32 of them.
+//   - peer memory (peerMemoryFraction, minPeerMemory): what one peer's
+//     connections may reserve, an eighth of the node's budget and at
+//     least 32 MiB. What the resource manager counts is the muxer's
+//     receive windows (yamux reserves 256 KiB per stream, and more as a
+//     window grows towards 16 MiB, while the peer is under half its
+//     limit), so at 512 MiB the 64 MiB cover every stream of
+//     peerStreamsIn at its first window and a fast transfer on top.
+//     Buffers our handlers fill are not reserved there: ReadFrame bounds
+//     those by growing with the bytes that arrive, and the stream counts
+//     above bound how many there are.
+const (
+	peerStreamsIn      = 128
+	protoPeerStreamsIn = 32
+	peerMemoryFraction = 8
+	minPeerMemory      = 32 << 20
+)
+
+// resourceLimits is libp2p's default limits scaled to the node's budget,
+// with its service limits, and our per-peer shares on top.
+func resourceLimits(maxMemory int64, maxFD int) rcmgr.ConcreteLimitConfig {
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	peerMemory := max(maxMemory/peerMemoryFraction, minPeerMemory)
+	return rcmgr.PartialLimitConfig{
+		PeerDefault: rcmgr.ResourceLimits{
+			StreamsInbound: peerStreamsIn,
+			Memory:         rcmgr.LimitVal64(peerMemory),
+		},
+		ProtocolPeerDefault: rcmgr.ResourceLimits{StreamsInbound: protoPeerStreamsIn},
+	}.Build(limits.Scale(maxMemory, maxFD))
 }
 
 func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater) (hh *Host, err error) {
