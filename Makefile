@@ -50,6 +50,13 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJobSpec$$' -fuzztime $(FUZZTIME) ./auction
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedBid$$' -fuzztime $(FUZZTIME) ./auction
 	$(GO) test -run '^$$' -fuzz '^FuzzJobMessages$$' -fuzztime $(FUZZTIME) ./node
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedLease$$' -fuzztime $(FUZZTIME) ./auction
+	$(GO) test -run '^$$' -fuzz '^FuzzHostOrigin$$' -fuzztime $(FUZZTIME) ./node/rpc
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedVoucher$$' -fuzztime $(FUZZTIME) ./ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzVerifyAnyProof$$' -fuzztime $(FUZZTIME) ./ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedEntry$$' -fuzztime $(FUZZTIME) ./ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeClaim$$' -fuzztime $(FUZZTIME) ./attest
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedSample$$' -fuzztime $(FUZZTIME) ./attest
 
 clean: ## remove build output
 	rm -rf bin build
