@@ -1,6 +1,8 @@
 // Package ledger holds gleaner's trust layer: signed, hash-chained
 // per-author feeds and their bbolt store, equivocation proofs that anyone
-// can check offline, payment vouchers with double-spend proofs, and the
+// can check offline, payment vouchers with double-spend proofs, the
+// market's entry payloads (settlements, outcomes, probes, telemetry
+// digests) with the check each must pass before it is stored, and the
 // per-node reputation computation (beta scores plus personalised
 // EigenTrust over paid ratings).
 //

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/ipfs/go-cid"
@@ -155,7 +156,7 @@ func (p PeerParamsRep) Validate() error {
 func registerRepAPI(s *rpc.Server, n *Node) {
 	rpc.Register(s, "rep_show", rpc.MethodDoc{
 		Summary:     "A peer's reputation as this node computes it from the replicated ledger, with its parts.",
-		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid.",
+		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid, in micro-credits (1 credit = 1000000).",
 		ParamNames:  []string{"peer"},
 	}, func(ctx context.Context, p PeerParamsRep) (Evidence, error) {
 		n.feeds.follow(p.Peer) // someone is weighing this peer: keep its feed
@@ -163,30 +164,31 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		if e, ok := ev[p.Peer]; ok {
 			return *e, nil
 		}
-		return Evidence{Peer: p.Peer, Outcomes: map[string]int{}}, nil
+		return Evidence{Peer: p.Peer, Outcomes: map[ledger.OutcomeResult]int{}}, nil
 	})
 }
 
-// FaucetCredits is what every testnet node starts with. It is a testnet
-// convention, not money: no issuer backs it, and settlement in real money
-// is a separate, pluggable rail (docs/TRUST.md).
-const FaucetCredits = 100.0
+// FaucetCredits is what every testnet node starts with: 100 credits. It is
+// a testnet convention, not money: no issuer backs it, and settlement in
+// real money is a separate, pluggable rail (docs/TRUST.md).
+const FaucetCredits auction.Credits = 100_000_000
 
-// BalanceResult is ledger_balance's result.
+// BalanceResult is ledger_balance's result. Every amount is in
+// micro-credits (auction.Credits: 1 credit = 1,000,000), summed exactly.
 type BalanceResult struct {
-	Faucet   float64            `json:"faucet"`
-	Earned   float64            `json:"earned"` // settlements this node recorded as a provider
-	Spent    float64            `json:"spent"`  // settlements others recorded for this node's leases as a renter
-	Balance  float64            `json:"balance"`
-	ByDay    map[string]float64 `json:"earned_by_day,omitempty"`
-	SpentFor map[string]float64 `json:"spent_by_lease,omitempty"`
+	Faucet   auction.Credits            `json:"faucet" doc:"micro-credits (auction.Credits; 1 credit = 1000000)"`
+	Earned   auction.Credits            `json:"earned" doc:"micro-credits: settlements this node recorded as a provider"`
+	Spent    auction.Credits            `json:"spent" doc:"micro-credits: settlements others recorded for this node's leases as a renter"`
+	Balance  auction.Credits            `json:"balance" doc:"micro-credits: faucet + earned - spent"`
+	ByDay    map[string]auction.Credits `json:"earned_by_day,omitempty" doc:"micro-credits earned per UTC day"`
+	SpentFor map[string]auction.Credits `json:"spent_by_lease,omitempty" doc:"micro-credits spent per lease CID"`
 }
 
 func registerBalanceAPI(s *rpc.Server, n *Node) {
-	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits: faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers."},
+	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers."},
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
 			self := n.host.ID().String()
-			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]float64{}, SpentFor: map[string]float64{}}
+			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}}
 			// The proven settlements the reputation pass has folded in
 			// already: no second walk over the whole ledger per call.
 			for _, st := range n.rep.settlements() {

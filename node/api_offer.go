@@ -9,30 +9,31 @@ import (
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
-// OfferView is an offer as the API shows it: prices in credits per
-// GPU-hour, durations in seconds, simulated GPUs plainly marked.
+// OfferView is an offer as the API shows it: prices in micro-credits
+// (auction.Credits) per GPU-hour, durations in seconds, simulated GPUs
+// plainly marked.
 type OfferView struct {
-	Provider      string             `json:"provider"`
-	Seq           uint64             `json:"seq"`
-	CID           string             `json:"cid"`
-	GPUs          []auction.GPU      `json:"gpus"`
-	GPUCount      int                `json:"gpu_count"`
-	Simulated     bool               `json:"simulated"`
-	Region        auction.Region     `json:"region"`
-	Prices        map[string]float64 `json:"prices"`
-	AvailableForS int64              `json:"available_for_s"`
-	Windows       []auction.Window   `json:"windows"`
-	Policy        auction.Policy     `json:"policy"`
-	Host          auction.Host       `json:"host"`
-	Datasets      []string           `json:"datasets,omitempty"`
-	IssuedAt      time.Time          `json:"issued_at"`
-	ExpiresAt     time.Time          `json:"expires_at"`
+	Provider      string                     `json:"provider"`
+	Seq           uint64                     `json:"seq"`
+	CID           string                     `json:"cid"`
+	GPUs          []auction.GPU              `json:"gpus"`
+	GPUCount      int                        `json:"gpu_count"`
+	Simulated     bool                       `json:"simulated"`
+	Region        auction.Region             `json:"region"`
+	Prices        map[string]auction.Credits `json:"prices" doc:"floor per tier offered: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	AvailableForS int64                      `json:"available_for_s"`
+	Windows       []auction.Window           `json:"windows"`
+	Policy        auction.Policy             `json:"policy"`
+	Host          auction.Host               `json:"host"`
+	Datasets      []string                   `json:"datasets,omitempty"`
+	IssuedAt      time.Time                  `json:"issued_at"`
+	ExpiresAt     time.Time                  `json:"expires_at"`
 }
 
 func viewOffer(o *auction.Offer, now time.Time) OfferView {
 	v := OfferView{
 		Provider: o.Provider, Seq: o.Seq, CID: o.CID().String(), GPUs: o.GPUs, GPUCount: len(o.GPUs),
-		Region: o.Region, Prices: map[string]float64{}, Windows: o.Windows, Policy: o.Policy, Host: o.Host,
+		Region: o.Region, Prices: map[string]auction.Credits{}, Windows: o.Windows, Policy: o.Policy, Host: o.Host,
 		Datasets:      o.Datasets,
 		AvailableForS: int64(auction.AvailableFor(o.Windows, now) / time.Second),
 		IssuedAt:      time.Unix(o.IssuedAt, 0).UTC(),
@@ -43,7 +44,7 @@ func viewOffer(o *auction.Offer, now time.Time) OfferView {
 	}
 	for tier, c := range map[string]auction.Credits{"gold": o.Prices.Gold, "silver": o.Prices.Silver, "bronze": o.Prices.Bronze} {
 		if c > 0 {
-			v.Prices[tier] = float64(c) / 1e6
+			v.Prices[tier] = c
 		}
 	}
 	return v

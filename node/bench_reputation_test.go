@@ -138,12 +138,12 @@ func (fx *repFixture) leases(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		vraw, _ := sv.Marshal()
-		result := StateCompleted
+		result := ledger.OutcomeCompleted
 		if i%10 == 0 {
-			result = "abandoned"
+			result = ledger.OutcomeAbandoned
 		}
-		out, _ := json.Marshal(Outcome{Lease: cid, Provider: p.id, Result: result, Voucher: vraw})
-		set, _ := json.Marshal(Settlement{Lease: cid, Renter: r.id, Total: 0.5, Voucher: vraw})
+		out, _ := json.Marshal(ledger.Outcome{Lease: cid, Provider: p.id, Result: result, Voucher: vraw})
+		set, _ := json.Marshal(ledger.Settlement{Lease: cid, Renter: r.id, Total: 500_000, Voucher: vraw})
 		add(r, ledger.TypeLease, raw, start)
 		add(r, ledger.TypeOutcome, out, start.Add(time.Hour))
 		add(p, ledger.TypeSettlement, set, start.Add(time.Hour))

@@ -5,27 +5,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/ledger"
 )
 
 func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
-	probes := func(results ...string) []probeAt {
+	probes := func(results ...ledger.ProbeResult) []probeAt {
 		var out []probeAt
 		for _, r := range results {
-			out = append(out, probeAt{p: Probe{Provider: "p", Kind: "canary", Result: r}, by: "me"})
+			out = append(out, probeAt{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeCanary, Result: r}, by: "me"})
 		}
 		return out
 	}
 	cases := []struct {
-		results []string
+		results []ledger.ProbeResult
 		streak  int
 		rate    float64
 	}{
 		{nil, 0, 1},
-		{[]string{ProbePassed}, 1, 0.5},
-		{[]string{ProbePassed, ProbePassed, ProbePassed}, 3, 0.25},
-		{[]string{ProbePassed, ProbePassed, ProbeFailed}, 0, 1},
-		{[]string{ProbeFailed, ProbePassed}, 1, 0.5},
-		{[]string{ProbePassed, ProbeInconclusive, ProbePassed}, 2, 1.0 / 3},
+		{[]ledger.ProbeResult{ledger.ProbePassed}, 1, 0.5},
+		{[]ledger.ProbeResult{ledger.ProbePassed, ledger.ProbePassed, ledger.ProbePassed}, 3, 0.25},
+		{[]ledger.ProbeResult{ledger.ProbePassed, ledger.ProbePassed, ledger.ProbeFailed}, 0, 1},
+		{[]ledger.ProbeResult{ledger.ProbeFailed, ledger.ProbePassed}, 1, 0.5},
+		{[]ledger.ProbeResult{ledger.ProbePassed, ledger.ProbeInconclusive, ledger.ProbePassed}, 2, 1.0 / 3},
 	}
 	for _, c := range cases {
 		streak := canaryStreaks("me", probes(c.results...))["p"]
@@ -41,8 +43,8 @@ func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
 		t.Errorf("rate after 1000 passes %v, want the floor 0.05", r)
 	}
 	// Other renters' probes and replica probes do not move this renter's streak.
-	others := []probeAt{{p: Probe{Provider: "p", Kind: "canary", Result: ProbePassed}, by: "someone"},
-		{p: Probe{Provider: "p", Kind: "replica", Result: ProbePassed}, by: "me"}}
+	others := []probeAt{{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeCanary, Result: ledger.ProbePassed}, by: "someone"},
+		{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeReplica, Result: ledger.ProbePassed}, by: "me"}}
 	if s := canaryStreaks("me", others)["p"]; s != 0 {
 		t.Errorf("streak %d from probes that are not this renter's canaries", s)
 	}

@@ -78,21 +78,31 @@ func (w *ledgerWorld) lease(r, p actor, job string, tier auction.Tier, start tim
 	return raw, sl.CID().String()
 }
 
-type journal struct {
+// memJournal counts what a reputation view hands to its journal; it
+// refuses the first refuse entries, as a full journal does.
+type memJournal struct {
 	mu      sync.Mutex
 	entries map[string]int
+	refuse  int
+	offered int
 }
 
-func (j *journal) record(typ string, payload []byte) {
+func (j *memJournal) record(typ string, payload []byte) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.offered++
+	if j.refuse > 0 {
+		j.refuse--
+		return false
+	}
 	if j.entries == nil {
 		j.entries = map[string]int{}
 	}
 	j.entries[typ]++
+	return true
 }
 
-func (j *journal) count(typ string) int {
+func (j *memJournal) count(typ string) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.entries[typ]
@@ -105,7 +115,7 @@ func TestDoubleLeaseConvicts(t *testing.T) {
 	w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
 	w.lease(r2, prov, "job-2", auction.Gold, t0.Add(20*time.Minute), time.Hour, "gpu-a")
 
-	var j journal
+	var j memJournal
 	v := &reputationView{st: w.st, self: r2.id, record: j.record}
 	if !v.convicted(prov.id) {
 		t.Fatal("a GPU given to two exclusive leases at once did not convict its provider")
@@ -128,22 +138,30 @@ func TestDoubleLeaseConvicts(t *testing.T) {
 		v.refresh(true)
 		v.mu.Unlock()
 	}
-	deadline := time.Now().Add(5 * time.Second) // record runs on its own goroutine
-	for j.count(ledger.TypeFraudProof) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // and a second one, were there one, would come as fast
+	// The pass hands the proof to the journal as it reads (the journal
+	// appends it later, in order): nothing to wait for here.
 	if n := j.count(ledger.TypeFraudProof); n != 1 {
 		t.Fatalf("journaled %d fraud proofs, want 1", n)
 	}
+	// A journal that is full takes nothing: the next pass offers the
+	// proof again, and once taken it is not offered a second time.
+	full := memJournal{refuse: 1}
+	again := &reputationView{st: w.st, self: r2.id, record: full.record}
+	for range 3 {
+		again.mu.Lock()
+		again.refresh(true)
+		again.mu.Unlock()
+	}
+	if n, offered := full.count(ledger.TypeFraudProof), full.offered; n != 1 || offered != 2 {
+		t.Fatalf("after a full journal: %d fraud proofs taken in %d offers, want 1 in 2", n, offered)
+	}
 	// A bystander convicts too but has no standing to journal.
-	var j2 journal
+	var j2 memJournal
 	other := &reputationView{st: w.st, self: newActor(t).id, record: j2.record}
 	if !other.convicted(prov.id) {
 		t.Fatal("a bystander holding both leases did not convict")
 	}
-	time.Sleep(50 * time.Millisecond)
-	if j2.count(ledger.TypeFraudProof) != 0 {
+	if j2.count(ledger.TypeFraudProof) != 0 || j2.offered != 0 {
 		t.Fatal("a bystander journaled a proof")
 	}
 }
@@ -154,7 +172,7 @@ func TestDoubleLeaseExcused(t *testing.T) {
 	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	_, a := w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
 	// Job 1 finished after 10 minutes; the provider settled it.
-	settle, _ := json.Marshal(Settlement{Lease: a, Renter: r1.id, Total: 0})
+	settle, _ := json.Marshal(ledger.Settlement{Lease: a, Renter: r1.id, Total: 0})
 	w.append(prov, ledger.TypeSettlement, settle, t0.Add(10*time.Minute))
 	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(11*time.Minute), time.Hour, "gpu-a")
 	// Bronze is preemptible: sharing its window is the tier's contract.
@@ -243,13 +261,13 @@ func TestRenterRatedByPayment(t *testing.T) {
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	_, a := w.lease(payer, prov, "job-1", auction.Silver, t0, time.Hour, "g")
 	_, b := w.lease(deadbeat, prov, "job-2", auction.Silver, t0.Add(2*time.Hour), time.Hour, "g")
-	s1, _ := json.Marshal(Settlement{Lease: a, Renter: payer.id, Total: 1.5, Voucher: voucherFor(t, payer, prov, a, 1_500_000)})
-	s2, _ := json.Marshal(Settlement{Lease: b, Renter: deadbeat.id, Total: 0.1, Voucher: voucherFor(t, deadbeat, prov, b, 100_000), Unpaid: true})
+	s1, _ := json.Marshal(ledger.Settlement{Lease: a, Renter: payer.id, Total: 1_500_000, Voucher: voucherFor(t, payer, prov, a, 1_500_000)})
+	s2, _ := json.Marshal(ledger.Settlement{Lease: b, Renter: deadbeat.id, Total: 100_000, Voucher: voucherFor(t, deadbeat, prov, b, 100_000), Unpaid: true})
 	w.append(prov, ledger.TypeSettlement, s1, t0.Add(time.Hour))
 	w.append(prov, ledger.TypeSettlement, s2, t0.Add(3*time.Hour))
 	// A settlement for a lease that does not exist rates nobody.
 	_, unknown := newLedgerWorld(t).lease(stranger, prov, "job-3", auction.Silver, t0, time.Hour, "g")
-	s3, _ := json.Marshal(Settlement{Lease: unknown, Renter: stranger.id, Total: 0.1, Voucher: voucherFor(t, stranger, prov, unknown, 100_000), Unpaid: true})
+	s3, _ := json.Marshal(ledger.Settlement{Lease: unknown, Renter: stranger.id, Total: 100_000, Voucher: voucherFor(t, stranger, prov, unknown, 100_000), Unpaid: true})
 	w.append(prov, ledger.TypeSettlement, s3, t0.Add(3*time.Hour))
 
 	// The provider's own view: its direct experience rates both renters.
@@ -286,7 +304,7 @@ func TestDoubleLeaseFramingAndBackdating(t *testing.T) {
 	w := newLedgerWorld(t)
 	prov, r1, r2, stranger := newActor(t), newActor(t), newActor(t), newActor(t)
 	a, ca := w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
-	settle, _ := json.Marshal(Settlement{Lease: ca, Renter: r1.id})
+	settle, _ := json.Marshal(ledger.Settlement{Lease: ca, Renter: r1.id})
 	w.append(prov, ledger.TypeSettlement, settle, t0.Add(5*time.Minute))
 	b, _ := w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
 	proof, err := ledger.NewDoubleLeaseProof(a, b).Marshal()
@@ -306,9 +324,9 @@ func TestDoubleLeaseFramingAndBackdating(t *testing.T) {
 	w = newLedgerWorld(t)
 	_, ca = w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
 	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
-	fake, _ := json.Marshal(Outcome{Lease: ca, Provider: prov.id, Result: StateCompleted})
+	fake, _ := json.Marshal(ledger.Outcome{Lease: ca, Provider: prov.id, Result: ledger.OutcomeCompleted})
 	w.append(stranger, ledger.TypeOutcome, fake, t0.Add(time.Minute))
-	late, _ := json.Marshal(Settlement{Lease: ca, Renter: r1.id})
+	late, _ := json.Marshal(ledger.Settlement{Lease: ca, Renter: r1.id})
 	w.append(prov, ledger.TypeSettlement, late, t0.Add(time.Minute)) // dated early, journaled after B
 	if v := (&reputationView{st: w.st, self: newActor(t).id}); !v.convicted(prov.id) {
 		t.Fatal("a back-dated end by a stranger or a late settlement excused a double lease")
@@ -317,7 +335,7 @@ func TestDoubleLeaseFramingAndBackdating(t *testing.T) {
 	// The renter's own word does close its lease.
 	w = newLedgerWorld(t)
 	_, ca = w.lease(r1, prov, "job-1", auction.Silver, t0, time.Hour, "gpu-a")
-	done, _ := json.Marshal(Outcome{Lease: ca, Provider: prov.id, Result: StateCancelled})
+	done, _ := json.Marshal(ledger.Outcome{Lease: ca, Provider: prov.id, Result: ledger.OutcomeCancelled})
 	w.append(r1, ledger.TypeOutcome, done, t0.Add(5*time.Minute))
 	w.lease(r2, prov, "job-2", auction.Silver, t0.Add(10*time.Minute), time.Hour, "gpu-a")
 	if v := (&reputationView{st: w.st, self: newActor(t).id}); v.convicted(prov.id) {

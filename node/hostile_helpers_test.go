@@ -92,7 +92,10 @@ func startTestNode(t testing.TB, ctx context.Context, simulate string, opts Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.InProcess, opts.Logger = true, quietLog
+	opts.InProcess = true
+	if opts.Logger == nil {
+		opts.Logger = quietLog
+	}
 	n, err := New(repo, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -215,11 +218,11 @@ func (r *hostileRig) start(lease []byte, spec string) network.Stream {
 }
 
 // nextEvent reads events from s until one of type typ (or an error event).
-func nextEvent(t *testing.T, s network.Stream, typ string) jobEvent {
+func nextEvent(t *testing.T, s network.Stream, typ string) wireEvent {
 	t.Helper()
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))
-		var ev jobEvent
+		var ev wireEvent
 		if err := readMsg(s, maxEventFrame, &ev); err != nil {
 			t.Fatalf("waiting for a %q event: %v", typ, err)
 		}

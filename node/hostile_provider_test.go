@@ -24,7 +24,7 @@ import (
 // floodResult is what one flood did to the renter.
 type floodResult struct {
 	peakHeap uint64 // the renter process's peak heap in use above the start, bytes
-	out      outcome
+	out      runEnd
 	events   []JobEvent // what the slow follower got
 }
 
@@ -38,7 +38,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 	defer cancel()
 	rn := startTestNode(t, ctx, "", Options{})
 	evil := hostileHost(t, ctx, rn)
-	ev, err := json.Marshal(jobEvent{Type: "log", Log: []byte(strings.Repeat("x", size)), Time: time.Now()})
+	ev, err := json.Marshal(wireEvent{Type: "log", Log: []byte(strings.Repeat("x", size)), Time: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,12 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 	if rep.Decline != auction.ReasonBusy {
 		t.Fatalf("while the award holds the GPU: decline %q, want %q", rep.Decline, auction.ReasonBusy)
 	}
-	waitFor(t, 10*time.Second, "the award to expire", func() bool { return r.leaseState("squat") == leaseExpired })
+	waitFor(t, 10*time.Second, "the award to expire and free its GPU", func() bool {
+		r.prov.providerJobs.mu.Lock()
+		_, held := r.prov.providerJobs.leases["squat"]
+		r.prov.providerJobs.mu.Unlock()
+		return !held && r.leaseState("squat") == leaseExpired
+	})
 	if n := r.settlements(leaseCID(lease)); n != 1 {
 		t.Fatalf("%d settlements for the expired lease, want 1", n)
 	}
@@ -176,7 +181,7 @@ func TestAReservationBeatsWhileItWaits(t *testing.T) {
 		t.Fatalf("first status %+v, want reserved", ev)
 	}
 	_ = s.SetReadDeadline(time.Now().Add(heartbeatEvery + 3*time.Second))
-	var ev jobEvent
+	var ev wireEvent
 	if err := readMsg(s, maxEventFrame, &ev); err != nil || ev.Type != "heartbeat" {
 		t.Fatalf("while reserved: %+v (%v), want a heartbeat within %v", ev, err, heartbeatEvery+3*time.Second)
 	}

@@ -66,8 +66,9 @@ type jobRequest struct {
 	Nonce []byte `json:"nonce,omitempty"`
 }
 
-// jobEvent is what a provider streams back while a job runs.
-type jobEvent struct {
+// wireEvent is what a provider streams back on /job/1 while a job runs;
+// the renter turns it into JobEvents for job_follow.
+type wireEvent struct {
 	Type     string    `json:"type"` // "status", "log", "heartbeat", "telemetry", "checkpoint", "exit", "error"
 	Status   string    `json:"status,omitempty"`
 	Log      []byte    `json:"log,omitempty"`

@@ -21,7 +21,7 @@ func FuzzJobMessages(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, v := range []any{&quoteRequest{}, &quoteReply{}, &awardRequest{}, &awardReply{}, &jobRequest{}, &jobEvent{}} {
+		for _, v := range []any{&quoteRequest{}, &quoteReply{}, &awardRequest{}, &awardReply{}, &jobRequest{}, &wireEvent{}} {
 			if decodeMsg(data, v) != nil {
 				continue
 			}
@@ -53,7 +53,7 @@ func TestJobFramesAreBounded(t *testing.T) {
 		if err := p2p.WriteFrame(&buf, bytes.Repeat([]byte("x"), limit+1), maxJobFrame); err != nil {
 			t.Fatal(err)
 		}
-		var ev jobEvent
+		var ev wireEvent
 		if err := readMsg(&buf, limit, &ev); !errors.Is(err, p2p.ErrFrameTooLarge) {
 			t.Fatalf("a %d-byte frame under a %d-byte limit: %v, want ErrFrameTooLarge", limit+1, limit, err)
 		}

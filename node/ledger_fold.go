@@ -1,8 +1,6 @@
 package node
 
 import (
-	"encoding/json"
-
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 )
@@ -34,7 +32,7 @@ type TelemetryRecord struct {
 }
 
 type outcomeAt struct {
-	o    Outcome
+	o    ledger.Outcome
 	by   string // the renter
 	time int64
 }
@@ -87,8 +85,7 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 	}
 	switch e.Type {
 	case ledger.TypeTelemetryDigest:
-		var d TelemetryDigest
-		if json.Unmarshal(e.Payload, &d) == nil && d.Provider != "" && d.Provider != e.Author {
+		if d, err := ledger.DecodePayload[ledger.TelemetryDigest](e.Payload); err == nil && d.Provider != "" && d.Provider != e.Author {
 			t := f.telemetry[d.Provider]
 			if t == nil {
 				t = &TelemetryRecord{}
@@ -99,25 +96,23 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 			t.Rejected += d.Summary.Rejected
 		}
 	case ledger.TypeOutcome:
-		var o Outcome
-		if json.Unmarshal(e.Payload, &o) == nil && o.Provider != "" {
-			f.outcomes = append(f.outcomes, outcomeAt{o, e.Author, e.Time})
+		if o, err := ledger.DecodePayload[ledger.Outcome](e.Payload); err == nil && o.Provider != "" {
+			f.outcomes = append(f.outcomes, outcomeAt{*o, e.Author, e.Time})
 			f.fs.ended(o.Lease, e)
 		}
 	case ledger.TypeSettlement:
-		var s Settlement
-		if json.Unmarshal(e.Payload, &s) != nil || s.Lease == "" {
+		s, err := ledger.DecodePayload[ledger.Settlement](e.Payload)
+		if err != nil || s.Lease == "" {
 			return
 		}
 		f.fs.ended(s.Lease, e) // a settlement ends a lease whether or not it was paid
 		if settlementProven(s, e.Author) {
-			f.paid[s.Lease] = auction.Credits(s.Total * 1e6)
-			f.settlements = append(f.settlements, settlementAt{s, e.Author, e.Time})
+			f.paid[s.Lease] = s.Total
+			f.settlements = append(f.settlements, settlementAt{*s, e.Author, e.Time})
 		}
 	case ledger.TypeProbe:
-		var p Probe
-		if json.Unmarshal(e.Payload, &p) == nil && p.Provider != "" && p.Provider != e.Author {
-			f.probes = append(f.probes, probeAt{p, e.Author, e.Time})
+		if p, err := ledger.DecodePayload[ledger.Probe](e.Payload); err == nil && p.Provider != "" && p.Provider != e.Author {
+			f.probes = append(f.probes, probeAt{*p, e.Author, e.Time})
 		}
 	}
 }

@@ -33,18 +33,18 @@ func TestStoreRefusesLyingPayloads(t *testing.T) {
 			t.Errorf("%s: stored (%v)", what, err)
 		}
 	}
-	settle := func(s Settlement) []byte { b, _ := json.Marshal(s); return b }
+	settle := func(s ledger.Settlement) []byte { b, _ := json.Marshal(s); return b }
 	good := voucherFor(t, renter, prov, cid, 2_000_000)
 
 	mustRefuse("a settlement paid by a voucher the renter did not sign", prov, ledger.TypeSettlement,
-		settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: voucherFor(t, other, prov, cid, 2_000_000)}))
+		settle(ledger.Settlement{Lease: cid, Renter: renter.id, Total: 2_000_000, Voucher: voucherFor(t, other, prov, cid, 2_000_000)}))
 	mustRefuse("a settlement for more than the voucher says", prov, ledger.TypeSettlement,
-		settle(Settlement{Lease: cid, Renter: renter.id, Total: 3, Voucher: good}))
+		settle(ledger.Settlement{Lease: cid, Renter: renter.id, Total: 3_000_000, Voucher: good}))
 	mustRefuse("a settlement claiming payment without a voucher", prov, ledger.TypeSettlement,
-		settle(Settlement{Lease: cid, Renter: renter.id, Total: 1}))
+		settle(ledger.Settlement{Lease: cid, Renter: renter.id, Total: 1_000_000}))
 	mustRefuse("another provider settling this lease", other, ledger.TypeSettlement,
-		settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: good}))
-	out, _ := json.Marshal(Outcome{Lease: cid, Provider: prov.id, Result: StateCompleted, Voucher: voucherFor(t, other, prov, cid, 1)})
+		settle(ledger.Settlement{Lease: cid, Renter: renter.id, Total: 2_000_000, Voucher: good}))
+	out, _ := json.Marshal(ledger.Outcome{Lease: cid, Provider: prov.id, Result: ledger.OutcomeCompleted, Voucher: voucherFor(t, other, prov, cid, 1)})
 	mustRefuse("an outcome citing someone else's voucher", renter, ledger.TypeOutcome, out)
 	l := &auction.Lease{JobID: "half", Network: "test", Renter: renter.id, Provider: prov.id, Tier: auction.Silver,
 		Price: 1, GPUs: 1, Start: t0.Unix(), End: t0.Add(time.Hour).Unix(), BillingSec: 60, Bid: []byte("bid")}
@@ -56,10 +56,10 @@ func TestStoreRefusesLyingPayloads(t *testing.T) {
 	mustRefuse("a probe with an unknown result", renter, ledger.TypeProbe, []byte(`{"provider":"p","lease":"l","kind":"canary","result":"great"}`))
 
 	// The honest versions of the same entries are stored.
-	if err := try(prov, ledger.TypeSettlement, settle(Settlement{Lease: cid, Renter: renter.id, Total: 2, Voucher: good})); err != nil {
+	if err := try(prov, ledger.TypeSettlement, settle(ledger.Settlement{Lease: cid, Renter: renter.id, Total: 2_000_000, Voucher: good})); err != nil {
 		t.Fatalf("honest settlement: %v", err)
 	}
-	out, _ = json.Marshal(Outcome{Lease: cid, Provider: prov.id, Result: StateCompleted, Voucher: good})
+	out, _ = json.Marshal(ledger.Outcome{Lease: cid, Provider: prov.id, Result: ledger.OutcomeCompleted, Voucher: good})
 	if err := try(renter, ledger.TypeOutcome, out); err != nil {
 		t.Fatalf("honest outcome: %v", err)
 	}

@@ -1,6 +1,8 @@
 // Package node is gleaner's composition root: it reads a repo and its
 // config, wires the p2p host and the local JSON-RPC API together, and owns
-// their lifecycle. Components start in dependency order and stop in reverse.
+// their lifecycle. Components start in dependency order; Stop stops taking
+// work, cancels and waits for the background work, then closes what it
+// used in reverse order.
 package node
 
 import (
@@ -65,6 +67,7 @@ type Node struct {
 
 	host         *p2p.Host
 	store        *Store
+	journal      *journal // this node's records that callers need not wait for
 	market       *market
 	provider     *provider
 	providerJobs *providerJobs
@@ -79,8 +82,15 @@ type Node struct {
 	url          string
 	started      time.Time
 
+	// bg is the context of all background work; Stop cancels it and
+	// waits for tasks before it runs closers.
+	bg     context.Context
+	cancel context.CancelFunc
+	tasks  tasks
+
 	mu      sync.Mutex
-	stops   []func(context.Context) error // run in reverse order by Stop
+	stops   []func(context.Context) error // what takes work in (API, offer): run first by Stop, in reverse order
+	closers []func(context.Context) error // what the background work uses (stores, Docker): run last, in reverse order
 	stopped bool
 }
 
@@ -112,15 +122,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.repo.Lock(); err != nil {
 		return err
 	}
-	n.onStop(func(context.Context) error { return n.repo.Unlock() })
+	n.onClose(func(context.Context) error { return n.repo.Unlock() })
 	n.started = time.Now()
+	n.bg, n.cancel = context.WithCancel(context.Background())
 
 	st, err := OpenStore(filepath.Join(n.repo.Dir, StoreFile))
 	if err != nil {
 		return err
 	}
 	n.store = st
-	n.onStop(func(context.Context) error { return st.Close() })
+	n.onClose(func(context.Context) error { return st.Close() })
 
 	if err := n.startHost(ctx); err != nil {
 		return err
@@ -153,8 +164,7 @@ func (n *Node) startHost(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start p2p host: %w", err)
 	}
-	n.host = h
-	n.onStop(func(context.Context) error { return h.Close() })
+	n.host = h // Stop closes it (see there)
 	return nil
 }
 
@@ -242,14 +252,39 @@ func hostOf(a net.Addr) string {
 	return h
 }
 
+// onStop registers a step that stops work coming in (the API, the offer).
 func (n *Node) onStop(f func(context.Context) error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stops = append(n.stops, f)
 }
 
-// Stop stops every component in reverse start order. It is idempotent and
-// returns the first error, after trying every component.
+// onClose registers the release of something background work uses: it
+// runs only once that work has ended.
+func (n *Node) onClose(f func(context.Context) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closers = append(n.closers, f)
+}
+
+// Stop stops the node in three phases, also after a Start that failed
+// halfway:
+//
+//  1. what takes work in, in reverse start order: the rpc.url file, the
+//     API (in-flight calls finish), the offer (a signed withdrawal, while
+//     the host and the stores are up);
+//  2. the background work: its context is cancelled, the p2p host closed
+//     (so that nothing stays blocked on a peer), and every goroutine the
+//     node started is waited for, until ctx ends;
+//  3. what that work used, in reverse order of opening: the Docker client
+//     and the GPU source, the journal (drained into the feed), ledger.db,
+//     node.db, the repo lock.
+//
+// So no store closes under a goroutine that still writes to it. If ctx
+// ends first, Stop says how many goroutines still run and closes anyway:
+// a process that must exit gains nothing from waiting longer (bbolt is
+// crash-safe). Stop is idempotent and returns the first error, after
+// trying every step.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	if n.stopped {
@@ -257,13 +292,29 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	n.stopped = true
-	stops := n.stops
+	stops, closers := n.stops, n.closers
 	n.mu.Unlock()
 	var first error
-	for i := len(stops) - 1; i >= 0; i-- {
-		if err := stops[i](ctx); err != nil && first == nil {
+	keep := func(err error) {
+		if err != nil && first == nil {
 			first = err
 		}
+	}
+	for i := len(stops) - 1; i >= 0; i-- {
+		keep(stops[i](ctx))
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.host != nil {
+		keep(n.host.Close())
+	}
+	if err := n.tasks.wait(ctx); err != nil {
+		n.log.Warn("stopping without waiting any longer", "err", err)
+		keep(err)
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		keep(closers[i](ctx))
 	}
 	return first
 }

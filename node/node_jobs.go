@@ -29,10 +29,12 @@ func (n *Node) startJobs(ctx context.Context) error {
 	if err := pj.markInterrupted(); err != nil {
 		return fmt.Errorf("leases of the last run: %w", err)
 	}
+	// Awards journal leases and runs settle them: Stop waits for these
+	// streams before it closes the stores.
 	h := n.host.LibP2P()
-	h.SetStreamHandler(n.host.ProtocolID(quoteProto), pj.handleQuote)
-	h.SetStreamHandler(n.host.ProtocolID(awardProto), pj.handleAward)
-	h.SetStreamHandler(n.host.ProtocolID(jobProto), pj.handleJob)
+	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.handleQuote))
+	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.handleAward))
+	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.handleJob))
 	pj.gpus = n.gpus
 	pj.journal = n.feeds
 	n.providerJobs = pj
@@ -45,12 +47,12 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	n.provider.mu.Unlock()
 
+	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
 	if err != nil {
 		return err
 	}
-	rj.journal = n.feeds
-	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.feeds.record}
+	rj.journal, rj.spawn = n.journal, n.tasks.Go
 	rj.rep = n.rep
 	rj.claims = n.rep
 	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
@@ -63,6 +65,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	pj.wrongAnswers = n.opts.WrongAnswers
 	n.renterJobs = rj
+	rj.resume() // once wired: follows the jobs leased before a restart again
 	dealsWith := func(author string) bool {
 		if _, _, ok := n.market.book.Get(author); ok {
 			return true
@@ -79,7 +82,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
 	d, err := executor.NewDocker(ctx)
 	if err == nil {
-		n.onStop(func(context.Context) error { return d.Close() })
+		n.onClose(func(context.Context) error { return d.Close() })
 		// Leases do not survive a restart yet, so every container this node
 		// left in an earlier run is an orphan: remove it, nothing of a
 		// renter's stays. Other nodes sharing the engine keep theirs.

@@ -14,9 +14,7 @@ import (
 // publisher, which share the offer topics. Its background work runs until
 // Stop, which first withdraws this node's offer.
 func (n *Node) startMarket() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	n.onStop(func(context.Context) error { cancel(); return nil })
-
+	ctx := n.bg
 	if err := n.startFeeds(ctx); err != nil {
 		return err
 	}
@@ -41,16 +39,16 @@ func (n *Node) startMarket() error {
 		n.log.Info("this node can rent GPUs but has none to sell", "why", err)
 	} else {
 		n.gpus = src
-		n.onStop(func(context.Context) error { return src.Close() })
+		n.onClose(func(context.Context) error { return src.Close() })
 		n.claims = &claimer{n: n, minGap: claimGap}
 		n.claims.start(ctx, src)
 		mon := attest.NewMonitor(src, p.limits, noOwnJobs, attest.DefaultMonitorInterval)
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.setAvailability(a) // publish the first offer without waiting a poll
 		}
-		go func() { _ = mon.Run(ctx, p.setAvailability) }()
+		n.tasks.Go(func() { _ = mon.Run(ctx, p.setAvailability) })
 	}
-	go p.run(ctx)
+	n.tasks.Go(func() { p.run(ctx) })
 	n.onStop(func(ctx context.Context) error { p.withdraw(ctx); return nil })
 	return n.startJobs(ctx)
 }
@@ -86,8 +84,8 @@ func (p *provider) limits() attest.Limits {
 // noOwnJobs: until jobs run, every compute process on a GPU is the owner's.
 func noOwnJobs() map[int]bool { return map[int]bool{} }
 
-// startFeeds opens the ledger (its own bbolt file, <repo>/ledger.db) and
-// joins its replication.
+// startFeeds opens the ledger (its own bbolt file, <repo>/ledger.db),
+// joins its replication and starts the journal that appends to it.
 func (n *Node) startFeeds(ctx context.Context) error {
 	st, err := ledger.OpenStore(filepath.Join(n.repo.Dir, LedgerFile))
 	if err != nil {
@@ -95,12 +93,16 @@ func (n *Node) startFeeds(ctx context.Context) error {
 	}
 	st.CheckPayloads(checkPayload)
 	n.ledger = st
-	n.onStop(func(context.Context) error { return st.Close() })
+	n.onClose(func(context.Context) error { return st.Close() })
 	key, err := n.repo.Identity()
 	if err != nil {
 		return err
 	}
 	n.feeds = newFeeds(n.host, st, key, n.log.With("part", "ledger"))
+	// Closed after every producer has stopped and before ledger.db: what
+	// was queued is appended, not lost.
+	n.journal = newJournal(n.feeds.append, n.log.With("part", "journal"), journalQueue, journalWait)
+	n.onClose(n.journal.close)
 	return n.feeds.start(ctx)
 }
 

@@ -178,6 +178,7 @@ func parseRegion(s string) (auction.Region, error) {
 
 // ParseCredits parses a decimal amount of credits ("0.45") exactly into
 // millionths; more than six decimals or a negative amount is an error.
+// auction.FormatCredits is its inverse.
 func ParseCredits(s string) (auction.Credits, error) {
 	s = strings.TrimSpace(s)
 	whole, frac, _ := strings.Cut(s, ".")
@@ -199,13 +200,6 @@ func ParseCredits(s string) (auction.Credits, error) {
 		}
 	}
 	return auction.Credits(w*1_000_000 + f), nil
-}
-
-// FormatCredits prints credits with as few decimals as needed.
-func FormatCredits(c auction.Credits) string {
-	s := strconv.FormatFloat(float64(c)/1e6, 'f', 6, 64)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
 }
 
 func parseSeconds(s string) (int64, error) {

@@ -3,6 +3,8 @@ package node
 import (
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/auction"
 )
 
 func TestParseCredits(t *testing.T) {
@@ -11,8 +13,8 @@ func TestParseCredits(t *testing.T) {
 		if err != nil || int64(got) != want {
 			t.Errorf("ParseCredits(%q) = %d, %v; want %d", in, got, err, want)
 		}
-		if back, _ := ParseCredits(FormatCredits(got)); back != got {
-			t.Errorf("FormatCredits(%d) = %q does not round-trip", got, FormatCredits(got))
+		if back, _ := ParseCredits(auction.FormatCredits(got)); back != got {
+			t.Errorf("FormatCredits(%d) = %q does not round-trip", got, auction.FormatCredits(got))
 		}
 	}
 	for _, bad := range []string{"", "-1", "+1", "1.2345678", "abc", "1e3", "."} {

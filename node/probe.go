@@ -4,29 +4,10 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
-// Probe is the payload of a probe entry: a renter's check of a provider's
-// work against an answer it can verify. Canaries are known-answer jobs
-// (the expected output hash is in the spec); replicas are one job run on
-// two providers whose output hashes are compared.
-type Probe struct {
-	Provider string `json:"provider"`
-	Lease    string `json:"lease"`                     // CID of the checked lease
-	Kind     string `json:"kind"`                      // "canary" or "replica"
-	Result   string `json:"result"`                    // "passed", "failed" or "inconclusive" (replicas without a majority)
-	Expected string `json:"expected_sha256,omitempty"` // replicas: the majority's (a canary's stays secret)
-	Got      string `json:"got_sha256"`
-	Detail   string `json:"detail,omitempty"`
-}
-
-// Probe results.
-const (
-	ProbePassed       = "passed"
-	ProbeFailed       = "failed"
-	ProbeInconclusive = "inconclusive"
-)
-
+// probeAt is a probe entry as reputation reads it: a renter's check of a
+// provider's work (a canary's known answer, or replicas compared).
 type probeAt struct {
-	p    Probe
+	p    ledger.Probe
 	by   string
 	time int64
 }
@@ -46,10 +27,10 @@ func probeRatings(probes []probeAt, fs *fraudScan, evOf func(string) *Evidence) 
 		}
 		e := evOf(pa.p.Provider)
 		if e.Probes == nil {
-			e.Probes = map[string]int{}
+			e.Probes = map[ledger.ProbeResult]int{}
 		}
 		e.Probes[pa.p.Result]++
-		score := map[string]float64{ProbePassed: 1, ProbeFailed: 0}
+		score := map[ledger.ProbeResult]float64{ledger.ProbePassed: 1, ledger.ProbeFailed: 0}
 		s, rated := score[pa.p.Result]
 		if !rated {
 			continue
@@ -65,13 +46,13 @@ func probeRatings(probes []probeAt, fs *fraudScan, evOf func(string) *Evidence) 
 func canaryStreaks(self string, probes []probeAt) map[string]int {
 	out := map[string]int{}
 	for _, pa := range probes {
-		if pa.by != self || pa.p.Kind != "canary" {
+		if pa.by != self || pa.p.Kind != ledger.ProbeCanary {
 			continue
 		}
 		switch pa.p.Result {
-		case ProbePassed:
+		case ledger.ProbePassed:
 			out[pa.p.Provider]++
-		case ProbeFailed:
+		case ledger.ProbeFailed:
 			out[pa.p.Provider] = 0
 		}
 	}

@@ -44,7 +44,7 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		}
 	}
 	if err != nil {
-		_ = writeMsg(s, jobEvent{Type: "error", Error: err.Error(), Time: time.Now()})
+		_ = writeMsg(s, wireEvent{Type: "error", Error: err.Error(), Time: time.Now()})
 		return
 	}
 	switch req.Kind {
@@ -52,19 +52,19 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		pj.attach(s, al)
 	case "cancel":
 		pj.cancel(al)
-		_ = writeMsg(s, jobEvent{Type: "status", Status: "cancelled", Time: time.Now()})
+		_ = writeMsg(s, wireEvent{Type: "status", Status: "cancelled", Time: time.Now()})
 	case "start":
 		// Checked before run takes charge of the lease: a refused start
 		// (another spec, a second start) must not end the lease that a
 		// first start may be running.
 		spec, err := pj.checkStart(al, req.Spec)
 		if err != nil {
-			_ = writeMsg(s, jobEvent{Type: "error", Error: err.Error(), Time: time.Now()})
+			_ = writeMsg(s, wireEvent{Type: "error", Error: err.Error(), Time: time.Now()})
 			return
 		}
 		pj.run(s, al, req, spec)
 	default:
-		_ = writeMsg(s, jobEvent{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
+		_ = writeMsg(s, wireEvent{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
 	}
 }
 
@@ -114,10 +114,10 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 			case <-hbDone:
 				return
 			case <-t.C:
-				_ = send(jobEvent{Type: "heartbeat"})
+				_ = send(wireEvent{Type: "heartbeat"})
 				if sm := samplers.Load(); sm != nil {
 					for _, raw := range pj.sample(*sm) {
-						_ = send(jobEvent{Type: "telemetry", Log: raw})
+						_ = send(wireEvent{Type: "telemetry", Log: raw})
 					}
 				}
 			}
@@ -129,7 +129,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	defer cancel()
 	for _, prev := range al.after {
 		// GPUs handed over from preempted bronze jobs: wait for them.
-		_ = send(jobEvent{Type: "status", Status: "reserved"})
+		_ = send(wireEvent{Type: "status", Status: "reserved"})
 		select {
 		case <-prev:
 		case <-ctx.Done():
@@ -139,17 +139,17 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	if wait := time.Until(time.Unix(al.lease.Start, 0)); wait > 0 {
 		// A gold reservation: its GPUs are held from the award on; the job
 		// starts when its window does.
-		_ = send(jobEvent{Type: "status", Status: "reserved"})
+		_ = send(wireEvent{Type: "status", Status: "reserved"})
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return
 		}
 	}
-	_ = send(jobEvent{Type: "status", Status: "pulling"})
+	_ = send(wireEvent{Type: "status", Status: "pulling"})
 	job, err := pj.exec.Start(ctx, es, executor.Hooks{})
 	if err != nil {
-		_ = send(jobEvent{Type: "error", Error: "start: " + err.Error()})
+		_ = send(wireEvent{Type: "error", Error: "start: " + err.Error()})
 		return
 	}
 	pj.preemptAtWindowEnd(al)
@@ -170,7 +170,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 			pj.log.Warn("job container not removed; Reconcile will", "job", al.lease.JobID, "err", err)
 		}
 	}()
-	_ = send(jobEvent{Type: "status", Status: "running"})
+	_ = send(wireEvent{Type: "status", Status: "running"})
 
 	logsDone := make(chan struct{})
 	go func() {
@@ -184,7 +184,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 			}
 			for len(chunk) > 0 {
 				n := min(len(chunk), maxLogChunk)
-				if send(jobEvent{Type: "log", Log: chunk[:n]}) != nil {
+				if send(wireEvent{Type: "log", Log: chunk[:n]}) != nil {
 					return
 				}
 				chunk = chunk[n:]
@@ -227,7 +227,7 @@ loop:
 			}
 			break loop
 		case preempted = <-al.preempt:
-			_ = send(jobEvent{Type: "status", Status: "preempting", Error: preempted})
+			_ = send(wireEvent{Type: "status", Status: "preempting", Error: preempted})
 			w = stop()
 			break loop
 		case now := <-bill.C:
@@ -240,13 +240,13 @@ loop:
 			case pausedAt.IsZero() && ran > covered+grace:
 				if job.Pause(ctx) == nil {
 					pausedAt = now
-					_ = send(jobEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+					_ = send(wireEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
 				}
 			case !pausedAt.IsZero() && covered >= ran:
 				if job.Resume(ctx) == nil {
 					pausedFor += now.Sub(pausedAt)
 					pausedAt = time.Time{}
-					_ = send(jobEvent{Type: "status", Status: "running"})
+					_ = send(wireEvent{Type: "status", Status: "running"})
 				}
 			case !pausedAt.IsZero() && now.Sub(pausedAt) > wait:
 				unpaid = true
@@ -259,12 +259,12 @@ loop:
 	settled = true
 	<-logsDone
 	if w.err != nil {
-		_ = send(jobEvent{Type: "error", Error: w.err.Error()})
+		_ = send(wireEvent{Type: "error", Error: w.err.Error()})
 		return
 	}
 	if preempted != "" {
 		pj.shipCheckpoint(job, spec, send)
-		_ = send(jobEvent{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
+		_ = send(wireEvent{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
 		return
 	}
 	status := "completed"
@@ -278,7 +278,7 @@ loop:
 	if pj.wrongAnswers && output != "" {
 		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
-	_ = send(jobEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
+	_ = send(wireEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
 }
 
 // preemptAtWindowEnd schedules the preemption of a bronze job whose lease
@@ -317,7 +317,7 @@ const heartbeatEvery = 5 * time.Second
 const maxCheckpoint = 8 << 20
 
 // shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
-func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(jobEvent) error) {
+func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(wireEvent) error) {
 	if spec.Checkpoint.Path == "" {
 		return
 	}
@@ -325,18 +325,18 @@ func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, 
 	defer cancel()
 	rc, err := job.CopyCheckpoint(ctx)
 	if err != nil {
-		_ = send(jobEvent{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
+		_ = send(wireEvent{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
 		return
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, maxCheckpoint+1))
 	if err != nil || len(data) > maxCheckpoint {
-		_ = send(jobEvent{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", maxCheckpoint))})
+		_ = send(wireEvent{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", maxCheckpoint))})
 		return
 	}
 	for len(data) > 0 {
 		n := min(len(data), 128<<10)
-		if send(jobEvent{Type: "checkpoint", Log: data[:n]}) != nil {
+		if send(wireEvent{Type: "checkpoint", Log: data[:n]}) != nil {
 			return
 		}
 		data = data[n:]
@@ -380,7 +380,7 @@ func (h *eventHub) add(s network.Stream) {
 	h.sinks = append(h.sinks, s)
 }
 
-func (h *eventHub) send(ev jobEvent) error {
+func (h *eventHub) send(ev wireEvent) error {
 	ev.Time = time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -404,17 +404,17 @@ func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
 	job := al.job
 	pj.mu.Unlock()
 	if job == nil {
-		_ = writeMsg(s, jobEvent{Type: "error", Error: "the job is not running", Time: time.Now()})
+		_ = writeMsg(s, wireEvent{Type: "error", Error: "the job is not running", Time: time.Now()})
 		return
 	}
 	for tail := job.Logs().Bytes(); len(tail) > 0; {
 		n := min(len(tail), maxLogChunk)
-		if err := writeMsg(s, jobEvent{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
+		if err := writeMsg(s, wireEvent{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
 			return
 		}
 		tail = tail[n:]
 	}
-	if err := writeMsg(s, jobEvent{Type: "status", Status: "running", Time: time.Now()}); err != nil {
+	if err := writeMsg(s, wireEvent{Type: "status", Status: "running", Time: time.Now()}); err != nil {
 		return
 	}
 	al.hub.add(s)
@@ -466,25 +466,15 @@ func (pj *providerJobs) sample(samplers map[string]*attest.Sampler) [][]byte {
 	return out
 }
 
-// Settlement is the provider's ledger entry for what a lease was paid: the
-// best voucher, which the renter signed.
-type Settlement struct {
-	Lease   string  `json:"lease"`
-	Renter  string  `json:"renter"`
-	Total   float64 `json:"total"` // credits
-	Voucher []byte  `json:"voucher,omitempty"`
-	// Unpaid is the provider's rating of the renter: it stopped the job
-	// because the renter's vouchers stopped coming.
-	Unpaid bool `json:"unpaid,omitempty"`
-}
-
+// settle journals the provider's settlement of a lease (ledger.Settlement):
+// the best voucher the renter signed, and its exact total.
 func (pj *providerJobs) settle(al *activeLease, m *meter, unpaid bool) {
 	var total auction.Credits
 	var best []byte
 	if m != nil { // nil: the job never ran
 		total, best = m.settled()
 	}
-	payload, err := json.Marshal(Settlement{Lease: leaseCID(al.raw), Renter: al.lease.Renter, Total: float64(total) / 1e6, Voucher: best, Unpaid: unpaid})
+	payload, err := json.Marshal(ledger.Settlement{Lease: leaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid})
 	if err == nil {
 		pj.journal.record(ledger.TypeSettlement, payload)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,15 +34,15 @@ type JobExplain struct {
 	Quotes        []QuoteOutcome       `json:"quotes"`
 	Ranked        []auction.Ranked     `json:"ranked,omitempty"`
 	Winner        string               `json:"winner,omitempty"`
-	ClearingPrice float64              `json:"clearing_price,omitempty"`
+	ClearingPrice auction.Credits      `json:"clearing,omitempty" doc:"micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
 }
 
 // QuoteOutcome is one provider's answer to the request for quotes.
 type QuoteOutcome struct {
-	Provider string  `json:"provider"`
-	Bid      float64 `json:"bid,omitempty"` // credits per GPU-hour
-	Declined string  `json:"declined,omitempty"`
-	Error    string  `json:"error,omitempty"`
+	Provider string          `json:"provider"`
+	Bid      auction.Credits `json:"bid_price,omitempty" doc:"micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	Declined string          `json:"declined,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // run is one job's life on the renter's side: auction, lease, run, and
@@ -74,16 +73,23 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if errors.Is(err, errRaced) && races < maxRaceRounds && r.bg.Err() == nil {
 			races++
 			attempt--
-			time.Sleep(time.Duration(20+mrand.IntN(80*races)) * time.Millisecond)
+			if !sleepCtx(r.bg, time.Duration(20+mrand.IntN(80*races))*time.Millisecond) {
+				return
+			}
 			continue
 		}
 		races = 0
 		if err != nil {
+			if r.bg.Err() != nil {
+				return // stopping: not the market's fault; the next start fails the job
+			}
 			if errors.Is(err, errNoMatch) && attempt < spec.Retry.MaxReauctions && r.bg.Err() == nil {
 				wait := min(time.Duration(1<<min(attempt, 5))*time.Second, 30*time.Second)
 				r.update(id, fmt.Sprintf("%v; retrying in %s (%d of %d)", err, wait, attempt+1, spec.Retry.MaxReauctions),
 					func(j *JobRecord) { j.State, j.Explain = StateAuction, ex })
-				time.Sleep(wait)
+				if !sleepCtx(r.bg, wait) {
+					return // stopping: the next start fails the job, as any caught in its auction
+				}
 				continue
 			}
 			state := StateFailed
@@ -94,13 +100,13 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			return
 		}
 		cid := leaseCID(raw)
-		go r.journal.record(ledger.TypeLease, raw)
-		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, FormatCredits(lease.Price)), func(j *JobRecord) {
+		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
+		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, auction.FormatCredits(lease.Price)), func(j *JobRecord) {
 			if j.State == StateCancelled {
 				return
 			}
 			j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
-			j.LeaseCID, j.Price = cid, float64(lease.Price)/1e6
+			j.LeaseCID, j.Price = cid, lease.Price
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = attempt + 1
 		})
@@ -228,7 +234,7 @@ func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, 
 		if !ok {
 			break
 		}
-		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, float64(price)/1e6
+		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, price
 		lease, raw, err := r.award(id, spec, winner, price, rawBid[winner.Bid.Provider])
 		if err == nil {
 			return lease, raw, ex, nil
@@ -311,7 +317,7 @@ func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, sent quote
 				if err != nil {
 					out.Error = "bad bid: " + err.Error()
 				} else {
-					out.Bid = float64(b.Price) / 1e6
+					out.Bid = b.Price
 					mu.Lock()
 					bids = append(bids, signedBid{*b, rep.Bid})
 					mu.Unlock()
@@ -430,34 +436,26 @@ func leaseCID(raw []byte) string {
 	return sl.CID().String()
 }
 
-// Outcome is a ledger entry's payload for how a lease ended, as the renter
-// saw it: the evidence reputation is later computed from.
-type Outcome struct {
-	Lease    string `json:"lease"`
-	Provider string `json:"provider"`
-	Result   string `json:"result"` // completed, failed, preempted, abandoned, cancelled
-	Detail   string `json:"detail,omitempty"`
-	// Voucher is the renter's newest signed voucher for the lease: what it
-	// paid, so that an outcome weighs even when the provider never settled
-	// (a provider that abandoned the job).
-	Voucher []byte `json:"voucher,omitempty"`
-}
-
-func (r *renterJobs) recordOutcome(leaseCID, provider string, out outcome, voucher []byte) {
-	result := out.state
-	switch {
-	case result == "" && strings.HasPrefix(out.why, "preempted"):
-		result = "preempted"
-	case result == "" && strings.HasPrefix(out.why, "lost the provider"):
-		result = "abandoned"
-	case result == "":
-		result = StateFailed
-	}
+// recordOutcome journals how the run ended, as the renter saw it: the
+// evidence reputation is later computed from.
+func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte) {
 	if v, err := ledger.ReadVoucher(voucher); err != nil || v.Lease != leaseCID {
 		voucher = nil // a run that ended before its first voucher cites none, not the last run's
 	}
-	payload, err := json.Marshal(Outcome{Lease: leaseCID, Provider: provider, Result: result, Detail: out.why, Voucher: voucher})
+	payload, err := json.Marshal(ledger.Outcome{Lease: leaseCID, Provider: provider, Result: out.result, Detail: out.why, Voucher: voucher})
 	if err == nil {
-		go r.journal.record(ledger.TypeOutcome, payload)
+		_ = r.journal.enqueue(ledger.TypeOutcome, payload)
+	}
+}
+
+// sleepCtx waits d or until ctx ends; false if ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

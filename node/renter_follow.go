@@ -14,9 +14,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// outcome is how one leased run ended, as the renter saw it.
-type outcome struct {
-	state      string // a terminal state, or "" when the job should be auctioned again
+// runEnd is how one leased run ended, as the renter saw it: what becomes
+// of the job, and the result its outcome entry records.
+type runEnd struct {
+	state      string               // a terminal state, or "" when the job should be auctioned again
+	result     ledger.OutcomeResult // for the outcome entry: the provider's part in the end
 	why        string
 	checkpoint []byte // shipped back by a preempted run
 }
@@ -24,21 +26,24 @@ type outcome struct {
 // follow1 starts the leased job on the provider and records its events
 // until it exits. A provider that sends nothing (not even a heartbeat) for
 // lostAfter is lost, and the run is retried elsewhere.
-func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) outcome {
+func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
 	ctx, cancel := context.WithDeadline(r.bg, time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec)*time.Second+time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
 	if err != nil {
-		return outcome{state: StateFailed, why: err.Error()}
+		return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: err.Error()}
 	}
 	s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(jobProto))
 	if err != nil {
-		return outcome{why: "cannot reach the provider: " + err.Error()}
+		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error()}
 	}
 	defer s.Close()
+	// A stopping node hangs up at once rather than reading on until the
+	// provider next speaks.
+	defer context.AfterFunc(r.bg, func() { _ = s.Reset() })()
 	nonce := randomNonce()
 	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, Nonce: nonce}); err != nil {
-		return outcome{why: "lost the provider: " + err.Error()}
+		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error()}
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, 1)
 	tel := newTelemetry(pid, leaseCID(leaseRaw), nonce)
@@ -46,7 +51,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 		tel.claimOf = r.claims.claimOf
 		tel.onProof = func(proof []byte) {
 			r.log.Warn("provider's telemetry contradicts its hardware claim: journaling the proof", "provider", l.Provider, "job", id)
-			go r.journal.record(ledger.TypeFraudProof, proof)
+			_ = r.journal.enqueue(ledger.TypeFraudProof, proof)
 		}
 	}
 	out := r.followStream(id, spec, s, tel)
@@ -54,21 +59,15 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	return out
 }
 
-// TelemetryDigest is the ledger entry summarising a run's verified
-// telemetry: evidence for (or against) the provider's hardware claims.
-type TelemetryDigest struct {
-	Lease    string           `json:"lease"`
-	Provider string           `json:"provider"`
-	Summary  TelemetrySummary `json:"summary"`
-}
-
+// recordTelemetry journals the run's telemetry digest: evidence for (or
+// against) the provider's hardware claims.
 func (r *renterJobs) recordTelemetry(t *telemetry) {
 	if t.sum.Samples+t.sum.Rejected == 0 {
 		return
 	}
-	payload, err := json.Marshal(TelemetryDigest{Lease: t.lease, Provider: t.provider.String(), Summary: t.sum})
+	payload, err := json.Marshal(ledger.TelemetryDigest{Lease: t.lease, Provider: t.provider.String(), Summary: t.sum})
 	if err == nil {
-		go r.journal.record(ledger.TypeTelemetryDigest, payload)
+		_ = r.journal.enqueue(ledger.TypeTelemetryDigest, payload)
 	}
 }
 
@@ -76,16 +75,16 @@ func (r *renterJobs) recordTelemetry(t *telemetry) {
 // or the provider is lost.
 // tel verifies the run's telemetry; nil when the chain cannot be checked
 // from its start (after this node restarted).
-func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry) outcome {
+func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry) runEnd {
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
-		var ev jobEvent
+		var ev wireEvent
 		if err := readMsg(s, maxEventFrame, &ev); err != nil {
 			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
-				return outcome{state: StateCancelled}
+				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			}
-			return outcome{why: "lost the provider: " + err.Error()}
+			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error()}
 		}
 		switch ev.Type {
 		case "log":
@@ -114,20 +113,20 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			j, _ := r.get(id)
 			switch {
 			case j != nil && j.State == StateCancelled:
-				return outcome{state: StateCancelled}
+				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			case ev.Status == "unpaid":
-				return outcome{state: StateFailed, why: "the provider stopped the job: no voucher arrived in time"}
+				return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "the provider stopped the job: no voucher arrived in time"}
 			case ev.Status == "preempted":
-				return outcome{why: "preempted: " + ev.Error, checkpoint: shipped}
+				return runEnd{result: ledger.OutcomePreempted, why: "preempted: " + ev.Error, checkpoint: shipped}
 			case code == 0:
-				return outcome{state: StateCompleted}
+				return runEnd{state: StateCompleted, result: ledger.OutcomeCompleted}
 			case slices.Contains(spec.Retry.OnExitCodes, code):
-				return outcome{why: fmt.Sprintf("exit code %d asks for a retry", code)}
+				return runEnd{result: ledger.OutcomeFailed, why: fmt.Sprintf("exit code %d asks for a retry", code)}
 			default:
-				return outcome{state: StateFailed, why: fmt.Sprintf("the job exited with code %d", code)}
+				return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: fmt.Sprintf("the job exited with code %d", code)}
 			}
 		case "error":
-			return outcome{state: StateFailed, why: "provider: " + ev.Error}
+			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
 		}
 	}
 }
@@ -136,7 +135,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 // noticed within 15 s.
 const lostAfter = 3 * heartbeatEvery
 
-func (r *renterJobs) onStatus(id string, ev jobEvent) {
+func (r *renterJobs) onStatus(id string, ev wireEvent) {
 	state := map[string]string{"reserved": StateReserved, "pulling": StatePulling, "running": StateRunning,
 		"preempting": StatePreempting, "paused": StatePaused}[ev.Status]
 	if state == "" {
@@ -173,7 +172,7 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 	}
 	r.update(id, "cancelled by the renter", func(j *JobRecord) { j.State = StateCancelled })
 	if len(j.Lease) > 0 {
-		var ev jobEvent
+		var ev wireEvent
 		if err := r.exchange(ctx, j.Provider, jobProto, jobRequest{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
 			return nil, fmt.Errorf("job marked cancelled, but the provider could not be told: %w", err)
 		}
@@ -211,7 +210,11 @@ func (r *renterJobs) reattach(id string) {
 	s, err := r.dialAfterRestart(pid)
 	if err == nil {
 		defer s.Close()
+		defer context.AfterFunc(r.bg, func() { _ = s.Reset() })()
 		err = writeMsg(s, jobRequest{Kind: "attach", Lease: j.Lease})
+	}
+	if r.bg.Err() != nil {
+		return // stopping again: the record stays leased, for the next start
 	}
 	if err != nil {
 		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
@@ -219,6 +222,9 @@ func (r *renterJobs) reattach(id string) {
 	}
 	r.startPaying(r.bg, id, s, l, j.Lease, uint64(j.Vouchers)+1)
 	out := r.followStream(id, spec, s, nil)
+	if r.bg.Err() != nil {
+		return
+	}
 	if out.state == "" {
 		out.state = StateFailed
 	}
@@ -260,7 +266,9 @@ func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
 // startPaying sends this run's vouchers, from voucher number first, until
 // ctx ends or the stream does; each one is recorded in the job.
 func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
-	go payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
-		r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid, j.LastVoucher = int(n), float64(total)/1e6, raw })
+	r.spawn(func() {
+		payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
+			r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid, j.LastVoucher = int(n), total, raw })
+		})
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -41,34 +42,41 @@ func terminal(state string) bool {
 	return false
 }
 
-// JobRecord is the renter's durable view of one job.
+// JobRecord is the renter's durable view of one job, kept in node.db as
+// JSON. Its amounts are micro-credits under keys of their own
+// (lease_price, paid_total; the explain's bid_price and clearing): records
+// written by 0.1 nodes carried float credits under price, paid, bid and
+// clearing_price, which are now ignored, so an old record loads with its
+// amounts absent instead of failing the start or reading as a price a
+// million times too small. The lease bytes and vouchers it keeps carry the
+// real amounts either way.
 type JobRecord struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name"`
-	State     string      `json:"state"`
-	Spec      string      `json:"spec"`
-	Created   time.Time   `json:"created"`
-	Updated   time.Time   `json:"updated"`
-	Provider  string      `json:"provider,omitempty"`
-	LeaseCID  string      `json:"lease_cid,omitempty"`
-	Price     float64     `json:"price,omitempty"` // credits per GPU-hour, cleared
-	GPUs      int         `json:"gpus"`
-	Simulated bool        `json:"simulated"`
-	ExitCode  *int        `json:"exit_code,omitempty"`
-	Error     string      `json:"error,omitempty"`
-	Explain   *JobExplain `json:"explain,omitempty"`
-	Lease     []byte      `json:"lease,omitempty"` // co-signed lease bytes
-	StartedAt *time.Time  `json:"started_at,omitempty"`
-	EndedAt   *time.Time  `json:"ended_at,omitempty"`
-	Attempts  int         `json:"attempts"` // leases taken so far (re-auctions + 1)
-	PullMS    int64       `json:"pull_ms,omitempty"`
-	Paid      float64     `json:"paid"`     // credits promised in signed vouchers so far
-	Vouchers  int         `json:"vouchers"` // vouchers sent in the current run
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	State     string          `json:"state"`
+	Spec      string          `json:"spec"`
+	Created   time.Time       `json:"created"`
+	Updated   time.Time       `json:"updated"`
+	Provider  string          `json:"provider,omitempty"`
+	LeaseCID  string          `json:"lease_cid,omitempty"`
+	Price     auction.Credits `json:"lease_price,omitempty" doc:"the cleared price: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	GPUs      int             `json:"gpus"`
+	Simulated bool            `json:"simulated"`
+	ExitCode  *int            `json:"exit_code,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Explain   *JobExplain     `json:"explain,omitempty"`
+	Lease     []byte          `json:"lease,omitempty"` // co-signed lease bytes
+	StartedAt *time.Time      `json:"started_at,omitempty"`
+	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	Attempts  int             `json:"attempts"` // leases taken so far (re-auctions + 1)
+	PullMS    int64           `json:"pull_ms,omitempty"`
+	Paid      auction.Credits `json:"paid_total" doc:"micro-credits (auction.Credits) promised in this run's signed vouchers so far"`
+	Vouchers  int             `json:"vouchers"` // vouchers sent in the current run
 	// LastVoucher is the newest voucher of the current run: the renter's
 	// proof of what it paid, cited in its outcome entry.
 	LastVoucher []byte `json:"last_voucher,omitempty"`
 	// Telemetry summarises the signed samples of the current run.
-	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
+	Telemetry *ledger.TelemetrySummary `json:"telemetry,omitempty"`
 	// Output is the sha256 of the job's stdout, as its provider reported.
 	Output string `json:"output_sha256,omitempty"`
 	// Verified is the outcome of verify: in the spec: passed, failed,
@@ -84,6 +92,11 @@ type JobRecord struct {
 	// Canary marks a known-answer job this node scheduled on its own.
 	Canary bool `json:"canary,omitempty"`
 }
+
+// errStopping: the node is stopping and starts no more jobs. A job
+// recorded meanwhile is failed at the next start, as any job caught in
+// its auction by a stop is.
+var errStopping = errors.New("this node is stopping")
 
 // SubmitOptions are job_submit's options beyond the spec.
 type SubmitOptions struct {
@@ -110,7 +123,8 @@ type renterJobs struct {
 	bg    context.Context
 	rtt   func(string) (time.Duration, bool)
 
-	journal *feeds             // this node's ledger feed
+	journal *journal           // appends to this node's feed, in order
+	spawn   func(func()) bool  // runs a goroutine Stop waits for (Node.tasks.Go); false once stopping
 	rep     auction.Reputation // computed from the replicated ledger
 	claims  *reputationView    // hardware claims and convictions; nil in unit tests
 
@@ -118,6 +132,8 @@ type renterJobs struct {
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
 
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
+
+	resuming []string // leased when this node last stopped: resume follows them again
 
 	mu     sync.Mutex // guards jobs, logs, subs, groups
 	groups map[string]*sync.Mutex
@@ -128,7 +144,8 @@ type renterJobs struct {
 
 func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
 	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
-		jobs: map[string]*JobRecord{}, logs: map[string]*executor.LogBuffer{}, subs: map[string][]chan JobEvent{}}
+		spawn: func(f func()) bool { go f(); return true },
+		jobs:  map[string]*JobRecord{}, logs: map[string]*executor.LogBuffer{}, subs: map[string][]chan JobEvent{}}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
 	var resume []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
@@ -149,10 +166,17 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 		r.logs[j.ID] = executor.NewLogBuffer(256 << 10)
 		return nil
 	})
-	for _, id := range resume {
-		go r.reattach(id)
-	}
+	r.resuming = resume
 	return r, err
+}
+
+// resume follows again, once r is wired, the jobs that were leased when
+// this node last stopped.
+func (r *renterJobs) resume() {
+	for _, id := range r.resuming {
+		r.spawn(func() { r.reattach(id) })
+	}
+	r.resuming = nil
 }
 
 // submit parses and records a job, then runs its auction in the background.
@@ -197,7 +221,9 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 		}
 	}
 	for _, id := range ids {
-		go r.run(id, spec, specYAML, secrets)
+		if !r.spawn(func() { r.run(id, spec, specYAML, secrets) }) {
+			return nil, errStopping
+		}
 	}
 	return r.get(ids[0])
 }

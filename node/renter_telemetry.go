@@ -8,20 +8,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// TelemetrySummary is what the renter learned from a run's signed
-// telemetry: how many samples verified, how many were rejected and why.
-type TelemetrySummary struct {
-	Samples       int     `json:"samples"`
-	Rejected      int     `json:"rejected"`
-	LastRejection string  `json:"last_rejection,omitempty"`
-	AvgUtilPct    float64 `json:"avg_util_pct"`
-	MaxTempC      int     `json:"max_temp_c"`
-	Simulated     bool    `json:"simulated"`
-	// Contradiction is set when a signed sample rules out the provider's
-	// hardware claim; the renter journals the proof.
-	Contradiction string `json:"contradiction,omitempty"`
-}
-
 // telemetry verifies one run's samples as they arrive: one chain per GPU,
 // each sample signed by the provider, echoing this run's nonce, in order.
 type telemetry struct {
@@ -29,7 +15,7 @@ type telemetry struct {
 	lease    string
 	nonce    []byte
 	chains   map[string]*attest.Verifier
-	sum      TelemetrySummary
+	sum      ledger.TelemetrySummary
 	utilSum  float64
 	// claimOf finds the provider's hardware claim (nil: no check), and
 	// onProof receives the one contradiction proof a run can produce.

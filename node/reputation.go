@@ -14,27 +14,29 @@ import (
 // Outcome scores: what one lease's end says about its provider. Only
 // objective proofs (fraud proofs) penalise automatically; everything here
 // only moves a score.
-var outcomeScore = map[string]float64{
-	StateCompleted: 1,
-	"preempted":    0.7, // with notice, as the tier allows
-	StateFailed:    0.3, // the job's own exit code may be to blame
-	"abandoned":    0,   // the provider vanished mid-job
+var outcomeScore = map[ledger.OutcomeResult]float64{
+	ledger.OutcomeCompleted: 1,
+	ledger.OutcomePreempted: 0.7, // with notice, as the tier allows
+	ledger.OutcomeFailed:    0.3, // the job's own exit code may be to blame
+	ledger.OutcomeAbandoned: 0,   // the provider vanished mid-job
 }
 
 // Evidence is what the ledger says about one peer, as this node reads it.
 type Evidence struct {
-	Peer      string         `json:"peer"`
-	Score     *float64       `json:"score"` // nil: no paid history, no reputation
-	Outcomes  map[string]int `json:"outcomes"`
-	PaidTotal float64        `json:"paid_total"` // credits settled on its leases
-	Leases    int            `json:"leases"`
-	Frozen    bool           `json:"frozen"` // its feed carries an equivocation proof
+	Peer     string                       `json:"peer"`
+	Score    *float64                     `json:"score"` // nil: no paid history, no reputation
+	Outcomes map[ledger.OutcomeResult]int `json:"outcomes"`
+	// PaidTotal is what its leases were paid, as settlements and the
+	// renters' own vouchers prove it.
+	PaidTotal auction.Credits `json:"paid_total" doc:"micro-credits (auction.Credits; 1 credit = 1000000) paid on its leases"`
+	Leases    int             `json:"leases"`
+	Frozen    bool            `json:"frozen"` // its feed carries an equivocation proof
 	// Payments is its record as a renter, from its providers' settlements:
 	// "paid" leases and "unpaid" ones (stopped for want of vouchers).
 	Payments map[string]int `json:"payments,omitempty"`
 	// Probes are known-answer checks run on it as a provider: "passed",
 	// "failed".
-	Probes map[string]int `json:"probes,omitempty"`
+	Probes map[ledger.ProbeResult]int `json:"probes,omitempty"`
 	// Convictions are objective fraud proofs against it (double lease,
 	// contradicted hardware claim, double-spent voucher). A convicted peer
 	// has no score and gets no awards.
@@ -57,9 +59,12 @@ type Evidence struct {
 // the objective fraud checks. It is cached briefly: auctions ask for it
 // often, the ledger changes slowly.
 type reputationView struct {
-	st     *ledger.Store
-	self   string
-	record func(typ string, payload []byte) // journals to self's feed; nil: never
+	st   *ledger.Store
+	self string
+	// record hands an entry to self's journal without waiting (false: the
+	// journal is full or closed, and the next pass offers it again); nil:
+	// this view journals nothing. Reading a score never appends itself.
+	record func(typ string, payload []byte) bool
 
 	mu   sync.Mutex // guards everything below
 	at   time.Time
@@ -154,7 +159,7 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 		if e, ok := ev[p]; ok {
 			return e
 		}
-		e := &Evidence{Peer: p, Outcomes: map[string]int{}}
+		e := &Evidence{Peer: p, Outcomes: map[ledger.OutcomeResult]int{}}
 		ev[p] = e
 		return e
 	}
@@ -181,7 +186,7 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 		e.Leases++
 		score, rated := outcomeScore[oa.o.Result]
 		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
-		e.PaidTotal += float64(amount) / 1e6
+		e.PaidTotal += amount
 		if !rated || amount <= 0 {
 			continue // unpaid or cancelled leases carry no weight
 		}
@@ -227,7 +232,7 @@ func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *f
 const maxCheckedProofs = 4096
 
 type settlementAt struct {
-	s    Settlement
+	s    ledger.Settlement
 	by   string // the provider
 	time int64
 }
@@ -247,7 +252,7 @@ func renterRatings(settlements []settlementAt, fs *fraudScan, evOf func(string) 
 		if e.Payments == nil {
 			e.Payments = map[string]int{}
 		}
-		score, amount := 1.0, auction.Credits(s.s.Total*1e6)
+		score, amount := 1.0, s.s.Total
 		if s.s.Unpaid {
 			score, amount = 0, max(amount, intervalPrice(ref.lease))
 			e.Payments["unpaid"]++
@@ -296,26 +301,26 @@ func (v *reputationView) convict(self string, fs *fraudScan, evOf func(string) *
 		if fs.seen[string(p)] || v.journaled[string(p)] || v.record == nil || (dl.renters[0] != self && dl.renters[1] != self) {
 			continue
 		}
-		v.journaled[string(p)] = true
-		go v.record(ledger.TypeFraudProof, p)
+		if v.record(ledger.TypeFraudProof, p) {
+			v.journaled[string(p)] = true
+		}
 	}
 }
 
 // settlementProven checks that a provider's settlement embeds a voucher the
 // renter signed for that lease and total: a provider cannot invent the
 // payments that weigh its ratings.
-func settlementProven(s Settlement, provider string) bool {
+func settlementProven(s *ledger.Settlement, provider string) bool {
 	if len(s.Voucher) == 0 {
 		return false
 	}
 	v, err := ledger.ReadVoucher(s.Voucher) // its signature was checked when stored (checkPayload)
-	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter &&
-		float64(v.Total)/1e6 == s.Total
+	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter && v.Total == s.Total
 }
 
 // rendered is what the renter's own voucher in an outcome proves it paid:
 // signed by the rater, for that lease and provider.
-func rendered(o Outcome, renter string) auction.Credits {
+func rendered(o ledger.Outcome, renter string) auction.Credits {
 	if len(o.Voucher) == 0 {
 		return 0
 	}

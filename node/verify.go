@@ -16,7 +16,7 @@ import (
 // checkAnswer compares a completed known-answer job (verify.expect_sha256)
 // with its answer. The result is journaled as a probe of the provider; a
 // wrong answer fails the job.
-func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, provider string, out outcome) outcome {
+func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, provider string, out runEnd) runEnd {
 	want := spec.Verify.ExpectSHA256
 	if want == "" || out.state != StateCompleted {
 		return out
@@ -27,22 +27,22 @@ func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, pro
 	}
 	// The probe does not publish the answer: the next canary may be the
 	// same job.
-	p := Probe{Provider: provider, Lease: leaseCID, Kind: "canary", Got: j.Output, Result: ProbePassed}
+	p := ledger.Probe{Provider: provider, Lease: leaseCID, Kind: ledger.ProbeCanary, Got: j.Output, Result: ledger.ProbePassed}
 	if j.Output != want {
-		p.Result = ProbeFailed
+		p.Result = ledger.ProbeFailed
 		if j.Output == "" {
 			p.Detail = "the provider reported no output hash"
 		}
-		out = outcome{state: StateFailed, why: fmt.Sprintf("wrong answer: the output's sha256 is %q, expected %s", j.Output, want)}
+		out = runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: fmt.Sprintf("wrong answer: the output's sha256 is %q, expected %s", j.Output, want)}
 	}
 	r.recordProbe(p)
-	r.update(id, "verify: "+p.Result, func(j *JobRecord) { j.Verified = p.Result })
+	r.update(id, "verify: "+string(p.Result), func(j *JobRecord) { j.Verified = string(p.Result) })
 	return out
 }
 
-func (r *renterJobs) recordProbe(p Probe) {
+func (r *renterJobs) recordProbe(p ledger.Probe) {
 	if b, err := json.Marshal(p); err == nil {
-		go r.journal.record(ledger.TypeProbe, b)
+		_ = r.journal.enqueue(ledger.TypeProbe, b)
 	}
 }
 
@@ -101,23 +101,25 @@ func (r *renterJobs) compareReplicas(group string) {
 			majority = h
 		}
 	}
+	const notCompared ledger.ProbeResult = "not compared" // shown in the job, never journaled
 	for _, j := range sib {
-		result, note := "", ""
+		var result ledger.ProbeResult
+		note := ""
 		switch {
 		case j.State != StateCompleted || j.Output == "":
-			result, note = "not compared", "the replica did not complete"
+			result, note = notCompared, "the replica did not complete"
 		case majority == "":
-			result, note = ProbeInconclusive, fmt.Sprintf("no majority among %d replicas", len(sib))
+			result, note = ledger.ProbeInconclusive, fmt.Sprintf("no majority among %d replicas", len(sib))
 		case j.Output == majority:
-			result = ProbePassed
+			result = ledger.ProbePassed
 		default:
-			result, note = ProbeFailed, "its output differs from the majority's"
+			result, note = ledger.ProbeFailed, "its output differs from the majority's"
 		}
-		if result != "not compared" {
-			r.recordProbe(Probe{Provider: j.Provider, Lease: j.LeaseCID, Kind: "replica", Result: result,
+		if result != notCompared {
+			r.recordProbe(ledger.Probe{Provider: j.Provider, Lease: j.LeaseCID, Kind: ledger.ProbeReplica, Result: result,
 				Expected: majority, Got: j.Output, Detail: note})
 		}
-		r.update(j.ID, strings.TrimSpace("verify: "+result+" "+note), func(rec *JobRecord) { rec.Verified = result })
+		r.update(j.ID, strings.TrimSpace("verify: "+string(result)+" "+note), func(rec *JobRecord) { rec.Verified = string(result) })
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 )
 
@@ -37,7 +38,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	}
 	defer c.Close()
 	waitPeers(t, c, 2, 20*time.Second)
-	setOffer(t, c, 0, "0.90") // 0.9 credits per GPU-hour = 0.0005 per 2 s interval
+	setOffer(t, c, 0, "0.90") // 0.9 credits per GPU-hour = 500 micro-credits per 2 s interval
 	prov := c.Nodes()[0].Host().ID().String()
 	waitBooks(t, c, 5*time.Second, "the offer", func(b map[string]bool) bool { return b[prov] })
 
@@ -70,8 +71,8 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 			if e.Type != "settlement" {
 				continue
 			}
-			var s node.Settlement
-			if json.Unmarshal(e.Payload, &s) == nil && s.Total > 0.00099 && s.Total < 0.00101 {
+			var s ledger.Settlement
+			if json.Unmarshal(e.Payload, &s) == nil && s.Total == 1000 {
 				return true
 			}
 		}
@@ -82,7 +83,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	eventuallyT(t, 10*time.Second, "the renter's balance", func() bool {
 		var bal node.BalanceResult
 		return renter.Call(ctx, "ledger_balance", nil, &bal) == nil &&
-			bal.Spent > 0.00099 && bal.Spent < 0.00101 && bal.Balance == node.FaucetCredits-bal.Spent
+			bal.Spent == 1000 && bal.Balance == node.FaucetCredits-1000
 	})
 	// The provider rates the renter by its payment record; the renter sees
 	// the provider's hardware claim (journaled at start-up, simulated).

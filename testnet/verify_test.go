@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 )
 
@@ -79,9 +80,9 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 		t.Fatalf("replicas ran on %d providers, want 3 different ones", len(byProvider))
 	}
 	for i, id := range ids {
-		want := node.ProbePassed
+		want := string(ledger.ProbePassed)
 		if i == cheatIdx {
-			want = node.ProbeFailed
+			want = string(ledger.ProbeFailed)
 		}
 		if j := byProvider[id]; j.State != node.StateCompleted || j.Verified != want {
 			t.Errorf("provider %d's replica: state %s, verified %q, want %q", i, j.State, j.Verified, want)
@@ -94,13 +95,13 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 		if renter.Call(ctx, "job_list", nil, &jobs) != nil {
 			return false
 		}
-		got := map[string]string{}
+		got := map[string]ledger.ProbeResult{}
 		for _, j := range jobs {
 			if j.Canary && j.Verified != "" {
-				got[j.Pin] = j.Verified
+				got[j.Pin] = ledger.ProbeResult(j.Verified)
 			}
 		}
-		return got[ids[0]] == node.ProbePassed && got[ids[2]] == node.ProbePassed && got[ids[cheatIdx]] == node.ProbeFailed
+		return got[ids[0]] == ledger.ProbePassed && got[ids[2]] == ledger.ProbePassed && got[ids[cheatIdx]] == ledger.ProbeFailed
 	})
 
 	// A known-answer job pinned to the cheat fails with a clear reason.
@@ -129,8 +130,8 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 			}
 			return *e.Score
 		}
-		return ev[cheatIdx].Probes[node.ProbeFailed] >= 3 && ev[cheatIdx].CanaryStreak == 0 &&
-			ev[0].CanaryStreak >= 1 && ev[2].Probes[node.ProbePassed] >= 2 &&
+		return ev[cheatIdx].Probes[ledger.ProbeFailed] >= 3 && ev[cheatIdx].CanaryStreak == 0 &&
+			ev[0].CanaryStreak >= 1 && ev[2].Probes[ledger.ProbePassed] >= 2 &&
 			score(ev[0]) > score(ev[cheatIdx]) && score(ev[2]) > score(ev[cheatIdx])
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
 )
@@ -167,7 +169,7 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, secrets map[st
 		printJob(c.App.ErrWriter, final)
 	}
 	switch {
-	case final.State == node.StateCompleted && (final.Verified == node.ProbeFailed || final.Verified == node.ProbeInconclusive):
+	case final.State == node.StateCompleted && (final.Verified == string(ledger.ProbeFailed) || final.Verified == string(ledger.ProbeInconclusive)):
 		return fmt.Errorf("job %s completed but its verification %s: see gleaner job status for each replica", final.ID, final.Verified)
 	case final.State == node.StateCompleted:
 		return nil
@@ -263,11 +265,11 @@ func jobList(c *cli.Context) error {
 			fmt.Fprintln(w, "no jobs yet (gleaner job run spec.yaml)")
 			return
 		}
-		rows := [][]string{{"JOB", "STATE", "PROVIDER", "PRICE", "CREATED"}}
+		rows := [][]string{{"JOB", "STATE", "PROVIDER", "CREDITS/GPU-H", "CREATED"}}
 		for _, j := range jobs {
 			price := "-"
 			if j.Price > 0 {
-				price = fmt.Sprintf("%g", j.Price)
+				price = auction.FormatCredits(j.Price)
 			}
 			prov := "-"
 			if j.Provider != "" {
@@ -289,17 +291,17 @@ func printJob(w io.Writer, j node.JobRecord) {
 		if j.Simulated {
 			sim = " (SIMULATED GPUs)"
 		}
-		fmt.Fprintf(w, "provider:  %s%s\nprice:     %g credits per GPU-hour x %d GPU(s)\nlease:     %s\n", j.Provider, sim, j.Price, j.GPUs, j.LeaseCID)
+		fmt.Fprintf(w, "provider:  %s%s\nprice:     %s per GPU-hour x %d GPU(s)\nlease:     %s\n", j.Provider, sim, credits(j.Price), j.GPUs, j.LeaseCID)
 	}
 	if j.ExitCode != nil {
 		fmt.Fprintf(w, "exit code: %d\n", *j.ExitCode)
 	}
 	if j.StartedAt != nil && j.EndedAt != nil {
 		d := j.EndedAt.Sub(*j.StartedAt)
-		fmt.Fprintf(w, "ran:       %s (%.6f credits at the lease price)\n", d.Round(time.Millisecond), j.Price*float64(j.GPUs)*d.Hours())
+		fmt.Fprintf(w, "ran:       %s (%s at the lease price)\n", d.Round(time.Millisecond), credits(costAt(j.Price, j.GPUs, d)))
 	}
 	if j.Vouchers > 0 {
-		fmt.Fprintf(w, "paid:      %.6f credits in %d signed voucher(s), each covering one billing interval in advance\n", j.Paid, j.Vouchers)
+		fmt.Fprintf(w, "paid:      %s in %d signed voucher(s), each covering one billing interval in advance\n", credits(j.Paid), j.Vouchers)
 	}
 	if j.Output != "" {
 		fmt.Fprintf(w, "output:    sha256 %s (of stdout, as the provider reported it)\n", j.Output)
@@ -345,7 +347,7 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 			case q.Declined != "":
 				fmt.Fprintf(w, "  %s  declined: %s\n", shortID(q.Provider), q.Declined)
 			default:
-				fmt.Fprintf(w, "  %s  bid %g\n", shortID(q.Provider), q.Bid)
+				fmt.Fprintf(w, "  %s  bid %s per GPU-hour\n", shortID(q.Provider), credits(q.Bid))
 			}
 		}
 	}
@@ -354,7 +356,7 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 			r.Score, r.Parts.Price, r.Parts.Reputation, r.Parts.RTT, r.Parts.Locality)
 	}
 	if ex.Winner != "" {
-		fmt.Fprintf(w, "winner %s, paid %g credits per GPU-hour (second-score clearing)\n", shortID(ex.Winner), ex.ClearingPrice)
+		fmt.Fprintf(w, "winner %s, paid %s per GPU-hour (second-score clearing)\n", shortID(ex.Winner), credits(ex.ClearingPrice))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
@@ -68,12 +69,13 @@ freezes the author's feed everywhere and can be checked offline.
 					return err
 				}
 				return emit(c, b, func(w io.Writer) {
-					fmt.Fprintf(w, "balance: %.6f credits (faucet %g + earned %.6f - spent %.6f)\n", b.Balance, b.Faucet, b.Earned, b.Spent)
+					fmt.Fprintf(w, "balance: %s (faucet %s + earned %s - spent %s)\n", credits(b.Balance),
+						auction.FormatCredits(b.Faucet), auction.FormatCredits(b.Earned), auction.FormatCredits(b.Spent))
 					for _, day := range slices.Sorted(maps.Keys(b.ByDay)) {
-						fmt.Fprintf(w, "  earned %s: %.6f\n", day, b.ByDay[day])
+						fmt.Fprintf(w, "  earned %s: %s\n", day, credits(b.ByDay[day]))
 					}
 					for _, lease := range slices.Sorted(maps.Keys(b.SpentFor)) {
-						fmt.Fprintf(w, "  spent on lease %s: %.6f\n", lease, b.SpentFor[lease])
+						fmt.Fprintf(w, "  spent on lease %s: %s\n", lease, credits(b.SpentFor[lease]))
 					}
 				})
 			}},

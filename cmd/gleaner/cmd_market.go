@@ -114,7 +114,7 @@ func vramSummary(o node.OfferView) string {
 
 func price(o node.OfferView, tier string) string {
 	if v, ok := o.Prices[tier]; ok {
-		return strconv.FormatFloat(v, 'f', -1, 64)
+		return auction.FormatCredits(v)
 	}
 	return "-"
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
 )
@@ -90,11 +91,11 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 	table(w, rows)
 }
 
-func formatPrices(p map[string]float64) string {
+func formatPrices(p map[string]auction.Credits) string {
 	var parts []string
 	for _, t := range []string{"gold", "silver", "bronze"} {
 		if v, ok := p[t]; ok {
-			parts = append(parts, fmt.Sprintf("%s %g", t, v))
+			parts = append(parts, t+" "+auction.FormatCredits(v))
 		}
 	}
 	if len(parts) == 0 {

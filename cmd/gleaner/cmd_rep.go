@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
 )
@@ -71,7 +72,7 @@ func printEvidence(w io.Writer, ev node.Evidence) {
 	}
 	if len(ev.Probes) > 0 || ev.CanaryStreak > 0 {
 		fmt.Fprintf(w, "probes:     %d passed, %d failed, %d inconclusive; canaries passed in a row: %d\n",
-			ev.Probes[node.ProbePassed], ev.Probes[node.ProbeFailed], ev.Probes[node.ProbeInconclusive], ev.CanaryStreak)
+			ev.Probes[ledger.ProbePassed], ev.Probes[ledger.ProbeFailed], ev.Probes[ledger.ProbeInconclusive], ev.CanaryStreak)
 	}
 	if t := ev.Telemetry; t != nil {
 		fmt.Fprintf(w, "telemetry:  %d runs, %d signed samples verified, %d rejected\n", t.Runs, t.Samples, t.Rejected)
@@ -82,7 +83,7 @@ func printEvidence(w io.Writer, ev node.Evidence) {
 	if len(ev.Payments) > 0 {
 		fmt.Fprintf(w, "as renter:  %d leases paid, %d unpaid\n", ev.Payments["paid"], ev.Payments["unpaid"])
 	}
-	fmt.Fprintf(w, "leases:     %d, paid %g credits\n", ev.Leases, ev.PaidTotal)
+	fmt.Fprintf(w, "leases:     %d, paid %s\n", ev.Leases, credits(ev.PaidTotal))
 	for _, k := range slices.Sorted(maps.Keys(ev.Outcomes)) {
 		fmt.Fprintf(w, "  %-10s %d\n", k, ev.Outcomes[k])
 	}

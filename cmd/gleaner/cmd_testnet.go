@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -202,6 +203,7 @@ func showTrust(c *cli.Context, cl *rpc.Client, renter int) {
 	printEvidence(c.App.Writer, ev)
 	var b node.BalanceResult
 	if cl.Call(c.Context, "ledger_balance", nil, &b) == nil {
-		fmt.Fprintf(c.App.Writer, "node %d's balance: %.6f testnet credits (faucet %g - spent %.6f)\n", renter, b.Balance, b.Faucet, b.Spent)
+		fmt.Fprintf(c.App.Writer, "node %d's balance: %s testnet credits (faucet %s - spent %s)\n", renter,
+			auction.FormatCredits(b.Balance), auction.FormatCredits(b.Faucet), auction.FormatCredits(b.Spent))
 	}
 }

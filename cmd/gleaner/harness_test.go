@@ -219,9 +219,9 @@ func TestOfferAndMarketFromTheCLI(t *testing.T) {
 
 	var res struct {
 		Offers []struct {
-			Provider  string             `json:"provider"`
-			Simulated bool               `json:"simulated"`
-			Prices    map[string]float64 `json:"prices"`
+			Provider  string           `json:"provider"`
+			Simulated bool             `json:"simulated"`
+			Prices    map[string]int64 `json:"prices"` // micro-credits per GPU-hour
 		} `json:"offers"`
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -236,7 +236,7 @@ func TestOfferAndMarketFromTheCLI(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(res.Offers) != 1 || res.Offers[0].Provider != p.peerID || !res.Offers[0].Simulated || res.Offers[0].Prices["bronze"] != 0.45 {
+	if len(res.Offers) != 1 || res.Offers[0].Provider != p.peerID || !res.Offers[0].Simulated || res.Offers[0].Prices["bronze"] != 450_000 {
 		t.Fatalf("renter's market: %+v", res.Offers)
 	}
 	r = gleaner(t, "--repo", renter, "market", "offers", "simulated=false", "--explain")

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"text/tabwriter"
+	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,4 +40,21 @@ func table(w io.Writer, rows [][]string) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// credits prints an amount as the user reads it: exact decimal credits
+// (the API's amounts are micro-credits, auction.Credits) and the unit.
+func credits(c auction.Credits) string { return auction.FormatCredits(c) + " credits" }
+
+// costAt is what gpus GPUs cost for d at price per GPU-hour, to the
+// micro-credit (rounded down), in integers: big, so that no price and
+// duration overflows.
+func costAt(price auction.Credits, gpus int, d time.Duration) auction.Credits {
+	c := new(big.Int).Mul(big.NewInt(int64(price)), big.NewInt(int64(gpus)))
+	c.Mul(c, big.NewInt(int64(d)))
+	c.Quo(c, big.NewInt(int64(time.Hour)))
+	if !c.IsInt64() {
+		return auction.Credits(math.MaxInt64)
+	}
+	return auction.Credits(c.Int64())
 }

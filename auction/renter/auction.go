@@ -1,0 +1,191 @@
+package renter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// Request is one job to place.
+type Request struct {
+	JobID string
+	// SpecYAML is the spec exactly as providers receive it (without what
+	// only the renter may know, such as verify); bids must name its
+	// SpecHash, as the providers parse it.
+	SpecYAML []byte
+	// Spec is the renter's own parse, which decides feasibility, admission
+	// and ranking; nil means SpecYAML's.
+	Spec *auction.JobSpec
+	// Exclude names providers never to ask: those that lost or preempted
+	// this job. Auction only reads it.
+	Exclude map[string]bool
+	// Pin, when set, is the only provider asked (a canary, `--provider`).
+	Pin string
+	// Group, when set, makes this a replica: siblings' auctions run one at
+	// a time, and none of them goes to a provider another holds.
+	Group *Group
+	// BillingSec is the billing interval the lease states; it must be
+	// positive.
+	BillingSec int64
+}
+
+// Result is a round that leased: the lease, its co-signed wire bytes
+// (verified: the provider signed exactly the body proposed), and how it
+// came about. Explain is set on every return, with or without an error.
+type Result struct {
+	Lease   *auction.Lease
+	Raw     []byte
+	Explain *Explain
+	// Attempt is Place's: the re-auctions this job has spent, counting
+	// Policy.Attempt; 0 from Auction.
+	Attempt int
+	// Races is Place's: the immediate re-quotes after lost races, in all.
+	Races int
+}
+
+// Auction runs one round: the eligible offers (not excluded, not
+// convicted, only the pin if one is set, not a sibling's provider), the
+// feasible ones among them, quotes from the cheapest K by the tier's floor,
+// the bids that pass every check, admission, ranking, second-score
+// clearing, and the award, falling back to the next best bidder while the
+// winner refuses. A round that leases nothing returns a *NoMatchError.
+func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
+	ex := &Explain{Quotes: []QuoteOutcome{}}
+	res := Result{Explain: ex}
+	if req.JobID == "" || req.BillingSec <= 0 {
+		return res, errors.New("renter: a request needs a job ID and a positive billing interval")
+	}
+	sent, err := sentSpec(req.SpecYAML)
+	if err != nil {
+		return res, err
+	}
+	spec := req.Spec
+	if spec == nil {
+		spec = sent.spec
+	}
+	var siblings map[string]bool
+	if req.Group != nil {
+		leave, held, err := req.Group.enter(ctx, req.JobID)
+		if err != nil {
+			return res, err
+		}
+		defer leave()
+		siblings = held
+	}
+	book := a.eligible(a.offers.Snapshot(), req, siblings)
+	env := auction.Env{Now: a.clock.Now(), RTT: a.trust.RTT, Reputation: a.trust}
+	ok, rejected := auction.Feasible(spec, book, env)
+	ex.Considered, ex.Funnel = len(book), auction.Funnel(rejected)
+	ex.Rejected = slices.Clone(rejected[:min(len(rejected), MaxRejected)])
+	if len(ok) == 0 {
+		return res, &NoMatchError{Considered: len(book)}
+	}
+	cands := cheapest(ok, spec.Tier, a.candidates)
+	nonce := make([]byte, 16)
+	if _, err := a.nonces.Read(nonce); err != nil {
+		return res, fmt.Errorf("renter: quote nonce: %w", err)
+	}
+	bids, outcomes := a.requestQuotes(ctx, req.JobID, nonce, req.SpecYAML, sent, cands)
+	ex.Quotes = outcomes
+	offers := make(map[string]*auction.Offer, len(cands))
+	for _, o := range cands {
+		offers[o.Provider] = o
+	}
+	plain := make([]auction.Bid, 0, len(bids))
+	rawBid := make(map[string][]byte, len(bids))
+	for _, b := range bids {
+		plain = append(plain, b.bid)
+		rawBid[b.bid.Provider] = b.raw
+	}
+	env.Now = a.clock.Now() // the quotes took time: admission sees bids as they stand now
+	admitted, notAdmitted := auction.AdmitBids(spec, plain, offers, env)
+	ex.NotAdmitted = notAdmitted
+	ranked := auction.Rank(spec, admitted, offers, env)
+	ex.Ranked = ranked // dropProvider below copies; this stays the full ranking
+	raced, tried := true, 0
+	for len(ranked) > 0 {
+		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
+		if !ok {
+			break
+		}
+		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, price
+		lease, raw, out := a.award(ctx, req, spec, winner, price, rawBid[winner.Bid.Provider])
+		ex.Awards = append(ex.Awards, out)
+		tried++
+		if lease != nil {
+			if req.Group != nil {
+				req.Group.Hold(req.JobID, lease.Provider) // before the next sibling enters
+			}
+			res.Lease, res.Raw = lease, raw
+			return res, nil
+		}
+		raced = raced && out.Raced
+		ranked = dropProvider(ranked, winner.Bid.Provider)
+	}
+	ex.Winner, ex.ClearingPrice = "", 0
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, &NoMatchError{Considered: len(book), Feasible: len(ok), Raced: tried > 0 && raced}
+}
+
+// eligible filters book in place: not excluded by the request, not a
+// sibling's provider, only the pin when one is set, and not convicted. The
+// conviction check is a call out of the package per offer, so it runs last.
+func (a *Auctioneer) eligible(book []*auction.Offer, req Request, siblings map[string]bool) []*auction.Offer {
+	out := book[:0]
+	for _, o := range book {
+		switch {
+		case o == nil, req.Pin != "" && o.Provider != req.Pin, req.Exclude[o.Provider], siblings[o.Provider]:
+		case a.trust.Convicted(o.Provider):
+		default:
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// cheapest is the k offers with the lowest floor for tier, in order of
+// floor and, on equal floors, of ok: what a stable sort of ok by floor
+// would put first, without sorting all of ok.
+func cheapest(ok []*auction.Offer, tier auction.Tier, k int) []*auction.Offer {
+	top := make([]*auction.Offer, 0, k+1)
+	for _, o := range ok {
+		f := tierFloor(o, tier)
+		if len(top) == k && f >= tierFloor(top[k-1], tier) {
+			continue
+		}
+		i := len(top)
+		for i > 0 && tierFloor(top[i-1], tier) > f {
+			i--
+		}
+		top = slices.Insert(top, i, o)
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
+}
+
+func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {
+	switch t {
+	case auction.Gold:
+		return o.Prices.Gold
+	case auction.Silver:
+		return o.Prices.Silver
+	}
+	return o.Prices.Bronze
+}
+
+func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.Bid.Provider != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package renter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Re-auction defaults, as node's renter has always used them.
+const (
+	// DefaultRaceRounds bounds the immediate re-quotes after lost races,
+	// per re-auction.
+	DefaultRaceRounds = 8
+	// DefaultBackoff is the first wait after a round without a match; it
+	// doubles with every re-auction spent, up to DefaultMaxBackoff.
+	DefaultBackoff    = time.Second
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// Policy is when Place auctions again.
+type Policy struct {
+	// MaxReauctions is the spec's retry.max_reauctions: how many rounds
+	// after the first a job may spend, on no match here and, in the
+	// caller, on lost or preempted leases.
+	MaxReauctions int
+	// Attempt is how many of them the job has spent already; it picks the
+	// backoff (1 s after the first round, 2 s after the second, ...).
+	Attempt int
+	// RaceRounds bounds the immediate re-quotes per re-auction after a
+	// round in which every award lost a race for GPUs; they spend no
+	// re-auction. 0 means DefaultRaceRounds, negative none.
+	RaceRounds int
+	// Backoff and MaxBackoff shape the wait before a re-auction: Backoff
+	// doubled per re-auction spent, capped at MaxBackoff. 0 means the
+	// defaults.
+	Backoff, MaxBackoff time.Duration
+	// Rand draws the jitter before a re-quote: 20 ms plus up to 80 ms per
+	// race round so far, so that renters that raced each other do not
+	// race again. nil uses the global source; a Rand must not be shared by
+	// concurrent calls.
+	Rand *rand.Rand
+	// Progress, when set, is told of every re-auction before its wait.
+	Progress func(Progress)
+}
+
+// Progress is a round without a match that Place will follow with a
+// re-auction after Wait.
+type Progress struct {
+	Err           error // the round's *NoMatchError
+	Explain       *Explain
+	Wait          time.Duration
+	Reauction     int // this re-auction's number, 1-based, counting Policy.Attempt
+	MaxReauctions int
+}
+
+// String is the note a job's record shows, as node has always written it:
+// "no provider matched: ...; retrying in 4s (2 of 3)".
+func (p Progress) String() string {
+	return fmt.Sprintf("%v; retrying in %s (%d of %d)", p.Err, p.Wait, p.Reauction, p.MaxReauctions)
+}
+
+// Place auctions until a lease is made or the policy gives up. After a
+// round lost only to races for GPUs it asks again at once, after a short
+// jitter, up to RaceRounds times without counting a re-auction; after a
+// round without a match it backs off (1 s, 2 s, 4 s, ... at most 30 s by
+// default) and auctions again while re-auctions are left. Any other error,
+// or ctx ending, returns at once. The last round's Explain is in the
+// result either way, and Result.Attempt says how many re-auctions the job
+// has now spent.
+func (a *Auctioneer) Place(ctx context.Context, req Request, pol Policy) (Result, error) {
+	raceRounds := pol.RaceRounds
+	if raceRounds == 0 {
+		raceRounds = DefaultRaceRounds
+	}
+	attempt, races, total := pol.Attempt, 0, 0
+	for {
+		res, err := a.Auction(ctx, req)
+		res.Attempt, res.Races = attempt, total
+		if err == nil || ctx.Err() != nil {
+			return res, err
+		}
+		if errors.Is(err, ErrRaced) && races < raceRounds {
+			races++
+			total++
+			if err := a.clock.Sleep(ctx, pol.jitter(races)); err != nil {
+				return res, err
+			}
+			continue
+		}
+		races = 0
+		if !errors.Is(err, ErrNoMatch) || attempt >= pol.MaxReauctions {
+			return res, err
+		}
+		wait := pol.backoff(attempt)
+		if pol.Progress != nil {
+			pol.Progress(Progress{Err: err, Explain: res.Explain, Wait: wait, Reauction: attempt + 1, MaxReauctions: pol.MaxReauctions})
+		}
+		if err := a.clock.Sleep(ctx, wait); err != nil {
+			return res, err
+		}
+		attempt++
+	}
+}
+
+// backoff is the wait before the re-auction that follows attempt rounds.
+func (p Policy) backoff(attempt int) time.Duration {
+	base, limit := p.Backoff, p.MaxBackoff
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultMaxBackoff
+	}
+	wait := base
+	for range attempt {
+		if wait >= limit {
+			break
+		}
+		wait *= 2
+	}
+	return min(wait, limit)
+}
+
+// jitter is the wait before the race'th immediate re-quote.
+func (p Policy) jitter(race int) time.Duration {
+	n := int64(80 * race)
+	var r int64
+	if p.Rand != nil {
+		r = p.Rand.Int64N(n)
+	} else {
+		r = rand.Int64N(n)
+	}
+	return time.Duration(20+r) * time.Millisecond
+}

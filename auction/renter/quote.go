@@ -1,0 +1,113 @@
+package renter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// quotedSpec is the spec as the providers read it (the bytes sent, parsed
+// as they parse them) and its SpecHash.
+type quotedSpec struct {
+	spec *auction.JobSpec
+	hash []byte
+}
+
+func sentSpec(specYAML []byte) (quotedSpec, error) {
+	spec, err := auction.ParseJobSpec(specYAML)
+	if err != nil {
+		return quotedSpec{}, fmt.Errorf("renter: the spec sent to providers: %w", err)
+	}
+	hash, err := auction.SpecHash(spec)
+	return quotedSpec{spec, hash}, err
+}
+
+// check refuses a bid for another spec, or whose window would not run the
+// job as asked: shorter than duration.max, or a reservation at another
+// time. The provider would refuse a lease that changed any of these, so
+// such a bid can only waste the award.
+func (q quotedSpec) check(b *auction.Bid) error {
+	switch {
+	case !bytes.Equal(b.SpecHash, q.hash):
+		return errors.New("the bid names another job spec than the one we sent")
+	case b.DurationSec < int64(q.spec.Duration.Max/time.Second):
+		return fmt.Errorf("the bid's window of %d s is shorter than duration.max", b.DurationSec)
+	case q.spec.Tier == auction.Gold && b.Start != q.spec.Start.Unix():
+		return errors.New("the bid reserves another start than the spec's")
+	}
+	return nil
+}
+
+type signedBid struct {
+	bid auction.Bid
+	raw []byte
+}
+
+// errQuoteDeadline is the cause of a quote cut off by the deadline.
+var errQuoteDeadline = errors.New("no answer before the quote deadline")
+
+// requestQuotes asks every candidate at once and waits at most the quote
+// deadline; silence is recorded as an error, never waited out. Outcomes
+// and bids are in the order of cands, so that a round is reproducible.
+func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
+	ctx, cancel := withTimeout(a.clock, ctx, a.quoteWait, errQuoteDeadline)
+	defer cancel()
+	// Each goroutine writes only its own index of these.
+	got := make([]*signedBid, len(cands))
+	outcomes := make([]QuoteOutcome, len(cands))
+	var wg sync.WaitGroup
+	for i, o := range cands {
+		wg.Go(func() {
+			out := &outcomes[i]
+			out.Provider = o.Provider
+			raw, decline, err := a.transport.Quote(ctx, o.Provider, jobID, nonce, specYAML)
+			if cause := context.Cause(ctx); err != nil && cause != nil {
+				err = cause // the deadline, or the caller's reason, says more than the stream's error
+			}
+			switch {
+			case err != nil:
+				out.Error = err.Error()
+			case decline != "":
+				out.Declined = decline
+			default:
+				b, err := a.checkBid(raw, o.Provider, jobID, nonce, sent)
+				if err != nil {
+					out.Error = "bad bid: " + err.Error()
+					return
+				}
+				out.Bid = b.Price
+				got[i] = &signedBid{*b, raw}
+			}
+		})
+	}
+	wg.Wait()
+	bids := make([]signedBid, 0, len(got))
+	for _, b := range got {
+		if b != nil {
+			bids = append(bids, *b)
+		}
+	}
+	return bids, outcomes
+}
+
+// checkBid admits a quote's bytes as a bid of this round: it decodes and
+// verifies (signature by the provider's key, still valid), is the asked
+// provider's, for this job and this round's nonce, and passes check.
+func (a *Auctioneer) checkBid(raw []byte, provider, jobID string, nonce []byte, sent quotedSpec) (*auction.Bid, error) {
+	b, _, err := auction.DecodeSignedBid(raw, a.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if b.Provider != provider || b.JobID != jobID || !bytes.Equal(b.Nonce, nonce) {
+		return nil, errors.New("the bid is not for this job, round or provider")
+	}
+	if err := sent.check(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
