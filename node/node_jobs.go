@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
@@ -22,10 +23,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 		return err
 	}
 	exec := n.openExecutor(ctx, execTag(n.host.ID().String()))
-	pj := newProviderJobs(ctx, n.provider, key, exec, n.log.With("part", "provider-jobs"))
-	if n.opts.StartDeadline > 0 {
-		pj.startDeadline = n.opts.StartDeadline
-	}
+	pj := newProviderJobs(ctx, n.provider, key, exec, n.opts.StartDeadline, n.log.With("part", "provider-jobs"))
 	if err := pj.markInterrupted(); err != nil {
 		return fmt.Errorf("leases of the last run: %w", err)
 	}
@@ -39,17 +37,24 @@ func (n *Node) startJobs(ctx context.Context) error {
 	pj.journal = n.feeds
 	n.providerJobs = pj
 	n.provider.mu.Lock()
+	// The scheduler sees the inventory as it is now, then every change;
+	// an owner reclaiming a GPU preempts the bronze leases on it.
+	pj.do(pj.sched.SetAvailability(n.provider.avail, time.Now()))
 	n.provider.onAvail = func(a attest.Availability) {
-		pj.reclaim(a)
+		pj.do(pj.sched.SetAvailability(a, time.Now()))
 		if n.claims != nil {
 			n.claims.observe(a.Inventory)
 		}
 	}
 	n.provider.mu.Unlock()
+	n.tasks.Go(func() { pj.tickLoop(ctx) })
 
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
 	if err != nil {
+		return err
+	}
+	if err := rj.newAuctioneer(); err != nil {
 		return err
 	}
 	rj.journal, rj.spawn = n.journal, n.tasks.Go

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -23,9 +24,7 @@ type renterMsg struct {
 }
 
 // intervalPrice is what one billing interval of a lease costs.
-func intervalPrice(l *auction.Lease) auction.Credits {
-	return auction.Credits(int64(l.Price) * int64(l.GPUs) * l.BillingSec / 3600)
-}
+func intervalPrice(l *auction.Lease) auction.Credits { return sched.IntervalPrice(l) }
 
 // payLoop signs voucher n at the start of interval n, until ctx ends or
 // (a fault-injection knob) after stopAfter vouchers.
@@ -72,7 +71,7 @@ func newMeter(l *auction.Lease, cid string) *meter {
 
 // readVouchers takes vouchers from the renter's side of the stream until it
 // closes; a voucher for another lease or party is ignored.
-func (m *meter) readVouchers(s network.Stream) {
+func (m *meter) readVouchers(s network.Stream, onPaid func(total auction.Credits)) {
 	for {
 		var msg renterMsg
 		if err := readMsg(s, maxRequestFrame, &msg); err != nil {
@@ -83,22 +82,16 @@ func (m *meter) readVouchers(s network.Stream) {
 			continue
 		}
 		m.mu.Lock()
+		better := false
 		if _, err := m.book.Accept(sv); err == nil && v.Total > m.total {
-			m.total, m.best = v.Total, msg.Voucher
+			m.total, m.best, better = v.Total, msg.Voucher, true
 		}
+		total := m.total
 		m.mu.Unlock()
+		if better && onPaid != nil {
+			onPaid(total)
+		}
 	}
-}
-
-// paidFor is how much running time the vouchers so far cover.
-func (m *meter) paidFor() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	per := intervalPrice(m.lease)
-	if per <= 0 {
-		return time.Duration(1<<62 - 1) // a free lease never pauses
-	}
-	return time.Duration(int64(m.total)/int64(per)) * time.Duration(m.lease.BillingSec) * time.Second
 }
 
 func (m *meter) settled() (auction.Credits, []byte) {
@@ -106,12 +99,3 @@ func (m *meter) settled() (auction.Credits, []byte) {
 	defer m.mu.Unlock()
 	return m.total, m.best
 }
-
-// graceFor is how late a voucher may be before the job is paused: half an
-// interval, at most 30 s.
-func graceFor(l *auction.Lease) time.Duration {
-	return min(time.Duration(l.BillingSec)*time.Second/2, 30*time.Second)
-}
-
-// patience is how long a paused job waits for payment before it is stopped.
-func patience(l *auction.Lease) time.Duration { return 2 * time.Duration(l.BillingSec) * time.Second }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 )
 
 // The provider's guard: it runs only what it agreed to. A lease must
@@ -21,17 +22,17 @@ import (
 // is written before it takes effect, and writing a state twice is
 // harmless.
 const (
-	leaseAwarded = "awarded" // co-signed, GPUs held, not started yet
-	leaseStarted = "started" // the renter started it; it cannot start again
-	leaseEnded   = "ended"   // settled and released
-	leaseExpired = "expired" // never started within the start deadline
+	leaseAwarded = string(sched.Awarded) // co-signed, GPUs held, not started yet
+	leaseStarted = string(sched.Started) // the renter started it; it cannot start again
+	leaseEnded   = string(sched.Ended)   // settled and released
+	leaseExpired = string(sched.Expired) // never started within the start deadline
 )
 
 // DefaultStartDeadline is how long an award holds GPUs before its renter
-// must start it (Options.StartDeadline). A renter starts at once after the
-// award; a lease that is never started would otherwise hold the GPUs for
-// free until the provider restarts.
-const DefaultStartDeadline = 30 * time.Second
+// must start it (Options.StartDeadline): the scheduler's default. A
+// renter starts at once after the award; a lease that is never started
+// would otherwise hold the GPUs for free until the provider restarts.
+const DefaultStartDeadline = sched.DefaultStartDeadline
 
 // startSkew is how far a silver or bronze lease's start may lie from the
 // provider's clock: the award follows the quote within the bid's validity.
@@ -119,36 +120,22 @@ func (pj *providerJobs) checkStart(al *activeLease, specYAML []byte) (*auction.J
 	if why := auction.StartAllowed(spec, offer); why != "" {
 		return nil, fmt.Errorf("the owner's policy no longer allows this job: %s", why)
 	}
-	pj.mu.Lock()
-	if al.started {
-		pj.mu.Unlock()
+	// Once: a second start, or one after the start deadline, is refused by
+	// the scheduler, which decides it atomically.
+	acts, err := pj.sched.Start(al.lease.JobID, time.Now())
+	switch {
+	case errors.Is(err, sched.ErrStarted):
 		return nil, errors.New("this lease has started already; attach to follow its job")
+	case errors.Is(err, sched.ErrExpired):
+		return nil, errors.New("this award expired: it was not started in time")
+	case err != nil:
+		return nil, err
 	}
-	al.started = true
-	pj.mu.Unlock()
 	if err := pj.saveLease(al.lease.JobID, al.raw, leaseStarted); err != nil {
 		return nil, fmt.Errorf("cannot record the start: %w", err)
 	}
+	pj.do(acts)
 	return spec, nil
-}
-
-// expireUnstarted frees an award's GPUs when its renter has not started it
-// by the deadline; a lease that started meanwhile is left alone.
-func (pj *providerJobs) expireUnstarted(jobID string) {
-	pj.mu.Lock()
-	al := pj.leases[jobID]
-	if al == nil || al.started {
-		pj.mu.Unlock()
-		return
-	}
-	al.started = true // nothing may start it from now on
-	pj.mu.Unlock()
-	pj.log.Info("award expired: never started", "job", jobID, "renter", al.lease.Renter)
-	if err := pj.saveLease(jobID, al.raw, leaseExpired); err != nil {
-		pj.log.Warn("lease state not saved", "job", jobID, "err", err)
-	}
-	pj.settle(al, nil, false)
-	pj.release(jobID)
 }
 
 // leaseInterrupted: the provider stopped while it held the lease (its

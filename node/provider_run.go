@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -127,21 +128,20 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
-	for _, prev := range al.after {
-		// GPUs handed over from preempted bronze jobs: wait for them.
+	select {
+	case <-al.launch:
+	default:
+		// GPUs handed over from preempted bronze jobs, or a gold
+		// reservation whose window has not begun: the scheduler launches
+		// it when it may run.
 		_ = send(wireEvent{Type: "status", Status: "reserved"})
 		select {
-		case <-prev:
-		case <-ctx.Done():
-			return
-		}
-	}
-	if wait := time.Until(time.Unix(al.lease.Start, 0)); wait > 0 {
-		// A gold reservation: its GPUs are held from the award on; the job
-		// starts when its window does.
-		_ = send(wireEvent{Type: "status", Status: "reserved"})
-		select {
-		case <-time.After(wait):
+		case <-al.launch:
+		case a := <-al.ctrl:
+			if a.Kind.Ends() {
+				_ = send(wireEvent{Type: "exit", Status: "preempted", Error: a.Message()})
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -152,7 +152,9 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 		_ = send(wireEvent{Type: "error", Error: "start: " + err.Error()})
 		return
 	}
-	pj.preemptAtWindowEnd(al)
+	if err := pj.sched.Running(al.lease.JobID, time.Now()); err != nil {
+		pj.log.Warn("scheduler: running", "job", al.lease.JobID, "err", err)
+	}
 	pj.mu.Lock()
 	al.job = job
 	pj.mu.Unlock()
@@ -212,12 +214,15 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	var w waited
 	preempted, unpaid := "", false
 	m := newMeter(al.lease, leaseCID(al.raw))
-	go m.readVouchers(s)
-	bill := time.NewTicker(time.Second)
-	defer bill.Stop()
-	started, pausedAt := time.Now(), time.Time{}
-	var pausedFor time.Duration
-	grace, wait := graceFor(al.lease), patience(al.lease)
+	go m.readVouchers(s, func(total auction.Credits) {
+		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
+			pj.poke()
+		}
+	})
+	// The scheduler bills: it says when to pause (no voucher covers the
+	// time run plus the grace), resume, stop as unpaid, stop at the lease's
+	// end, or preempt (the owner reclaims, the window closes, a higher
+	// tier needs the GPUs).
 loop:
 	for {
 		select {
@@ -226,30 +231,28 @@ loop:
 				w = stop()
 			}
 			break loop
-		case preempted = <-al.preempt:
-			_ = send(wireEvent{Type: "status", Status: "preempting", Error: preempted})
-			w = stop()
-			break loop
-		case now := <-bill.C:
-			ran := now.Sub(started) - pausedFor
-			if !pausedAt.IsZero() {
-				ran -= now.Sub(pausedAt)
-			}
-			covered := m.paidFor()
-			switch {
-			case pausedAt.IsZero() && ran > covered+grace:
-				if job.Pause(ctx) == nil {
-					pausedAt = now
-					_ = send(wireEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+		case a := <-al.ctrl:
+			switch a.Kind {
+			case sched.Pause:
+				if err := job.Pause(ctx); err != nil {
+					pj.log.Warn("pause failed: stopping the job", "job", al.lease.JobID, "err", err)
+					unpaid, w = true, stop()
+					break loop
 				}
-			case !pausedAt.IsZero() && covered >= ran:
+				_ = send(wireEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+			case sched.Resume:
 				if job.Resume(ctx) == nil {
-					pausedFor += now.Sub(pausedAt)
-					pausedAt = time.Time{}
 					_ = send(wireEvent{Type: "status", Status: "running"})
 				}
-			case !pausedAt.IsZero() && now.Sub(pausedAt) > wait:
-				unpaid = true
+			case sched.StopUnpaid:
+				unpaid, w = true, stop()
+				break loop
+			case sched.StopAtEnd:
+				w = stop()
+				break loop
+			case sched.Preempt:
+				preempted = a.Message()
+				_ = send(wireEvent{Type: "status", Status: "preempting", Error: preempted})
 				w = stop()
 				break loop
 			}
@@ -279,34 +282,6 @@ loop:
 		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
 	_ = send(wireEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
-}
-
-// preemptAtWindowEnd schedules the preemption of a bronze job whose lease
-// outlasts the owner's availability window: notice before the window
-// closes, the job is told to stop. Silver and gold were only leased where
-// the window covers them.
-func (pj *providerJobs) preemptAtWindowEnd(al *activeLease) {
-	if al.lease.Tier != auction.Bronze {
-		return
-	}
-	pj.p.mu.Lock()
-	offer := pj.p.current
-	pj.p.mu.Unlock()
-	if offer == nil {
-		return
-	}
-	now := time.Now()
-	until := auction.AvailableFor(offer.Windows, now)
-	if now.Add(until).Unix() >= al.lease.End {
-		return
-	}
-	at := max(until-time.Duration(al.lease.NoticeSec)*time.Second, 0)
-	time.AfterFunc(at, func() {
-		select {
-		case al.preempt <- "the owner's availability window closes":
-		default:
-		}
-	})
 }
 
 // heartbeatEvery paces the provider's liveness events; the renter declares
@@ -357,7 +332,7 @@ func (pj *providerJobs) execSpec(al *activeLease, spec *auction.JobSpec, secrets
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress, CheckpointPath: spec.Checkpoint.Path,
 	}
-	for _, g := range al.gpus {
+	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g < len(inv.GPUs) {
 			es.GPUUUIDs = append(es.GPUUUIDs, inv.GPUs[g].UUID)
 			es.SimulatedGPUs = es.SimulatedGPUs || inv.GPUs[g].Simulated
@@ -432,7 +407,7 @@ func (pj *providerJobs) samplers(al *activeLease, nonce []byte) map[string]*atte
 	inv := pj.p.avail.Inventory
 	pj.p.mu.Unlock()
 	cid := leaseCID(al.raw)
-	for _, g := range al.gpus {
+	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g >= len(inv.GPUs) {
 			continue
 		}

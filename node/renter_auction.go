@@ -1,49 +1,28 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Auction parameters. K bounds the work a renter asks of the market per
-// round; the deadline bounds how long a slow provider can hold it up.
-const (
-	quoteCandidates = 5
-	quoteDeadline   = 3 * time.Second
-	// DefaultBillingInterval is how often a renter pays (Options.BillingInterval).
-	DefaultBillingInterval = 5 * time.Minute
-)
+// DefaultBillingInterval is how often a renter pays (Options.BillingInterval).
+const DefaultBillingInterval = 5 * time.Minute
 
-// JobExplain records why the auction came out as it did: the funnel of
-// feasibility checks, every quote's outcome, the ranking and the clearing.
-type JobExplain struct {
-	Considered    int                  `json:"considered"`
-	Funnel        []auction.FunnelStep `json:"funnel"`
-	Rejected      []auction.Rejection  `json:"rejected,omitempty"` // first 100
-	Quotes        []QuoteOutcome       `json:"quotes"`
-	Ranked        []auction.Ranked     `json:"ranked,omitempty"`
-	Winner        string               `json:"winner,omitempty"`
-	ClearingPrice auction.Credits      `json:"clearing,omitempty" doc:"micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
-}
+// JobExplain is the auctioneer's record of why a round came out as it did:
+// the funnel of feasibility checks, every quote and award, the ranking and
+// the clearing (auction/renter).
+type JobExplain = renter.Explain
 
 // QuoteOutcome is one provider's answer to the request for quotes.
-type QuoteOutcome struct {
-	Provider string          `json:"provider"`
-	Bid      auction.Credits `json:"bid_price,omitempty" doc:"micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
-	Declined string          `json:"declined,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
+type QuoteOutcome = renter.QuoteOutcome
 
 // run is one job's life on the renter's side: auction, lease, run, and
 // again, up to the spec's max_reauctions, when the provider is lost, the
@@ -67,38 +46,31 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Canary {
 		defer r.canary.finished(rec.Pin)
 	}
-	races := 0
+	group := r.auctionGroup(rec.Group)
+	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, Pin: rec.Pin, Group: group,
+		BillingSec: int64(r.billing / time.Second)}
 	for attempt := 0; ; attempt++ {
-		lease, raw, ex, release, err := r.auctionReplica(id, rec, spec, specYAML, exclude)
-		if errors.Is(err, errRaced) && races < maxRaceRounds && r.bg.Err() == nil {
-			races++
-			attempt--
-			if !sleepCtx(r.bg, time.Duration(20+mrand.IntN(80*races))*time.Millisecond) {
-				return
-			}
-			continue
-		}
-		races = 0
+		// The auctioneer (auction/renter) runs the round and the
+		// re-auction policy: immediate re-quotes after lost races, backoff
+		// after no match, while re-auctions are left.
+		res, err := r.auc.Place(r.bg, req, renter.Policy{MaxReauctions: spec.Retry.MaxReauctions, Attempt: attempt,
+			Progress: func(p renter.Progress) {
+				r.update(id, p.String(), func(j *JobRecord) { j.State, j.Explain = StateAuction, p.Explain })
+			}})
+		attempt = res.Attempt
+		ex := res.Explain
 		if err != nil {
 			if r.bg.Err() != nil {
 				return // stopping: not the market's fault; the next start fails the job
 			}
-			if errors.Is(err, errNoMatch) && attempt < spec.Retry.MaxReauctions && r.bg.Err() == nil {
-				wait := min(time.Duration(1<<min(attempt, 5))*time.Second, 30*time.Second)
-				r.update(id, fmt.Sprintf("%v; retrying in %s (%d of %d)", err, wait, attempt+1, spec.Retry.MaxReauctions),
-					func(j *JobRecord) { j.State, j.Explain = StateAuction, ex })
-				if !sleepCtx(r.bg, wait) {
-					return // stopping: the next start fails the job, as any caught in its auction
-				}
-				continue
+			state, msg := StateFailed, err.Error()
+			if errors.Is(err, renter.ErrNoMatch) {
+				state, msg = StateNoMatch, fmt.Sprintf("%v (see `gleaner job explain %s`)", err, id)
 			}
-			state := StateFailed
-			if errors.Is(err, errNoMatch) {
-				state = StateNoMatch
-			}
-			r.update(id, err.Error(), func(j *JobRecord) { j.State, j.Error, j.Explain = state, err.Error(), ex })
+			r.update(id, msg, func(j *JobRecord) { j.State, j.Error, j.Explain = state, msg, ex })
 			return
 		}
+		lease, raw := res.Lease, res.Raw
 		cid := leaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
 		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, auction.FormatCredits(lease.Price)), func(j *JobRecord) {
@@ -110,7 +82,6 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = attempt + 1
 		})
-		release() // siblings now see this replica's provider
 		if !rec.Canary {
 			r.maybeCanary(lease.Provider)
 		}
@@ -149,223 +120,78 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	}
 }
 
-var errNoMatch = errors.New("no provider matched")
-
-// errRaced: every award was refused because concurrent awards took the
-// GPUs the bids named. Capacity may well be free, so the renter asks for
-// quotes again at once (a few times, with jitter) rather than giving up
-// or spending a re-auction.
-var errRaced = errors.New("lost the race for the GPUs")
-
-// maxRaceRounds bounds those immediate rounds per attempt.
-const maxRaceRounds = 8
-
-// auctionReplica runs one auction for job id. For a replica it holds the
-// group's lock and excludes the siblings' providers; release lets the
-// next sibling go once the winner is on record (call it exactly once).
-func (r *renterJobs) auctionReplica(id string, rec *JobRecord, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool) (*auction.Lease, []byte, *JobExplain, func(), error) {
-	release := func() {}
-	if rec.Group != "" {
-		mu := r.groupLock(rec.Group)
-		mu.Lock()
-		var once sync.Once
-		release = func() { once.Do(mu.Unlock) }
-		for _, sib := range r.siblings(rec.Group) {
-			if sib.ID != id && sib.Provider != "" {
-				exclude[sib.Provider] = true
-			}
-		}
-	}
-	lease, raw, ex, err := r.auction(id, spec, specYAML, exclude, rec.Pin)
-	if err != nil {
-		release()
-	}
-	return lease, raw, ex, release, err
+// newAuctioneer wires the auctioneer to this node's streams, offer book
+// and trust.
+func (r *renterJobs) newAuctioneer() error {
+	auc, err := renter.New(renter.Identity{Peer: r.m.host.ID().String(), Network: r.m.host.Network(), Key: r.key},
+		auctionTransport{r}, r.m.book, renter.WithTrust(auctionTrust{r}))
+	r.auc = auc
+	return err
 }
 
-// auction filters the book, asks the best candidates for quotes, ranks the
-// signed bids, clears at the second score and gets the winner to
-// counter-sign; if the winner refuses, the next one gets the award.
-func (r *renterJobs) auction(id string, spec *auction.JobSpec, specYAML []byte, exclude map[string]bool, pin string) (*auction.Lease, []byte, *JobExplain, error) {
-	now := time.Now()
-	env := auction.Env{Now: now, RTT: r.rtt, Reputation: r.rep}
-	var book []*auction.Offer
-	for _, o := range r.m.book.Snapshot() {
-		if pin != "" && o.Provider != pin {
-			continue
-		}
-		// Not providers that lost or preempted this job, nor any that an
-		// objective fraud proof convicts.
-		if !exclude[o.Provider] && (r.claims == nil || !r.claims.convicted(o.Provider)) {
-			book = append(book, o)
-		}
+// auctionTransport is the auctioneer's Transport over libp2p streams:
+// /auction/1 for quotes, /lease/1 for awards.
+type auctionTransport struct{ r *renterJobs }
+
+func (t auctionTransport) Quote(ctx context.Context, provider, jobID string, nonce, specYAML []byte) ([]byte, string, error) {
+	var rep quoteReply
+	if err := t.r.exchange(ctx, provider, quoteProto, quoteRequest{JobID: jobID, Nonce: nonce, Spec: specYAML}, &rep); err != nil {
+		return nil, "", err
 	}
-	ok, rejected := auction.Feasible(spec, book, env)
-	ex := &JobExplain{Considered: len(book), Funnel: auction.Funnel(rejected), Quotes: []QuoteOutcome{}}
-	ex.Rejected = rejected[:min(len(rejected), 100)]
-	if len(ok) == 0 {
-		return nil, nil, ex, fmt.Errorf("%w: %d offers known, none feasible (see `gleaner job explain %s`)", errNoMatch, len(book), id)
-	}
-	sort.SliceStable(ok, func(a, b int) bool { return tierFloor(ok[a], spec.Tier) < tierFloor(ok[b], spec.Tier) })
-	cands := ok[:min(len(ok), quoteCandidates)]
-	nonce := randomNonce()
-	sent, err := sentSpec(specYAML)
-	if err != nil {
-		return nil, nil, ex, err
-	}
-	bids, outcomes := r.requestQuotes(id, nonce, specYAML, sent, cands)
-	ex.Quotes = outcomes
-	offers := map[string]*auction.Offer{}
-	for _, o := range cands {
-		offers[o.Provider] = o
-	}
-	var plain []auction.Bid
-	rawBid := map[string][]byte{}
-	for _, b := range bids {
-		plain = append(plain, b.bid)
-		rawBid[b.bid.Provider] = b.raw
-	}
-	admitted, _ := auction.AdmitBids(spec, plain, offers, env)
-	ranked := auction.Rank(spec, admitted, offers, env)
-	ex.Ranked = ranked
-	raced := false
-	for len(ranked) > 0 {
-		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
-		if !ok {
-			break
-		}
-		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, price
-		lease, raw, err := r.award(id, spec, winner, price, rawBid[winner.Bid.Provider])
-		if err == nil {
-			return lease, raw, ex, nil
-		}
-		ex.Quotes = append(ex.Quotes, QuoteOutcome{Provider: winner.Bid.Provider, Error: "award refused: " + err.Error()})
-		raced = raced || err.Error() == refusedRaced
-		ranked = dropProvider(ranked, winner.Bid.Provider)
-	}
-	if raced {
-		return nil, nil, ex, fmt.Errorf("%w: %w: other awards took the GPUs our bids named", errNoMatch, errRaced)
-	}
-	return nil, nil, ex, fmt.Errorf("%w: %d feasible offers, no acceptable bid (see `gleaner job explain %s`)", errNoMatch, len(ok), id)
+	return rep.Bid, rep.Decline, nil
 }
 
-// quotedSpec is the spec as the providers read it (the bytes sent, parsed
-// as they parse them) and its SpecHash.
-type quotedSpec struct {
-	spec *auction.JobSpec
-	hash []byte
-}
-
-func sentSpec(specYAML []byte) (quotedSpec, error) {
-	spec, err := auction.ParseJobSpec(specYAML)
-	if err != nil {
-		return quotedSpec{}, fmt.Errorf("the spec sent to providers: %w", err)
-	}
-	hash, err := auction.SpecHash(spec)
-	return quotedSpec{spec, hash}, err
-}
-
-// check refuses a bid for another spec, or whose window would not run the
-// job as asked: shorter than duration.max, or a reservation at another
-// time.
-func (q quotedSpec) check(b *auction.Bid) error {
-	switch {
-	case !bytes.Equal(b.SpecHash, q.hash):
-		return errors.New("the bid names another job spec than the one we sent")
-	case b.DurationSec < int64(q.spec.Duration.Max/time.Second):
-		return fmt.Errorf("the bid's window of %d s is shorter than duration.max", b.DurationSec)
-	case q.spec.Tier == auction.Gold && b.Start != q.spec.Start.Unix():
-		return errors.New("the bid reserves another start than the spec's")
-	}
-	return nil
-}
-
-type signedBid struct {
-	bid auction.Bid
-	raw []byte
-}
-
-// requestQuotes asks every candidate at once and waits at most
-// quoteDeadline; silence is recorded as an error, never waited out.
-func (r *renterJobs) requestQuotes(id string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
-	ctx, cancel := context.WithTimeout(r.bg, quoteDeadline)
-	defer cancel()
-	var mu sync.Mutex
-	var bids []signedBid
-	outcomes := make([]QuoteOutcome, len(cands))
-	var wg sync.WaitGroup
-	for i, o := range cands {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out := QuoteOutcome{Provider: o.Provider}
-			var rep quoteReply
-			err := r.exchange(ctx, o.Provider, quoteProto, quoteRequest{JobID: id, Nonce: nonce, Spec: specYAML}, &rep)
-			switch {
-			case err != nil:
-				out.Error = err.Error()
-			case rep.Decline != "":
-				out.Declined = rep.Decline
-			default:
-				b, _, err := auction.DecodeSignedBid(rep.Bid, time.Now())
-				if err == nil && (b.Provider != o.Provider || b.JobID != id || !bytes.Equal(b.Nonce, nonce)) {
-					err = errors.New("the bid is not for this job, round or provider")
-				}
-				if err == nil {
-					err = sent.check(b)
-				}
-				if err != nil {
-					out.Error = "bad bid: " + err.Error()
-				} else {
-					out.Bid = b.Price
-					mu.Lock()
-					bids = append(bids, signedBid{*b, rep.Bid})
-					mu.Unlock()
-				}
-			}
-			outcomes[i] = out
-		}()
-	}
-	wg.Wait()
-	return bids, outcomes
-}
-
-// award signs the lease and asks the winner to counter-sign it.
-func (r *renterJobs) award(id string, spec *auction.JobSpec, w auction.Ranked, price auction.Credits, bidRaw []byte) (*auction.Lease, []byte, error) {
-	// The window and the notice are the provider's, as its bid states
-	// them: it refuses a lease that changes them.
-	l := &auction.Lease{
-		JobID: id, Network: r.m.host.Network(), Renter: r.m.host.ID().String(), Provider: w.Bid.Provider,
-		Tier: spec.Tier, Price: price, GPUs: spec.Resources.GPUs,
-		Start: w.Bid.Start, End: w.Bid.Start + w.Bid.DurationSec,
-		NoticeSec: w.Bid.NoticeSec, BillingSec: int64(r.billing / time.Second), Bid: bidRaw,
-		GPUUUIDHash: w.Bid.GPUHashes, SpecHash: w.Bid.SpecHash,
-	}
-	sl, err := auction.ProposeLease(l, r.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	prop, err := sl.Marshal()
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(r.bg, 10*time.Second)
-	defer cancel()
+func (t auctionTransport) Award(ctx context.Context, provider string, proposal []byte) ([]byte, string, error) {
 	var rep awardReply
-	if err := r.exchange(ctx, w.Bid.Provider, awardProto, awardRequest{Lease: prop}, &rep); err != nil {
-		return nil, nil, err
+	if err := t.r.exchange(ctx, provider, awardProto, awardRequest{Lease: proposal}, &rep); err != nil {
+		return nil, "", err
 	}
-	if rep.Refused != "" {
-		return nil, nil, errors.New(rep.Refused)
+	return rep.Lease, rep.Refused, nil
+}
+
+// auctionTrust is the auctioneer's Trust: this node's reputation view,
+// its fraud convictions and the peerstore's RTTs. The view is read at each
+// call, since it is wired after the renter.
+type auctionTrust struct{ r *renterJobs }
+
+func (t auctionTrust) Score(provider string) float64 {
+	if t.r.rep == nil {
+		return auction.NeutralReputation{}.Score(provider)
 	}
-	got, gotSL, err := auction.DecodeSignedLease(rep.Lease, true)
-	if err != nil {
-		return nil, nil, err
+	return t.r.rep.Score(provider)
+}
+
+func (t auctionTrust) Convicted(provider string) bool {
+	return t.r.claims != nil && t.r.claims.convicted(provider)
+}
+
+func (t auctionTrust) RTT(provider string) (time.Duration, bool) { return t.r.rtt(provider) }
+
+// auctionGroup is the auctioneer's replica group for name ("" for a job
+// without replicas), restored from the records on first use so that a
+// restarted node still keeps replicas apart.
+func (r *renterJobs) auctionGroup(name string) *renter.Group {
+	if name == "" {
+		return nil
 	}
-	if !bytes.Equal(gotSL.Body, sl.Body) {
-		return nil, nil, errors.New("the provider counter-signed a different lease")
+	r.mu.Lock()
+	g, ok := r.auctionGroups[name]
+	if !ok {
+		if r.auctionGroups == nil {
+			r.auctionGroups = map[string]*renter.Group{}
+		}
+		g = renter.NewGroup()
+		r.auctionGroups[name] = g
 	}
-	return got, rep.Lease, nil
+	r.mu.Unlock()
+	if !ok {
+		for _, sib := range r.siblings(name) {
+			if sib.Provider != "" {
+				g.Hold(sib.ID, sib.Provider)
+			}
+		}
+	}
+	return g
 }
 
 // exchange sends one request on a fresh stream and reads one reply.
@@ -386,26 +212,6 @@ func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, 
 		return err
 	}
 	return readMsg(s, maxEventFrame, rep)
-}
-
-func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {
-	switch t {
-	case auction.Gold:
-		return o.Prices.Gold
-	case auction.Silver:
-		return o.Prices.Silver
-	}
-	return o.Prices.Bronze
-}
-
-func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
-	out := rs[:0:0]
-	for _, r := range rs {
-		if r.Bid.Provider != p {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func offerSimulated(m *market, provider string) bool {
@@ -445,17 +251,5 @@ func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, vouche
 	payload, err := json.Marshal(ledger.Outcome{Lease: leaseCID, Provider: provider, Result: out.result, Detail: out.why, Voucher: voucher})
 	if err == nil {
 		_ = r.journal.enqueue(ledger.TypeOutcome, payload)
-	}
-}
-
-// sleepCtx waits d or until ctx ends; false if ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

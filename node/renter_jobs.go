@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -122,6 +123,11 @@ type renterJobs struct {
 	log   *slog.Logger
 	bg    context.Context
 	rtt   func(string) (time.Duration, bool)
+	// auc runs the auctions (auction/renter) over this node's streams,
+	// book and trust.
+	auc *renter.Auctioneer
+	// auctionGroups are the replica groups by name; guarded by mu.
+	auctionGroups map[string]*renter.Group
 
 	journal *journal           // appends to this node's feed, in order
 	spawn   func(func()) bool  // runs a goroutine Stop waits for (Node.tasks.Go); false once stopping

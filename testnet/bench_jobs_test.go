@@ -72,7 +72,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -285,8 +284,8 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 	if _, err := ws.call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil {
 		return s, err
 	}
-	for _, q := range ex.Quotes {
-		if strings.HasPrefix(q.Error, "award refused") {
+	for _, a := range ex.Awards {
+		if a.Refused != "" {
 			s.rebids++
 		}
 	}

@@ -355,6 +355,14 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 		fmt.Fprintf(w, "rank %d: %s score %.3f (price %.2f, reputation %.2f, rtt %.2f, locality %.2f)\n", i+1, shortID(r.Bid.Provider),
 			r.Score, r.Parts.Price, r.Parts.Reputation, r.Parts.RTT, r.Parts.Locality)
 	}
+	for _, a := range ex.Awards {
+		switch {
+		case a.Refused != "":
+			fmt.Fprintf(w, "award to %s at %s per GPU-hour refused: %s\n", shortID(a.Provider), credits(a.Price), a.Refused)
+		case a.Error != "":
+			fmt.Fprintf(w, "award to %s at %s per GPU-hour failed: %s\n", shortID(a.Provider), credits(a.Price), a.Error)
+		}
+	}
 	if ex.Winner != "" {
 		fmt.Fprintf(w, "winner %s, paid %s per GPU-hour (second-score clearing)\n", shortID(ex.Winner), credits(ex.ClearingPrice))
 	}

@@ -1,0 +1,285 @@
+package provider
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// lease is the scheduler's record of one lease, from Claim to Release.
+type lease struct {
+	l        auction.Lease
+	gpus     []int // held now; a preempted lease loses those a higher tier took
+	drains   []int // GPUs it lost but still occupies until released
+	seq      uint64
+	state    State
+	claimed  time.Time
+	deadline time.Time // the start deadline
+	free     bool      // a lease that costs nothing never pauses
+	launched bool      // the Launch action was given
+
+	running   bool // the billing clock runs from since
+	since     time.Time
+	paused    bool
+	pausedAt  time.Time
+	pausedFor time.Duration // paused time before pausedAt, excluded from ran
+	covered   time.Duration // running time the vouchers pay for
+
+	ending Kind // the ending action given, if any; the lease then waits for Release
+	why    string
+	// closes: when the owner's window that a started bronze lease
+	// outlasts closes (see arm); zero if none.
+	closes time.Time
+	// next is when Tick next has an action for this lease; zero: none
+	// until another call (see Scheduler.next).
+	next time.Time
+}
+
+func (l *lease) notice() time.Duration { return time.Duration(l.l.NoticeSec) * time.Second }
+
+// ran is the billed running time at now: paused time does not count.
+func (l *lease) ran(now time.Time) time.Duration {
+	switch {
+	case !l.running:
+		return 0
+	case l.paused:
+		now = l.pausedAt
+	}
+	return now.Sub(l.since) - l.pausedFor
+}
+
+// end marks l as ending by k and returns the action that says so.
+func (l *lease) end(k Kind, reason, detail string) Action {
+	l.ending, l.why = k, reason
+	if k == Expire {
+		l.state = Expired
+	}
+	a := Action{Kind: k, JobID: l.l.JobID, Reason: reason, Detail: detail}
+	if k == Preempt {
+		a.Notice = l.notice()
+	}
+	return a
+}
+
+// Info is a snapshot of one active lease. Lease shares its byte slices
+// with the lease given to Claim: read them, do not change them.
+type Info struct {
+	Lease    auction.Lease
+	GPUs     []int
+	State    State
+	Claimed  time.Time
+	Deadline time.Time // the start deadline
+	Launched bool      // its job may run (the Launch action was given)
+	Running  bool      // the billing clock runs
+	Paused   bool
+	Ran      time.Duration // billed running time, paused time excluded
+	Covered  time.Duration // running time the vouchers pay for
+	Ending   Kind          // the ending action already given; 0 if none
+	Reason   string        // why it is ending
+	// WaitingFor are the preempted leases still on its GPUs.
+	WaitingFor []string
+}
+
+// Lease is the active lease of jobID as seen at now.
+func (s *Scheduler) Lease(jobID string, now time.Time) (Info, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	if !ok {
+		return Info{}, false
+	}
+	return s.info(l, now), true
+}
+
+// Leases lists the active leases as seen at now, in claim order.
+func (s *Scheduler) Leases(now time.Time) []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Info, 0, len(s.active))
+	for _, l := range s.active {
+		out = append(out, s.info(l, now))
+	}
+	return out
+}
+
+func (s *Scheduler) info(l *lease, now time.Time) Info {
+	in := Info{Lease: l.l, GPUs: slices.Clone(l.gpus), State: l.state, Claimed: l.claimed, Deadline: l.deadline,
+		Launched: l.launched, Running: l.running, Paused: l.paused, Ran: l.ran(now), Covered: l.covered,
+		Ending: l.ending, Reason: l.why}
+	for _, v := range s.blockers(l) {
+		in.WaitingFor = append(in.WaitingFor, v.l.JobID)
+	}
+	return in
+}
+
+// Ended reports how a released lease ended (Ended or Expired), while it is
+// remembered (see WithRetention).
+func (s *Scheduler) Ended(jobID string) (State, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.ended[jobID]
+	return st, ok
+}
+
+// Start admits the renter's start of jobID, once: ErrStarted on any later
+// start (it would run a second container on the same GPUs), ErrExpired
+// from the start deadline on, ErrEnding for a lease already being stopped
+// (a bronze award preempted before it started). It returns the Launch
+// action at once when the job may run now; otherwise a later Tick or
+// Release gives it.
+func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	switch {
+	case !ok:
+		return nil, s.gone(jobID)
+	case l.state == Started:
+		return nil, ErrStarted
+	case l.state == Expired || !now.Before(l.deadline):
+		return nil, ErrExpired
+	case l.ending != 0:
+		return nil, fmt.Errorf("%w: %s", ErrEnding, l.why)
+	}
+	l.state = Started
+	s.arm(l, now)
+	var out []Action
+	if s.ready(l, now) {
+		l.launched = true
+		out = []Action{{Kind: Launch, JobID: jobID}}
+	}
+	s.refresh(l)
+	return out, nil
+}
+
+// gone is the error for a job with no active lease.
+func (s *Scheduler) gone(jobID string) error {
+	switch s.ended[jobID] {
+	case Expired:
+		return ErrExpired
+	case Ended:
+		return ErrEnded
+	}
+	return ErrNoLease
+}
+
+// ready: l may launch now. Called with s.mu held.
+func (s *Scheduler) ready(l *lease, now time.Time) bool {
+	return l.state == Started && !l.launched && l.ending == 0 &&
+		!now.Before(time.Unix(l.l.Start, 0)) && len(s.blockers(l)) == 0
+}
+
+// blockers are the preempted leases still on l's GPUs.
+func (s *Scheduler) blockers(l *lease) []*lease {
+	var out []*lease
+	for _, i := range l.gpus {
+		for _, v := range s.gpus[i].draining {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// Running records that the job of a launched lease runs from now: its
+// billing clock starts. A second call changes nothing.
+func (s *Scheduler) Running(jobID string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	switch {
+	case !ok:
+		return s.gone(jobID)
+	case !l.launched:
+		return ErrNotLaunch
+	case l.running:
+		return nil
+	}
+	l.running, l.since = true, now
+	s.refresh(l)
+	return nil
+}
+
+// Paid reports the running time the renter's vouchers cover so far
+// (cumulative: a smaller figure than before changes nothing).
+func (s *Scheduler) Paid(jobID string, covered time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	if !ok {
+		return s.gone(jobID)
+	}
+	s.pay(l, covered)
+	return nil
+}
+
+// PaidTotal reports the best voucher's cumulative total: it covers as
+// many billing intervals as it pays for in full (see CoveredBy).
+func (s *Scheduler) PaidTotal(jobID string, total auction.Credits) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	if !ok {
+		return s.gone(jobID)
+	}
+	s.pay(l, CoveredBy(&l.l, total))
+	return nil
+}
+
+// maxCovered bounds reported coverage, so that adding it to a time
+// cannot overflow: a century is always enough.
+const maxCovered = 100 * 365 * 24 * time.Hour
+
+func (s *Scheduler) pay(l *lease, covered time.Duration) {
+	covered = min(covered, maxCovered)
+	if covered <= l.covered {
+		return
+	}
+	l.covered = covered
+	s.refresh(l) // a pause moves later, or a resume is due at once
+}
+
+// Release ends jobID's lease after the caller settled it and its job is
+// gone: its GPUs are free and its state is Ended (Expired stays Expired).
+// It returns the Launch actions of leases that waited for these GPUs.
+func (s *Scheduler) Release(jobID string, now time.Time) []Action {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[jobID]
+	if !ok {
+		return nil
+	}
+	delete(s.leases, jobID)
+	s.active = slices.DeleteFunc(s.active, func(x *lease) bool { return x == l })
+	s.stale = true // due may have been l's
+	for _, i := range l.gpus {
+		s.gpus[i].commits = slices.DeleteFunc(s.gpus[i].commits, func(c commit) bool { return c.l == l })
+	}
+	for _, i := range l.drains {
+		s.gpus[i].draining = slices.DeleteFunc(s.gpus[i].draining, func(v *lease) bool { return v == l })
+	}
+	if l.state != Expired {
+		l.state = Ended
+	}
+	s.ended[jobID] = l.state
+	s.endedQ = append(s.endedQ, endedAt{jobID, now})
+	for len(s.endedQ) > 0 && now.Sub(s.endedQ[0].at) > s.retention {
+		delete(s.ended, s.endedQ[0].job)
+		s.endedQ = s.endedQ[1:]
+	}
+	if len(l.drains) == 0 {
+		return nil // it held up nobody
+	}
+	var out []Action
+	for _, w := range s.active {
+		if s.ready(w, now) {
+			w.launched = true
+			s.refresh(w)
+			out = append(out, Action{Kind: Launch, JobID: w.l.JobID})
+		}
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package provider
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// Span is the half-open interval [Start, End).
+type Span struct{ Start, End time.Time }
+
+func (a Span) overlaps(b Span) bool      { return a.Start.Before(b.End) && b.Start.Before(a.End) }
+func (a Span) contains(t time.Time) bool { return !t.Before(a.Start) && t.Before(a.End) }
+
+// Commitment is one GPU promised to one lease for Span.
+type Commitment struct {
+	GPU   int
+	JobID string
+	Tier  auction.Tier
+	Span  Span
+}
+
+type commit struct {
+	l          *lease
+	start, end time.Time
+}
+
+// at is the interval c blocks as seen at now: a lease past its end holds
+// its GPUs until it is released, so its commitment reaches past now.
+func (c commit) at(now time.Time) Span {
+	return Span{c.start, later(c.end, now.Add(time.Nanosecond))}
+}
+
+// blocks is c.at(now).overlaps(span), without building the span: the
+// hot path of every plan and claim.
+func (c commit) blocks(span Span, now time.Time) bool {
+	return c.start.Before(span.End) && (span.Start.Before(c.end) || !span.Start.After(now))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// holdSpan is what a lease wanting want commits its GPUs for when claimed
+// at now. Today every lease holds its GPUs from the claim, a gold
+// reservation too (its GPUs wait idle for its window). The calendar will
+// hold a reservation for want alone and sell the gap before it: this is
+// the one place that changes.
+func holdSpan(want Span, now time.Time) Span {
+	return Span{now, later(want.End, now.Add(time.Nanosecond))}
+}
+
+// preemptible: a commitment of tier held may yield to a lease of tier want.
+func preemptible(held, want auction.Tier) bool {
+	return held == auction.Bronze && want != auction.Bronze
+}
+
+// check reports whether gpus can be committed for span at tier, and the
+// bronze leases that would yield. Called with s.mu held.
+func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Time) ([]*lease, error) {
+	var victims []*lease
+	for _, i := range gpus {
+		if !s.knows(i) {
+			return nil, fmt.Errorf("%w: GPU %d", ErrUnknownGPU, i)
+		}
+		g := &s.gpus[i]
+		if g.out != "" {
+			return nil, fmt.Errorf("%w: GPU %d: %s", ErrWithdrawn, i, g.out)
+		}
+		if g.standing(tier, span, now) == held {
+			return nil, ErrRaced
+		}
+		for _, c := range g.commits {
+			if c.blocks(span, now) && !slices.Contains(victims, c.l) {
+				victims = append(victims, c.l)
+			}
+		}
+	}
+	return victims, nil
+}
+
+// standing is whether a GPU can be committed for span at tier.
+type standing uint8
+
+const (
+	free     standing = iota // no commitment overlaps span
+	yielding                 // only commitments that yield to tier do
+	held                     // a commitment that does not yield does
+)
+
+func (g *gpu) standing(tier auction.Tier, span Span, now time.Time) standing {
+	st := free
+	for _, c := range g.commits {
+		switch {
+		case !c.blocks(span, now):
+		case preemptible(c.l.l.Tier, tier):
+			st = yielding
+		default:
+			return held
+		}
+	}
+	return st
+}
+
+// CanPromise answers "can these GPUs be promised for span at tier": nil
+// if a Claim of them for that span would succeed now (over bronze leases
+// if tier is above bronze), else the error the Claim would return. A
+// promise holds from now today (see holdSpan).
+func (s *Scheduler) CanPromise(gpus []int, tier auction.Tier, span Span, now time.Time) error {
+	if !span.End.After(span.Start) || !span.End.After(now) {
+		return fmt.Errorf("%w: span %v..%v", ErrInvalid, span.Start, span.End)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.check(gpus, tier, holdSpan(span, now), now)
+	return err
+}
+
+// Plan picks the n GPUs a bid of tier for span will name, ascending, or
+// ErrBusy. Free GPUs come first, the least recently quoted first, so that
+// concurrent quotes name different GPUs: nothing is reserved until Claim,
+// and naming the same first free GPUs in every quote made a burst of
+// awards collide on them while others sat idle. For silver and gold, GPUs
+// held by bronze leases make up what free GPUs lack.
+func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]int, error) {
+	if n < 1 || !span.End.After(span.Start) || !span.End.After(now) {
+		return nil, fmt.Errorf("%w: %d GPUs for %v..%v", ErrInvalid, n, span.Start, span.End)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hold := holdSpan(span, now)
+	// frees and yields live in one scratch array, reused by every plan.
+	g := len(s.gpus)
+	if cap(s.scratch) < 2*g {
+		s.scratch = make([]int, 2*g)
+	}
+	frees, yields := s.scratch[:0:g], s.scratch[g:g:2*g]
+	for i := range s.gpus {
+		gp := &s.gpus[i]
+		if !gp.known || gp.out != "" {
+			continue
+		}
+		switch gp.standing(tier, hold, now) {
+		case free:
+			frees = append(frees, i)
+		case yielding:
+			yields = append(yields, i)
+		}
+	}
+	if len(frees)+len(yields) < n { // nothing yields to bronze
+		return nil, ErrBusy
+	}
+	plan := make([]int, 0, n)
+	plan = append(plan, s.leastQuoted(frees, n)...)
+	if len(plan) < n {
+		plan = append(plan, s.leastQuoted(yields, n-len(plan))...)
+	}
+	for _, i := range plan {
+		s.seq++
+		s.gpus[i].quoted = s.seq
+	}
+	slices.Sort(plan)
+	return plan, nil
+}
+
+// leastQuoted moves the n GPUs of idx that a plan named least recently
+// (then the lowest indexes) to its front and returns them. A selection,
+// not a sort: n is a few GPUs, idx a machine's.
+func (s *Scheduler) leastQuoted(idx []int, n int) []int {
+	n = min(n, len(idx))
+	for k := range n {
+		best := k
+		for i := k + 1; i < len(idx); i++ {
+			a, b := &s.gpus[idx[i]], &s.gpus[idx[best]]
+			if a.quoted < b.quoted || (a.quoted == b.quoted && idx[i] < idx[best]) {
+				best = i
+			}
+		}
+		idx[k], idx[best] = idx[best], idx[k]
+	}
+	return idx[:n]
+}
+
+// Claim takes exactly gpus for the lease l (an award the caller checked
+// against its bid), or returns why not: ErrDuplicate, ErrRaced (held by a
+// lease that does not yield), ErrWithdrawn, ErrUnknownGPU, ErrInvalid. A
+// claim of silver or gold over bronze preempts those bronze leases: the
+// GPUs pass to the new lease at once, the victims are returned as Preempt
+// actions, and the new lease is not launched until they are released. A
+// gold lease may start in the future; it holds its GPUs from now.
+func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action, error) {
+	if l == nil || l.JobID == "" || len(gpus) != l.GPUs || len(gpus) == 0 || hasDuplicates(gpus) {
+		return nil, fmt.Errorf("%w: a claim names its lease's job and as many distinct GPUs as it leases", ErrInvalid)
+	}
+	end := time.Unix(l.End, 0)
+	if !end.After(now) || l.End <= l.Start {
+		return nil, fmt.Errorf("%w: the lease ends before it can run", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.leases[l.JobID]; ok {
+		return nil, ErrDuplicate
+	}
+	if _, ok := s.ended[l.JobID]; ok {
+		return nil, ErrDuplicate
+	}
+	hold := holdSpan(Span{time.Unix(l.Start, 0), end}, now)
+	victims, err := s.check(gpus, l.Tier, hold, now)
+	if err != nil {
+		return nil, err
+	}
+	s.seq++
+	nl := &lease{l: *l, gpus: slices.Clone(gpus), seq: s.seq, state: Awarded, claimed: now,
+		deadline: now.Add(s.startDeadline), free: IntervalPrice(l) <= 0}
+	var out []Action
+	for _, v := range victims {
+		for _, i := range gpus {
+			if !slices.Contains(v.gpus, i) {
+				continue
+			}
+			v.gpus = slices.DeleteFunc(v.gpus, func(g int) bool { return g == i })
+			s.gpus[i].commits = slices.DeleteFunc(s.gpus[i].commits, func(c commit) bool { return c.l == v })
+			s.gpus[i].draining = append(s.gpus[i].draining, v)
+			v.drains = append(v.drains, i)
+		}
+		if v.ending == 0 {
+			out = append(out, v.end(Preempt, ReasonHigherTier, string(l.Tier)))
+			s.refresh(v)
+		}
+	}
+	for _, i := range gpus {
+		s.gpus[i].commits = append(s.gpus[i].commits, commit{nl, hold.Start, hold.End})
+	}
+	s.leases[l.JobID] = nl
+	s.active = append(s.active, nl)
+	s.refresh(nl)
+	return out, nil
+}
+
+func hasDuplicates(xs []int) bool {
+	for i, x := range xs {
+		if slices.Contains(xs[i+1:], x) {
+			return true
+		}
+	}
+	return false
+}
+
+// Commitments lists every GPU's commitments as seen at now, by GPU and
+// then start.
+func (s *Scheduler) Commitments(now time.Time) []Commitment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Commitment
+	for i := range s.gpus {
+		for _, c := range s.gpus[i].commits {
+			out = append(out, Commitment{GPU: i, JobID: c.l.l.JobID, Tier: c.l.l.Tier, Span: c.at(now)})
+		}
+	}
+	return out
+}
