@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 )
 
@@ -198,4 +199,58 @@ func DecodePayload[T Settlement | Outcome | Probe | TelemetryDigest](payload []b
 		return nil, err
 	}
 	return &v, nil
+}
+
+// CheckPayload is the schema of every entry type a node reads, checked
+// before an entry is stored (a node hooks it into Store.CheckPayloads),
+// whoever wrote it: leases must be signed by both parties, vouchers inside
+// outcomes and settlements by the renter, for the lease and exact amount
+// named (the payload types above, each with its own check), claims and
+// proofs must parse (and proofs verify). Reputation (ledger/trust) then
+// reads stored entries without checking a signature again. Unknown JSON
+// fields are allowed, so that a newer node's entries still replicate; an
+// entry that fails here is refused, and with it the rest of its author's
+// feed.
+func CheckPayload(e *Entry) error {
+	switch e.Type {
+	case TypeLease:
+		l, _, err := auction.DecodeSignedLease(e.Payload, true)
+		if err != nil {
+			return err
+		}
+		if e.Author != l.Renter && e.Author != l.Provider {
+			return errors.New("journaled by neither party to the lease")
+		}
+	case TypeSettlement:
+		s, err := DecodePayload[Settlement](e.Payload)
+		if err != nil {
+			return err
+		}
+		return s.Check(e.Author)
+	case TypeOutcome:
+		o, err := DecodePayload[Outcome](e.Payload)
+		if err != nil {
+			return err
+		}
+		return o.Check(e.Author)
+	case TypeHardwareClaim:
+		_, err := attest.DecodeClaim(e.Payload)
+		return err
+	case TypeFraudProof:
+		_, err := VerifyAnyProof(e.Payload)
+		return err
+	case TypeProbe:
+		p, err := DecodePayload[Probe](e.Payload)
+		if err != nil {
+			return err
+		}
+		return p.Check()
+	case TypeTelemetryDigest:
+		d, err := DecodePayload[TelemetryDigest](e.Payload)
+		if err != nil {
+			return err
+		}
+		return d.Check()
+	}
+	return nil
 }

@@ -83,7 +83,7 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 			} else if author != n.host.ID().String() {
 				// Asked for by name: replicate it even past the cap on
 				// feeds of peers this node never dealt with.
-				n.feeds.follow(author)
+				n.feeds.Follow(author)
 			}
 			limit := p.Limit
 			if limit == 0 {
@@ -159,7 +159,7 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid, in micro-credits (1 credit = 1000000).",
 		ParamNames:  []string{"peer"},
 	}, func(ctx context.Context, p PeerParamsRep) (Evidence, error) {
-		n.feeds.follow(p.Peer) // someone is weighing this peer: keep its feed
+		n.feeds.Follow(p.Peer) // someone is weighing this peer: keep its feed
 		_, ev := n.rep.get()
 		if e, ok := ev[p.Peer]; ok {
 			return *e, nil
@@ -192,13 +192,13 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 			// The proven settlements the reputation pass has folded in
 			// already: no second walk over the whole ledger per call.
 			for _, st := range n.rep.settlements() {
-				if st.by == self {
-					res.Earned += st.s.Total
-					res.ByDay[time.Unix(st.time, 0).UTC().Format("2006-01-02")] += st.s.Total
+				if st.By == self {
+					res.Earned += st.Settlement.Total
+					res.ByDay[time.Unix(st.Time, 0).UTC().Format("2006-01-02")] += st.Settlement.Total
 				}
-				if st.s.Renter == self {
-					res.Spent += st.s.Total
-					res.SpentFor[st.s.Lease] += st.s.Total
+				if st.Settlement.Renter == self {
+					res.Spent += st.Settlement.Total
+					res.SpentFor[st.Settlement.Lease] += st.Settlement.Total
 				}
 			}
 			res.Balance = res.Faucet + res.Earned - res.Spent

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/replicate"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -191,9 +192,9 @@ func (a nodeAPI) Connect(ctx context.Context, p ConnectParams) (ConnectResult, e
 	// connecting by hand often does so after an outage the connection
 	// survived, when nothing else would make the two sides compare.
 	go func() {
-		rctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+		rctx, cancel := context.WithTimeout(context.Background(), replicate.SyncTimeout)
 		defer cancel()
-		_ = a.n.feeds.reconcile(rctx, ai.ID)
+		_ = a.n.feeds.Reconcile(rctx, ai.ID)
 	}()
 	return ConnectResult{PeerID: ai.ID.String()}, nil
 }

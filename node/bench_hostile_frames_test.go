@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -11,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/replicate"
 	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Hostile frames: one connected peer opens hundreds of streams on the
@@ -65,6 +69,20 @@ func startVictimDaemon(t testing.TB) *Node {
 	return n
 }
 
+// newBareHost is a host of the local network with nothing on it: a
+// hostile peer's client.
+func newBareHost(t testing.TB, ctx context.Context) *p2p.Host {
+	t.Helper()
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network("local"), p2p.DisableNATServices(), p2p.Logger(quietLog),
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode("client"), p2p.DiscoveryInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
 // hostileFrameTarget is a protocol under attack and the frame length the
 // attacker declares on it: the most its handler reads.
 type hostileFrameTarget struct {
@@ -77,7 +95,7 @@ func hostileFrameTargets(victim *p2p.Host) []hostileFrameTarget {
 		{victim.ProtocolID(quoteProto), maxRequestFrame},
 		{victim.ProtocolID(awardProto), maxRequestFrame},
 		{victim.ProtocolID(jobProto), maxJobFrame},
-		{victim.ProtocolID(ledgerSyncProto), maxSyncRequest},
+		{victim.ProtocolID(replicate.SyncProtocol), replicate.MaxSyncRequest},
 	}
 }
 

@@ -10,13 +10,8 @@ import (
 )
 
 func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
-	probes := func(results ...ledger.ProbeResult) []probeAt {
-		var out []probeAt
-		for _, r := range results {
-			out = append(out, probeAt{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeCanary, Result: r}, by: "me"})
-		}
-		return out
-	}
+	// The streaks are what ledger/trust counts from these probes
+	// (TestCanaryStreaksFromProbes there).
 	cases := []struct {
 		results []ledger.ProbeResult
 		streak  int
@@ -30,23 +25,13 @@ func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
 		{[]ledger.ProbeResult{ledger.ProbePassed, ledger.ProbeInconclusive, ledger.ProbePassed}, 2, 1.0 / 3},
 	}
 	for _, c := range cases {
-		streak := canaryStreaks("me", probes(c.results...))["p"]
-		if streak != c.streak {
-			t.Errorf("%v: streak %d, want %d", c.results, streak, c.streak)
-		}
-		if r := CanaryRate(streak, 0.05); r != c.rate {
+		if r := CanaryRate(c.streak, 0.05); r != c.rate {
 			t.Errorf("%v: rate %v, want %v", c.results, r, c.rate)
 		}
 	}
 	// Never below the floor, however long the streak.
 	if r := CanaryRate(1000, 0.05); r != 0.05 {
 		t.Errorf("rate after 1000 passes %v, want the floor 0.05", r)
-	}
-	// Other renters' probes and replica probes do not move this renter's streak.
-	others := []probeAt{{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeCanary, Result: ledger.ProbePassed}, by: "someone"},
-		{p: ledger.Probe{Provider: "p", Kind: ledger.ProbeReplica, Result: ledger.ProbePassed}, by: "me"}}
-	if s := canaryStreaks("me", others)["p"]; s != 0 {
-		t.Errorf("streak %d from probes that are not this renter's canaries", s)
 	}
 }
 

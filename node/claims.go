@@ -62,7 +62,7 @@ func (c *claimer) observe(inv attest.Inventory) {
 		c.n.log.Warn("no hardware claim", "err", err)
 		return
 	}
-	if _, err := c.n.feeds.append(ledger.TypeHardwareClaim, payload); err != nil {
+	if _, err := c.n.feeds.Append(ledger.TypeHardwareClaim, payload); err != nil {
 		c.n.log.Warn("hardware claim not journaled", "err", err)
 		return
 	}

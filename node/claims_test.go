@@ -2,13 +2,18 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // A provider journals its hardware claim once, and again only when the
@@ -16,8 +21,8 @@ import (
 func TestHardwareClaimJournaledOnChangeOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nd := newFeedNodeTB(t, ctx)
-	n := &Node{host: nd.h, ledger: nd.f.store, feeds: nd.f, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h, st, f := newLedgerNode(t, ctx)
+	n := &Node{host: h, ledger: st, feeds: f, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	claims := func() int {
 		count := 0
 		h, ok, _ := n.ledger.Head(n.host.ID().String())
@@ -61,4 +66,27 @@ func TestHardwareClaimJournaledOnChangeOnly(t *testing.T) {
 	if got := claims(); got != 2 {
 		t.Fatalf("%d claims after a failed poll, want 2", got)
 	}
+}
+
+// newLedgerNode is a host with a ledger store and its replication started:
+// all of a node a hardware claim needs.
+func newLedgerNode(t testing.TB, ctx context.Context) (*p2p.Host, *ledger.Store, *feeds) {
+	t.Helper()
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network("local"), p2p.DisableNATServices(),
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode("server"), p2p.DiscoveryInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := newFeeds(h, st, key, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h, st, f
 }

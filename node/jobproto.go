@@ -1,9 +1,6 @@
 package node
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 
@@ -79,33 +76,12 @@ type wireEvent struct {
 	Time     time.Time `json:"time"`
 }
 
-// writeMsg and readMsg frame JSON messages. Decoding is strict: unknown
-// fields and trailing data are errors, and the frame size is checked
-// against the reader's limit by p2p.ReadFrame before anything is read.
-func writeMsg(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return p2p.WriteFrame(w, b, maxJobFrame)
-}
+// writeMsg and readMsg frame JSON messages (p2p.WriteJSON, p2p.ReadJSON).
+// Decoding is strict: unknown fields and trailing data are errors, and the
+// frame size is checked against the reader's limit by p2p.ReadFrame before
+// anything is read.
+func writeMsg(w io.Writer, v any) error { return p2p.WriteJSON(w, v, maxJobFrame) }
 
-func readMsg(r io.Reader, limit int, v any) error {
-	b, err := p2p.ReadFrame(r, limit)
-	if err != nil {
-		return err
-	}
-	return decodeMsg(b, v)
-}
+func readMsg(r io.Reader, limit int, v any) error { return p2p.ReadJSON(r, limit, v) }
 
-func decodeMsg(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("malformed message: %w", err)
-	}
-	if dec.More() {
-		return fmt.Errorf("malformed message: trailing data")
-	}
-	return nil
-}
+func decodeMsg(b []byte, v any) error { return p2p.DecodeJSON(b, v) }

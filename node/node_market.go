@@ -101,9 +101,12 @@ func (n *Node) startFeeds(ctx context.Context) error {
 	n.feeds = newFeeds(n.host, st, key, n.log.With("part", "ledger"))
 	// Closed after every producer has stopped and before ledger.db: what
 	// was queued is appended, not lost.
-	n.journal = newJournal(n.feeds.append, n.log.With("part", "journal"), journalQueue, journalWait)
+	n.journal = newJournal(n.feeds.Append, n.log.With("part", "journal"), journalQueue, journalWait)
 	n.onClose(n.journal.close)
-	return n.feeds.start(ctx)
+	// Stopped (its goroutines waited for) before the journal drains and
+	// ledger.db closes.
+	n.onClose(n.feeds.Stop)
+	return n.feeds.Start(ctx)
 }
 
 // LedgerFile is the ledger database inside the repo.

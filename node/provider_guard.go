@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -34,10 +33,6 @@ const (
 // would otherwise hold the GPUs for free until the provider restarts.
 const DefaultStartDeadline = sched.DefaultStartDeadline
 
-// startSkew is how far a silver or bronze lease's start may lie from the
-// provider's clock: the award follows the quote within the bid's validity.
-const startSkew = 60 * time.Second
-
 // leaseRecord is a lease as the provider keeps it.
 type leaseRecord struct {
 	Lease   []byte    `json:"lease"` // co-signed SignedLease
@@ -62,39 +57,6 @@ func readLeaseRecord(raw []byte) (leaseRecord, error) {
 func (pj *providerJobs) saveLease(jobID string, raw []byte, state string) error {
 	rec := leaseRecord{Lease: raw, State: state, Updated: time.Now().UTC()}
 	return pj.p.store.Update(func(tx *StoreTx) error { return tx.Put(bucketLeases, jobID, rec) })
-}
-
-// honoursBid checks that an award repeats the provider's bid: parties,
-// job, tier, GPUs, spec, notice and window. The price may be higher (the
-// second score clears above the bid), never lower. now is the provider's
-// clock, which decides where a window that starts now may begin.
-func honoursBid(l *auction.Lease, bid *auction.Bid, now time.Time) error {
-	if bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||
-		len(bid.GPUHashes) != l.GPUs || !slices.Equal(l.GPUUUIDHash, bid.GPUHashes) {
-		return errors.New("the lease does not honour our bid")
-	}
-	if len(bid.SpecHash) == 0 || !bytes.Equal(l.SpecHash, bid.SpecHash) {
-		return errors.New("the lease names another job spec than the one we quoted")
-	}
-	if l.NoticeSec != bid.NoticeSec {
-		return fmt.Errorf("the lease asks for %d s of notice; we quoted %d s", l.NoticeSec, bid.NoticeSec)
-	}
-	if l.End-l.Start > bid.DurationSec {
-		return fmt.Errorf("the lease runs %s; we quoted at most %s",
-			time.Duration(l.End-l.Start)*time.Second, time.Duration(bid.DurationSec)*time.Second)
-	}
-	if l.Tier == auction.Gold {
-		if l.Start != bid.Start {
-			return fmt.Errorf("the lease starts at %s; we quoted a reservation from %s",
-				time.Unix(l.Start, 0).UTC().Format(time.RFC3339), time.Unix(bid.Start, 0).UTC().Format(time.RFC3339))
-		}
-		return nil
-	}
-	if l.Start < bid.Start || time.Unix(l.Start, 0).After(now.Add(startSkew)) {
-		return fmt.Errorf("the lease starts at %s: work that starts now cannot start before our quote or in the future",
-			time.Unix(l.Start, 0).UTC().Format(time.RFC3339))
-	}
-	return nil
 }
 
 // checkStart admits the spec of a start request for al: it must be the

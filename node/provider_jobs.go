@@ -173,7 +173,7 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	if bid.Provider != me {
 		return nil, errors.New("the lease's bid is not ours")
 	}
-	if err := honoursBid(l, bid, time.Now()); err != nil {
+	if err := sched.HonoursBid(l, bid, time.Now()); err != nil {
 		return nil, err
 	}
 	want, err := pj.sched.Indexes(bid.GPUHashes)

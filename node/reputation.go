@@ -1,63 +1,26 @@
 package node
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
-
-	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 )
 
-// Outcome scores: what one lease's end says about its provider. Only
-// objective proofs (fraud proofs) penalise automatically; everything here
-// only moves a score.
-var outcomeScore = map[ledger.OutcomeResult]float64{
-	ledger.OutcomeCompleted: 1,
-	ledger.OutcomePreempted: 0.7, // with notice, as the tier allows
-	ledger.OutcomeFailed:    0.3, // the job's own exit code may be to blame
-	ledger.OutcomeAbandoned: 0,   // the provider vanished mid-job
-}
+// Evidence is what the ledger says about one peer, as this node reads it
+// (see ledger/trust, which computes it).
+type Evidence = trust.Evidence
 
-// Evidence is what the ledger says about one peer, as this node reads it.
-type Evidence struct {
-	Peer     string                       `json:"peer"`
-	Score    *float64                     `json:"score"` // nil: no paid history, no reputation
-	Outcomes map[ledger.OutcomeResult]int `json:"outcomes"`
-	// PaidTotal is what its leases were paid, as settlements and the
-	// renters' own vouchers prove it.
-	PaidTotal auction.Credits `json:"paid_total" doc:"micro-credits (auction.Credits; 1 credit = 1000000) paid on its leases"`
-	Leases    int             `json:"leases"`
-	Frozen    bool            `json:"frozen"` // its feed carries an equivocation proof
-	// Payments is its record as a renter, from its providers' settlements:
-	// "paid" leases and "unpaid" ones (stopped for want of vouchers).
-	Payments map[string]int `json:"payments,omitempty"`
-	// Probes are known-answer checks run on it as a provider: "passed",
-	// "failed".
-	Probes map[ledger.ProbeResult]int `json:"probes,omitempty"`
-	// Convictions are objective fraud proofs against it (double lease,
-	// contradicted hardware claim, double-spent voucher). A convicted peer
-	// has no score and gets no awards.
-	Convictions []ledger.Verdict `json:"convictions,omitempty"`
-	Claim       *attest.Claim    `json:"hardware_claim,omitempty"`
-	// CanaryStreak is how many of this node's canaries the peer passed in
-	// a row since its last failure; it sets how often the next one comes.
-	CanaryStreak int `json:"canary_streak,omitempty"`
-	// Telemetry is what renters' digests say of its signed telemetry.
-	Telemetry *TelemetryRecord `json:"telemetry,omitempty"`
-	// Since is when its feed began (its first entry, by its own clock):
-	// the identity's age.
-	Since *time.Time `json:"since,omitempty"`
-}
+// TelemetryRecord sums the renters' telemetry digests of one provider's
+// runs.
+type TelemetryRecord = trust.TelemetryRecord
 
-// reputationView computes every peer's reputation from the replicated
-// feeds: a rating per outcome a renter journaled, backed by the provider's
-// own settlement (which embeds the renter-signed voucher) for that lease;
-// a rating of each renter by its provider's settlement; probe results; and
-// the objective fraud checks. It is cached briefly: auctions ask for it
-// often, the ledger changes slowly.
+// reputationView adapts ledger/trust's view to this node: it reads
+// ledger.db, runs on the wall clock and hands the fraud proofs this node
+// has standing to journal to record (the journal's tryEnqueue). The view
+// is made on first use, so that a literal with st and self is enough.
 type reputationView struct {
 	st   *ledger.Store
 	self string
@@ -66,267 +29,46 @@ type reputationView struct {
 	// this view journals nothing. Reading a score never appends itself.
 	record func(typ string, payload []byte) bool
 
-	mu   sync.Mutex // guards everything below
-	at   time.Time
-	sc   map[string]float64
-	ev   map[string]*Evidence
-	fs   *fraudScan
-	fold *ledgerFold // what earlier passes read, so each reads only what is new
-	// journaled are proofs this node has already appended, so that a
-	// conflict it found is journaled once however often it recomputes;
-	// checked are double-lease proofs whose signatures were checked (nil:
-	// they do not verify).
-	journaled map[string]bool
-	checked   map[string]*ledger.Verdict
+	once sync.Once
+	v    *trust.View
 }
 
-func (v *reputationView) get() (map[string]float64, map[string]*Evidence) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.refresh(false)
-	return v.sc, v.ev
+func (r *reputationView) view() *trust.View {
+	r.once.Do(func() { r.v = trust.NewView(r.st, r.self, r.record, time.Now) })
+	return r.v
 }
 
-// refresh recomputes when the cache is stale or force is set; mu is held.
-func (v *reputationView) refresh(force bool) {
-	if !force && time.Since(v.at) < 5*time.Second && v.sc != nil {
-		return
-	}
-	v.sc, v.ev, v.fs = v.compute()
-	v.at = time.Now()
+func (r *reputationView) get() (map[string]float64, map[string]*Evidence) {
+	return r.view().Get()
 }
 
 // Score implements auction.Reputation: peers without reputation score 0,
 // so a fresh identity never ranks above one with a clean paid history.
-func (v *reputationView) Score(provider string) float64 {
-	sc, _ := v.get()
-	return sc[provider]
-}
+func (r *reputationView) Score(provider string) float64 { return r.view().Score(provider) }
 
 // convicted reports whether an objective fraud proof stands against p.
-func (v *reputationView) convicted(p string) bool {
-	_, ev := v.get()
-	e, ok := ev[p]
-	return ok && (len(e.Convictions) > 0 || e.Frozen)
-}
+func (r *reputationView) convicted(p string) bool { return r.view().Convicted(p) }
 
-// settlements are the proven settlements in the ledger (see
-// settlementProven), as of the latest pass.
-func (v *reputationView) settlements() []settlementAt {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.refresh(false)
-	return slices.Clone(v.fold.settlements)
-}
+// settlements are the proven settlements in the ledger, as of the latest
+// pass.
+func (r *reputationView) settlements() []trust.SettlementAt { return r.view().Settlements() }
 
 // canaryStreak is p's current run of passed canaries (see CanaryRate).
-func (v *reputationView) canaryStreak(p string) int {
-	_, ev := v.get()
-	if e, ok := ev[p]; ok {
-		return e.CanaryStreak
-	}
-	return 0
-}
+func (r *reputationView) canaryStreak(p string) int { return r.view().CanaryStreak(p) }
 
 // proofAgainst is one proof that convicts p, to verify offline.
-func (v *reputationView) proofAgainst(p string) ([]byte, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.refresh(false)
-	b, ok := v.fs.raw[p]
-	return b, ok
+func (r *reputationView) proofAgainst(p string) ([]byte, bool) { return r.view().ProofAgainst(p) }
+
+// claimRef is a provider's latest hardware claim as the renter's
+// telemetry check reads it.
+type claimRef struct {
+	raw   []byte // the SignedEntry, for a contradiction proof
+	time  int64  // unix seconds: samples before it are not held against it
+	claim attest.Claim
 }
 
 // claimOf is p's latest hardware claim and the signed entry stating it.
-// A claim not yet replicated forces one recomputation: the renter asks
-// when a provider's first sample arrives, just after syncing its feed.
-func (v *reputationView) claimOf(p string) (claimRef, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.refresh(false)
-	c, ok := v.fs.claims[p]
-	if !ok && time.Since(v.at) > 2*time.Second {
-		v.refresh(true)
-		c, ok = v.fs.claims[p]
-	}
-	return c, ok
-}
-
-func (v *reputationView) compute() (map[string]float64, map[string]*Evidence, *fraudScan) {
-	st := v.st
-	ev := map[string]*Evidence{}
-	evOf := func(p string) *Evidence {
-		if e, ok := ev[p]; ok {
-			return e
-		}
-		e := &Evidence{Peer: p, Outcomes: map[ledger.OutcomeResult]int{}}
-		ev[p] = e
-		return e
-	}
-	if v.fold == nil {
-		v.fold = newLedgerFold()
-	}
-	// On a store error, what was folded stays (each feed is folded whole
-	// or not at all): forgetting it would make convicted peers awardable.
-	if ok, err := v.fold.catchUp(st); err == nil && !ok {
-		v.fold = newLedgerFold()
-		_, _ = v.fold.catchUp(st)
-	}
-	f := v.fold
-	for a := range f.frozen {
-		evOf(a).Frozen = true // an equivocator's feed is evidence of nothing
-	}
-	outcomes, settlements, probes, paid, fs := f.outcomes, f.settlements, f.probes, f.paid, f.fs
-	self := v.self
-	var ratings []ledger.Rating
-	paidBy := map[string]auction.Credits{}
-	for _, oa := range outcomes {
-		e := evOf(oa.o.Provider)
-		e.Outcomes[oa.o.Result]++
-		e.Leases++
-		score, rated := outcomeScore[oa.o.Result]
-		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
-		e.PaidTotal += amount
-		if !rated || amount <= 0 {
-			continue // unpaid or cancelled leases carry no weight
-		}
-		ratings = append(ratings, ledger.Rating{Rater: oa.by, Subject: oa.o.Provider, Lease: oa.o.Lease, Paid: amount, Score: score, Time: oa.time})
-		if oa.by == self {
-			paidBy[oa.o.Provider] += amount
-		}
-	}
-	ratings = append(ratings, renterRatings(settlements, fs, evOf)...)
-	ratings = append(ratings, probeRatings(probes, fs, evOf)...)
-	for p, n := range canaryStreaks(self, probes) {
-		evOf(p).CanaryStreak = n
-	}
-	for p, t := range f.telemetry {
-		t := *t
-		evOf(p).Telemetry = &t
-	}
-	for author, c := range fs.claims {
-		c := c.claim
-		evOf(author).Claim = &c
-	}
-	v.convict(self, fs, evOf)
-	for a, ts := range f.since {
-		if e, ok := ev[a]; ok {
-			t := time.Unix(ts, 0).UTC()
-			e.Since = &t
-		}
-	}
-	sc := ledger.Reputation(self, ratings, paidBy, time.Now())
-	for p, s := range sc {
-		e := evOf(p)
-		if len(e.Convictions) > 0 || e.Frozen {
-			delete(sc, p) // objective fraud: no reputation at all
-			continue
-		}
-		s := s
-		e.Score = &s
-	}
-	return sc, ev, fs
-}
-
-// maxCheckedProofs bounds the memo of checked double-lease proofs.
-const maxCheckedProofs = 4096
-
-type settlementAt struct {
-	s    ledger.Settlement
-	by   string // the provider
-	time int64
-}
-
-// renterRatings turns providers' settlements into ratings of renters: a
-// lease paid to the end rates 1, one stopped for want of vouchers 0. It
-// weighs what was paid or, for an unpaid lease, the interval the provider
-// worked unpaid; only leases both sides signed count.
-func renterRatings(settlements []settlementAt, fs *fraudScan, evOf func(string) *Evidence) []ledger.Rating {
-	var out []ledger.Rating
-	for _, s := range settlements {
-		ref, ok := fs.leases[s.s.Lease]
-		if !ok || ref.lease == nil || ref.lease.Provider != s.by || ref.lease.Renter != s.s.Renter {
-			continue
-		}
-		e := evOf(s.s.Renter)
-		if e.Payments == nil {
-			e.Payments = map[string]int{}
-		}
-		score, amount := 1.0, s.s.Total
-		if s.s.Unpaid {
-			score, amount = 0, max(amount, intervalPrice(ref.lease))
-			e.Payments["unpaid"]++
-		} else {
-			e.Payments["paid"]++
-		}
-		if amount > 0 {
-			out = append(out, ledger.Rating{Rater: s.by, Subject: s.s.Renter, Lease: s.s.Lease, Paid: amount, Score: score, Time: s.time})
-		}
-	}
-	return out
-}
-
-// convict gathers the objective proofs: journaled ones, and double leases
-// this node finds itself. A renter whose own lease was double-sold
-// journals the proof, so that nodes that never held the leases learn it.
-func (v *reputationView) convict(self string, fs *fraudScan, evOf func(string) *Evidence) {
-	for accused, vs := range fs.proofs {
-		evOf(accused).Convictions = append(evOf(accused).Convictions, vs...)
-	}
-	if v.journaled == nil {
-		v.journaled, v.checked = map[string]bool{}, map[string]*ledger.Verdict{}
-	}
-	for _, dl := range fs.doubleLeases() {
-		p := dl.proof
-		// The scan read leases without their signatures: a conflict
-		// convicts only if both leases really carry both signatures. Each
-		// proof is checked once, not on every pass.
-		verdict, seen := v.checked[string(p)]
-		if !seen {
-			if vd, err := ledger.VerifyDoubleLease(p); err == nil {
-				verdict = &vd
-			}
-			if len(v.checked) >= maxCheckedProofs {
-				clear(v.checked)
-			}
-			v.checked[string(p)] = verdict
-		}
-		if verdict == nil {
-			continue
-		}
-		evOf(verdict.Author).Convictions = append(evOf(verdict.Author).Convictions, *verdict)
-		if fs.raw[verdict.Author] == nil {
-			fs.raw[verdict.Author] = p
-		}
-		if fs.seen[string(p)] || v.journaled[string(p)] || v.record == nil || (dl.renters[0] != self && dl.renters[1] != self) {
-			continue
-		}
-		if v.record(ledger.TypeFraudProof, p) {
-			v.journaled[string(p)] = true
-		}
-	}
-}
-
-// settlementProven checks that a provider's settlement embeds a voucher the
-// renter signed for that lease and total: a provider cannot invent the
-// payments that weigh its ratings.
-func settlementProven(s *ledger.Settlement, provider string) bool {
-	if len(s.Voucher) == 0 {
-		return false
-	}
-	v, err := ledger.ReadVoucher(s.Voucher) // its signature was checked when stored (checkPayload)
-	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter && v.Total == s.Total
-}
-
-// rendered is what the renter's own voucher in an outcome proves it paid:
-// signed by the rater, for that lease and provider.
-func rendered(o ledger.Outcome, renter string) auction.Credits {
-	if len(o.Voucher) == 0 {
-		return 0
-	}
-	v, err := ledger.ReadVoucher(o.Voucher) // checked when stored (checkPayload)
-	if err != nil || v.Lease != o.Lease || v.Renter != renter || v.Provider != o.Provider {
-		return 0
-	}
-	return v.Total
+func (r *reputationView) claimOf(p string) (claimRef, bool) {
+	c, ok := r.view().ClaimOf(p)
+	return claimRef{raw: c.Raw, time: c.Time, claim: c.Claim}, ok
 }

@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -17,7 +17,7 @@ type outbox struct {
 // announce queues a head this node has just stored for the next round of
 // announcements. The queue holds one head per feed; past maxHeadsServed
 // feeds, news waits for anti-entropy.
-func (f *feeds) announce(h ledgerHead) {
+func (f *Feeds) announce(h ledgerHead) {
 	f.annMu.Lock()
 	if old, ok := f.ann[h.Author]; ok || len(f.ann) < maxHeadsServed {
 		if !ok || old.Seq < h.Seq {
@@ -35,7 +35,7 @@ func (f *feeds) announce(h ledgerHead) {
 // announceEvery: the first head after a quiet spell goes out at once, a
 // burst goes out in batches. A round gossips our own head and queues every
 // head stored since the last round for each connected peer.
-func (f *feeds) announceLoop(ctx context.Context) {
+func (f *Feeds) announceLoop(ctx context.Context) {
 	self := f.host.ID().String()
 	var last time.Time
 	for {
@@ -71,7 +71,7 @@ func (f *feeds) announceLoop(ctx context.Context) {
 // push queues heads for connected peers (at most maxPushPeers of them); a
 // sender per peer drains its queue, so one slow peer delays nobody else's
 // news.
-func (f *feeds) push(ctx context.Context, heads []ledgerHead) {
+func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 	if len(heads) == 0 {
 		return
 	}
@@ -95,14 +95,14 @@ func (f *feeds) push(ctx context.Context, heads []ledgerHead) {
 		}
 		if !q.sending {
 			q.sending = true
-			go f.drain(ctx, p, q)
+			f.goRun(func() { f.drain(ctx, p, q) })
 		}
 	}
 }
 
 // drain sends p's queued heads, maxHeadsPerMsg at a time, until none are
 // left, or p fails to take them: then the rest waits for anti-entropy.
-func (f *feeds) drain(ctx context.Context, p peer.ID, q *outbox) {
+func (f *Feeds) drain(ctx context.Context, p peer.ID, q *outbox) {
 	for {
 		f.outMu.Lock()
 		batch := make([]ledgerHead, 0, min(len(q.heads), maxHeadsPerMsg))
@@ -129,7 +129,7 @@ func (f *feeds) drain(ctx context.Context, p peer.ID, q *outbox) {
 	}
 }
 
-func (f *feeds) pushTo(ctx context.Context, p peer.ID, heads []ledgerHead) error {
+func (f *Feeds) pushTo(ctx context.Context, p peer.ID, heads []ledgerHead) error {
 	s, done, err := f.openSync(ctx, p, pushTimeout)
 	if err != nil {
 		return err

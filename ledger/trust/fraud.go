@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"sort"
@@ -20,7 +20,7 @@ const releaseSkew = 60
 // and settled, when each renter recorded its lease's end, and every
 // journaled fraud proof.
 type fraudScan struct {
-	claims map[string]claimRef         // author -> latest claim
+	claims map[string]ClaimRef         // author -> latest claim
 	leases map[string]*leaseRef        // lease CID -> lease
 	proofs map[string][]ledger.Verdict // accused -> valid journaled proofs that convict by themselves
 	raw    map[string][]byte           // accused -> one proof's bytes
@@ -34,11 +34,13 @@ type doubleLease struct {
 	renters [2]string
 }
 
-type claimRef struct {
-	raw   []byte // the SignedEntry, for a contradiction proof
-	seq   uint64
-	time  int64 // unix seconds: samples before it are not held against it
-	claim attest.Claim
+// ClaimRef is a provider's latest hardware claim and the signed entry
+// that states it.
+type ClaimRef struct {
+	Raw   []byte // the SignedEntry, for a contradiction proof
+	Seq   uint64
+	Time  int64 // unix seconds: samples before it are not held against it
+	Claim attest.Claim
 }
 
 // leaseRef is a lease and what its parties' feeds say of it.
@@ -67,7 +69,7 @@ func (f *fraudScan) verifiedLease(cid string) (*auction.Lease, bool) {
 }
 
 func newFraudScan() *fraudScan {
-	return &fraudScan{claims: map[string]claimRef{}, leases: map[string]*leaseRef{},
+	return &fraudScan{claims: map[string]ClaimRef{}, leases: map[string]*leaseRef{},
 		proofs: map[string][]ledger.Verdict{}, raw: map[string][]byte{}, seen: map[string]bool{}}
 }
 
@@ -76,13 +78,13 @@ func (f *fraudScan) add(e *ledger.Entry, se *ledger.SignedEntry) {
 	switch e.Type {
 	case ledger.TypeHardwareClaim:
 		c, err := attest.DecodeClaim(e.Payload)
-		if err == nil && e.Seq >= f.claims[e.Author].seq {
+		if err == nil && e.Seq >= f.claims[e.Author].Seq {
 			raw, _ := se.Marshal()
-			f.claims[e.Author] = claimRef{raw: raw, seq: e.Seq, time: e.Time, claim: c}
+			f.claims[e.Author] = ClaimRef{Raw: raw, Seq: e.Seq, Time: e.Time, Claim: c}
 		}
 	case ledger.TypeLease:
 		// Fields only: stored leases were checked in full on the way in
-		// (checkPayload), and the few that decide something are checked
+		// (ledger.CheckPayload), and the few that decide something are checked
 		// again where they do (VerifyDoubleLease, verifiedLease).
 		l, sl, err := auction.ReadLease(e.Payload)
 		if err != nil || (e.Author != l.Provider && e.Author != l.Renter) {

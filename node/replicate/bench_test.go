@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func partitionHeal(b *testing.B, n int) (side, heal time.Duration) {
 	left, right, all := map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	for k, nd := range ns {
 		for range 5 {
-			if _, err := nd.f.append(ledger.TypeOutcome, []byte(`{}`)); err != nil {
+			if _, err := nd.f.Append(ledger.TypeOutcome, []byte(`{}`)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -138,7 +138,7 @@ func honestHeads(ctx context.Context, honest *feedNode, victim peer.ID, n int) i
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if honest.f.reconcile(ctx, victim) == nil {
+			if honest.f.Reconcile(ctx, victim) == nil {
 				ok.Add(1)
 			}
 		})

@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 type feedNode struct {
 	h   *p2p.Host
 	key crypto.PrivKey
-	f   *feeds
+	f   *Feeds
 }
 
 func newFeedNode(t *testing.T, ctx context.Context) *feedNode { return newFeedNodeTB(t, ctx) }
@@ -39,13 +39,13 @@ func newFeedNodeTB(t testing.TB, ctx context.Context) *feedNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), LedgerFile))
+	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := newFeeds(h, st, key, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := f.start(ctx); err != nil {
+	f := New(h, st, key, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return &feedNode{h: h, key: key, f: f}
@@ -93,7 +93,7 @@ func TestEquivocationIsCaughtByEveryNodeAndVerifiesOffline(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // gossip meshes form
 	author := rogue.h.ID().String()
 
-	cidA, err := rogue.f.append(ledger.TypeOutcome, []byte(`{"result":"completed"}`))
+	cidA, err := rogue.f.Append(ledger.TypeOutcome, []byte(`{"result":"completed"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +165,14 @@ func TestAntiEntropyRepairsWhatGossipMissed(t *testing.T) {
 	a, b := newFeedNode(t, ctx), newFeedNode(t, ctx)
 	var last string
 	for i := 0; i < 20; i++ {
-		c, err := a.f.append(ledger.TypeOutcome, []byte(`{"n":1}`))
+		c, err := a.f.Append(ledger.TypeOutcome, []byte(`{"n":1}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = c
 	}
 	link(t, ctx, b, a)
-	if err := b.f.reconcile(ctx, a.h.ID()); err != nil {
+	if err := b.f.Reconcile(ctx, a.h.ID()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "b holds a's feed", func() bool {
@@ -199,7 +199,7 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 	time.Sleep(time.Second)
 	for i, n := range ns {
 		for k := 0; k < 5+i; k++ {
-			if _, err := n.f.append(ledger.TypeOutcome, []byte(`{"side":1}`)); err != nil {
+			if _, err := n.f.Append(ledger.TypeOutcome, []byte(`{"side":1}`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -226,7 +226,7 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 // serveFrom makes a node answer sync requests from another store: how the
 // rogue shows a different history to the network.
 func serveFrom(n *feedNode, st *ledger.Store) {
-	alt := newFeeds(n.h, st, n.key, n.f.log)
+	alt := New(n.h, st, n.key, n.f.log)
 	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto), alt.serve)
 }
 
@@ -412,7 +412,7 @@ func newHostileNode(t *testing.T, ctx context.Context) *hostileNode {
 	hn.h.LibP2P().SetStreamHandler(hn.h.ProtocolID(ledgerSyncProto), func(s network.Stream) {
 		defer s.Close()
 		var req syncRequest
-		if err := readMsg(s, maxJobFrame, &req); err != nil {
+		if err := readMsg(s, maxMsgFrame, &req); err != nil {
 			return
 		}
 		hn.mu.Lock()
@@ -482,7 +482,7 @@ func TestHostilePeerCannotGrowPendingState(t *testing.T) {
 		}
 		peak = max(peak, victim.f.wants.stats().byPeer[hostile.h.ID()])
 		if lo == 100*maxHeadsPerMsg {
-			if _, err := honest.f.append(ledger.TypeOutcome, []byte(`{"n":1}`)); err != nil {
+			if _, err := honest.f.Append(ledger.TypeOutcome, []byte(`{"n":1}`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -505,13 +505,13 @@ func TestHostilePeerCannotGrowPendingState(t *testing.T) {
 	hostile.mu.Lock()
 	hostile.heads = heads
 	hostile.mu.Unlock()
-	if err := victim.f.reconcile(ctx, hostile.h.ID()); err == nil {
+	if err := victim.f.Reconcile(ctx, hostile.h.ID()); err == nil {
 		t.Fatal("a 100k heads response was taken")
 	}
 	hostile.mu.Lock()
 	hostile.heads = heads[:maxHeadsServed+1]
 	hostile.mu.Unlock()
-	if err := victim.f.reconcile(ctx, hostile.h.ID()); err == nil {
+	if err := victim.f.Reconcile(ctx, hostile.h.ID()); err == nil {
 		t.Fatalf("a response of %d heads was taken", maxHeadsServed+1)
 	}
 
@@ -540,7 +540,7 @@ func TestHugeSeqIsFetchedInBoundedSteps(t *testing.T) {
 	liar := newHostileNode(t, ctx)
 	var last string
 	for range 3 {
-		c, err := liar.f.append(ledger.TypeOutcome, []byte(`{"n":1}`))
+		c, err := liar.f.Append(ledger.TypeOutcome, []byte(`{"n":1}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -660,7 +660,7 @@ func TestForeignFeedCapLetsCounterpartiesIn(t *testing.T) {
 		t.Fatalf("a stranger's new feed past the cap: %q", got)
 	}
 	deals := func(a string) bool { return a == partner.id }
-	nd.f.counterparty.Store(&deals)
+	nd.f.Counterparty.Store(&deals)
 	if got := nd.f.offer(head(partner), other.h.ID()); got != refuseNone {
 		t.Fatalf("a counterparty's new feed past the cap: %q", got)
 	}

@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"github.com/gleaner-net/gleaner/auction"
@@ -15,7 +15,7 @@ type ledgerFold struct {
 	seen        map[string]uint64 // author -> last seq folded in
 	frozen      map[string]bool
 	outcomes    []outcomeAt
-	settlements []settlementAt
+	settlements []SettlementAt
 	probes      []probeAt
 	paid        map[string]auction.Credits // lease CID -> settled total
 	fs          *fraudScan
@@ -46,7 +46,7 @@ func newLedgerFold() *ledgerFold {
 // catchUp folds in every entry stored since the last call. It returns
 // false, having folded nothing, when a feed it already folded is now
 // frozen: the caller starts over with a new fold.
-func (f *ledgerFold) catchUp(st *ledger.Store) (bool, error) {
+func (f *ledgerFold) catchUp(st Reader) (bool, error) {
 	heads, err := st.Heads()
 	if err != nil {
 		return true, err
@@ -108,7 +108,7 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 		f.fs.ended(s.Lease, e) // a settlement ends a lease whether or not it was paid
 		if settlementProven(s, e.Author) {
 			f.paid[s.Lease] = s.Total
-			f.settlements = append(f.settlements, settlementAt{*s, e.Author, e.Time})
+			f.settlements = append(f.settlements, SettlementAt{*s, e.Author, e.Time})
 		}
 	case ledger.TypeProbe:
 		if p, err := ledger.DecodePayload[ledger.Probe](e.Payload); err == nil && p.Provider != "" && p.Provider != e.Author {

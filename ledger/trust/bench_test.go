@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // signature checked once); warm is a later pass after 1,000 new entries
 // arrived (each pass folds in only what is new).
 //
-//	go test -run '^$' -bench ReputationFromLedger -benchtime 3x ./node
+//	go test -run '^$' -bench ReputationFromLedger -benchtime 3x ./ledger/trust
 func BenchmarkReputationFromLedger(b *testing.B) {
 	fx := newReputationFixture(b, 1000, 9000)
 	fx.leases(b, 33334)
@@ -34,7 +34,7 @@ func BenchmarkReputationFromLedger(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			v := &reputationView{st: fx.st, self: fx.self}
+			v := &View{st: fx.st, self: fx.self}
 			b.StartTimer()
 			sc, ev, _ := v.compute()
 			check(b, sc, ev)
@@ -42,7 +42,7 @@ func BenchmarkReputationFromLedger(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/pass")
 	})
 	b.Run("warm", func(b *testing.B) {
-		v := &reputationView{st: fx.st, self: fx.self}
+		v := &View{st: fx.st, self: fx.self}
 		v.compute()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

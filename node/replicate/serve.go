@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // retries from another source, a push's news waits for anti-entropy), so
 // a flood of requests costs bounded memory and work and one peer cannot
 // crowd out the others.
-func (f *feeds) serve(s network.Stream) {
+func (f *Feeds) serve(s network.Stream) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(syncRequestWait))
 	raw, err := p2p.ReadFrame(s, maxSyncRequest)
@@ -62,7 +62,7 @@ func (f *feeds) serve(s network.Stream) {
 // serveRanges sends, for each range asked for, the entries of it that we
 // hold, then an empty frame. It reads the store serveChunk entries at a
 // time, so a request costs little memory whatever the entries' size.
-func (f *feeds) serveRanges(s network.Stream, rs []syncRange) {
+func (f *Feeds) serveRanges(s network.Stream, rs []syncRange) {
 	if len(rs) > maxRangesPerRequest {
 		return
 	}
@@ -98,7 +98,7 @@ func (f *feeds) serveRanges(s network.Stream, rs []syncRange) {
 }
 
 // serveHeads sends our heads, our own first, at most maxHeadsServed.
-func (f *feeds) serveHeads(s network.Stream) {
+func (f *Feeds) serveHeads(s network.Stream) {
 	hs, err := f.store.Heads()
 	if err != nil {
 		return
@@ -125,7 +125,7 @@ func (f *feeds) serveHeads(s network.Stream) {
 // openSync opens a sync stream to a connected peer (never dialling: sync
 // rides on connections the node has anyway) with the whole exchange bound
 // by timeout; done closes it.
-func (f *feeds) openSync(ctx context.Context, p peer.ID, timeout time.Duration) (network.Stream, func(), error) {
+func (f *Feeds) openSync(ctx context.Context, p peer.ID, timeout time.Duration) (network.Stream, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	s, err := f.host.LibP2P().NewStream(network.WithNoDial(ctx, "ledger sync with connected peers"), p, f.host.ProtocolID(ledgerSyncProto))
 	if err != nil {

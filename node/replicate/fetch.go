@@ -1,4 +1,4 @@
-package node
+package replicate
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-func (f *feeds) connected(p peer.ID) bool {
+func (f *Feeds) connected(p peer.ID) bool {
 	return p != "" && p != f.host.ID() && f.host.LibP2P().Network().Connectedness(p) == network.Connected
 }
 
 // offer puts author's feed on the wait list if src, a connected peer,
 // holds more of it than we do, or another entry at a seq we hold (a fork).
-func (f *feeds) offer(h ledgerHead, src peer.ID) string {
+func (f *Feeds) offer(h ledgerHead, src peer.ID) string {
 	if h.Author == f.host.ID().String() {
 		return refuseNone
 	}
@@ -52,23 +52,23 @@ func (f *feeds) offer(h ledgerHead, src peer.ID) string {
 // it (DESIGN: those feeds are replicated in full, past the cap on foreign
 // feeds): a provider in its book, a party to one of its leases. Merely
 // being connected is not enough: anyone can connect.
-func (f *feeds) dealsWith(author string) bool {
-	if fn := f.counterparty.Load(); fn != nil {
+func (f *Feeds) dealsWith(author string) bool {
+	if fn := f.Counterparty.Load(); fn != nil {
 		return (*fn)(author)
 	}
 	return false
 }
 
-// follow fetches author's feed whatever the foreign feed cap: the hook for
+// Follow fetches author's feed whatever the foreign feed cap: the hook for
 // looking at a peer this node never dealt with.
-func (f *feeds) follow(author string) bool { return f.wants.follow(author) }
+func (f *Feeds) Follow(author string) bool { return f.wants.follow(author) }
 
 // fetchLoop is one fetch worker: it takes up to maxRangesPerRequest feeds
 // off the wait list and brings each a step (at most maxSyncEntries) closer
 // to its announced head, asking one request of each source: after a
 // partition heals, a node fetches the dozens of feeds it missed from a
 // neighbour in one exchange and one transaction.
-func (f *feeds) fetchLoop(ctx context.Context) {
+func (f *Feeds) fetchLoop(ctx context.Context) {
 	for {
 		ts, ok := f.wants.next(ctx, maxRangesPerRequest)
 		if !ok {
@@ -88,7 +88,7 @@ type fetchRange struct {
 	err     error // the first entry the store refused
 }
 
-func (f *feeds) work(ctx context.Context, ts []wantTask) {
+func (f *Feeds) work(ctx context.Context, ts []wantTask) {
 	bySource := make(map[peer.ID][]*fetchRange)
 	var best peer.ID
 	for _, t := range ts {
@@ -161,7 +161,7 @@ func fitRequest(rs []*fetchRange) (keep, rest []*fetchRange) {
 // plan decides what to ask for of t's feed and from whom: the connected
 // source that holds most. A nil range means the want is settled already;
 // gone lists sources no longer connected.
-func (f *feeds) plan(t wantTask) (r *fetchRange, src peer.ID, gone []peer.ID) {
+func (f *Feeds) plan(t wantTask) (r *fetchRange, src peer.ID, gone []peer.ID) {
 	if _, frozen := f.store.Frozen(t.author); frozen {
 		f.wants.drop(t.author)
 		return nil, "", nil
@@ -201,7 +201,7 @@ func (f *feeds) plan(t wantTask) (r *fetchRange, src peer.ID, gone []peer.ID) {
 // records how many entries were stored and the first the store refused;
 // the error is the exchange's (a broken stream, a peer serving what was
 // not asked for).
-func (f *feeds) fetch(ctx context.Context, p peer.ID, rs []*fetchRange) error {
+func (f *Feeds) fetch(ctx context.Context, p peer.ID, rs []*fetchRange) error {
 	s, done, err := f.openSync(ctx, p, syncTimeout)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func (f *feeds) fetch(ctx context.Context, p peer.ID, rs []*fetchRange) error {
 // storeBatch appends entries (of the feeds owner names, each feed's in
 // order) in one transaction, records per feed what was stored or refused,
 // and announces the new heads. An equivocation is published as a proof.
-func (f *feeds) storeBatch(batch []*ledger.SignedEntry, owner []*fetchRange) {
+func (f *Feeds) storeBatch(batch []*ledger.SignedEntry, owner []*fetchRange) {
 	if len(batch) == 0 {
 		return
 	}

@@ -1,6 +1,7 @@
-package node
+package trust
 
 import (
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
@@ -35,7 +36,7 @@ func probeRatings(probes []probeAt, fs *fraudScan, evOf func(string) *Evidence) 
 		if !rated {
 			continue
 		}
-		out = append(out, ledger.Rating{Rater: pa.by, Subject: pa.p.Provider, Lease: "probe:" + pa.p.Lease, Paid: intervalPrice(l), Score: s, Time: pa.time})
+		out = append(out, ledger.Rating{Rater: pa.by, Subject: pa.p.Provider, Lease: "probe:" + pa.p.Lease, Paid: sched.IntervalPrice(l), Score: s, Time: pa.time})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"encoding/json"
@@ -10,11 +10,12 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
-// A node's store refuses entries whose payloads would lie to reputation:
-// what it stores, it can later read without checking again.
+// A store gated by ledger.CheckPayload refuses entries whose payloads
+// would lie to reputation: what it stores, the view later reads without
+// checking again.
 func TestStoreRefusesLyingPayloads(t *testing.T) {
 	w := newLedgerWorld(t)
-	w.st.CheckPayloads(checkPayload)
+	w.st.CheckPayloads(ledger.CheckPayload)
 	prov, renter, other := newActor(t), newActor(t), newActor(t)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	_, cid := w.lease(renter, prov, "job", auction.Silver, t0, time.Hour, "g")
