@@ -37,6 +37,7 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 10m ./node/rpc
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 10m ./auction
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./node
+	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./node/offers
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 10m ./node/replicate
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
 

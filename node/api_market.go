@@ -51,7 +51,7 @@ func (a marketAPI) Offers(ctx context.Context, p MarketOffersParams) (MarketOffe
 	if err != nil {
 		return MarketOffersResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
 	}
-	offers, ex, err := a.n.market.book.Query(q, p.Order, limit)
+	offers, ex, err := a.n.market.Book().Query(q, p.Order, limit)
 	if errors.Is(err, auction.ErrBadQuery) {
 		return MarketOffersResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
 	}

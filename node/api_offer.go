@@ -83,48 +83,43 @@ func registerOfferAPI(s *rpc.Server, n *Node) {
 }
 
 func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error) {
-	p := a.n.provider
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	res := OfferShowResult{Offered: p.current != nil, Settings: p.settings, GPUs: []GPUStatus{}}
-	if p.current != nil {
-		v := viewOffer(p.current, time.Now())
+	p := a.n.provider.Status()
+	res := OfferShowResult{Offered: p.Current != nil, Settings: p.Settings, GPUs: []GPUStatus{}}
+	if p.Current != nil {
+		v := viewOffer(p.Current, time.Now())
 		res.Offer = &v
 	} else {
-		res.Reason = p.reason
-		if res.Reason == "" {
-			_, res.Reason = p.build()
-		}
+		res.Reason = p.Reason
 	}
-	if p.gpuErr != nil {
-		res.GPUError = p.gpuErr.Error()
+	if p.GPUErr != nil {
+		res.GPUError = p.GPUErr.Error()
 	}
 	offered := map[int]bool{}
-	for _, i := range p.avail.Available {
+	for _, i := range p.Availability.Available {
 		offered[i] = true
 	}
-	for i, g := range p.avail.Inventory.GPUs {
-		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.avail.Withdrawn[i]})
+	for i, g := range p.Availability.Inventory.GPUs {
+		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i]})
 	}
 	return res, nil
 }
 
 func (a offerAPI) Set(ctx context.Context, patch OfferPatch) (OfferShowResult, error) {
-	if _, err := a.n.provider.update(patch.Apply); err != nil {
+	if _, err := a.n.provider.Update(patch.Apply); err != nil {
 		return OfferShowResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return a.settled(ctx)
 }
 
 func (a offerAPI) Pause(ctx context.Context, _ struct{}) (OfferShowResult, error) {
-	if _, err := a.n.provider.update(func(s OfferSettings) (OfferSettings, error) { s.Paused = true; return s, nil }); err != nil {
+	if _, err := a.n.provider.Update(func(s OfferSettings) (OfferSettings, error) { s.Paused = true; return s, nil }); err != nil {
 		return OfferShowResult{}, err
 	}
 	return a.settled(ctx)
 }
 
 func (a offerAPI) Resume(ctx context.Context, _ struct{}) (OfferShowResult, error) {
-	if _, err := a.n.provider.update(func(s OfferSettings) (OfferSettings, error) { s.Paused = false; return s, nil }); err != nil {
+	if _, err := a.n.provider.Update(func(s OfferSettings) (OfferSettings, error) { s.Paused = false; return s, nil }); err != nil {
 		return OfferShowResult{}, err
 	}
 	return a.settled(ctx)
@@ -132,7 +127,7 @@ func (a offerAPI) Resume(ctx context.Context, _ struct{}) (OfferShowResult, erro
 
 // settled publishes synchronously so that the answer shows the new state.
 func (a offerAPI) settled(ctx context.Context) (OfferShowResult, error) {
-	if err := a.n.provider.publish(ctx); err != nil {
+	if err := a.n.provider.Publish(ctx); err != nil {
 		return OfferShowResult{}, err
 	}
 	return a.Show(ctx, struct{}{})

@@ -59,7 +59,7 @@ func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hos
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	n := startTestNode(t, ctx, "1xRTX4090", opts)
-	if _, err := n.provider.update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
 		if policy != nil {
@@ -69,11 +69,10 @@ func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hos
 	}); err != nil {
 		t.Fatal(err)
 	}
-	n.provider.poke()
+	n.provider.Poke()
 	waitFor(t, 20*time.Second, "the provider's offer", func() bool {
-		n.provider.mu.Lock()
-		defer n.provider.mu.Unlock()
-		return n.provider.current != nil && len(n.provider.current.GPUs) == 1
+		cur := n.provider.Current()
+		return cur != nil && len(cur.GPUs) == 1
 	})
 	h := hostileHost(t, ctx, n)
 	return &hostileRig{t: t, ctx: ctx, prov: n, h: h, key: h.LibP2P().Peerstore().PrivKey(h.ID())}

@@ -54,17 +54,16 @@ func TestStartChecksTheOwnersPolicyAgain(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	spec := hostileSpec("narrowed", "1s")
 	lease := r.lease("narrowed", spec)
-	if _, err := r.prov.provider.update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := r.prov.provider.Update(func(s OfferSettings) (OfferSettings, error) {
 		s.Policy.Images = []string{"registry.example/only/*"}
 		return s, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.prov.provider.poke()
+	r.prov.provider.Poke()
 	waitFor(t, 10*time.Second, "the narrowed offer", func() bool {
-		r.prov.provider.mu.Lock()
-		defer r.prov.provider.mu.Unlock()
-		return r.prov.provider.current != nil && len(r.prov.provider.current.Policy.Images) == 1
+		cur := r.prov.provider.Current()
+		return cur != nil && len(cur.Policy.Images) == 1
 	})
 	ev := nextEvent(t, r.start(lease, spec), "status")
 	if ev.Type != "error" || !strings.Contains(ev.Error, auction.ReasonImage) {

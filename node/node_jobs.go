@@ -36,17 +36,16 @@ func (n *Node) startJobs(ctx context.Context) error {
 	pj.gpus = n.gpus
 	pj.journal = n.feeds
 	n.providerJobs = pj
-	n.provider.mu.Lock()
 	// The scheduler sees the inventory as it is now, then every change;
 	// an owner reclaiming a GPU preempts the bronze leases on it.
-	pj.do(pj.sched.SetAvailability(n.provider.avail, time.Now()))
-	n.provider.onAvail = func(a attest.Availability) {
+	n.provider.WatchAvailability(func(a attest.Availability) {
+		pj.do(pj.sched.SetAvailability(a, time.Now()))
+	}, func(a attest.Availability) {
 		pj.do(pj.sched.SetAvailability(a, time.Now()))
 		if n.claims != nil {
 			n.claims.observe(a.Inventory)
 		}
-	}
-	n.provider.mu.Unlock()
+	})
 	n.tasks.Go(func() { pj.tickLoop(ctx) })
 
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
@@ -72,7 +71,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	n.renterJobs = rj
 	rj.resume() // once wired: follows the jobs leased before a restart again
 	dealsWith := func(author string) bool {
-		if _, _, ok := n.market.book.Get(author); ok {
+		if _, _, ok := n.market.Book().Get(author); ok {
 			return true
 		}
 		return pj.dealsWith(author) || rj.dealsWith(author)

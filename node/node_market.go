@@ -19,7 +19,7 @@ func (n *Node) startMarket() error {
 		return err
 	}
 	n.market = newMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
-	if err := n.market.start(ctx); err != nil {
+	if err := n.market.Start(ctx); err != nil {
 		return err
 	}
 	key, err := n.repo.Identity()
@@ -31,25 +31,25 @@ func (n *Node) startMarket() error {
 		return err
 	}
 	n.provider = p
-	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offerStreamProto), serveOffer(p.currentRaw))
+	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offerStreamProto), serveOffer(p.CurrentRaw))
 
 	src, err := n.openGPUs()
 	if err != nil {
-		p.gpuErr = err
+		p.SetGPUError(err)
 		n.log.Info("this node can rent GPUs but has none to sell", "why", err)
 	} else {
 		n.gpus = src
 		n.onClose(func(context.Context) error { return src.Close() })
 		n.claims = &claimer{n: n, minGap: claimGap}
 		n.claims.start(ctx, src)
-		mon := attest.NewMonitor(src, p.limits, noOwnJobs, attest.DefaultMonitorInterval)
+		mon := attest.NewMonitor(src, p.Limits, noOwnJobs, attest.DefaultMonitorInterval)
 		if a, _ := mon.Check(ctx); a.Err == "" {
-			p.setAvailability(a) // publish the first offer without waiting a poll
+			p.SetAvailability(a) // publish the first offer without waiting a poll
 		}
-		n.tasks.Go(func() { _ = mon.Run(ctx, p.setAvailability) })
+		n.tasks.Go(func() { _ = mon.Run(ctx, p.SetAvailability) })
 	}
-	n.tasks.Go(func() { p.run(ctx) })
-	n.onStop(func(ctx context.Context) error { p.withdraw(ctx); return nil })
+	n.tasks.Go(func() { p.Run(ctx) })
+	n.onStop(func(ctx context.Context) error { p.Withdraw(ctx); return nil })
 	return n.startJobs(ctx)
 }
 
@@ -72,13 +72,6 @@ func (n *Node) openGPUs() (attest.Source, error) {
 		return nil, fmt.Errorf("%v (on a machine without a GPU, --simulate-gpus 1xRTX4090 gives labelled stand-ins)", err)
 	}
 	return src, err
-}
-
-// limits is the monitor's view of the owner's current limits.
-func (p *provider) limits() attest.Limits {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.settings.Limits
 }
 
 // noOwnJobs: until jobs run, every compute process on a GPU is the owner's.

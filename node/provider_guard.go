@@ -76,9 +76,7 @@ func (pj *providerJobs) checkStart(al *activeLease, specYAML []byte) (*auction.J
 	if !bytes.Equal(hash, al.lease.SpecHash) {
 		return nil, errors.New("this is not the job spec the lease names: a provider runs only what it quoted")
 	}
-	pj.p.mu.Lock()
-	offer := pj.p.current
-	pj.p.mu.Unlock()
+	offer := pj.p.Current()
 	if why := auction.StartAllowed(spec, offer); why != "" {
 		return nil, fmt.Errorf("the owner's policy no longer allows this job: %s", why)
 	}

@@ -76,7 +76,7 @@ func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec e
 	if startDeadline > 0 {
 		opts = append(opts, sched.WithStartDeadline(startDeadline))
 	}
-	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.m.host.ID().String()),
+	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.Market().Host().ID().String()),
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1)}
 }
 
@@ -99,9 +99,7 @@ func (pj *providerJobs) quote(req quoteRequest) quoteReply {
 	if err != nil {
 		return quoteReply{Decline: "bad job spec: " + err.Error()}
 	}
-	pj.p.mu.Lock()
-	offer := pj.p.current
-	pj.p.mu.Unlock()
+	offer := pj.p.Current()
 	if offer == nil {
 		return quoteReply{Decline: "not offering right now"}
 	}
@@ -159,8 +157,8 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	me := pj.p.m.host.ID().String()
-	if l.Provider != me || l.Renter != from || l.Network != pj.p.m.host.Network() {
+	me := pj.p.Market().Host().ID().String()
+	if l.Provider != me || l.Renter != from || l.Network != pj.p.Market().Host().Network() {
 		return nil, errors.New("the lease names other parties or another network")
 	}
 	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Now())

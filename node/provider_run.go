@@ -322,10 +322,8 @@ func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, 
 // limits. The renter asked for cpus and memory; a spec that names none
 // gets one core and 2 GiB per GPU, never unlimited.
 func (pj *providerJobs) execSpec(al *activeLease, spec *auction.JobSpec, secrets map[string]string) executor.Spec {
-	pj.p.mu.Lock()
-	inv := pj.p.avail.Inventory
-	egress := pj.p.settings.Policy.Egress
-	pj.p.mu.Unlock()
+	inv := pj.p.Availability().Inventory
+	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
 		JobID: pj.tag + "-" + al.lease.JobID, LeaseCID: leaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
@@ -403,9 +401,7 @@ func (pj *providerJobs) samplers(al *activeLease, nonce []byte) map[string]*atte
 	if len(nonce) == 0 || pj.gpus == nil {
 		return out
 	}
-	pj.p.mu.Lock()
-	inv := pj.p.avail.Inventory
-	pj.p.mu.Unlock()
+	inv := pj.p.Availability().Inventory
 	cid := leaseCID(al.raw)
 	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g >= len(inv.GPUs) {

@@ -31,9 +31,7 @@ func (pj *providerJobs) tickLoop(ctx context.Context) {
 		case <-pj.kick:
 		}
 		now := time.Now()
-		pj.p.mu.Lock()
-		offer := pj.p.current
-		pj.p.mu.Unlock()
+		offer := pj.p.Current()
 		if offer != nil && offer != windowsOf {
 			pj.sched.SetWindows(offer.Windows, now)
 			windowsOf = offer

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -37,7 +38,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := newMarket(h, 100, []string{"eu"}, log)
-	if err := m.start(ctx); err != nil {
+	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	p, err := newProvider(ctx, m, st, key, time.Minute, log)
@@ -45,19 +46,19 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	region, price, maxTemp := "eu/DE", "0.5", 85
-	if _, err := p.update(OfferPatch{Region: &region, PriceBronze: &price, MaxTempC: &maxTemp}.Apply); err != nil {
+	if _, err := p.Update(OfferPatch{Region: &region, PriceBronze: &price, MaxTempC: &maxTemp}.Apply); err != nil {
 		t.Fatal(err)
 	}
 	sim, err := attest.NewSimulatedSeed("2xRTX4090", h.ID().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	mon := attest.NewMonitor(sim, p.limits, noOwnJobs, 20*time.Millisecond)
-	go func() { _ = mon.Run(ctx, p.setAvailability) }()
-	go p.run(ctx)
+	mon := attest.NewMonitor(sim, p.Limits, noOwnJobs, 20*time.Millisecond)
+	go func() { _ = mon.Run(ctx, p.SetAvailability) }()
+	go p.Run(ctx)
 
 	gpusInBook := func() int {
-		o, _, ok := m.book.Get(h.ID().String())
+		o, _, ok := m.Book().Get(h.ID().String())
 		if !ok {
 			return 0
 		}
@@ -89,7 +90,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("no GPU left: a signed withdrawal", 0)
-	if _, _, ok := m.book.Get(h.ID().String()); ok {
+	if _, _, ok := m.Book().Get(h.ID().String()); ok {
 		t.Fatal("the withdrawn offer is still in the book")
 	}
 
@@ -108,9 +109,15 @@ func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &provider{store: st, settings: defaultOfferSettings(), seq: 41}
+	if err := (offerStore{st}).SaveState(offers.State{Settings: offers.DefaultSettings(), Seq: 41}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProvider(context.Background(), nil, st, nil, time.Minute, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
 	region, price := "na/US", "1.25"
-	if _, err := p.update(OfferPatch{Region: &region, PriceSilver: &price}.Apply); err != nil {
+	if _, err := p.Update(OfferPatch{Region: &region, PriceSilver: &price}.Apply); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -123,7 +130,7 @@ func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p2.settings.Region.Country != "US" || p2.settings.Prices.Silver != 1_250_000 || p2.seq != 41 {
-		t.Fatalf("after reopen: settings %+v seq %d", p2.settings, p2.seq)
+	if s := p2.Settings(); s.Region.Country != "US" || s.Prices.Silver != 1_250_000 || p2.Seq() != 41 {
+		t.Fatalf("after reopen: settings %+v seq %d", s, p2.Seq())
 	}
 }

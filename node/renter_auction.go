@@ -123,8 +123,8 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 // newAuctioneer wires the auctioneer to this node's streams, offer book
 // and trust.
 func (r *renterJobs) newAuctioneer() error {
-	auc, err := renter.New(renter.Identity{Peer: r.m.host.ID().String(), Network: r.m.host.Network(), Key: r.key},
-		auctionTransport{r}, r.m.book, renter.WithTrust(auctionTrust{r}))
+	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
+		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}))
 	r.auc = auc
 	return err
 }
@@ -200,7 +200,7 @@ func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, 
 	if err != nil {
 		return err
 	}
-	s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(proto))
+	s, err := r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(proto))
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, 
 }
 
 func offerSimulated(m *market, provider string) bool {
-	if o, _, ok := m.book.Get(provider); ok {
+	if o, _, ok := m.Book().Get(provider); ok {
 		for _, g := range o.GPUs {
 			if g.Simulated {
 				return true
@@ -230,7 +230,7 @@ func peerRTT(m *market, provider string) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	d := m.host.LibP2P().Peerstore().LatencyEWMA(pid)
+	d := m.Host().LibP2P().Peerstore().LatencyEWMA(pid)
 	return d, d > 0
 }
 

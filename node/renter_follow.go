@@ -33,7 +33,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	if err != nil {
 		return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: err.Error()}
 	}
-	s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(jobProto))
+	s, err := r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
 	if err != nil {
 		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error()}
 	}
@@ -244,12 +244,12 @@ func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
 	var last error
 	for time.Now().Before(deadline) && r.bg.Err() == nil {
 		ctx, cancel := context.WithTimeout(r.bg, 5*time.Second)
-		if len(r.m.host.LibP2P().Peerstore().Addrs(pid)) == 0 && r.m.host.DHT().RoutingTable().Size() > 0 {
-			if ai, err := r.m.host.DHT().FindPeer(ctx, pid); err == nil {
-				r.m.host.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
+		if len(r.m.Host().LibP2P().Peerstore().Addrs(pid)) == 0 && r.m.Host().DHT().RoutingTable().Size() > 0 {
+			if ai, err := r.m.Host().DHT().FindPeer(ctx, pid); err == nil {
+				r.m.Host().LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
 			}
 		}
-		s, err := r.m.host.LibP2P().NewStream(ctx, pid, r.m.host.ProtocolID(jobProto))
+		s, err := r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
 		cancel()
 		if err == nil {
 			return s, nil

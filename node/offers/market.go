@@ -1,4 +1,8 @@
-package node
+// Package offers is the offer side of a node: the offer book fed by the
+// offer topics and DHT sweeps (Market), the provider's signed offer built
+// from the owner's settings and the GPUs' availability (Publisher), and
+// the settings and their patches themselves (Settings, Patch).
+package offers
 
 import (
 	"bytes"
@@ -20,8 +24,8 @@ import (
 
 // Offer gossip and stream protocol names, scoped by p2p to /gleaner/N/.
 const (
-	offerStreamProto = "offer/1"
-	offerRateBurst   = 10 // offers an author may publish back to back
+	StreamProto    = "offer/1" // a provider's current offer, on request
+	offerRateBurst = 10        // offers an author may publish back to back
 )
 
 // offerRate is how often one provider may re-publish: offers change when
@@ -30,10 +34,10 @@ var offerRate = rate.Every(time.Second)
 
 func offerTopicName(continent string) string { return "offers/" + continent + "/1" }
 
-// market keeps this node's view of every offer: the book, fed by the offer
+// Market keeps this node's view of every offer: the book, fed by the offer
 // topics of the continents it buys from, and by DHT sweeps for offers it
 // missed (a node that joined late).
-type market struct {
+type Market struct {
 	host       *p2p.Host
 	book       *auction.Book
 	log        *slog.Logger
@@ -45,11 +49,13 @@ type market struct {
 	limiters map[peer.ID]*rate.Limiter
 }
 
-func newMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger) *market {
+// NewMarket makes a market on h whose book holds at most maxOffers offers,
+// following the offer topics of continents (all of them when empty).
+func NewMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger) *Market {
 	if len(continents) == 0 {
 		continents = auction.Continents
 	}
-	return &market{
+	return &Market{
 		host: h, log: log, now: time.Now, continents: continents,
 		book:     auction.NewBook(maxOffers, time.Now),
 		topics:   make(map[string]*pubsub.Topic),
@@ -57,9 +63,9 @@ func newMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger
 	}
 }
 
-// start subscribes to the continents' offer topics and starts the expiry
+// Start subscribes to the continents' offer topics and starts the expiry
 // and DHT-sweep loops; all stop with ctx.
-func (m *market) start(ctx context.Context) error {
+func (m *Market) Start(ctx context.Context) error {
 	for _, c := range m.continents {
 		t, err := m.topic(c)
 		if err != nil {
@@ -78,7 +84,7 @@ func (m *market) start(ctx context.Context) error {
 
 // topic joins a continent's offer topic once; providers publish to their own
 // continent through the same handle.
-func (m *market) topic(continent string) (*pubsub.Topic, error) {
+func (m *Market) topic(continent string) (*pubsub.Topic, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t, ok := m.topics[continent]; ok {
@@ -95,7 +101,7 @@ func (m *market) topic(continent string) (*pubsub.Topic, error) {
 // validate runs on every gossiped offer before it is delivered or forwarded.
 // Reject (which costs the forwarding peer score) for anything a correct
 // node would never send; Ignore for what may be honest (a duplicate).
-func (m *market) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+func (m *Market) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	author := msg.GetFrom()
 	o, _, err := auction.DecodeSignedOffer(msg.Data, m.now())
 	if err != nil {
@@ -128,12 +134,12 @@ func (m *market) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pub
 	return pubsub.ValidationAccept
 }
 
-func (m *market) allow(author peer.ID) bool {
+func (m *Market) allow(author peer.ID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.limiters[author]
 	if !ok {
-		if len(m.limiters) > 4*maxBookDefault {
+		if len(m.limiters) > 4*MaxBookDefault {
 			clear(m.limiters) // bounded memory; a fresh bucket is full, not empty
 		}
 		l = rate.NewLimiter(offerRate, offerRateBurst)
@@ -142,7 +148,7 @@ func (m *market) allow(author peer.ID) bool {
 	return l.Allow()
 }
 
-func (m *market) readLoop(ctx context.Context, sub *pubsub.Subscription) {
+func (m *Market) readLoop(ctx context.Context, sub *pubsub.Subscription) {
 	defer sub.Cancel()
 	for {
 		msg, err := sub.Next(ctx)
@@ -161,7 +167,7 @@ func (m *market) readLoop(ctx context.Context, sub *pubsub.Subscription) {
 
 // put stores an offer that came from somewhere other than gossip (a stream,
 // or this node itself), after the same checks.
-func (m *market) put(raw []byte, from peer.ID) error {
+func (m *Market) put(raw []byte, from peer.ID) error {
 	o, _, err := auction.DecodeSignedOffer(raw, m.now())
 	if err != nil {
 		return err
@@ -173,7 +179,7 @@ func (m *market) put(raw []byte, from peer.ID) error {
 	return err
 }
 
-func (m *market) expireLoop(ctx context.Context) {
+func (m *Market) expireLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -195,7 +201,7 @@ func (m *market) expireLoop(ctx context.Context) {
 // cost a backoff step (the next one came 400 ms later, then 800 ms), while
 // one that runs the moment a bootstrap peer is identified saves the
 // difference on every join.
-func (m *market) sweepLoop(ctx context.Context) {
+func (m *Market) sweepLoop(ctx context.Context) {
 	if !m.waitForDHTPeer(ctx) {
 		return
 	}
@@ -222,7 +228,7 @@ const sweepMax = 10 * time.Minute
 // ends (false). It polls every 10 ms (a size check is a lock and a sum)
 // for the seconds a join takes, then every second for a node that stays
 // alone.
-func (m *market) waitForDHTPeer(ctx context.Context) bool {
+func (m *Market) waitForDHTPeer(ctx context.Context) bool {
 	start := time.Now()
 	for m.host.DHT().RoutingTable().Size() == 0 {
 		poll := 10 * time.Millisecond
@@ -238,7 +244,7 @@ func (m *market) waitForDHTPeer(ctx context.Context) bool {
 	return true
 }
 
-func (m *market) sweep(ctx context.Context) {
+func (m *Market) sweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	// Fetch each provider as the lookup finds it rather than after the
@@ -267,13 +273,13 @@ func (m *market) sweep(ctx context.Context) {
 }
 
 // fetch asks one provider for its current offer over /gleaner/N/offer/1.
-func (m *market) fetch(ctx context.Context, ai peer.AddrInfo) error {
+func (m *Market) fetch(ctx context.Context, ai peer.AddrInfo) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if len(ai.Addrs) > 0 {
 		m.host.LibP2P().Peerstore().AddAddrs(ai.ID, ai.Addrs, time.Minute)
 	}
-	s, err := m.host.LibP2P().NewStream(ctx, ai.ID, m.host.ProtocolID(offerStreamProto))
+	s, err := m.host.LibP2P().NewStream(ctx, ai.ID, m.host.ProtocolID(StreamProto))
 	if err != nil {
 		return err
 	}
@@ -290,10 +296,10 @@ func (m *market) fetch(ctx context.Context, ai peer.AddrInfo) error {
 	return m.put(raw, ai.ID)
 }
 
-// serveOffer answers /offer/1 with the current signed offer, or an empty
+// ServeOffer answers /offer/1 with the current signed offer, or an empty
 // frame when there is none. The requester sends nothing, so there is no
 // input to validate beyond the deadline.
-func serveOffer(current func() []byte) network.StreamHandler {
+func ServeOffer(current func() []byte) network.StreamHandler {
 	return func(s network.Stream) {
 		defer s.Close()
 		_ = s.SetDeadline(time.Now().Add(5 * time.Second))
@@ -301,6 +307,12 @@ func serveOffer(current func() []byte) network.StreamHandler {
 	}
 }
 
-// maxBookDefault bounds the book when the config does not say otherwise:
+// MaxBookDefault bounds the book when the config does not say otherwise:
 // 100,000 providers is the design's scale target.
-const maxBookDefault = 100_000
+const MaxBookDefault = 100_000
+
+// Book is the offer book the market fills.
+func (m *Market) Book() *auction.Book { return m.book }
+
+// Host is the p2p host the market runs on.
+func (m *Market) Host() *p2p.Host { return m.host }

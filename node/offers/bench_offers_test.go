@@ -1,4 +1,4 @@
-package node
+package offers
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // Run with e.g.
 //
-//	go test -run '^$' -bench 'OfferPropagation|LateJoiner' -benchtime 10x -timeout 20m ./node
+//	go test -run '^$' -bench 'OfferPropagation|LateJoiner' -benchtime 10x -timeout 20m ./node/offers
 //
 // Both benchmarks use b.Loop, so their (expensive) cluster setup runs once
 // per sub-benchmark, not once for the probe run and again for the real one.
@@ -104,8 +104,7 @@ func runOfferPropagation(b *testing.B, c *benchCluster) {
 	waitQuiet(b, 0.5, 45*time.Second)
 
 	pub := mkts[0]
-	dir := b.TempDir()
-	p := newBenchProvider(b, ctx, pub, dir, 450_000)
+	p := newBenchProvider(b, ctx, pub, 450_000)
 	euTopic, err := pub.topic("eu")
 	if err != nil {
 		b.Fatal(err)
@@ -151,7 +150,7 @@ func runOfferPropagation(b *testing.B, c *benchCluster) {
 var lastOfferSize = 1024
 
 // observeBook stamps each offer from another node once it is in m's book.
-func observeBook(ctx context.Context, m *market, sub *pubsub.Subscription, out chan<- arrival) {
+func observeBook(ctx context.Context, m *Market, sub *pubsub.Subscription, out chan<- arrival) {
 	self := m.host.ID()
 	for {
 		msg, err := sub.Next(ctx)
@@ -196,7 +195,7 @@ func collectBare(ctx context.Context, h *p2p.Host, sub *pubsub.Subscription, out
 
 // publishOffer signs p's current offer under seq with the host's key and
 // publishes it as the provider would, and waits until want books hold it.
-func publishOffer(b *testing.B, p *provider, t *pubsub.Topic, seq uint64, arrivals chan arrival, want int, lat []time.Duration) ([]byte, []time.Duration) {
+func publishOffer(b *testing.B, p *Publisher, t *pubsub.Topic, seq uint64, arrivals chan arrival, want int, lat []time.Duration) ([]byte, []time.Duration) {
 	start := time.Now()
 	p.mu.Lock()
 	o, reason := p.build()
@@ -294,14 +293,13 @@ func runLateJoiner(b *testing.B, c *benchCluster, deadline time.Duration) {
 		return true
 	})
 
-	dir := b.TempDir()
-	var provs []*provider
+	var provs []*Publisher
 	want := map[string]bool{}
 	for i := 0; i < ljNodes && len(provs) < ljProviders; i += ljNodes / ljProviders {
 		m := mkts[i]
-		p := newBenchProvider(b, ctx, m, dir, auction.Credits(100_000*(i+1)))
-		m.host.LibP2P().SetStreamHandler(m.host.ProtocolID(offerStreamProto), serveOffer(p.currentRaw))
-		if err := p.publish(ctx); err != nil {
+		p := newBenchProvider(b, ctx, m, auction.Credits(100_000*(i+1)))
+		m.host.LibP2P().SetStreamHandler(m.host.ProtocolID(StreamProto), ServeOffer(p.CurrentRaw))
+		if err := p.Publish(ctx); err != nil {
 			b.Fatal(err)
 		}
 		provs = append(provs, p)
@@ -309,7 +307,7 @@ func runLateJoiner(b *testing.B, c *benchCluster, deadline time.Duration) {
 	}
 	// publish provides in the background; a provide that failed is only
 	// retried at the next announcement, so retry it here.
-	provided := func(p *provider) bool {
+	provided := func(p *Publisher) bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.provided != ""
@@ -379,8 +377,8 @@ func joinOnce(b *testing.B, c *benchCluster, boot *p2p.Host, want map[string]boo
 	defer c.dropHost(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := newMarket(h, 1000, []string{"eu"}, quietLog)
-	if err := m.start(ctx); err != nil {
+	m := NewMarket(h, 1000, []string{"eu"}, quietLog)
+	if err := m.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	count := func() int {

@@ -1,4 +1,4 @@
-package node
+package offers
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
-// provider turns the machine's available GPUs and the owner's settings into
+// Publisher turns the machine's available GPUs and the owner's settings into
 // a signed offer, publishes it on its continent's topic, re-announces it
 // before it expires, provides it in the DHT, and withdraws it when the owner
 // pauses, a GPU leaves, or the node stops.
-type provider struct {
-	m     *market
-	store *Store
+type Publisher struct {
+	m     *Market
+	store StateStore
 	key   crypto.PrivKey
 	log   *slog.Logger
 	ttl   time.Duration
@@ -35,7 +36,7 @@ type provider struct {
 	lastPublish time.Time
 
 	mu         sync.Mutex // guards everything below
-	settings   OfferSettings
+	settings   Settings
 	avail      attest.Availability
 	gpuErr     error // why there are no GPUs to sell, when there are none
 	seq        uint64
@@ -47,25 +48,38 @@ type provider struct {
 	onAvail    func(attest.Availability) // the job runner's preemption hook
 }
 
-type offerState struct {
-	Settings OfferSettings `json:"settings"`
-	Seq      uint64        `json:"seq"`
+// State is what a publisher keeps durably: the owner's settings and the
+// last sequence number it signed.
+type State struct {
+	Settings Settings `json:"settings"`
+	Seq      uint64   `json:"seq"`
 }
 
-const offerStateKey = "state"
+// StateStore keeps a publisher's State (the node keeps it in its bbolt
+// store).
+type StateStore interface {
+	// LoadState decodes the saved state into s, leaving s as it is when
+	// nothing was saved yet.
+	LoadState(s *State) error
+	// SaveState replaces the saved state durably.
+	SaveState(State) error
+}
 
-func newProvider(bg context.Context, m *market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
-	p := &provider{bg: bg, m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1)}
-	st := offerState{Settings: defaultOfferSettings()}
-	if err := store.Get(bucketOffer, offerStateKey, &st); err != nil && !errors.Is(err, ErrNotFound) {
+// NewPublisher loads the saved settings and sequence number from store; m
+// is the market whose topics it publishes on, bg the context its DHT
+// announcements run in.
+func NewPublisher(bg context.Context, m *Market, store StateStore, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*Publisher, error) {
+	p := &Publisher{bg: bg, m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1)}
+	st := State{Settings: DefaultSettings()}
+	if err := store.LoadState(&st); err != nil {
 		return nil, fmt.Errorf("load offer settings: %w", err)
 	}
 	p.settings, p.seq = st.Settings, st.Seq
 	return p, nil
 }
 
-// setAvailability is the GPU monitor's callback.
-func (p *provider) setAvailability(a attest.Availability) {
+// SetAvailability is the GPU monitor's callback.
+func (p *Publisher) SetAvailability(a attest.Availability) {
 	p.mu.Lock()
 	p.avail = a
 	hook := p.onAvail
@@ -73,10 +87,12 @@ func (p *provider) setAvailability(a attest.Availability) {
 	if hook != nil {
 		hook(a)
 	}
-	p.poke()
+	p.Poke()
 }
 
-func (p *provider) poke() {
+// Poke asks the run loop to publish soon, without waiting for the
+// re-announcement.
+func (p *Publisher) Poke() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -87,31 +103,29 @@ func (p *provider) poke() {
 // makes gossip reordering of its own offers practically impossible.
 const minPublishGap = time.Second
 
-// update applies a change to the settings and persists it; the caller
+// Update applies a change to the settings and persists it; the caller
 // publishes.
-func (p *provider) update(change func(OfferSettings) (OfferSettings, error)) (OfferSettings, error) {
+func (p *Publisher) Update(change func(Settings) (Settings, error)) (Settings, error) {
 	p.mu.Lock()
 	next, err := change(p.settings)
 	if err == nil {
-		err = p.store.Update(func(tx *StoreTx) error {
-			return tx.Put(bucketOffer, offerStateKey, offerState{Settings: next, Seq: p.seq})
-		})
+		err = p.store.SaveState(State{Settings: next, Seq: p.seq})
 	}
 	if err == nil {
 		p.settings = next
 	}
 	p.mu.Unlock()
 	if err != nil {
-		return OfferSettings{}, err
+		return Settings{}, err
 	}
 	return next, nil
 }
 
-// run publishes whenever something changed and re-announces at 11/12 of
+// Run publishes whenever something changed and re-announces at 11/12 of
 // the offer's lifetime (55 minutes of the default hour), until ctx ends.
 // Re-announcing rarely is what keeps gossip within budget at scale; see
 // docs/ARCHITECTURE.md.
-func (p *provider) run(ctx context.Context) {
+func (p *Publisher) Run(ctx context.Context) {
 	reannounce := time.NewTimer(0)
 	defer reannounce.Stop()
 	for {
@@ -121,16 +135,16 @@ func (p *provider) run(ctx context.Context) {
 		case <-p.kick:
 		case <-reannounce.C:
 		}
-		if err := p.publish(ctx); err != nil {
+		if err := p.Publish(ctx); err != nil {
 			p.log.Warn("offer not published", "err", err)
 		}
 		reannounce.Reset(p.ttl * 11 / 12)
 	}
 }
 
-// publish signs the current offer, or a withdrawal if the node offered
+// Publish signs the current offer, or a withdrawal if the node offered
 // something before and offers nothing now, and gossips it.
-func (p *provider) publish(ctx context.Context) error {
+func (p *Publisher) Publish(ctx context.Context) error {
 	p.publishMu.Lock()
 	defer p.publishMu.Unlock()
 	if wait := minPublishGap - time.Since(p.lastPublish); wait > 0 {
@@ -161,9 +175,7 @@ func (p *provider) publish(ctx context.Context) error {
 	if err == nil {
 		// The sequence number is durable before anyone sees it, so a
 		// restart never reuses one (peers would reject it as a replay).
-		err = p.store.Update(func(tx *StoreTx) error {
-			return tx.Put(bucketOffer, offerStateKey, offerState{Settings: p.settings, Seq: o.Seq})
-		})
+		err = p.store.SaveState(State{Settings: p.settings, Seq: o.Seq})
 	}
 	if err != nil {
 		p.mu.Unlock()
@@ -201,7 +213,7 @@ func (p *provider) publish(ctx context.Context) error {
 
 // build assembles the offer from settings and availability, or says why
 // there is nothing to offer. Called with p.mu held.
-func (p *provider) build() (*auction.Offer, string) {
+func (p *Publisher) build() (*auction.Offer, string) {
 	s := p.settings
 	if s.Paused {
 		return nil, "paused by the owner (gleaner offer resume)"
@@ -244,7 +256,7 @@ func (p *provider) build() (*auction.Offer, string) {
 
 // provide announces the offer's capability keys in the DHT when they
 // changed since the last time, so renters that join late can find it.
-func (p *provider) provide(ctx context.Context, o *auction.Offer) {
+func (p *Publisher) provide(ctx context.Context, o *auction.Offer) {
 	keys := [][2]string{{"offer", "any"}, {"region", o.Region.Continent}}
 	for _, g := range o.GPUs {
 		keys = append(keys, [2]string{"gpu", g.Model})
@@ -272,16 +284,16 @@ func (p *provider) provide(ctx context.Context, o *auction.Offer) {
 	p.mu.Unlock()
 }
 
-// withdraw publishes a signed withdrawal on shutdown, so renters drop the
+// Withdraw publishes a signed withdrawal on shutdown, so renters drop the
 // offer now instead of at its expiry.
-func (p *provider) withdraw(ctx context.Context) {
+func (p *Publisher) Withdraw(ctx context.Context) {
 	p.mu.Lock()
 	wasPaused := p.settings.Paused
 	p.settings.Paused = true
 	offered := p.current != nil
 	p.mu.Unlock()
 	if offered {
-		if err := p.publish(ctx); err != nil {
+		if err := p.Publish(ctx); err != nil {
 			p.log.Warn("withdrawal not published", "err", err)
 		}
 	}
@@ -290,9 +302,9 @@ func (p *provider) withdraw(ctx context.Context) {
 	p.mu.Unlock()
 }
 
-// currentRaw is what /offer/1 serves: the live offer only, never a
+// CurrentRaw is what /offer/1 serves: the live offer only, never a
 // withdrawal (a late joiner has nothing to remove).
-func (p *provider) currentRaw() []byte {
+func (p *Publisher) CurrentRaw() []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil {
@@ -305,4 +317,91 @@ func (p *provider) currentRaw() []byte {
 // one GPU leased twice, without handing out the hardware serial.
 func offerGPU(g attest.GPU) auction.GPU {
 	return auction.GPU{Model: g.Model, VRAMMiB: g.VRAMMiB, ComputeCap: g.ComputeCap, UUIDHash: attest.UUIDHash(g.UUID), Simulated: g.Simulated}
+}
+
+func addrStrings(as []ma.Multiaddr) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// Market is the market whose topics p publishes on.
+func (p *Publisher) Market() *Market { return p.m }
+
+// Current is the offer now published, nil when nothing is offered.
+func (p *Publisher) Current() *auction.Offer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current
+}
+
+// Settings are the owner's current settings.
+func (p *Publisher) Settings() Settings {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settings
+}
+
+// Availability is the GPU monitor's latest report.
+func (p *Publisher) Availability() attest.Availability {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.avail
+}
+
+// Seq is the last sequence number signed.
+func (p *Publisher) Seq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq
+}
+
+// Limits is the monitor's view of the owner's current limits.
+func (p *Publisher) Limits() attest.Limits {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settings.Limits
+}
+
+// SetGPUError records why this node has no GPUs to sell; build reports it
+// as the reason nothing is offered.
+func (p *Publisher) SetGPUError(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gpuErr = err
+}
+
+// WatchAvailability calls first with the current availability and installs
+// hook for every later change, both under p's lock, so that the watcher
+// misses no change and sees none out of order.
+func (p *Publisher) WatchAvailability(first, hook func(attest.Availability)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first(p.avail)
+	p.onAvail = hook
+}
+
+// Status is one consistent view of the publisher, for offer_show.
+type Status struct {
+	Current      *auction.Offer // nil when nothing is offered
+	Settings     Settings
+	Reason       string // why nothing is offered, when nothing is
+	GPUErr       error  // why there are no GPUs to sell, when there are none
+	Availability attest.Availability
+}
+
+// Status reports the publisher's state under one lock.
+func (p *Publisher) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{Current: p.current, Settings: p.settings, GPUErr: p.gpuErr, Availability: p.avail}
+	if p.current == nil {
+		st.Reason = p.reason
+		if st.Reason == "" {
+			_, st.Reason = p.build()
+		}
+	}
+	return st
 }

@@ -1,4 +1,4 @@
-package node
+package offers
 
 import (
 	"strings"
@@ -29,27 +29,27 @@ func TestOfferPatchNamesTheBadField(t *testing.T) {
 	ls := func(v ...string) *[]string { return &v }
 	n := func(v int) *int { return &v }
 	cases := []struct {
-		patch OfferPatch
+		patch Patch
 		field string
 	}{
-		{OfferPatch{Region: s("europe")}, "region"},
-		{OfferPatch{Region: s("xx/DE")}, "region"},
-		{OfferPatch{PriceGold: s("-2")}, "price_gold"},
-		{OfferPatch{TimeZone: s("Mars/Olympus")}, "time_zone"},
-		{OfferPatch{Weekly: s("someday 25:00-26:00")}, "weekly"},
-		{OfferPatch{Blackouts: ls("yesterday/today")}, "blackouts"},
-		{OfferPatch{Workloads: ls("mining")}, "workloads"},
-		{OfferPatch{MaxDuration: s("forever")}, "max_duration"},
-		{OfferPatch{MaxTempC: n(500)}, "max_temperature_c"},
+		{Patch{Region: s("europe")}, "region"},
+		{Patch{Region: s("xx/DE")}, "region"},
+		{Patch{PriceGold: s("-2")}, "price_gold"},
+		{Patch{TimeZone: s("Mars/Olympus")}, "time_zone"},
+		{Patch{Weekly: s("someday 25:00-26:00")}, "weekly"},
+		{Patch{Blackouts: ls("yesterday/today")}, "blackouts"},
+		{Patch{Workloads: ls("mining")}, "workloads"},
+		{Patch{MaxDuration: s("forever")}, "max_duration"},
+		{Patch{MaxTempC: n(500)}, "max_temperature_c"},
 	}
 	for _, c := range cases {
-		before := defaultOfferSettings()
+		before := DefaultSettings()
 		_, err := c.patch.Apply(before)
 		if err == nil || !strings.HasPrefix(err.Error(), c.field+":") {
 			t.Errorf("%+v: got %v, want an error starting with %q", c.patch, err, c.field)
 		}
 	}
-	got, err := OfferPatch{Region: s("eu/de"), PriceBronze: s("0.45"), Weekly: s("mon-fri 19:00-08:00"), TimeZone: s("Europe/Berlin")}.Apply(defaultOfferSettings())
+	got, err := Patch{Region: s("eu/de"), PriceBronze: s("0.45"), Weekly: s("mon-fri 19:00-08:00"), TimeZone: s("Europe/Berlin")}.Apply(DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package offers
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 )
 
-// OfferSettings are the owner's choices about what to sell: prices,
+// Settings are the owner's choices about what to sell: prices,
 // calendar, policy, limits and region. They persist in the node's store and
 // change at once, without a restart, through offer_set.
-type OfferSettings struct {
+type Settings struct {
 	Region   auction.Region   `json:"region"`
 	Prices   auction.Prices   `json:"prices"`
 	Calendar auction.Calendar `json:"calendar"`
@@ -24,10 +24,10 @@ type OfferSettings struct {
 	Paused   bool             `json:"paused"`
 }
 
-// defaultOfferSettings sell nothing until the owner sets a region and a
+// DefaultSettings sell nothing until the owner sets a region and a
 // price: guessing either would be a silent default with real consequences.
-func defaultOfferSettings() OfferSettings {
-	return OfferSettings{
+func DefaultSettings() Settings {
+	return Settings{
 		Calendar: auction.Calendar{TimeZone: "UTC"},
 		Policy:   auction.Policy{Workloads: []string{"batch"}, PreemptNotice: 60},
 	}
@@ -35,7 +35,7 @@ func defaultOfferSettings() OfferSettings {
 
 // Ready says whether the settings are complete enough to offer, and if not,
 // what the owner must still set.
-func (s OfferSettings) Ready() error {
+func (s Settings) Ready() error {
 	var missing []string
 	if s.Region.Continent == "" || s.Region.Country == "" {
 		missing = append(missing, "a region (--region eu/DE)")
@@ -49,9 +49,9 @@ func (s OfferSettings) Ready() error {
 	return nil
 }
 
-// OfferPatch is offer_set's parameter: every field is optional and only
+// Patch is offer_set's parameter: every field is optional and only
 // the fields present change.
-type OfferPatch struct {
+type Patch struct {
 	Region        *string   `json:"region,omitempty" doc:"continent/country, e.g. eu/DE"`
 	PriceGold     *string   `json:"price_gold,omitempty" doc:"credits per GPU-hour; 0 stops offering the tier"`
 	PriceSilver   *string   `json:"price_silver,omitempty"`
@@ -70,7 +70,7 @@ type OfferPatch struct {
 }
 
 // Apply returns s changed by p, or an error naming the first bad field.
-func (p OfferPatch) Apply(s OfferSettings) (OfferSettings, error) {
+func (p Patch) Apply(s Settings) (Settings, error) {
 	var err error
 	if p.Region != nil {
 		if s.Region, err = parseRegion(*p.Region); err != nil {
