@@ -3,63 +3,20 @@ package node
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	madns "github.com/multiformats/go-multiaddr-dns"
 )
 
-// testnetBootstrap is the public testnet's built-in bootstrap list. It is a
-// /dnsaddr name rather than fixed addresses so that operators can add,
-// move or retire bootstrap and relay nodes by editing DNS TXT records
-// (_dnsaddr.<name>) without a release, as IPFS does. config.toml and
-// --bootstrap replace it.
-var testnetBootstrap = []string{
-	"/dnsaddr/bootstrap.testnet.gleaner.network",
-}
-
-// BootstrapFor returns the bootstrap list to use: the configured one, or the
-// network's built-in list when none is configured.
+// BootstrapFor returns the bootstrap list to use; see repo.BootstrapFor.
 func BootstrapFor(network string, configured []string) []string {
-	if len(configured) > 0 {
-		return configured
-	}
-	if network == NetworkTestnet {
-		return testnetBootstrap
-	}
-	return nil
+	return repo.BootstrapFor(network, configured)
 }
 
-// ParseBootstrap checks that every entry is a multiaddr that names a peer
-// (/p2p/<id>) or a /dnsaddr name that resolves to such addresses.
-func ParseBootstrap(entries []string) ([]ma.Multiaddr, error) {
-	out := make([]ma.Multiaddr, 0, len(entries))
-	for _, s := range entries {
-		m, err := ma.NewMultiaddr(strings.TrimSpace(s))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a multiaddr: %v", s, err)
-		}
-		if isDNSAddr(m) {
-			out = append(out, m)
-			continue
-		}
-		if _, err := peer.AddrInfoFromP2pAddr(m); err != nil {
-			return nil, fmt.Errorf("%q must end in /p2p/<peer-id> (for example /ip4/203.0.113.7/tcp/4030/p2p/12D3Koo...)", s)
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-func isDNSAddr(m ma.Multiaddr) bool {
-	for _, c := range m {
-		if c.Protocol().Code == ma.P_DNSADDR {
-			return true
-		}
-	}
-	return false
-}
+// ParseBootstrap checks bootstrap entries; see repo.ParseBootstrap.
+func ParseBootstrap(entries []string) ([]ma.Multiaddr, error) { return repo.ParseBootstrap(entries) }
 
 // ResolveBootstrap turns multiaddrs into peers, resolving /dnsaddr names.
 // A name that does not resolve is skipped and reported, never fatal: one
@@ -68,7 +25,7 @@ func ResolveBootstrap(ctx context.Context, addrs []ma.Multiaddr) ([]peer.AddrInf
 	var flat []ma.Multiaddr
 	var errs []error
 	for _, m := range addrs {
-		if !isDNSAddr(m) {
+		if !repo.IsDNSAddr(m) {
 			flat = append(flat, m)
 			continue
 		}

@@ -7,12 +7,13 @@ import (
 	"sync"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // DefaultCanaryMinRate is the least often a renter checks even a provider
 // with a long clean streak: never checking again would let a provider
 // build a streak and then cheat forever.
-const DefaultCanaryMinRate = 0.05
+const DefaultCanaryMinRate = repo.DefaultCanaryMinRate
 
 // CanaryRate is the probability of sending a known-answer job along with a
 // job awarded to a provider that has passed streak canaries in a row since

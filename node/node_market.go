@@ -101,6 +101,3 @@ func (n *Node) startFeeds(ctx context.Context) error {
 	n.onClose(n.feeds.Stop)
 	return n.feeds.Start(ctx)
 }
-
-// LedgerFile is the ledger database inside the repo.
-const LedgerFile = "ledger.db"

@@ -15,9 +15,6 @@ import (
 // why state lives here and never in hand-written files.
 type Store struct{ db *bolt.DB }
 
-// StoreFile is the database's name inside the repo.
-const StoreFile = "node.db"
-
 // Buckets. One per kind of record; names never change.
 var (
 	bucketOffer  = []byte("offer")  // the provider's settings and sequence number

@@ -1,4 +1,4 @@
-package node
+package repo
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -37,7 +38,8 @@ type TrustConfig struct {
 }
 
 // ProviderConfig says which GPUs this node can sell. What it sells them
-// for (prices, calendar, policy) is runtime state: see OfferSettings.
+// for (prices, calendar, policy) is runtime state: see offers.Settings
+// (node.OfferSettings).
 type ProviderConfig struct {
 	SimulateGPUs string `toml:"simulate_gpus"`
 }
@@ -81,6 +83,11 @@ const (
 	DefaultRPCPort = 4031
 )
 
+// DefaultCanaryMinRate is the least often a renter checks even a provider
+// with a long clean streak: never checking again would let a provider
+// build a streak and then cheat forever.
+const DefaultCanaryMinRate = 0.05
+
 var networkName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // DefaultConfig is the configuration `gleaner init` writes for network.
@@ -103,7 +110,7 @@ func DefaultConfig(network string) Config {
 			MaxMemoryMB:     512,
 			MaxFileDescs:    1024,
 		},
-		Market: MarketConfig{Continents: []string{}, MaxOffers: maxBookDefault},
+		Market: MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
 		Trust:  TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
 	}
 }
@@ -167,7 +174,7 @@ func (c Config) Validate() error {
 	if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("rpc.address %q: bad port", c.RPC.Address)
 	}
-	if !isLoopback(host) && !c.RPC.AllowRemote {
+	if !IsLoopback(host) && !c.RPC.AllowRemote {
 		return fmt.Errorf("rpc.address %q is not a loopback address; anyone who can reach it and has the token controls this node, so set rpc.allow_remote = true (or --rpc-allow-remote) if you really mean it", c.RPC.Address)
 	}
 	for _, o := range c.RPC.AllowedOrigins {
@@ -204,7 +211,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func isLoopback(host string) bool {
+// IsLoopback reports whether host (a name or an IP, without a port) is
+// localhost or a loopback address.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
