@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -137,7 +138,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 			out := []LeaseView{}
 			pj := n.providerJobs
 			err := n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
-				rec, err := readLeaseRecord(raw)
+				rec, err := providing.ReadRecord(raw)
 				if err != nil {
 					return err
 				}
@@ -145,10 +146,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 				if err != nil {
 					return nil // a lease that no longer verifies is not shown
 				}
-				pj.mu.Lock()
-				_, active := pj.leases[jobID]
-				pj.mu.Unlock()
-				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: active, State: rec.State})
+				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: pj.Holds(jobID), State: rec.State})
 				return nil
 			})
 			return out, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -231,20 +232,20 @@ func nextEvent(t *testing.T, s network.Stream, typ string) wireEvent {
 	}
 }
 
+// Lease states as the provider persists them (node/providing).
+const (
+	leaseAwarded = providing.LeaseAwarded
+	leaseEnded   = providing.LeaseEnded
+	leaseExpired = providing.LeaseExpired
+)
+
 // leaseState is the provider's persisted state of job's lease.
 func (r *hostileRig) leaseState(job string) string {
-	var raw []byte
-	_ = r.prov.store.ForEach(bucketLeases, func(k string, v []byte) error {
-		if k == job {
-			raw = v
-		}
-		return nil
-	})
-	rec, err := readLeaseRecord(raw)
-	if err != nil {
+	state, ok := r.prov.providerJobs.LeaseState(job)
+	if !ok {
 		return "none"
 	}
-	return rec.State
+	return state
 }
 
 // settlements counts the provider's settlement entries naming lease cid.

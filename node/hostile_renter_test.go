@@ -119,9 +119,7 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 		t.Fatalf("while the award holds the GPU: decline %q, want %q", rep.Decline, auction.ReasonBusy)
 	}
 	waitFor(t, 10*time.Second, "the award to expire and free its GPU", func() bool {
-		r.prov.providerJobs.mu.Lock()
-		_, held := r.prov.providerJobs.leases["squat"]
-		r.prov.providerJobs.mu.Unlock()
+		held := r.prov.providerJobs.Holds("squat")
 		return !held && r.leaseState("squat") == leaseExpired
 	})
 	if n := r.settlements(leaseCID(lease)); n != 1 {

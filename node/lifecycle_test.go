@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/providing"
 )
 
 // storeLog keeps the warnings and errors that say a store was used after
@@ -140,7 +141,7 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 	defer db.Close()
 	state := "none"
 	_ = db.ForEach(bucketLeases, func(k string, v []byte) error {
-		if rec, err := readLeaseRecord(v); err == nil && k == "stopped" {
+		if rec, err := providing.ReadRecord(v); err == nil && k == "stopped" {
 			state = rec.State
 		}
 		return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -70,7 +71,7 @@ type Node struct {
 	journal      *journal // this node's records that callers need not wait for
 	market       *market
 	provider     *provider
-	providerJobs *providerJobs
+	providerJobs *providing.Provider
 	ledger       *ledger.Store
 	feeds        *feeds
 	rep          *reputationView

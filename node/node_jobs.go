@@ -8,11 +8,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/providing"
 )
+
+// DefaultStartDeadline is how long an award holds GPUs before its renter
+// must start it (Options.StartDeadline): the scheduler's default. A
+// renter starts at once after the award; a lease that is never started
+// would otherwise hold the GPUs for free until the provider restarts.
+const DefaultStartDeadline = sched.DefaultStartDeadline
 
 // startJobs wires the rental protocols: the provider's quote, award and job
 // handlers (when this node can run containers) and the renter's job
@@ -22,31 +29,29 @@ func (n *Node) startJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	exec := n.openExecutor(ctx, execTag(n.host.ID().String()))
-	pj := newProviderJobs(ctx, n.provider, key, exec, n.opts.StartDeadline, n.log.With("part", "provider-jobs"))
-	if err := pj.markInterrupted(); err != nil {
+	tag := execTag(n.host.ID().String())
+	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
+		Key: key, Exec: n.openExecutor(ctx, tag), GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers, Log: n.log.With("part", "provider-jobs")})
+	if err := pj.MarkInterrupted(); err != nil {
 		return fmt.Errorf("leases of the last run: %w", err)
 	}
 	// Awards journal leases and runs settle them: Stop waits for these
 	// streams before it closes the stores.
 	h := n.host.LibP2P()
-	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.handleQuote))
-	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.handleAward))
-	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.handleJob))
-	pj.gpus = n.gpus
-	pj.journal = n.feeds
+	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
+	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
+	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
 	n.providerJobs = pj
 	// The scheduler sees the inventory as it is now, then every change;
 	// an owner reclaiming a GPU preempts the bronze leases on it.
-	n.provider.WatchAvailability(func(a attest.Availability) {
-		pj.do(pj.sched.SetAvailability(a, time.Now()))
-	}, func(a attest.Availability) {
-		pj.do(pj.sched.SetAvailability(a, time.Now()))
+	n.provider.WatchAvailability(pj.SetAvailability, func(a attest.Availability) {
+		pj.SetAvailability(a)
 		if n.claims != nil {
 			n.claims.observe(a.Inventory)
 		}
 	})
-	n.tasks.Go(func() { pj.tickLoop(ctx) })
+	n.tasks.Go(func() { pj.Run(ctx) })
 
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
@@ -67,14 +72,13 @@ func (n *Node) startJobs(ctx context.Context) error {
 	if rj.canary, err = loadCanary(canary, n.cfg.Trust.CanaryMinRate); err != nil {
 		return err
 	}
-	pj.wrongAnswers = n.opts.WrongAnswers
 	n.renterJobs = rj
 	rj.resume() // once wired: follows the jobs leased before a restart again
 	dealsWith := func(author string) bool {
 		if _, _, ok := n.market.Book().Get(author); ok {
 			return true
 		}
-		return pj.dealsWith(author) || rj.dealsWith(author)
+		return pj.DealsWith(author) || rj.dealsWith(author)
 	}
 	n.feeds.counterparty.Store(&dealsWith)
 	return nil
@@ -120,3 +124,20 @@ func execTag(peerID string) string {
 	sum := sha256.Sum256([]byte(peerID))
 	return "g" + hex.EncodeToString(sum[:4])
 }
+
+// leaseStore keeps the provider's lease records (node/providing) in the
+// node's store, under leases/<job ID>.
+type leaseStore struct{ st *Store }
+
+func (s leaseStore) ForEach(fn func(jobID string, raw []byte) error) error {
+	return s.st.ForEach(bucketLeases, fn)
+}
+
+func (s leaseStore) Update(fn func(tx providing.Tx) error) error {
+	return s.st.Update(func(tx *StoreTx) error { return fn(leaseTx{tx}) })
+}
+
+type leaseTx struct{ tx *StoreTx }
+
+func (t leaseTx) Get(jobID string, v any) error { return t.tx.Get(bucketLeases, jobID, v) }
+func (t leaseTx) Put(jobID string, v any) error { return t.tx.Put(bucketLeases, jobID, v) }

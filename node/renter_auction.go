@@ -234,14 +234,6 @@ func peerRTT(m *market, provider string) (time.Duration, bool) {
 	return d, d > 0
 }
 
-func leaseCID(raw []byte) string {
-	_, sl, err := auction.DecodeSignedLease(raw, true)
-	if err != nil {
-		return ""
-	}
-	return sl.CID().String()
-}
-
 // recordOutcome journals how the run ended, as the renter saw it: the
 // evidence reputation is later computed from.
 func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte) {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -372,4 +373,10 @@ func (r *renterJobs) dealsWith(author string) bool {
 		}
 	}
 	return false
+}
+
+func randomNonce() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
 }

@@ -156,8 +156,8 @@ func (p *fakeProvider) quote(ctx context.Context, jobID string, nonce, specYAML 
 	return raw, "", err
 }
 
-// award checks the proposal as node's provider does (provider_jobs.go
-// accept, provider_guard.go honoursBid) and claims the GPUs its bid named,
+// award checks the proposal as node's provider does (node/providing's
+// accept, auction/provider.HonoursBid) and claims the GPUs its bid named,
 // refusing with RefusedRaced when another award took one of them first.
 func (p *fakeProvider) award(from string, proposal []byte) ([]byte, string) {
 	l, sl, err := auction.DecodeSignedLease(proposal, false)
@@ -217,7 +217,7 @@ func (p *fakeProvider) counts() (quotes, awards, used int) {
 	return p.quotes, p.awards, len(p.used)
 }
 
-// honoursBid is node/provider_guard.go's check, copied: the lease repeats
+// honoursBid is auction/provider.HonoursBid's check, copied: the lease repeats
 // the bid in every field the bid fixes, at no lower price.
 func honoursBid(l *auction.Lease, bid *auction.Bid, now time.Time) error {
 	if bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||

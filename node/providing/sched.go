@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 // read again at least this often.
 const tickEvery = time.Second
 
-// tickLoop ticks the scheduler when an action falls due, when poked, and
+// Run ticks the scheduler when an action falls due, when poked, and
 // at least every tickEvery, until ctx ends. It also hands the scheduler
 // the windows of the offer as it stands.
-func (pj *providerJobs) tickLoop(ctx context.Context) {
+func (pj *Provider) Run(ctx context.Context) {
 	var windowsOf *auction.Offer
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -52,7 +52,7 @@ func (pj *providerJobs) tickLoop(ctx context.Context) {
 }
 
 // poke wakes the tick loop.
-func (pj *providerJobs) poke() {
+func (pj *Provider) poke() {
 	select {
 	case pj.kick <- struct{}{}:
 	default:
@@ -61,7 +61,7 @@ func (pj *providerJobs) poke() {
 
 // do carries out the scheduler's actions. A started lease's run gets them
 // on its ctrl channel; a lease that no run owns yet ends here.
-func (pj *providerJobs) do(acts []sched.Action) {
+func (pj *Provider) do(acts []sched.Action) {
 	for _, a := range acts {
 		al := pj.lookup(a.JobID)
 		if al == nil {
@@ -85,9 +85,9 @@ func (pj *providerJobs) do(acts []sched.Action) {
 		case a.Kind.Ends():
 			// Expired, or preempted before its renter started it: settle
 			// and free at once, in that order.
-			state := leaseEnded
+			state := LeaseEnded
 			if a.Kind == sched.Expire {
-				state = leaseExpired
+				state = LeaseExpired
 				pj.log.Info("award expired: never started", "job", a.JobID, "renter", al.lease.Renter)
 			}
 			if err := pj.saveLease(a.JobID, al.raw, state); err != nil {

@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -16,17 +16,18 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// handleJob serves /job/1: "start" runs a leased job and streams its events
+// HandleJob serves /job/1: "start" runs a leased job and streams its events
 // until it exits; "attach" follows a running job again (a renter whose node
 // restarted); "cancel" stops it. Only the lease's renter may do any.
-func (pj *providerJobs) handleJob(s network.Stream) {
+func (pj *Provider) HandleJob(s network.Stream) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var req jobRequest
-	if err := readMsg(s, maxJobFrame, &req); err != nil {
+	var req wire.JobRequest
+	if err := wire.Read(s, wire.MaxJobFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
@@ -45,7 +46,7 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		}
 	}
 	if err != nil {
-		_ = writeMsg(s, wireEvent{Type: "error", Error: err.Error(), Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
 		return
 	}
 	switch req.Kind {
@@ -53,23 +54,23 @@ func (pj *providerJobs) handleJob(s network.Stream) {
 		pj.attach(s, al)
 	case "cancel":
 		pj.cancel(al)
-		_ = writeMsg(s, wireEvent{Type: "status", Status: "cancelled", Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: "status", Status: "cancelled", Time: time.Now()})
 	case "start":
 		// Checked before run takes charge of the lease: a refused start
 		// (another spec, a second start) must not end the lease that a
 		// first start may be running.
 		spec, err := pj.checkStart(al, req.Spec)
 		if err != nil {
-			_ = writeMsg(s, wireEvent{Type: "error", Error: err.Error(), Time: time.Now()})
+			_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
 			return
 		}
 		pj.run(s, al, req, spec)
 	default:
-		_ = writeMsg(s, wireEvent{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
 	}
 }
 
-func (pj *providerJobs) cancel(al *activeLease) {
+func (pj *Provider) cancel(al *activeLease) {
 	pj.mu.Lock()
 	job := al.job
 	pj.mu.Unlock()
@@ -84,7 +85,7 @@ func (pj *providerJobs) cancel(al *activeLease) {
 // exit. The lease's end stops the job; an owner reclaiming a bronze job's
 // GPU preempts it with the lease's notice and ships its checkpoint back;
 // the container is removed whatever happens.
-func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, spec *auction.JobSpec) {
+func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
 	settled := false
 	defer func() {
 		// Every lease that ends is settled before its GPUs are free, in
@@ -93,7 +94,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 		if !settled {
 			pj.settle(al, nil, false)
 		}
-		if err := pj.saveLease(al.lease.JobID, al.raw, leaseEnded); err != nil {
+		if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
 			pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 		}
 		pj.release(al.lease.JobID)
@@ -108,17 +109,17 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	hbDone := make(chan struct{})
 	defer close(hbDone)
 	go func() {
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(wire.HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-hbDone:
 				return
 			case <-t.C:
-				_ = send(wireEvent{Type: "heartbeat"})
+				_ = send(wire.Event{Type: "heartbeat"})
 				if sm := samplers.Load(); sm != nil {
 					for _, raw := range pj.sample(*sm) {
-						_ = send(wireEvent{Type: "telemetry", Log: raw})
+						_ = send(wire.Event{Type: "telemetry", Log: raw})
 					}
 				}
 			}
@@ -134,22 +135,22 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 		// GPUs handed over from preempted bronze jobs, or a gold
 		// reservation whose window has not begun: the scheduler launches
 		// it when it may run.
-		_ = send(wireEvent{Type: "status", Status: "reserved"})
+		_ = send(wire.Event{Type: "status", Status: "reserved"})
 		select {
 		case <-al.launch:
 		case a := <-al.ctrl:
 			if a.Kind.Ends() {
-				_ = send(wireEvent{Type: "exit", Status: "preempted", Error: a.Message()})
+				_ = send(wire.Event{Type: "exit", Status: "preempted", Error: a.Message()})
 				return
 			}
 		case <-ctx.Done():
 			return
 		}
 	}
-	_ = send(wireEvent{Type: "status", Status: "pulling"})
+	_ = send(wire.Event{Type: "status", Status: "pulling"})
 	job, err := pj.exec.Start(ctx, es, executor.Hooks{})
 	if err != nil {
-		_ = send(wireEvent{Type: "error", Error: "start: " + err.Error()})
+		_ = send(wire.Event{Type: "error", Error: "start: " + err.Error()})
 		return
 	}
 	if err := pj.sched.Running(al.lease.JobID, time.Now()); err != nil {
@@ -172,7 +173,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 			pj.log.Warn("job container not removed; Reconcile will", "job", al.lease.JobID, "err", err)
 		}
 	}()
-	_ = send(wireEvent{Type: "status", Status: "running"})
+	_ = send(wire.Event{Type: "status", Status: "running"})
 
 	logsDone := make(chan struct{})
 	go func() {
@@ -185,8 +186,8 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 				return
 			}
 			for len(chunk) > 0 {
-				n := min(len(chunk), maxLogChunk)
-				if send(wireEvent{Type: "log", Log: chunk[:n]}) != nil {
+				n := min(len(chunk), wire.MaxLogChunk)
+				if send(wire.Event{Type: "log", Log: chunk[:n]}) != nil {
 					return
 				}
 				chunk = chunk[n:]
@@ -213,7 +214,7 @@ func (pj *providerJobs) run(s network.Stream, al *activeLease, req jobRequest, s
 	}
 	var w waited
 	preempted, unpaid := "", false
-	m := newMeter(al.lease, leaseCID(al.raw))
+	m := newMeter(al.lease, wire.LeaseCID(al.raw))
 	go m.readVouchers(s, func(total auction.Credits) {
 		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
 			pj.poke()
@@ -239,10 +240,10 @@ loop:
 					unpaid, w = true, stop()
 					break loop
 				}
-				_ = send(wireEvent{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+				_ = send(wire.Event{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
 			case sched.Resume:
 				if job.Resume(ctx) == nil {
-					_ = send(wireEvent{Type: "status", Status: "running"})
+					_ = send(wire.Event{Type: "status", Status: "running"})
 				}
 			case sched.StopUnpaid:
 				unpaid, w = true, stop()
@@ -252,7 +253,7 @@ loop:
 				break loop
 			case sched.Preempt:
 				preempted = a.Message()
-				_ = send(wireEvent{Type: "status", Status: "preempting", Error: preempted})
+				_ = send(wire.Event{Type: "status", Status: "preempting", Error: preempted})
 				w = stop()
 				break loop
 			}
@@ -262,12 +263,12 @@ loop:
 	settled = true
 	<-logsDone
 	if w.err != nil {
-		_ = send(wireEvent{Type: "error", Error: w.err.Error()})
+		_ = send(wire.Event{Type: "error", Error: w.err.Error()})
 		return
 	}
 	if preempted != "" {
 		pj.shipCheckpoint(job, spec, send)
-		_ = send(wireEvent{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
+		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
 		return
 	}
 	status := "completed"
@@ -281,18 +282,11 @@ loop:
 	if pj.wrongAnswers && output != "" {
 		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
-	_ = send(wireEvent{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
+	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
 }
 
-// heartbeatEvery paces the provider's liveness events; the renter declares
-// a provider lost after three missed beats.
-const heartbeatEvery = 5 * time.Second
-
-// maxCheckpoint bounds what a provider ships back (and a renter keeps).
-const maxCheckpoint = 8 << 20
-
 // shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
-func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(wireEvent) error) {
+func (pj *Provider) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(wire.Event) error) {
 	if spec.Checkpoint.Path == "" {
 		return
 	}
@@ -300,18 +294,18 @@ func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, 
 	defer cancel()
 	rc, err := job.CopyCheckpoint(ctx)
 	if err != nil {
-		_ = send(wireEvent{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
+		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
 		return
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxCheckpoint+1))
-	if err != nil || len(data) > maxCheckpoint {
-		_ = send(wireEvent{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", maxCheckpoint))})
+	data, err := io.ReadAll(io.LimitReader(rc, wire.MaxCheckpoint+1))
+	if err != nil || len(data) > wire.MaxCheckpoint {
+		_ = send(wire.Event{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", wire.MaxCheckpoint))})
 		return
 	}
 	for len(data) > 0 {
 		n := min(len(data), 128<<10)
-		if send(wireEvent{Type: "checkpoint", Log: data[:n]}) != nil {
+		if send(wire.Event{Type: "checkpoint", Log: data[:n]}) != nil {
 			return
 		}
 		data = data[n:]
@@ -321,11 +315,11 @@ func (pj *providerJobs) shipCheckpoint(job executor.Job, spec *auction.JobSpec, 
 // execSpec turns the lease and the renter's spec into the executor's
 // limits. The renter asked for cpus and memory; a spec that names none
 // gets one core and 2 GiB per GPU, never unlimited.
-func (pj *providerJobs) execSpec(al *activeLease, spec *auction.JobSpec, secrets map[string]string) executor.Spec {
+func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map[string]string) executor.Spec {
 	inv := pj.p.Availability().Inventory
 	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
-		JobID: pj.tag + "-" + al.lease.JobID, LeaseCID: leaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
+		JobID: pj.tag + "-" + al.lease.JobID, LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress, CheckpointPath: spec.Checkpoint.Path,
@@ -353,14 +347,14 @@ func (h *eventHub) add(s network.Stream) {
 	h.sinks = append(h.sinks, s)
 }
 
-func (h *eventHub) send(ev wireEvent) error {
+func (h *eventHub) send(ev wire.Event) error {
 	ev.Time = time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	live := h.sinks[:0]
 	for _, s := range h.sinks {
 		_ = s.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if err := writeMsg(s, ev); err != nil {
+		if err := wire.Write(s, ev); err != nil {
 			_ = s.Reset()
 			continue
 		}
@@ -372,22 +366,22 @@ func (h *eventHub) send(ev wireEvent) error {
 
 // attach adds a renter's new stream to a running job's followers, sends the
 // retained tail of its output, and keeps the stream open until the job ends.
-func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
+func (pj *Provider) attach(s network.Stream, al *activeLease) {
 	pj.mu.Lock()
 	job := al.job
 	pj.mu.Unlock()
 	if job == nil {
-		_ = writeMsg(s, wireEvent{Type: "error", Error: "the job is not running", Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: "error", Error: "the job is not running", Time: time.Now()})
 		return
 	}
 	for tail := job.Logs().Bytes(); len(tail) > 0; {
-		n := min(len(tail), maxLogChunk)
-		if err := writeMsg(s, wireEvent{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
+		n := min(len(tail), wire.MaxLogChunk)
+		if err := wire.Write(s, wire.Event{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
 			return
 		}
 		tail = tail[n:]
 	}
-	if err := writeMsg(s, wireEvent{Type: "status", Status: "running", Time: time.Now()}); err != nil {
+	if err := wire.Write(s, wire.Event{Type: "status", Status: "running", Time: time.Now()}); err != nil {
 		return
 	}
 	al.hub.add(s)
@@ -396,13 +390,13 @@ func (pj *providerJobs) attach(s network.Stream, al *activeLease) {
 
 // samplers signs telemetry for each leased GPU, chained per GPU and echoing
 // the renter's nonce; none when the renter sent no nonce.
-func (pj *providerJobs) samplers(al *activeLease, nonce []byte) map[string]*attest.Sampler {
+func (pj *Provider) samplers(al *activeLease, nonce []byte) map[string]*attest.Sampler {
 	out := map[string]*attest.Sampler{}
 	if len(nonce) == 0 || pj.gpus == nil {
 		return out
 	}
 	inv := pj.p.Availability().Inventory
-	cid := leaseCID(al.raw)
+	cid := wire.LeaseCID(al.raw)
 	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g >= len(inv.GPUs) {
 			continue
@@ -416,7 +410,7 @@ func (pj *providerJobs) samplers(al *activeLease, nonce []byte) map[string]*atte
 }
 
 // sample reads the GPUs now and signs one sample per leased GPU.
-func (pj *providerJobs) sample(samplers map[string]*attest.Sampler) [][]byte {
+func (pj *Provider) sample(samplers map[string]*attest.Sampler) [][]byte {
 	if len(samplers) == 0 {
 		return nil
 	}
@@ -439,14 +433,14 @@ func (pj *providerJobs) sample(samplers map[string]*attest.Sampler) [][]byte {
 
 // settle journals the provider's settlement of a lease (ledger.Settlement):
 // the best voucher the renter signed, and its exact total.
-func (pj *providerJobs) settle(al *activeLease, m *meter, unpaid bool) {
+func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) {
 	var total auction.Credits
 	var best []byte
 	if m != nil { // nil: the job never ran
 		total, best = m.settled()
 	}
-	payload, err := json.Marshal(ledger.Settlement{Lease: leaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid})
+	payload, err := json.Marshal(ledger.Settlement{Lease: wire.LeaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid})
 	if err == nil {
-		pj.journal.record(ledger.TypeSettlement, payload)
+		pj.record(ledger.TypeSettlement, payload)
 	}
 }

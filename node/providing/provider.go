@@ -1,9 +1,8 @@
-package node
+package providing
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,32 +14,61 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// providerJobs is the provider's side of a rental over libp2p, bbolt and
+// Provider is the provider's side of a rental over libp2p, bbolt and
 // Docker. The market logic (which GPUs a bid names, claims, preemption,
 // start-once, expiry, billing) is the scheduler's (auction/provider);
 // this adapter quotes and accepts over streams, persists lease states,
 // runs containers and carries out the actions the scheduler returns.
-type providerJobs struct {
-	p     *provider
+type Provider struct {
+	p     *offers.Publisher
+	store Store
 	key   crypto.PrivKey
 	exec  executor.Executor // nil: this node cannot run jobs, so it never bids
 	sched *sched.Scheduler
-	// wrongAnswers: fault injection (Options.WrongAnswers).
+	// wrongAnswers: fault injection (Config.WrongAnswers).
 	wrongAnswers bool
 	engine       auction.BidEngine
 	log          *slog.Logger
 	bg           context.Context
-	tag          string        // prefixes this node's executor job IDs; see execTag
-	gpus         attest.Source // read for telemetry; nil when the node has no GPUs
-	journal      *feeds        // this node's ledger feed
-	kick         chan struct{} // wakes the tick loop (a voucher arrived, a lease ended)
+	tag          string                           // prefixes this node's executor job IDs
+	gpus         attest.Source                    // read for telemetry; nil when the node has no GPUs
+	record       func(typ string, payload []byte) // journals to this node's ledger feed
+	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 
 	mu     sync.Mutex // guards leases and each activeLease's job
 	leases map[string]*activeLease
+}
+
+// Config is what a Provider needs from its node.
+type Config struct {
+	// Offers is the node's offer publisher: the current offer, settings,
+	// availability and the market's host.
+	Offers *offers.Publisher
+	// Store keeps the lease records.
+	Store Store
+	Key   crypto.PrivKey
+	// Exec runs the containers; nil: this node cannot run jobs and never bids.
+	Exec executor.Executor
+	// GPUs is read for telemetry; nil when the node has no GPUs.
+	GPUs attest.Source
+	// Record appends to this node's ledger feed, logging rather than
+	// failing when it cannot.
+	Record func(typ string, payload []byte)
+	// Tag prefixes this node's executor job IDs (node's execTag), so that
+	// nodes sharing one Docker engine never reconcile away each other's jobs.
+	Tag string
+	// StartDeadline: how long an award holds GPUs unstarted; 0 keeps the
+	// scheduler's default.
+	StartDeadline time.Duration
+	// WrongAnswers: fault injection, a provider that lies about its output.
+	WrongAnswers bool
+	Log          *slog.Logger
 }
 
 // activeLease is what the adapter holds for a lease the scheduler has:
@@ -71,37 +99,41 @@ const maxBillingSec = 3600
 // defaultSurge: see BidEngine.Surge.
 const defaultSurge = 0.5
 
-func newProviderJobs(bg context.Context, p *provider, key crypto.PrivKey, exec executor.Executor, startDeadline time.Duration, log *slog.Logger) *providerJobs {
+// New makes the provider's adapter; bg is the market's background context.
+func New(bg context.Context, c Config) *Provider {
 	var opts []sched.Option
-	if startDeadline > 0 {
-		opts = append(opts, sched.WithStartDeadline(startDeadline))
+	if c.StartDeadline > 0 {
+		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
-	return &providerJobs{p: p, key: key, exec: exec, log: log, bg: bg, tag: execTag(p.Market().Host().ID().String()),
+	return &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, log: c.Log, bg: bg, tag: c.Tag,
+		gpus: c.GPUs, record: c.Record, wrongAnswers: c.WrongAnswers,
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1)}
 }
 
-func (pj *providerJobs) handleQuote(s network.Stream) {
+// HandleQuote serves /auction/1: a request for quotes gets a signed bid
+// or a decline.
+func (pj *Provider) HandleQuote(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
-	var req quoteRequest
-	if err := readMsg(s, maxRequestFrame, &req); err != nil {
+	var req wire.QuoteRequest
+	if err := wire.Read(s, wire.MaxRequestFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
-	_ = writeMsg(s, pj.quote(req))
+	_ = wire.Write(s, pj.quote(req))
 }
 
-func (pj *providerJobs) quote(req quoteRequest) quoteReply {
+func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 	if pj.exec == nil {
-		return quoteReply{Decline: "this provider has no container runtime"}
+		return wire.QuoteReply{Decline: "this provider has no container runtime"}
 	}
 	spec, err := auction.ParseJobSpec(req.Spec)
 	if err != nil {
-		return quoteReply{Decline: "bad job spec: " + err.Error()}
+		return wire.QuoteReply{Decline: "bad job spec: " + err.Error()}
 	}
 	offer := pj.p.Current()
 	if offer == nil {
-		return quoteReply{Decline: "not offering right now"}
+		return wire.QuoteReply{Decline: "not offering right now"}
 	}
 	now := time.Now()
 	// Surge pricing inside the owner's own availability calendar: half
@@ -111,48 +143,50 @@ func (pj *providerJobs) quote(req quoteRequest) quoteReply {
 	engine.Surge, engine.Peak = defaultSurge, offer.Calendar
 	bid, decl := engine.Quote(spec, offer, pj.sched.Utilisation(spec.Tier, now), now)
 	if decl != nil {
-		return quoteReply{Decline: decl.Reason}
+		return wire.QuoteReply{Decline: decl.Reason}
 	}
 	bid.JobID, bid.Nonce = req.JobID, req.Nonce
 	start := time.Unix(bid.Start, 0)
 	plan, err := pj.sched.Plan(bid.GPUs, spec.Tier, sched.Span{Start: start, End: start.Add(time.Duration(bid.DurationSec) * time.Second)}, now)
 	if err != nil {
-		return quoteReply{Decline: auction.ReasonBusy}
+		return wire.QuoteReply{Decline: auction.ReasonBusy}
 	}
 	if bid.GPUHashes, err = pj.sched.Hashes(plan); err != nil {
-		return quoteReply{Decline: "GPU inventory changed; ask again"}
+		return wire.QuoteReply{Decline: "GPU inventory changed; ask again"}
 	}
 	sb, err := auction.SignBid(&bid, pj.key)
 	if err != nil {
-		return quoteReply{Decline: "cannot sign bid: " + err.Error()}
+		return wire.QuoteReply{Decline: "cannot sign bid: " + err.Error()}
 	}
 	raw, err := sb.Marshal()
 	if err != nil {
-		return quoteReply{Decline: err.Error()}
+		return wire.QuoteReply{Decline: err.Error()}
 	}
-	return quoteReply{Bid: raw}
+	return wire.QuoteReply{Bid: raw}
 }
 
-func (pj *providerJobs) handleAward(s network.Stream) {
+// HandleAward serves /lease/1: an award gets the co-signed lease or a
+// refusal.
+func (pj *Provider) HandleAward(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
-	var req awardRequest
-	if err := readMsg(s, maxRequestFrame, &req); err != nil {
+	var req wire.AwardRequest
+	if err := wire.Read(s, wire.MaxRequestFrame, &req); err != nil {
 		_ = s.Reset()
 		return
 	}
 	raw, err := pj.accept(req.Lease, s.Conn().RemotePeer().String())
 	if err != nil {
-		_ = writeMsg(s, awardReply{Refused: err.Error()})
+		_ = wire.Write(s, wire.AwardReply{Refused: err.Error()})
 		return
 	}
-	_ = writeMsg(s, awardReply{Lease: raw})
+	_ = wire.Write(s, wire.AwardReply{Lease: raw})
 }
 
 // accept checks an award against the provider's own bid, has the
 // scheduler claim its GPUs and counter-signs. The lease is durable and
 // journaled before the renter hears of it.
-func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
+func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	l, sl, err := auction.DecodeSignedLease(proposal, false)
 	if err != nil {
 		return nil, err
@@ -208,26 +242,26 @@ func (pj *providerJobs) accept(proposal []byte, from string) ([]byte, error) {
 	pj.mu.Lock()
 	pj.leases[l.JobID] = al
 	pj.mu.Unlock()
-	if err := pj.saveLease(l.JobID, raw, leaseAwarded); err != nil {
+	if err := pj.saveLease(l.JobID, raw, LeaseAwarded); err != nil {
 		pj.forget(l.JobID)
 		return nil, err
 	}
 	// Journaled before the renter hears of it, and in order with this
 	// node's settlements (see settle).
-	pj.journal.record(ledger.TypeLease, raw)
+	pj.record(ledger.TypeLease, raw)
 	pj.do(victims)
 	return raw, nil
 }
 
 // lookup is the adapter's record of a lease, nil if none.
-func (pj *providerJobs) lookup(jobID string) *activeLease {
+func (pj *Provider) lookup(jobID string) *activeLease {
 	pj.mu.Lock()
 	defer pj.mu.Unlock()
 	return pj.leases[jobID]
 }
 
 // forget drops a lease whose claim could not be recorded.
-func (pj *providerJobs) forget(jobID string) {
+func (pj *Provider) forget(jobID string) {
 	pj.do(pj.sched.Release(jobID, time.Now()))
 	pj.mu.Lock()
 	delete(pj.leases, jobID)
@@ -236,7 +270,7 @@ func (pj *providerJobs) forget(jobID string) {
 
 // release frees a settled lease's GPUs: the scheduler's part, then the
 // adapter's, and launches whatever waited for those GPUs.
-func (pj *providerJobs) release(jobID string) {
+func (pj *Provider) release(jobID string) {
 	acts := pj.sched.Release(jobID, time.Now())
 	pj.mu.Lock()
 	if al, ok := pj.leases[jobID]; ok {
@@ -249,18 +283,21 @@ func (pj *providerJobs) release(jobID string) {
 }
 
 // gpusOf is the GPU indexes the scheduler holds for a lease: a copy.
-func (pj *providerJobs) gpusOf(jobID string) []int {
+func (pj *Provider) gpusOf(jobID string) []int {
 	if info, ok := pj.sched.Lease(jobID, time.Now()); ok {
 		return info.GPUs
 	}
 	return nil
 }
 
-func randomNonce() []byte {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return b
-}
+// DealsWith: author rents from this provider now.
+func (pj *Provider) DealsWith(author string) bool { return pj.sched.DealsWith(author) }
 
-// dealsWith: author rents from this provider now.
-func (pj *providerJobs) dealsWith(author string) bool { return pj.sched.DealsWith(author) }
+// Holds: this provider holds a lease for jobID now (its GPUs are claimed).
+func (pj *Provider) Holds(jobID string) bool { return pj.lookup(jobID) != nil }
+
+// SetAvailability hands the scheduler the inventory as it is now; an
+// owner reclaiming a GPU preempts the bronze leases on it.
+func (pj *Provider) SetAvailability(a attest.Availability) {
+	pj.do(pj.sched.SetAvailability(a, time.Now()))
+}

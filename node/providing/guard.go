@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"bytes"
@@ -17,46 +17,72 @@ import (
 // the spec that starts is the one quoted, checked against the owner's
 // policy again.
 
-// Lease states as the provider persists them (bucketLeases). Every change
+// Lease states as the provider persists them (Store). Every change
 // is written before it takes effect, and writing a state twice is
 // harmless.
 const (
-	leaseAwarded = string(sched.Awarded) // co-signed, GPUs held, not started yet
-	leaseStarted = string(sched.Started) // the renter started it; it cannot start again
-	leaseEnded   = string(sched.Ended)   // settled and released
-	leaseExpired = string(sched.Expired) // never started within the start deadline
+	LeaseAwarded = string(sched.Awarded) // co-signed, GPUs held, not started yet
+	LeaseStarted = string(sched.Started) // the renter started it; it cannot start again
+	LeaseEnded   = string(sched.Ended)   // settled and released
+	LeaseExpired = string(sched.Expired) // never started within the start deadline
 )
 
-// DefaultStartDeadline is how long an award holds GPUs before its renter
-// must start it (Options.StartDeadline): the scheduler's default. A
-// renter starts at once after the award; a lease that is never started
-// would otherwise hold the GPUs for free until the provider restarts.
-const DefaultStartDeadline = sched.DefaultStartDeadline
+// Store keeps the provider's lease records by job ID, as JSON: node's
+// bbolt bucket of leases.
+type Store interface {
+	// ForEach calls fn with every job ID and raw record.
+	ForEach(fn func(jobID string, raw []byte) error) error
+	// Update runs fn in one read-write transaction.
+	Update(fn func(tx Tx) error) error
+}
 
-// leaseRecord is a lease as the provider keeps it.
-type leaseRecord struct {
+// Tx is one read-write transaction over the lease records.
+type Tx interface {
+	Get(jobID string, v any) error
+	Put(jobID string, v any) error
+}
+
+// Record is a lease as the provider keeps it.
+type Record struct {
 	Lease   []byte    `json:"lease"` // co-signed SignedLease
 	State   string    `json:"state"`
 	Updated time.Time `json:"updated"`
 }
 
-// readLeaseRecord reads a stored record; records written before states
+// ReadRecord reads a stored record; records written before states
 // were kept are the bare lease bytes, and count as ended.
-func readLeaseRecord(raw []byte) (leaseRecord, error) {
-	var rec leaseRecord
-	if err := decodeJSON(raw, &rec); err == nil {
+func ReadRecord(raw []byte) (Record, error) {
+	var rec Record
+	if err := json.Unmarshal(raw, &rec); err == nil {
 		return rec, nil
 	}
 	var bare []byte
-	if err := decodeJSON(raw, &bare); err != nil {
-		return leaseRecord{}, err
+	if err := json.Unmarshal(raw, &bare); err != nil {
+		return Record{}, err
 	}
-	return leaseRecord{Lease: bare, State: leaseEnded}, nil
+	return Record{Lease: bare, State: LeaseEnded}, nil
 }
 
-func (pj *providerJobs) saveLease(jobID string, raw []byte, state string) error {
-	rec := leaseRecord{Lease: raw, State: state, Updated: time.Now().UTC()}
-	return pj.p.store.Update(func(tx *StoreTx) error { return tx.Put(bucketLeases, jobID, rec) })
+func (pj *Provider) saveLease(jobID string, raw []byte, state string) error {
+	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC()}
+	return pj.store.Update(func(tx Tx) error { return tx.Put(jobID, rec) })
+}
+
+// LeaseState is the persisted state of jobID's lease; false if there is
+// no readable record of it.
+func (pj *Provider) LeaseState(jobID string) (string, bool) {
+	var raw []byte
+	_ = pj.store.ForEach(func(k string, v []byte) error {
+		if k == jobID {
+			raw = v
+		}
+		return nil
+	})
+	rec, err := ReadRecord(raw)
+	if err != nil {
+		return "", false
+	}
+	return rec.State, true
 }
 
 // checkStart admits the spec of a start request for al: it must be the
@@ -64,7 +90,7 @@ func (pj *providerJobs) saveLease(jobID string, raw []byte, state string) error 
 // still allow it. It marks the lease started, once: a second start, even
 // of the same spec, is refused, since it would run a second container on
 // the same GPUs.
-func (pj *providerJobs) checkStart(al *activeLease, specYAML []byte) (*auction.JobSpec, error) {
+func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSpec, error) {
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, fmt.Errorf("bad job spec: %w", err)
@@ -91,24 +117,24 @@ func (pj *providerJobs) checkStart(al *activeLease, specYAML []byte) (*auction.J
 	case err != nil:
 		return nil, err
 	}
-	if err := pj.saveLease(al.lease.JobID, al.raw, leaseStarted); err != nil {
+	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseStarted); err != nil {
 		return nil, fmt.Errorf("cannot record the start: %w", err)
 	}
 	pj.do(acts)
 	return spec, nil
 }
 
-// leaseInterrupted: the provider stopped while it held the lease (its
+// LeaseInterrupted: the provider stopped while it held the lease (its
 // container went with it); the lease can neither start nor run again.
-const leaseInterrupted = "interrupted"
+const LeaseInterrupted = "interrupted"
 
-// markInterrupted records, at start-up, that the leases an earlier run
+// MarkInterrupted records, at start-up, that the leases an earlier run
 // held are over: leases do not survive a provider's restart yet, so none
 // of them may start or be shown as running.
-func (pj *providerJobs) markInterrupted() error {
+func (pj *Provider) MarkInterrupted() error {
 	var open []string
-	err := pj.p.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
-		if rec, err := readLeaseRecord(raw); err == nil && (rec.State == leaseAwarded || rec.State == leaseStarted) {
+	err := pj.store.ForEach(func(jobID string, raw []byte) error {
+		if rec, err := ReadRecord(raw); err == nil && (rec.State == LeaseAwarded || rec.State == LeaseStarted) {
 			open = append(open, jobID)
 		}
 		return nil
@@ -116,18 +142,18 @@ func (pj *providerJobs) markInterrupted() error {
 	if err != nil || len(open) == 0 {
 		return err
 	}
-	return pj.p.store.Update(func(tx *StoreTx) error {
+	return pj.store.Update(func(tx Tx) error {
 		for _, id := range open {
 			var raw json.RawMessage
-			if err := tx.Get(bucketLeases, id, &raw); err != nil {
+			if err := tx.Get(id, &raw); err != nil {
 				return err
 			}
-			rec, err := readLeaseRecord(raw)
+			rec, err := ReadRecord(raw)
 			if err != nil {
 				return err
 			}
-			rec.State, rec.Updated = leaseInterrupted, time.Now().UTC()
-			if err := tx.Put(bucketLeases, id, rec); err != nil {
+			rec.State, rec.Updated = LeaseInterrupted, time.Now().UTC()
+			if err := tx.Put(id, rec); err != nil {
 				return err
 			}
 		}

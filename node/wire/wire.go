@@ -1,0 +1,120 @@
+// Package wire is the rental's messages over libp2p streams, shared by the
+// renter's side (node) and the provider's (node/providing): the stream
+// protocols, the message types, the frame limits and their framing.
+package wire
+
+import (
+	"io"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/p2p"
+)
+
+// Stream protocols of a rental, scoped by p2p to /gleaner/N/.
+const (
+	QuoteProto = "auction/1" // request for quotes -> signed bid or decline
+	AwardProto = "lease/1"   // renter-signed lease -> co-signed lease or refusal
+	JobProto   = "job/1"     // start (then a stream of events) or cancel
+)
+
+// Frame limits, per message: anything larger is hostile, and a reader
+// never accepts more than the message it expects can need, so a peer
+// cannot make this node hold megabytes where kilobytes will do.
+const (
+	// MaxJobFrame: a start request may carry an 8 MiB checkpoint.
+	MaxJobFrame = 12 << 20
+	// MaxRequestFrame: a quote request carries a spec of at most 64 KiB
+	// (base64 in JSON); awards, replies and vouchers are smaller still.
+	MaxRequestFrame = 128 << 10
+	// MaxEventFrame: a job event carries at most a 128 KiB checkpoint
+	// chunk (base64 in JSON) or a MaxLogChunk of output.
+	MaxEventFrame = 256 << 10
+	// MaxLogChunk is the most output one log event carries.
+	MaxLogChunk = 16 << 10
+)
+
+// HeartbeatEvery paces the provider's liveness events; the renter declares
+// a provider lost after three missed beats.
+const HeartbeatEvery = 5 * time.Second
+
+// MaxCheckpoint bounds what a provider ships back (and a renter keeps).
+const MaxCheckpoint = 8 << 20
+
+// QuoteRequest is a renter's request for quotes on /auction/1.
+type QuoteRequest struct {
+	JobID string `json:"job_id"`
+	Nonce []byte `json:"nonce"`
+	Spec  []byte `json:"spec"` // the job spec's YAML, without secrets
+}
+
+// QuoteReply is a provider's signed bid, or its decline.
+type QuoteReply struct {
+	Bid     []byte `json:"bid,omitempty"` // a SignedBid's wire bytes
+	Decline string `json:"decline,omitempty"`
+}
+
+// AwardRequest is a renter's award on /lease/1.
+type AwardRequest struct {
+	Lease []byte `json:"lease"` // renter-signed SignedLease
+}
+
+// AwardReply is the co-signed lease, or the provider's refusal.
+type AwardReply struct {
+	Lease   []byte `json:"lease,omitempty"` // co-signed
+	Refused string `json:"refused,omitempty"`
+}
+
+// JobRequest is what a renter sends first on /job/1.
+type JobRequest struct {
+	Kind    string            `json:"kind"` // "start" or "cancel"
+	Lease   []byte            `json:"lease"`
+	Spec    []byte            `json:"spec,omitempty"`
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// Checkpoint is the tar a preempted run shipped back, restored into
+	// the spec's checkpoint path before the job starts.
+	Checkpoint []byte `json:"checkpoint,omitempty"`
+	// Nonce is echoed by every signed telemetry sample of this run, so
+	// samples cannot be replayed from another run or forged in advance.
+	Nonce []byte `json:"nonce,omitempty"`
+}
+
+// Event is what a provider streams back on /job/1 while a job runs;
+// the renter turns it into JobEvents for job_follow.
+type Event struct {
+	Type     string    `json:"type"` // "status", "log", "heartbeat", "telemetry", "checkpoint", "exit", "error"
+	Status   string    `json:"status,omitempty"`
+	Log      []byte    `json:"log,omitempty"`
+	ExitCode int       `json:"exit_code,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	PullMS   int64     `json:"pull_ms,omitempty"`       // on exit: how long the image pull took
+	Output   string    `json:"output_sha256,omitempty"` // on exit: sha256 of the job's stdout
+	Time     time.Time `json:"time"`
+}
+
+// RenterMsg is what a renter sends on a job stream after the start request.
+type RenterMsg struct {
+	Voucher []byte `json:"voucher"`
+}
+
+// Write and Read frame JSON messages (p2p.WriteJSON, p2p.ReadJSON).
+// Decoding is strict: unknown fields and trailing data are errors, and the
+// frame size is checked against the reader's limit by p2p.ReadFrame before
+// anything is read.
+func Write(w io.Writer, v any) error { return p2p.WriteJSON(w, v, MaxJobFrame) }
+
+// Read reads one framed JSON message of at most limit bytes into v.
+func Read(r io.Reader, limit int, v any) error { return p2p.ReadJSON(r, limit, v) }
+
+// Decode decodes one message's JSON strictly.
+func Decode(b []byte, v any) error { return p2p.DecodeJSON(b, v) }
+
+// LeaseCID is the CID of a co-signed lease's wire bytes; "" if they do not
+// verify.
+func LeaseCID(raw []byte) string {
+	_, sl, err := auction.DecodeSignedLease(raw, true)
+	if err != nil {
+		return ""
+	}
+	return sl.CID().String()
+}
