@@ -42,7 +42,7 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
 
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p

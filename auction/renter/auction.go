@@ -105,7 +105,10 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	ex.NotAdmitted = notAdmitted
 	ranked := auction.Rank(spec, admitted, offers, env)
 	ex.Ranked = ranked // dropProvider below copies; this stays the full ranking
-	raced, tried := true, 0
+	// raced: at least one award lost a race for GPUs, and every other one
+	// either did too or went unanswered (a provider slow under a burst).
+	// Capacity may well be free, so Place asks again at once.
+	raced, lostRace, tried := true, false, 0
 	for len(ranked) > 0 {
 		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
 		if !ok {
@@ -122,14 +125,15 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 			res.Lease, res.Raw = lease, raw
 			return res, nil
 		}
-		raced = raced && out.Raced
+		lostRace = lostRace || out.Raced
+		raced = raced && (out.Raced || out.Refused == "" && out.Error != "")
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
 	ex.Winner, ex.ClearingPrice = "", 0
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	return res, &NoMatchError{Considered: len(book), Feasible: len(ok), Raced: tried > 0 && raced}
+	return res, &NoMatchError{Considered: len(book), Feasible: len(ok), Raced: tried > 0 && raced && lostRace}
 }
 
 // eligible filters book in place: not excluded by the request, not a

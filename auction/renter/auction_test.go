@@ -202,6 +202,52 @@ func TestAuctionNoMatchAndRaced(t *testing.T) {
 			t.Errorf("awards %+v, want two raced", res.Explain.Awards)
 		}
 	})
+	// A provider slow to answer an award under a burst does not turn a
+	// round lost to races into a no-match; a provider that refuses for
+	// another reason does.
+	for _, c := range []struct {
+		name    string
+		answer  awardAnswer
+		isRaced bool
+	}{
+		{"raced, then unanswered", awardAnswer{err: errors.New("no answer to the award before its deadline")}, true},
+		{"raced, then refused otherwise", awardAnswer{refusal: "the lease does not honour our bid"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newMarket(t, newManualClock(t0), 1, 1_000_000, 1_200_000)
+			racedAfterQuote(t, m, "victim")
+			second := m.providers[1].id
+			a, err := New(m.renter, answerAward{fakeTransport{net: m.net, from: m.renter.Peer}, second, c.answer}, m.book(),
+				WithClock(m.clock), WithTrust(m.trust))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Auction(context.Background(), request(t, "victim", testSpec()))
+			if errors.Is(err, ErrRaced) != c.isRaced || !errors.Is(err, ErrNoMatch) {
+				t.Fatalf("err %v, want raced %v; awards %+v", err, c.isRaced, res.Explain.Awards)
+			}
+		})
+	}
+}
+
+// awardAnswer is what answerAward gives instead of the provider's answer.
+type awardAnswer struct {
+	refusal string
+	err     error
+}
+
+// answerAward answers every award to provider with answer.
+type answerAward struct {
+	Transport
+	provider string
+	answer   awardAnswer
+}
+
+func (t answerAward) Award(ctx context.Context, provider string, proposal []byte) ([]byte, string, error) {
+	if provider == t.provider {
+		return nil, t.answer.refusal, t.answer.err
+	}
+	return t.Transport.Award(ctx, provider, proposal)
 }
 
 // racedAfterQuote makes every provider of m lease its first free GPU to

@@ -56,8 +56,9 @@ type AwardOutcome struct {
 // lost only races for GPUs also matches ErrRaced.
 var (
 	ErrNoMatch = errors.New("no provider matched")
-	// ErrRaced: every award was refused because concurrent awards took the
-	// GPUs the bids named. Capacity may well be free, so Place asks for
+	// ErrRaced: awards were refused because concurrent awards took the
+	// GPUs the bids named, and the rest went unanswered (none was refused
+	// for another reason). Capacity may well be free, so Place asks for
 	// quotes again at once rather than giving up or spending a re-auction.
 	ErrRaced = errors.New("lost the race for the GPUs")
 )
@@ -66,7 +67,7 @@ var (
 type NoMatchError struct {
 	Considered int  // offers after exclusions
 	Feasible   int  // of those, how many passed every feasibility check
-	Raced      bool // every award tried was refused with RefusedRaced
+	Raced      bool // awards lost races for GPUs (RefusedRaced), the others went unanswered
 }
 
 func (e *NoMatchError) Error() string {
