@@ -29,7 +29,7 @@ func feedOf(t *testing.T, delay time.Duration) (*ledger.Store, actor, func(typ s
 		mu.Lock()
 		defer mu.Unlock()
 		time.Sleep(delay)
-		e, se, err := ledger.NewEntry(a.key, head, typ, payload, time.Now())
+		e, se, err := ledger.NewEntry(a.Key, head, typ, payload, time.Now())
 		if err != nil {
 			return "", err
 		}
@@ -68,7 +68,7 @@ func TestJournalKeepsOrderThroughABurst(t *testing.T) {
 	if err := j.close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := payloadsOf(t, st, a.id)
+	got := payloadsOf(t, st, a.ID)
 	if len(got) != n {
 		t.Fatalf("%d of %d entries in the feed", len(got), n)
 	}
@@ -119,7 +119,7 @@ func TestJournalFullReportsInsteadOfBlocking(t *testing.T) {
 	if err := j.close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := payloadsOf(t, st, a.id); fmt.Sprint(got) != "[0 1 2]" {
+	if got := payloadsOf(t, st, a.ID); fmt.Sprint(got) != "[0 1 2]" {
 		t.Fatalf("feed %v, want the three entries taken, in order", got)
 	}
 }

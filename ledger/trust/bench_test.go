@@ -84,7 +84,7 @@ func newReputationFixture(b *testing.B, providers, renters int) *repFixture {
 	for range renters {
 		fx.rs = append(fx.rs, newActor(b))
 	}
-	fx.self = fx.rs[0].id
+	fx.self = fx.rs[0].ID
 	return fx
 }
 
@@ -106,11 +106,11 @@ func (fx *repFixture) leases(b *testing.B, n int) {
 		batch = batch[:0]
 	}
 	add := func(a actor, typ string, payload []byte, at time.Time) {
-		e, se, err := ledger.NewEntry(a.key, fx.heads[a.id], typ, payload, at)
+		e, se, err := ledger.NewEntry(a.Key, fx.heads[a.ID], typ, payload, at)
 		if err != nil {
 			b.Fatal(err)
 		}
-		fx.heads[a.id] = e
+		fx.heads[a.ID] = e
 		batch = append(batch, se)
 		if len(batch) == 1000 {
 			flush()
@@ -121,19 +121,19 @@ func (fx *repFixture) leases(b *testing.B, n int) {
 		i := fx.n
 		p, r := fx.ps[i%providers], fx.rs[i%renters]
 		start := fx.t0.Add(time.Duration(i/providers) * 2 * time.Hour)
-		l := &auction.Lease{JobID: fmt.Sprint("job-", i), Network: "bench", Renter: r.id, Provider: p.id, Tier: auction.Silver,
+		l := &auction.Lease{JobID: fmt.Sprint("job-", i), Network: "bench", Renter: r.ID, Provider: p.ID, Tier: auction.Silver,
 			Price: 500_000, GPUs: 1, Start: start.Unix(), End: start.Add(time.Hour).Unix(), BillingSec: 300,
 			Bid: []byte("bid"), GPUUUIDHash: []string{"gpu0"}}
-		sl, err := auction.ProposeLease(l, r.key)
+		sl, err := auction.ProposeLease(l, r.Key)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := sl.CounterSign(p.key); err != nil {
+		if err := sl.CounterSign(p.Key); err != nil {
 			b.Fatal(err)
 		}
 		raw, _ := sl.Marshal()
 		cid := sl.CID().String()
-		sv, err := ledger.SignVoucher(&ledger.Voucher{Lease: cid, Nonce: 1, Total: 500_000, Renter: r.id, Provider: p.id}, r.key)
+		sv, err := ledger.SignVoucher(&ledger.Voucher{Lease: cid, Nonce: 1, Total: 500_000, Renter: r.ID, Provider: p.ID}, r.Key)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -142,8 +142,8 @@ func (fx *repFixture) leases(b *testing.B, n int) {
 		if i%10 == 0 {
 			result = ledger.OutcomeAbandoned
 		}
-		out, _ := json.Marshal(ledger.Outcome{Lease: cid, Provider: p.id, Result: result, Voucher: vraw})
-		set, _ := json.Marshal(ledger.Settlement{Lease: cid, Renter: r.id, Total: 500_000, Voucher: vraw})
+		out, _ := json.Marshal(ledger.Outcome{Lease: cid, Provider: p.ID, Result: result, Voucher: vraw})
+		set, _ := json.Marshal(ledger.Settlement{Lease: cid, Renter: r.ID, Total: 500_000, Voucher: vraw})
 		add(r, ledger.TypeLease, raw, start)
 		add(r, ledger.TypeOutcome, out, start.Add(time.Hour))
 		add(p, ledger.TypeSettlement, set, start.Add(time.Hour))
