@@ -42,6 +42,12 @@ type Bid struct {
 	NoticeSec   int64 `cbor:"12,keyasint,omitempty" json:"notice_s,omitempty"`
 }
 
+// RefusedRaced is a provider's refusal of an award whose bid's GPUs went
+// to another award first. It is part of the wire contract: a renter that
+// gets it asks for quotes again at once (auction/renter), and the
+// provider's scheduler reports it (auction/provider.ErrRaced).
+const RefusedRaced = "the GPUs of our bid were leased meanwhile; auction again"
+
 // Decline is a provider's answer when it will not bid; Reason is one of
 // the constant Reason* strings, as in a Rejection.
 type Decline struct {

@@ -42,7 +42,7 @@ const maxIndex = 255
 // Errors. Each answers one question a caller acts on: ErrRaced and
 // ErrBusy ask the renter to auction again, the rest refuse for good.
 var (
-	ErrRaced      = errors.New("the GPUs of our bid were leased meanwhile; auction again")
+	ErrRaced      = errors.New(auction.RefusedRaced)
 	ErrBusy       = errors.New(auction.ReasonBusy)
 	ErrDuplicate  = errors.New("a lease for this job exists already")
 	ErrWithdrawn  = errors.New("the owner withdrew the GPU")

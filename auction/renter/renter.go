@@ -72,7 +72,7 @@ const (
 // another award between quote and award. It is a wire string (awardReply's
 // Refused), matched exactly: the renter then quotes again at once, since
 // capacity may well be free.
-const RefusedRaced = "the GPUs of our bid were leased meanwhile; auction again"
+const RefusedRaced = auction.RefusedRaced
 
 // Auctioneer runs a renter's auctions. It holds no per-job state and is
 // safe for concurrent use: every call to Auction or Place is independent.

@@ -88,10 +88,6 @@ type activeLease struct {
 	done chan struct{} // closed when the lease is released
 }
 
-// refusedRaced is the award refusal of a provider whose bid's GPUs went
-// to another award first: the renter asks for quotes again at once.
-const refusedRaced = "the GPUs of our bid were leased meanwhile; auction again"
-
 // maxBillingSec bounds the interval a provider works before the next
 // voucher is due (and what one unpaid interval can cost it).
 const maxBillingSec = 3600
@@ -232,7 +228,7 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	}
 	victims, err := pj.sched.Claim(l, want, time.Now())
 	if errors.Is(err, sched.ErrRaced) {
-		return nil, errors.New(refusedRaced)
+		return nil, errors.New(auction.RefusedRaced)
 	}
 	if err != nil {
 		return nil, err
