@@ -71,6 +71,7 @@ const (
 	ReasonHigherTier = "a higher tier needs the GPU"            // Detail: that tier
 	ReasonReclaimed  = "the owner reclaimed the GPU"            // Detail: the owner's reason
 	ReasonWindowEnd  = "the owner's availability window closes" // Detail: when
+	ReasonReserved   = "a reservation starts on the GPU"        // Detail: when
 	ReasonUnpaid     = "no voucher covers the time run"
 	ReasonNotStarted = "the award was not started in time"
 	ReasonLeaseEnd   = "the lease's end is reached"
@@ -161,7 +162,7 @@ func (s *Scheduler) step(l *lease, now time.Time) (Action, bool) {
 		return l.end(StopAtEnd, ReasonLeaseEnd, ""), true
 	}
 	if !l.closes.IsZero() && !now.Before(l.closes.Add(-l.notice())) {
-		return l.end(Preempt, ReasonWindowEnd, l.closes.UTC().Format(time.RFC3339)), true
+		return l.end(Preempt, l.closesFor, l.closes.UTC().Format(time.RFC3339)), true
 	}
 	if !l.launched {
 		if s.ready(l, now) {
@@ -186,17 +187,23 @@ func (s *Scheduler) step(l *lease, now time.Time) (Action, bool) {
 	return Action{}, false
 }
 
-// arm records, for a started bronze lease that outlasts the owner's
-// window around now, when that window closes. Windows do not move until
-// SetWindows, which arms every lease again, so the answer holds.
+// arm records, for a started bronze lease, when it must be gone: the
+// close of the owner's window around now if it outlasts it, or the start
+// of a reservation on its GPUs if that comes first. Windows do not move
+// until SetWindows, and reservations until a claim or release on its
+// GPUs, each of which arms it again, so the answer holds.
 // Called with s.mu held.
 func (s *Scheduler) arm(l *lease, now time.Time) {
-	l.closes = time.Time{}
-	if l.l.Tier != auction.Bronze || l.state != Started || !s.bounded {
+	l.closes, l.closesFor = time.Time{}, ""
+	if l.l.Tier != auction.Bronze || l.state != Started {
 		return
 	}
-	if closes := s.windowEnd(now); closes.Unix() < l.l.End {
-		l.closes = closes
+	if closes := s.windowEnd(now); s.bounded && closes.Unix() < l.l.End {
+		l.closes, l.closesFor = closes, ReasonWindowEnd
+	}
+	end := time.Unix(l.l.End, 0)
+	if r := s.reservedIn(l.gpus, l, Span{l.claimed, end}); !r.IsZero() && (l.closes.IsZero() || r.Before(l.closes)) {
+		l.closes, l.closesFor = r, ReasonReserved
 	}
 }
 

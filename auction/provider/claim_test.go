@@ -120,8 +120,9 @@ func TestClaimOverBronzeWaitsForVictim(t *testing.T) {
 	}
 }
 
-// A gold reservation holds its GPUs from the claim, waits for its start
-// to launch, and CanPromise agrees with Claim.
+// A gold reservation holds its GPUs for its own window, waits for its
+// start to launch, and CanPromise agrees with Claim: the gap before it is
+// sold to silver that ends in time, never to silver that would cross it.
 func TestGoldReservation(t *testing.T) {
 	s := newSched(2)
 	start := at(10 * time.Minute)
@@ -132,8 +133,14 @@ func TestGoldReservation(t *testing.T) {
 	if _, err := s.Claim(g, []int{0}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CanPromise([]int{0}, auction.Silver, Span{t0, at(5 * time.Minute)}, t0); !errors.Is(err, ErrRaced) {
-		t.Fatalf("promise of a reserved GPU before its window: %v (it is held from the claim)", err)
+	if err := s.CanPromise([]int{0}, auction.Silver, Span{t0, at(5 * time.Minute)}, t0); err != nil {
+		t.Fatalf("promise of the gap before a reservation: %v", err)
+	}
+	if err := s.CanPromise([]int{0}, auction.Silver, Span{t0, at(15 * time.Minute)}, t0); !errors.Is(err, ErrRaced) {
+		t.Fatalf("promise of silver that crosses a reservation: %v, want raced", err)
+	}
+	if err := s.CanPromise([]int{0}, auction.Gold, Span{at(30 * time.Minute), at(2 * time.Hour)}, t0); !errors.Is(err, ErrRaced) {
+		t.Fatalf("promise of a second reservation overlapping the first: %v, want raced", err)
 	}
 	if err := s.CanPromise([]int{1}, auction.Silver, Span{t0, at(5 * time.Minute)}, t0); err != nil {
 		t.Fatal(err)

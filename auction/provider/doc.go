@@ -26,8 +26,10 @@
 // every decision can be replayed in a test.
 //
 // Commitments are [start, end) intervals per GPU, so that the calendar
-// (gold reservations for future windows, backfill of the gaps) answers its
-// question, "can I promise these GPUs for [start, end) at this tier", with
-// CanPromise over the same records. Until then every lease holds its GPUs
-// from its claim to its end (see holdSpan).
+// answers its question, "can I promise these GPUs for [start, end) at this
+// tier", with CanPromise over the same records. A gold reservation for a
+// future window holds its GPUs for that window alone; every other lease
+// from its claim to its end. The gap before a reservation is sold: silver
+// if it ends before it, bronze if it can run a while and be preempted with
+// notice before it (see calendar.go).
 package provider

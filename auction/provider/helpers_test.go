@@ -84,3 +84,13 @@ func holders(s *Scheduler, now time.Time) map[int][]string {
 // attestErr is what the owner's monitor reports when the inventory cannot
 // be read.
 func attestErr(msg string) attest.Availability { return attest.Availability{Err: msg} }
+
+// mustStart starts job at now, failing the test if it cannot.
+func mustStart(t testing.TB, s *Scheduler, job string, now time.Time) []Action {
+	t.Helper()
+	acts, err := s.Start(job, now)
+	if err != nil {
+		t.Fatalf("start %s: %v", job, err)
+	}
+	return acts
+}

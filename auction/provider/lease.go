@@ -29,9 +29,10 @@ type lease struct {
 
 	ending Kind // the ending action given, if any; the lease then waits for Release
 	why    string
-	// closes: when the owner's window that a started bronze lease
-	// outlasts closes (see arm); zero if none.
-	closes time.Time
+	// closes: when a started bronze lease must be gone, the owner's window
+	// closing or a reservation starting (see arm); zero if neither.
+	closes    time.Time
+	closesFor string // the Reason of closes
 	// next is when Tick next has an action for this lease; zero: none
 	// until another call (see Scheduler.next).
 	next time.Time
@@ -78,7 +79,7 @@ type Info struct {
 	Covered  time.Duration // running time the vouchers pay for
 	Ending   Kind          // the ending action already given; 0 if none
 	Reason   string        // why it is ending
-	// WaitingFor are the preempted leases still on its GPUs.
+	// WaitingFor are the leases still on its GPUs that it waits for.
 	WaitingFor []string
 }
 
@@ -172,12 +173,26 @@ func (s *Scheduler) ready(l *lease, now time.Time) bool {
 }
 
 // blockers are the preempted leases still on l's GPUs.
+// blockers are the leases still on l's GPUs that l must wait for: the
+// preempted ones draining, and the ones committed before l's own start
+// that have not been released (a backfill running into a reservation's
+// start, a lease running past its end).
 func (s *Scheduler) blockers(l *lease) []*lease {
 	var out []*lease
 	for _, i := range l.gpus {
 		for _, v := range s.gpus[i].draining {
 			if !slices.Contains(out, v) {
 				out = append(out, v)
+			}
+		}
+		cs := s.gpus[i].commits
+		own := slices.IndexFunc(cs, func(c commit) bool { return c.l == l })
+		if own < 0 {
+			continue
+		}
+		for _, c := range cs {
+			if c.l != l && c.start.Before(cs[own].start) && !slices.Contains(out, c.l) {
+				out = append(out, c.l)
 			}
 		}
 	}
@@ -258,6 +273,7 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 	for _, i := range l.gpus {
 		s.gpus[i].commits = slices.DeleteFunc(s.gpus[i].commits, func(c commit) bool { return c.l == l })
 	}
+	shared := append(slices.Clone(l.gpus), l.drains...)
 	for _, i := range l.drains {
 		s.gpus[i].draining = slices.DeleteFunc(s.gpus[i].draining, func(v *lease) bool { return v == l })
 	}
@@ -270,16 +286,19 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 		delete(s.ended, s.endedQ[0].job)
 		s.endedQ = s.endedQ[1:]
 	}
-	if len(l.drains) == 0 {
-		return nil // it held up nobody
-	}
+	// The leases on the same GPUs: one may have waited for l to go, and a
+	// bronze one that yielded to l (a reservation) may now run on.
 	var out []Action
 	for _, w := range s.active {
+		if !slices.ContainsFunc(w.gpus, func(g int) bool { return slices.Contains(shared, g) }) {
+			continue
+		}
+		s.fit(w, now)
 		if s.ready(w, now) {
 			w.launched = true
-			s.refresh(w)
 			out = append(out, Action{Kind: Launch, JobID: w.l.JobID})
 		}
+		s.refresh(w)
 	}
 	return out
 }

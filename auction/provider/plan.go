@@ -46,23 +46,15 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// holdSpan is what a lease wanting want commits its GPUs for when claimed
-// at now. Today every lease holds its GPUs from the claim, a gold
-// reservation too (its GPUs wait idle for its window). The calendar will
-// hold a reservation for want alone and sell the gap before it: this is
-// the one place that changes.
-func holdSpan(want Span, now time.Time) Span {
-	return Span{now, later(want.End, now.Add(time.Nanosecond))}
-}
-
 // preemptible: a commitment of tier held may yield to a lease of tier want.
 func preemptible(held, want auction.Tier) bool {
 	return held == auction.Bronze && want != auction.Bronze
 }
 
 // check reports whether gpus can be committed for span at tier, and the
-// bronze leases that would yield. Called with s.mu held.
-func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Time) ([]*lease, error) {
+// bronze leases that would yield; notice is what a bronze lease of this
+// claim would get before a reservation later in span. Called with s.mu held.
+func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Time, notice time.Duration) ([]*lease, error) {
 	var victims []*lease
 	for _, i := range gpus {
 		if !s.knows(i) {
@@ -72,11 +64,11 @@ func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Tim
 		if g.out != "" {
 			return nil, fmt.Errorf("%w: GPU %d: %s", ErrWithdrawn, i, g.out)
 		}
-		if g.standing(tier, span, now) == held {
+		if g.standing(tier, span, now, notice) == held {
 			return nil, ErrRaced
 		}
 		for _, c := range g.commits {
-			if c.blocks(span, now) && !slices.Contains(victims, c.l) {
+			if c.blocks(span, now) && preemptible(c.l.l.Tier, tier) && !slices.Contains(victims, c.l) {
 				victims = append(victims, c.l)
 			}
 		}
@@ -93,13 +85,16 @@ const (
 	held                     // a commitment that does not yield does
 )
 
-func (g *gpu) standing(tier auction.Tier, span Span, now time.Time) standing {
+func (g *gpu) standing(tier auction.Tier, span Span, now time.Time, notice time.Duration) standing {
 	st := free
 	for _, c := range g.commits {
 		switch {
 		case !c.blocks(span, now):
 		case preemptible(c.l.l.Tier, tier):
 			st = yielding
+		case tier == auction.Bronze && c.start.After(now) && backfills(c.start, now, notice):
+			// A reservation later in span: the bronze lease is sold the
+			// gap and preempted with its notice before the reservation.
 		default:
 			return held
 		}
@@ -109,15 +104,16 @@ func (g *gpu) standing(tier auction.Tier, span Span, now time.Time) standing {
 
 // CanPromise answers "can these GPUs be promised for span at tier": nil
 // if a Claim of them for that span would succeed now (over bronze leases
-// if tier is above bronze), else the error the Claim would return. A
-// promise holds from now today (see holdSpan).
+// if tier is above bronze), else the error the Claim would return. A gold
+// span that starts later is promised for itself alone; any other from now
+// (see holdSpan).
 func (s *Scheduler) CanPromise(gpus []int, tier auction.Tier, span Span, now time.Time) error {
 	if !span.End.After(span.Start) || !span.End.After(now) {
 		return fmt.Errorf("%w: span %v..%v", ErrInvalid, span.Start, span.End)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.check(gpus, tier, holdSpan(span, now), now)
+	_, err := s.check(gpus, tier, holdSpan(tier, span, now), now, s.notice)
 	return err
 }
 
@@ -133,7 +129,7 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hold := holdSpan(span, now)
+	hold := holdSpan(tier, span, now)
 	// frees and yields live in one scratch array, reused by every plan.
 	g := len(s.gpus)
 	if cap(s.scratch) < 2*g {
@@ -145,7 +141,7 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 		if !gp.known || gp.out != "" {
 			continue
 		}
-		switch gp.standing(tier, hold, now) {
+		switch gp.standing(tier, hold, now, s.notice) {
 		case free:
 			frees = append(frees, i)
 		case yielding:
@@ -188,11 +184,17 @@ func (s *Scheduler) leastQuoted(idx []int, n int) []int {
 
 // Claim takes exactly gpus for the lease l (an award the caller checked
 // against its bid), or returns why not: ErrDuplicate, ErrRaced (held by a
-// lease that does not yield), ErrWithdrawn, ErrUnknownGPU, ErrInvalid. A
-// claim of silver or gold over bronze preempts those bronze leases: the
-// GPUs pass to the new lease at once, the victims are returned as Preempt
-// actions, and the new lease is not launched until they are released. A
-// gold lease may start in the future; it holds its GPUs from now.
+// lease that does not yield), ErrWithdrawn, ErrUnknownGPU, ErrInvalid.
+//
+// A claim of silver or gold over bronze preempts those bronze leases. A
+// lease that runs now takes their GPUs at once: the victims are returned
+// as Preempt actions, and the new lease is not launched until they are
+// released. A gold reservation that starts later than a victim's notice
+// lets it run on: the victim is preempted with its notice before the
+// reservation starts (a later Tick), and the reservation holds its GPUs
+// for its own window only. A bronze lease may be claimed into the gap
+// before a reservation (see MinBackfill): it holds its GPUs until the
+// reservation starts and is preempted with its notice before then.
 func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action, error) {
 	if l == nil || l.JobID == "" || len(gpus) != l.GPUs || len(gpus) == 0 || hasDuplicates(gpus) {
 		return nil, fmt.Errorf("%w: a claim names its lease's job and as many distinct GPUs as it leases", ErrInvalid)
@@ -209,16 +211,29 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action
 	if _, ok := s.ended[l.JobID]; ok {
 		return nil, ErrDuplicate
 	}
-	hold := holdSpan(Span{time.Unix(l.Start, 0), end}, now)
-	victims, err := s.check(gpus, l.Tier, hold, now)
+	notice := time.Duration(l.NoticeSec) * time.Second
+	hold := holdSpan(l.Tier, Span{time.Unix(l.Start, 0), end}, now)
+	victims, err := s.check(gpus, l.Tier, hold, now, notice)
 	if err != nil {
 		return nil, err
+	}
+	if l.Tier == auction.Bronze {
+		if cut := s.reservedIn(gpus, nil, hold); !cut.IsZero() {
+			hold.End = cut // backfill: it holds the gap, no more
+		}
 	}
 	s.seq++
 	nl := &lease{l: *l, gpus: slices.Clone(gpus), seq: s.seq, state: Awarded, claimed: now,
 		deadline: now.Add(s.startDeadline), free: IntervalPrice(l) <= 0}
+	for _, i := range gpus {
+		s.gpus[i].commits = append(s.gpus[i].commits, commit{nl, hold.Start, hold.End})
+	}
 	var out []Action
 	for _, v := range victims {
+		if hold.Start.Sub(now) >= v.notice() {
+			s.fit(v, now) // it runs until the reservation, then yields
+			continue
+		}
 		for _, i := range gpus {
 			if !slices.Contains(v.gpus, i) {
 				continue
@@ -232,9 +247,6 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action
 			out = append(out, v.end(Preempt, ReasonHigherTier, string(l.Tier)))
 			s.refresh(v)
 		}
-	}
-	for _, i := range gpus {
-		s.gpus[i].commits = append(s.gpus[i].commits, commit{nl, hold.Start, hold.End})
 	}
 	s.leases[l.JobID] = nl
 	s.active = append(s.active, nl)
@@ -258,9 +270,11 @@ func (s *Scheduler) Commitments(now time.Time) []Commitment {
 	defer s.mu.Unlock()
 	var out []Commitment
 	for i := range s.gpus {
+		from := len(out)
 		for _, c := range s.gpus[i].commits {
 			out = append(out, Commitment{GPU: i, JobID: c.l.l.JobID, Tier: c.l.l.Tier, Span: c.at(now)})
 		}
+		slices.SortStableFunc(out[from:], func(a, b Commitment) int { return a.Span.Start.Compare(b.Span.Start) })
 	}
 	return out
 }

@@ -15,34 +15,111 @@ import (
 type model struct {
 	t        *testing.T
 	tier     map[string]auction.Tier
-	holder   map[int]string   // the lease a GPU is committed to now
-	occupied map[int][]string // leases given the GPU and not yet released
+	spans    map[int][]mspan  // what each GPU is committed to, unreleased
+	gpus     map[string][]int // the GPUs each claim named
+	occupied map[int][]string // launched on the GPU and not yet released
 	out      map[int]bool     // withdrawn by the owner
 	starts   map[string]int
 	launches map[string]int
 	endings  map[string]int
 	released map[string]bool
 	kinds    map[Kind]int // actions seen, to show the run covers them all
+	// backfills and reserved count bronze claims cut by a reservation and
+	// preemptions for one, to show the run covers the calendar too.
+	backfills, reserved *int
 }
 
-// claimed checks a successful claim against the model: each GPU was free
-// or held by bronze and the claim is above bronze. Anything else is a GPU
-// committed to two leases at once.
-func (m *model) claimed(job string, tier auction.Tier, gpus []int, acts []Action) {
-	var yielded []string
+// mspan is one lease's commitment of one GPU in the model.
+type mspan struct {
+	job        string
+	tier       auction.Tier
+	start, end time.Time
+	leaseEnd   time.Time // a backfill's own end, before a reservation cut it
+	notice     time.Duration
+}
+
+// modelNotice is mkLease's notice.
+const modelNotice = 30 * time.Second
+
+// hold is the span the model expects a claim to commit: a gold
+// reservation its own window, anything else from now; bronze is cut at the
+// first reservation in its way.
+func (m *model) hold(tier auction.Tier, gpus []int, start, end, now time.Time) (time.Time, time.Time) {
+	from := now
+	if tier == auction.Gold && start.After(now) {
+		from = start
+	}
+	if tier == auction.Bronze {
+		for _, g := range gpus {
+			for _, o := range m.spans[g] {
+				if o.tier != auction.Bronze && o.start.After(from) && o.start.Before(end) {
+					end = o.start
+				}
+			}
+		}
+	}
+	return from, end
+}
+
+// conflict is the first commitment on gpus that a claim of tier for
+// [from, to) at now may not overlap, if any. A backfill is checked for its
+// whole lease, before it is cut.
+func (m *model) conflict(tier auction.Tier, gpus []int, from, to, now time.Time) (mspan, bool) {
+	for _, g := range gpus {
+		for _, o := range m.spans[g] {
+			if !m.overlaps(o, from, to, now) {
+				continue
+			}
+			switch {
+			case o.tier == auction.Bronze && tier != auction.Bronze: // it yields
+			case tier == auction.Bronze && o.tier != auction.Bronze && o.start.Sub(now) >= modelNotice+MinBackfill: // backfill
+			default:
+				return o, true
+			}
+		}
+	}
+	return mspan{}, false
+}
+
+// overlaps: o is in the way of [from, to) at now. A lease holds its GPUs
+// past its end until it is released, so it is in the way of a span that
+// starts now.
+func (m *model) overlaps(o mspan, from, to, now time.Time) bool {
+	return o.start.Before(to) && (from.Before(o.end) || !from.After(now))
+}
+
+// claimed checks a successful claim against the model: no GPU is
+// committed to two leases for overlapping time unless one yields, bronze
+// to a higher tier or a backfill to the reservation after it.
+func (m *model) claimed(job string, tier auction.Tier, gpus []int, start, end, now time.Time, acts []Action) {
 	for _, g := range gpus {
 		if m.out[g] {
 			m.t.Fatalf("%s claimed withdrawn GPU %d", job, g)
 		}
-		if h := m.holder[g]; h != "" {
-			if m.tier[h] != auction.Bronze || tier == auction.Bronze {
-				m.t.Fatalf("GPU %d committed to %s (%s) and %s (%s)", g, h, m.tier[h], job, tier)
-			}
-			yielded = append(yielded, h)
-		}
-		m.holder[g], m.occupied[g] = job, append(m.occupied[g], job)
 	}
-	m.tier[job] = tier
+	from, to := m.hold(tier, gpus, start, end, now)
+	if o, bad := m.conflict(tier, gpus, from, end, now); bad {
+		m.t.Fatalf("GPUs %v committed to %s (%s %v..%v) and %s (%s %v..%v)", gpus, o.job, o.tier, o.start, o.end, job, tier, from, to)
+	}
+	var yielded []string
+	for _, g := range gpus {
+		kept := m.spans[g][:0]
+		for _, o := range m.spans[g] {
+			if o.tier == auction.Bronze && tier != auction.Bronze && m.overlaps(o, from, to, now) {
+				yielded = append(yielded, o.job)
+				if from.Sub(now) < o.notice {
+					continue // preempted now: the GPU passes at once
+				}
+				o.end = from // it runs until the reservation
+			}
+			kept = append(kept, o)
+		}
+		m.spans[g] = append(kept, mspan{job: job, tier: tier, start: from, end: to, leaseEnd: end, notice: modelNotice})
+	}
+	m.tier[job], m.gpus[job] = tier, gpus
+	if tier == auction.Bronze && to.Before(end) {
+		*m.backfills++
+	}
 	for _, a := range acts {
 		if !slices.Contains(yielded, a.JobID) {
 			m.t.Fatalf("%s preempted %s, which held none of %v", job, a.JobID, gpus)
@@ -52,14 +129,12 @@ func (m *model) claimed(job string, tier auction.Tier, gpus []int, acts []Action
 }
 
 // refused checks that a refused claim had a reason.
-func (m *model) refused(tier auction.Tier, gpus []int, err error) {
+func (m *model) refused(tier auction.Tier, gpus []int, start, end, now time.Time, err error) {
 	switch {
 	case errors.Is(err, ErrRaced):
-		if !slices.ContainsFunc(gpus, func(g int) bool {
-			h := m.holder[g]
-			return h != "" && !(m.tier[h] == auction.Bronze && tier != auction.Bronze)
-		}) {
-			m.t.Fatalf("claim of %v at %s refused as raced, but every GPU was free or yields", gpus, tier)
+		from, to := m.hold(tier, gpus, start, end, now)
+		if _, bad := m.conflict(tier, gpus, from, end, now); !bad {
+			m.t.Fatalf("claim of %v at %s for %v..%v refused as raced, but every GPU was free or yields", gpus, tier, from, to)
 		}
 	case errors.Is(err, ErrWithdrawn):
 		if !slices.ContainsFunc(gpus, func(g int) bool { return m.out[g] }) {
@@ -78,6 +153,9 @@ func (m *model) acted(acts []Action) {
 		if m.released[j] {
 			m.t.Fatalf("%s after %s was released", a.Kind, j)
 		}
+		if a.Kind == Preempt && a.Reason == ReasonReserved {
+			*m.reserved++
+		}
 		if a.Kind == Preempt && m.tier[j] != auction.Bronze {
 			m.t.Fatalf("%s lease %s preempted: %s", m.tier[j], j, a.Message())
 		}
@@ -90,10 +168,11 @@ func (m *model) acted(acts []Action) {
 			if m.launches[j]++; m.launches[j] > 1 || m.starts[j] != 1 {
 				m.t.Fatalf("%s launched %d times after %d starts", j, m.launches[j], m.starts[j])
 			}
-			for g, occ := range m.occupied {
-				if slices.Contains(occ, j) && len(occ) > 1 {
+			for _, g := range m.gpus[j] {
+				if occ := m.occupied[g]; len(occ) > 0 {
 					m.t.Fatalf("%s launched on GPU %d that %v still occupy", j, g, occ)
 				}
+				m.occupied[g] = append(m.occupied[g], j)
 			}
 		}
 	}
@@ -103,8 +182,32 @@ func (m *model) release(job string) {
 	m.released[job] = true
 	for g, occ := range m.occupied {
 		m.occupied[g] = slices.DeleteFunc(occ, func(x string) bool { return x == job })
-		if m.holder[g] == job {
-			m.holder[g] = ""
+	}
+	for g := range m.spans {
+		m.spans[g] = slices.DeleteFunc(m.spans[g], func(o mspan) bool { return o.job == job })
+	}
+	// A backfill that a released reservation had cut runs to its own end
+	// again, or to the next reservation.
+	for _, g := range m.gpus[job] {
+		for _, o := range m.spans[g] {
+			if o.tier != auction.Bronze {
+				continue
+			}
+			end := o.leaseEnd
+			for _, h := range m.gpus[o.job] {
+				for _, r := range m.spans[h] {
+					if r.tier != auction.Bronze && r.start.After(o.start) && r.start.Before(end) {
+						end = r.start
+					}
+				}
+			}
+			for _, h := range m.gpus[o.job] {
+				for i := range m.spans[h] {
+					if m.spans[h][i].job == o.job {
+						m.spans[h][i].end = end
+					}
+				}
+			}
 		}
 	}
 }
@@ -117,14 +220,15 @@ func (m *model) release(job string) {
 // ends at most once.
 func TestProperties(t *testing.T) {
 	tiers := []auction.Tier{auction.Bronze, auction.Bronze, auction.Silver, auction.Gold}
-	kinds := map[Kind]int{}
+	kinds, backfills, reserved := map[Kind]int{}, 0, 0
 	for seed := range 60 {
 		r := rand.New(rand.NewPCG(uint64(seed), 3))
 		const n = 6
 		s := newSched(n)
 		s.SetWindows([]auction.Window{{Start: t0.Unix(), End: at(90 * time.Minute).Unix()}, {Start: at(100 * time.Minute).Unix(), End: at(24 * time.Hour).Unix()}}, t0)
-		m := &model{t: t, tier: map[string]auction.Tier{}, holder: map[int]string{}, occupied: map[int][]string{},
-			out: map[int]bool{}, starts: map[string]int{}, launches: map[string]int{}, endings: map[string]int{}, released: map[string]bool{}, kinds: kinds}
+		m := &model{t: t, tier: map[string]auction.Tier{}, spans: map[int][]mspan{}, gpus: map[string][]int{}, occupied: map[int][]string{},
+			out: map[int]bool{}, starts: map[string]int{}, launches: map[string]int{}, endings: map[string]int{}, released: map[string]bool{}, kinds: kinds,
+			backfills: &backfills, reserved: &reserved}
 		now := t0
 		var jobs []string
 		startJob := func(j string) {
@@ -154,15 +258,16 @@ func TestProperties(t *testing.T) {
 				}
 				start := now
 				if tier == auction.Gold && r.IntN(2) == 0 {
-					start = now.Add(time.Duration(r.IntN(600)) * time.Second)
+					start = now.Add(time.Duration(r.IntN(7200)) * time.Second)
 				}
 				l := mkLease(job, tier, len(gpus), start, time.Duration(10+r.IntN(80))*time.Minute)
+				end := time.Unix(l.End, 0)
 				acts, err := s.Claim(l, gpus, now)
 				if err != nil {
-					m.refused(tier, gpus, err)
+					m.refused(tier, gpus, start, end, now, err)
 					continue
 				}
-				m.claimed(job, tier, gpus, acts)
+				m.claimed(job, tier, gpus, start, end, now, acts)
 				jobs = append(jobs, job)
 				if r.IntN(3) > 0 {
 					startJob(job)
@@ -196,7 +301,18 @@ func TestProperties(t *testing.T) {
 			t.Errorf("no %s in any run: the properties were not exercised", k)
 		}
 	}
-	t.Logf("actions checked: %v", kinds)
+	if backfills == 0 || reserved == 0 {
+		t.Errorf("%d backfills, %d preemptions for a reservation: the calendar was not exercised", backfills, reserved)
+	}
+	t.Logf("actions checked: %v; %d backfills, %d preempted for a reservation", kinds, backfills, reserved)
+}
+
+// overrun: a is a lease past its end, held until its caller releases it
+// (Commitments shows it ending just after now), and b began at its end or
+// later: the overlap is a stop that has not finished, which b's launch
+// waits for (the model checks that), not a GPU sold twice.
+func overrun(a, b Commitment, now time.Time) bool {
+	return a.Span.End.Equal(now.Add(time.Nanosecond)) && !b.Span.Start.After(now) && b.Span.Start.After(a.Span.Start)
 }
 
 // checkCommitments: the scheduler's own records never overlap per GPU.
@@ -205,8 +321,8 @@ func checkCommitments(t *testing.T, s *Scheduler, now time.Time) {
 	byGPU := map[int][]Commitment{}
 	for _, c := range s.Commitments(now) {
 		for _, o := range byGPU[c.GPU] {
-			if o.Span.overlaps(c.Span) {
-				t.Fatalf("GPU %d: %s %v..%v overlaps %s %v..%v", c.GPU, o.JobID, o.Span.Start, o.Span.End, c.JobID, c.Span.Start, c.Span.End)
+			if o.Span.overlaps(c.Span) && !overrun(o, c, now) && !overrun(c, o, now) {
+				t.Fatalf("GPU %d at %v: %s (%s) %v..%v overlaps %s (%s) %v..%v", c.GPU, now, o.JobID, o.Tier, o.Span.Start, o.Span.End, c.JobID, c.Tier, c.Span.Start, c.Span.End)
 			}
 		}
 		byGPU[c.GPU] = append(byGPU[c.GPU], c)

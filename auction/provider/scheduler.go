@@ -81,6 +81,9 @@ type Scheduler struct {
 	// false until SetWindows, and the owner's time is then unbounded.
 	windows []auction.Window
 	bounded bool
+	// notice is the owner's preemption notice, which Plan and CanPromise
+	// assume a bronze lease gets (a claim uses its lease's own).
+	notice  time.Duration
 	leases  map[string]*lease // active leases by job ID
 	active  []*lease          // the same, in claim order, so output is deterministic
 	ended   map[string]State  // released job IDs, Ended or Expired, for retention
@@ -185,6 +188,15 @@ func (s *Scheduler) SetWindows(ws []auction.Window, now time.Time) {
 		s.arm(l, now)
 		s.refresh(l)
 	}
+}
+
+// SetNotice sets the preemption notice the owner's bids state (the
+// offer's policy), which decides whether a gap before a reservation is
+// long enough to sell to bronze (see MinBackfill).
+func (s *Scheduler) SetNotice(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notice = max(d, 0)
 }
 
 // windowEnd is when the owner's availability around now closes; now if

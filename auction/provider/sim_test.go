@@ -105,8 +105,9 @@ type simJob struct {
 	ending             Kind
 	endAt              time.Time // the ending action, or the job's own exit
 	endings, releases  int
-	afterRelease       int  // actions for it after its release (a bug)
-	launches, launchOK int  // launches, and those on GPUs nobody else occupied
+	afterRelease       int // actions for it after its release (a bug)
+	launches, launchOK int // launches, and those on GPUs no launched job still occupied
+	launchAt           time.Time
 	exited             bool // it exited by itself
 }
 
@@ -188,7 +189,7 @@ type sim struct {
 	jobs     map[string]*simJob
 	order    []*simJob
 	pool     []simJob           // backs order: one allocation a week
-	occupied [simGPUs][]*simJob // given the GPU, not yet released
+	occupied [simGPUs][]*simJob // launched on the GPU, not yet released
 	out      map[int]string
 	declined int
 	kinds    map[Kind]int

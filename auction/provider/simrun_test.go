@@ -94,9 +94,6 @@ func (m *sim) arrive(p *simPlan) {
 	}
 	m.jobs[p.id] = j
 	m.order = append(m.order, j)
-	for _, g := range plan {
-		m.occupied[g] = append(m.occupied[g], j)
-	}
 	m.do(acts)
 	if !p.noStart {
 		m.after(50*time.Millisecond, evStart, j.idx)
@@ -143,8 +140,12 @@ func (m *sim) do(acts []Action) {
 		switch a.Kind {
 		case Launch:
 			j.launches++
-			if !slices.ContainsFunc(j.gpus, func(g int) bool { return len(m.occupied[g]) != 1 }) {
+			j.launchAt = m.now
+			if !slices.ContainsFunc(j.gpus, func(g int) bool { return len(m.occupied[g]) != 0 }) {
 				j.launchOK++
+			}
+			for _, g := range j.gpus {
+				m.occupied[g] = append(m.occupied[g], j)
 			}
 			m.after(simPull, evRunning, j.idx)
 		case Pause:

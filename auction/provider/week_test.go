@@ -56,6 +56,13 @@ func checkWeek(t *testing.T, m *sim) {
 				t.Errorf("%s: a reservation ran at %v, before its start %v", id, j.runAt, time.Unix(l.Start, 0))
 			}
 		}
+		// Backfill never delays a reservation: it launches at its start,
+		// or as soon as a lease that ran to its own end has stopped.
+		if start := time.Unix(l.Start, 0); l.Tier == auction.Gold && !j.p.noStart && start.After(t0.Add(j.p.arrive)) {
+			if late := j.launchAt.Sub(start); j.launches != 1 || late < 0 || late > simStop {
+				t.Errorf("%s: a reservation for %v launched %v late (%d launches)", id, start, late, j.launches)
+			}
+		}
 		if !j.running {
 			continue
 		}
@@ -92,7 +99,7 @@ func checkWeek(t *testing.T, m *sim) {
 			t.Errorf("no %s all week", k)
 		}
 	}
-	for _, r := range []string{ReasonHigherTier, ReasonReclaimed, ReasonWindowEnd} {
+	for _, r := range []string{ReasonHigherTier, ReasonReclaimed, ReasonWindowEnd, ReasonReserved} {
 		if m.reasons[r] == 0 {
 			t.Errorf("no preemption because %s", r)
 		}
