@@ -9,6 +9,9 @@ import (
 // offer whether to bid on a job and at what price. The zero value bids the
 // tier floor, valid for DefaultBidValidity.
 type BidEngine struct {
+	// Surge and Peak are the engine's own surge rule, for offers without
+	// Pricing (callers that predate it); an offer's Pricing replaces both.
+	//
 	// Surge raises the price with utilisation inside peak windows:
 	//
 	//	price = floor * (1 + Surge * max(0, util-0.5) * 2)
@@ -50,9 +53,16 @@ const (
 // The bid's Provider, Tier, GPUs, Price, ValidUntil, SpecHash and terms
 // (Start, DurationSec, NoticeSec) are set; the caller
 // sets JobID and Nonce from the request it answers and signs the bid
-// (SignBid). The price is never below the tier floor and never above the
-// spec's max_price: surge is capped there rather than declining, since
-// winning at max_price still pays at least the floor.
+// (SignBid).
+//
+// The price starts from the floor in force (Offer.FloorFor) for the job
+// at its start (gold: spec.Start; others: now) over duration.max: the
+// highest period rate the job meets, the very rule the renter's price
+// check applies. The offer's Pricing then surges it with util, up to the
+// owner's cap (Pricing.Surge); an offer without Pricing uses the engine's
+// Surge and Peak. The price is never below the floor in force and never
+// above the spec's max_price: surge is capped there rather than
+// declining, since winning at max_price still pays at least the floor.
 func (e *BidEngine) Quote(spec *JobSpec, offer *Offer, util float64, now time.Time) (Bid, *Decline) {
 	if offer == nil { // nothing to sell, as after a withdrawal
 		return Bid{}, &Decline{Reason: ReasonWithdrawn}
@@ -72,13 +82,16 @@ func (e *BidEngine) Quote(spec *JobSpec, offer *Offer, util float64, now time.Ti
 	if util >= 1 && spec.Tier != Gold {
 		return decline(ReasonBusy)
 	}
-	floor := offerPrice(offer, tierIndex(spec.Tier))
 	start := now
 	if spec.Tier == Gold {
 		start = spec.Start
 	}
+	floor := offer.FloorFor(spec.Tier, start, spec.Duration.Max)
 	price := floor
-	if e.inPeak(start) {
+	switch {
+	case offer.Pricing != nil:
+		price = offer.Pricing.Surge(floor, util)
+	case e.inPeak(start):
 		price = surgePrice(floor, e.Surge, util)
 	}
 	price = min(price, spec.MaxPrice) // the checks ensured floor <= MaxPrice

@@ -103,3 +103,53 @@ func TestPropertyQuotePrice(t *testing.T) {
 		}
 	}
 }
+
+// TestQuoteWithPricing: an offer's Pricing sets the floor in force by the
+// period at the job's start and surges only within the owner's cap; the
+// engine's own Surge and Peak no longer apply.
+func TestQuoteWithPricing(t *testing.T) {
+	peak := []PricePeriod{{Weekly: WeeklyWindow{Days: []string{"thu"}, Start: "09:00", End: "18:00"}, MultBP: 15_000}} // t0 is Thursday 12:00 in London
+	for _, c := range []struct {
+		name    string
+		pricing Pricing
+		spec    func(*JobSpec)
+		util    float64
+		price   Credits
+		decline string
+	}{
+		{name: "peak period: 1.5 x 1.2", pricing: Pricing{TimeZone: "Europe/London", Periods: peak}, util: 0.9, price: 1_800_000},
+		{name: "no surge without the owner's", pricing: Pricing{}, util: 0.9, price: 1_200_000},
+		// 1.8 * (1 + 1 * (0.9-0.5) * 2) = 3.24, capped at 1.2 x 1.8
+		{name: "surge within the cap", pricing: Pricing{TimeZone: "Europe/London", Periods: peak, SurgeBP: 10_000, CapBP: 12_000}, util: 0.9,
+			spec: func(s *JobSpec) { s.MaxPrice = 5_000_000 }, price: 2_160_000},
+		{name: "cap above max_price: max_price", pricing: Pricing{SurgeBP: 10_000}, util: 0.99, price: 2_000_000},
+		{name: "floor in force above max_price", pricing: Pricing{TimeZone: "Europe/London", Periods: peak},
+			spec: func(s *JobSpec) { s.MaxPrice = 1_500_000 }, decline: ReasonFloorAboveMax},
+		{name: "gold priced at its start, off peak", pricing: Pricing{TimeZone: "Europe/London", Periods: peak}, util: 1,
+			spec: func(s *JobSpec) { s.Tier, s.Start, s.MaxPrice = Gold, t0.Add(20*time.Hour), 3_000_000 }, price: 2_500_000},
+		{name: "gold reaching into the next peak pays it", pricing: Pricing{TimeZone: "Europe/London", Periods: []PricePeriod{
+			{Weekly: WeeklyWindow{Days: []string{"fri"}, Start: "09:00", End: "10:00"}, Floors: Prices{Gold: 2_900_000}}}}, util: 0.2,
+			spec: func(s *JobSpec) { s.Tier, s.Start, s.MaxPrice = Gold, t0.Add(20*time.Hour), 3_000_000 }, price: 2_900_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := validOffer(fakeID(1), t0) // bronze 1.2, silver 2.0
+			o.Prices.Gold = 2_500_000
+			o.Pricing = &c.pricing
+			spec := baseSpec()
+			spec.MaxPrice = 2_000_000
+			if c.spec != nil {
+				c.spec(spec)
+			}
+			bid, d := (&BidEngine{Surge: MaxSurge, Peak: thursdayPeak}).Quote(spec, o, c.util, t0)
+			if c.decline != "" {
+				if d == nil || d.Reason != c.decline {
+					t.Fatalf("got bid %+v decline %+v, want decline %q", bid, d, c.decline)
+				}
+				return
+			}
+			if d != nil || bid.Price != c.price {
+				t.Fatalf("got price %d decline %+v, want %d", bid.Price, d, c.price)
+			}
+		})
+	}
+}

@@ -1,35 +1,35 @@
 package auction
 
-import "math"
-
-// Clear runs the second-score rule over ranked bids (Rank's output, scored
-// against the same maxPrice, the spec's max_price). The winner is the best
-// bid; it is paid the price at which its score would tie the runner-up's,
-// never above maxPrice and never below its own bid. With one bid it is
-// paid its bid. ok is false when there is nothing to award.
+// Clear clears ranked bids (Rank's output, scored against the same
+// maxPrice, the spec's max_price) at the quality-adjusted second price.
+// The winner is the bid with the lowest Effective price (bid less quality
+// credit; ties as Better); it is paid
 //
-// Why this price: a provider's score is
+//	pay = runner-up's Effective + winner's credit
+//	    = runner-up's bid - runner-up's credit + winner's credit
 //
-//	S(p) = WeightPrice * (1 - p/M) + O
+// clamped to [winner's bid, maxPrice]. With one bid it is paid its bid. ok
+// is false when there is nothing to award.
 //
-// where M is max_price and O = WeightReputation*rep + WeightRTT*rtt +
-// WeightLocality*locality does not depend on the price. Only the price
-// term moves with p, and linearly, so the winner w (bid p_w, score S_w,
-// other parts O_w) ties the runner-up's score S_r at the unique p* with
+// The bounds: credits are within [0, QualityCap(maxPrice)], so
 //
-//	WeightPrice * (1 - p*/M) + O_w = S_r
-//	p* = M * (1 - (S_r - O_w) / WeightPrice)
-//	   = p_w + M * (S_w - S_r) / WeightPrice      (since S_w = WeightPrice*(1 - p_w/M) + O_w)
+//	winner's bid <= pay <= min(maxPrice, runner-up's bid + QualityCap)
 //
-// S_w >= S_r, so p* >= p_w: the winner is paid its bid plus its lead over
-// the runner-up, converted from score into credits. What the winner is paid
-// therefore does not depend on its own bid as long as it wins, so asking
-// its true floor is its best strategy (Che's second-score auction, the
-// multi-attribute Vickrey rule). p* is clamped to [p_w, M]: the renter
-// never pays above its maximum, even when the winner's lead comes from
-// reputation or locality rather than price. p* is rounded down to whole
-// millionths, so that the winner's score at the price paid is never below
-// the runner-up's (ties go to the winner, who already ranked first).
+// (the lower clamp never binds while the winner wins: its Effective is at
+// most the runner-up's). The renter pays the next provider's ask, plus a
+// premium for better reputation, RTT and locality that is at most a fifth
+// of its max_price, and never above max_price. A provider without history
+// pays for that only in its credit, never more than QualityCap.
+//
+// Why it is truthful: a bid's credit does not depend on its price, so a
+// winner's pay, min(maxPrice, runner-up's Effective + own credit), does
+// not depend on its own bid at all. Bidding above its true floor can only
+// lose an auction it would have won at a profit; bidding below can only
+// win one whose pay is below its floor. So asking the true floor is every
+// provider's best strategy (Vickrey's rule on quality-adjusted prices,
+// the multi-attribute second price). Everything is integer Credits: the
+// only float step is turning normalised parts into credits
+// (ScoreParts.Credit), which rounds down within each part's share.
 func Clear(ranked []Ranked, maxPrice Credits) (winner Ranked, price Credits, ok bool) {
 	if len(ranked) == 0 || maxPrice <= 0 {
 		return Ranked{}, 0, false
@@ -39,9 +39,9 @@ func Clear(ranked []Ranked, maxPrice Credits) (winner Ranked, price Credits, ok 
 	w, r := 0, -1
 	for i := 1; i < len(ranked); i++ {
 		switch {
-		case better(&ranked[i], &ranked[w]):
+		case Better(&ranked[i], &ranked[w]):
 			w, r = i, w
-		case r < 0 || better(&ranked[i], &ranked[r]):
+		case r < 0 || Better(&ranked[i], &ranked[r]):
 			r = i
 		}
 	}
@@ -53,29 +53,12 @@ func Clear(ranked []Ranked, maxPrice Credits) (winner Ranked, price Credits, ok 
 	if r < 0 {
 		return winner, bid, true
 	}
-	return winner, tiePrice(winner, ranked[r].Score, maxPrice), true
+	return winner, SecondPrice(winner, ranked[r], maxPrice), true
 }
 
-// tiePrice is p* above, clamped to [winner's bid, maxPrice].
-func tiePrice(w Ranked, runnerUp float64, maxPrice Credits) Credits {
-	bid := w.Bid.Price
-	lead := w.Score - runnerUp
-	p := float64(bid) + float64(maxPrice)*lead/WeightPrice
-	if math.IsNaN(p) || p <= float64(bid) {
-		return bid
-	}
-	if p >= float64(maxPrice) {
-		return maxPrice
-	}
-	// The 1e-3 absorbs float noise (a lead of 0.05 computed as
-	// 0.04999999...) that would otherwise cost the winner a millionth.
-	return Credits(math.Floor(p + 1e-3))
-}
-
-// ScoreAt is the score r would have at price (its other parts unchanged),
-// for explaining a clearing price and for checking it.
-func ScoreAt(r Ranked, price, maxPrice Credits) float64 {
-	p := r.Parts
-	p.Price = priceScore(price, maxPrice)
-	return p.Score()
+// SecondPrice is what winner is paid against runnerUp: runnerUp's
+// Effective plus winner's credit, clamped to [winner's bid, maxPrice].
+func SecondPrice(winner, runnerUp Ranked, maxPrice Credits) Credits {
+	p := runnerUp.Effective + winner.Credit.Total()
+	return max(winner.Bid.Price, min(p, maxPrice))
 }

@@ -30,6 +30,7 @@ type facts struct {
 	datasets []string
 	maxDur   int64 // seconds; math.MaxInt64 when the policy sets no limit
 	windows  []Window
+	booked   []Booking
 }
 
 // gpuGroup is the GPUs of one model within an offer.
@@ -76,6 +77,7 @@ func factsOf(o *Offer) facts {
 		expires:   o.ExpiresAt,
 		withdrawn: o.Withdrawn,
 		windows:   o.Windows,
+		booked:    o.Booked,
 	}
 	if f.maxDur == 0 {
 		f.maxDur = math.MaxInt64

@@ -33,7 +33,17 @@ type JobSpec struct {
 	Workload       string            // workload: batch (default) or service
 	AllowSimulated bool              // allow_simulated: accept simulated GPUs (local testnets)
 	Verify         Verify            // verify
+
+	// relStart: start was given relative ("+2h") and resolved against the
+	// clock when parsed; see StartWasRelative.
+	relStart bool
 }
+
+// StartWasRelative reports that start was written relative to now
+// ("+2h"). Such a spec means another instant each time it is parsed, so
+// whoever keeps or sends it must keep its normalised form (yaml.Marshal),
+// which names the instant it was resolved to.
+func (s *JobSpec) StartWasRelative() bool { return s.relStart }
 
 // Verify asks the renter's node to check the provider's work. The output
 // checked is the job's standard output, hashed by the provider as it

@@ -268,13 +268,25 @@ func setStart(d *specDecoder, path string, n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
+	if rel, ok := strings.CutPrefix(v, "+"); ok {
+		dur, perr := time.ParseDuration(rel)
+		if perr != nil || dur < time.Second || dur > maxStartAhead {
+			return specErr(n, path, "want a time ahead such as +90s, +2h or +36h (at most %s), got %q", maxStartAhead, v)
+		}
+		d.s.Start, d.s.relStart = time.Now().Add(dur).Truncate(time.Second).UTC(), true
+		return nil
+	}
 	t, perr := time.Parse(time.RFC3339, v)
 	if perr != nil || t.Nanosecond() != 0 || t.Year() < 2000 || t.Year() > 9999 {
-		return specErr(n, path, "want an RFC 3339 time in whole seconds such as 2026-12-01T20:00:00Z, got %q", v)
+		return specErr(n, path, "want an RFC 3339 time in whole seconds such as 2026-12-01T20:00:00Z, or a time ahead such as +2h, got %q", v)
 	}
 	d.s.Start = t.UTC()
 	return nil
 }
+
+// maxStartAhead bounds a relative start: a reservation is at most this far
+// ahead (the reach of an owner's calendar).
+const maxStartAhead = 400 * 24 * time.Hour
 
 func setMaxRTT(d *specDecoder, path string, n *yaml.Node) error {
 	ms, err := integer(path, n, 0, maxRTTMillis)

@@ -28,6 +28,7 @@ const (
 	ReasonWindowTooShort  = "window ends before duration.max"
 	ReasonStartPassed     = "start has passed"
 	ReasonNotReserved     = "no window covers [start, start+duration.max)"
+	ReasonBooked          = "too few GPUs left unbooked for the job's window"
 	ReasonRTT             = "measured RTT above placement.max_rtt_ms"
 )
 
@@ -101,8 +102,23 @@ func (m *matcher) tier(o *Offer) string {
 	return ""
 }
 
+// price compares the floor in force for the job (Offer.FloorFor, the rule
+// the provider quotes by) with max_price. The offer's own floor and the
+// highest any period can raise it to settle most offers without calendar
+// arithmetic.
 func (m *matcher) price(o *Offer) string {
-	if offerPrice(o, m.tierIdx) > m.spec.MaxPrice {
+	floor := offerPrice(o, m.tierIdx)
+	if floor > m.spec.MaxPrice {
+		return ReasonFloorAboveMax
+	}
+	if o.Pricing == nil || o.Pricing.peakBound(o.Prices, m.tierIdx) <= m.spec.MaxPrice {
+		return ""
+	}
+	start := m.now
+	if m.spec.Tier == Gold {
+		start = m.spec.Start.Unix()
+	}
+	if o.Pricing.floorFor(o.Prices, m.tierIdx, start, m.maxSecs) > m.spec.MaxPrice {
 		return ReasonFloorAboveMax
 	}
 	return ""
@@ -218,7 +234,13 @@ func (m *matcher) policy(o *Offer) string {
 //     must lie inside the availability that contains now;
 //   - gold reserves [start, start+max), which must lie inside one window,
 //     and a start already past cannot be reserved.
+//
+// Within those windows, what the offer has booked (silver and gold leases
+// sold already) must leave resources.gpus free over the same span: from
+// now for silver, the reservation for gold, and now alone for bronze,
+// which may backfill the gap before a reservation and yield to it.
 func (m *matcher) calendar(o *Offer) string {
+	from, to := m.now, m.now+1
 	switch m.spec.Tier {
 	case Bronze:
 		if availableSecs(o.Windows, m.now) <= 0 {
@@ -231,6 +253,7 @@ func (m *matcher) calendar(o *Offer) string {
 		case left < m.maxSecs:
 			return ReasonWindowTooShort
 		}
+		to = m.now + m.maxSecs
 	case Gold:
 		start := m.spec.Start.Unix()
 		if start < m.now {
@@ -239,6 +262,10 @@ func (m *matcher) calendar(o *Offer) string {
 		if availableSecs(o.Windows, start) < m.maxSecs {
 			return ReasonNotReserved
 		}
+		from, to = start, start+m.maxSecs
+	}
+	if len(o.Booked) > 0 && len(o.GPUs)-bookedPeak(o.Booked, from, to) < m.spec.Resources.GPUs {
+		return ReasonBooked
 	}
 	return ""
 }

@@ -40,6 +40,13 @@ type Offer struct {
 	Datasets  []string  `cbor:"13,keyasint,omitempty" json:"datasets,omitempty"` // CIDs cached locally
 	Addrs     []string  `cbor:"14,keyasint,omitempty" json:"addrs,omitempty"`    // reachability
 	Calendar  *Calendar `cbor:"15,keyasint,omitempty" json:"calendar,omitempty"` // the owner's rules, for display
+	// Pricing is the owner's price periods and surge; nil sells at Prices
+	// at every hour, with no surge. See Offer.FloorFor.
+	Pricing *Pricing `cbor:"16,keyasint,omitempty" json:"pricing,omitempty"`
+	// Booked is what the provider has sold of its windows already: how
+	// many GPUs silver and gold leases hold over each span, so renters do
+	// not ask for what is taken. Bronze yields, so it is not booked.
+	Booked []Booking `cbor:"17,keyasint,omitempty" json:"booked,omitempty"` // sorted, non-overlapping
 }
 
 // GPU is one GPU for sale. Simulated GPUs say so on the wire.
@@ -76,6 +83,13 @@ type Prices struct {
 type Window struct {
 	Start int64 `cbor:"1,keyasint" json:"start"`
 	End   int64 `cbor:"2,keyasint" json:"end"`
+}
+
+// Booking is GPUs of an offer committed over [Start, End), unix seconds.
+type Booking struct {
+	Start int64 `cbor:"1,keyasint" json:"start"`
+	End   int64 `cbor:"2,keyasint" json:"end"`
+	GPUs  int   `cbor:"3,keyasint" json:"gpus"` // 1..len(Offer.GPUs)
 }
 
 // Policy is what the owner allows on their machine.

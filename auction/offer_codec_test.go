@@ -224,6 +224,13 @@ func FuzzDecodeSignedOffer(f *testing.F) {
 	wire, _ := s.Marshal()
 	f.Add(wire)
 	f.Add(wire[:len(wire)/2])
+	priced := validOffer(id, t0)
+	priced.Pricing = pricedOffer().Pricing
+	if s, err = SignOffer(priced, key); err != nil {
+		f.Fatal(err)
+	}
+	pricedWire, _ := s.Marshal()
+	f.Add(pricedWire)
 	f.Add([]byte{0xa2, 0x01, 0x40, 0x02, 0x40})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, s, err := DecodeSignedOffer(b, t0)
@@ -242,4 +249,89 @@ func FuzzDecodeSignedOffer(f *testing.F) {
 			t.Fatalf("accepted invalid offer: %v", err)
 		}
 	})
+}
+
+// pricedOffer is validOffer with a price schedule on every field.
+func pricedOffer() *Offer {
+	o := validOffer(fakeID(1), t0)
+	o.Pricing = &Pricing{TimeZone: "Europe/Berlin", SurgeBP: 5_000, CapBP: 20_000, Periods: []PricePeriod{
+		{Weekly: WeeklyWindow{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "09:00", End: "18:00"}, MultBP: 15_000},
+		{Weekly: WeeklyWindow{Days: []string{"sat"}, Start: "22:00", End: "02:00"}, Floors: Prices{Gold: 2_000_000}},
+	}}
+	return o
+}
+
+// TestPricingRoundTrip: Pricing travels under key 16 and survives signing
+// and strict decoding unchanged; an offer without it encodes as before.
+func TestPricingRoundTrip(t *testing.T) {
+	key, id := testKey(t, 1)
+	o := validOffer(id, t0)
+	o.Pricing = pricedOffer().Pricing
+	s, err := SignOffer(o, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, _ := s.Marshal()
+	got, _, err := DecodeSignedOffer(wire, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Pricing == nil || got.Pricing.TimeZone != "Europe/Berlin" || got.Pricing.CapBP != 20_000 || len(got.Pricing.Periods) != 2 ||
+		got.Pricing.Periods[0].MultBP != 15_000 || got.Pricing.Periods[1].Floors.Gold != 2_000_000 || got.Pricing.Periods[1].Weekly.End != "02:00" {
+		t.Fatalf("decoded pricing %+v", got.Pricing)
+	}
+	var m map[uint64]cbor.RawMessage
+	if err := cbor.Unmarshal(s.Body, &m); err != nil || m[16] == nil {
+		t.Fatalf("pricing not under key 16: %v", err)
+	}
+	plain := validOffer(id, t0)
+	body, _ := plain.Encode()
+	m = nil
+	if err := cbor.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m[16]; ok {
+		t.Fatal("an offer without pricing carries key 16")
+	}
+}
+
+// TestDecodeRejectsBadPricing: hostile schedules, validly signed, are
+// refused as invalid (bounded sizes and ranges) or non-canonical.
+func TestDecodeRejectsBadPricing(t *testing.T) {
+	_, id := testKey(t, 1)
+	for name, mutate := range map[string]func(p *Pricing){
+		"too many periods": func(p *Pricing) {
+			for len(p.Periods) <= MaxPricePeriods {
+				p.Periods = append(p.Periods, p.Periods[0])
+			}
+		},
+		"multiplier below 1x":  func(p *Pricing) { p.Periods[0].MultBP = 5_000 },
+		"multiplier above 10x": func(p *Pricing) { p.Periods[0].MultBP = 1 << 40 },
+		"negative floor":       func(p *Pricing) { p.Periods[1].Floors.Gold = -1 },
+		"huge floor":           func(p *Pricing) { p.Periods[1].Floors.Gold = 1 << 62 },
+		"huge surge":           func(p *Pricing) { p.SurgeBP = 1 << 50 },
+		"negative surge":       func(p *Pricing) { p.SurgeBP = -1 },
+		"cap below 1x":         func(p *Pricing) { p.CapBP = 1 },
+		"cap above the bound":  func(p *Pricing) { p.CapBP = BP + MaxSurgeBP + 1 },
+		"bad rule":             func(p *Pricing) { p.Periods[0].Weekly.Days = []string{"someday"} },
+		"no zone":              func(p *Pricing) { p.TimeZone = "" },
+		"local zone":           func(p *Pricing) { p.TimeZone = "Local" },
+		"empty period":         func(p *Pricing) { p.Periods[0].MultBP = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := validOffer(id, t0)
+			o.Pricing = pricedOffer().Pricing
+			mutate(o.Pricing)
+			if _, _, err := DecodeSignedOffer(forge(t, o, 1), t0); !errors.Is(err, ErrBadOffer) || !strings.Contains(err.Error(), "pricing.") {
+				t.Fatalf("got %v, want ErrBadOffer naming pricing", err)
+			}
+		})
+	}
+	// An empty schedule has one form: absent. Sent as an empty map (key
+	// 16 after the body's last key, 15) it is refused.
+	_, s, _ := signedOffer(t)
+	withEmpty := wrap(t, append([]byte{s.Body[0] + 1}, append(s.Body[1:], 0x10, 0xa0)...), 1)
+	if _, _, err := DecodeSignedOffer(withEmpty, t0); !errors.Is(err, ErrBadOffer) || !strings.Contains(err.Error(), "pricing: empty") {
+		t.Fatalf("empty pricing map: got %v, want ErrBadOffer", err)
+	}
 }

@@ -17,6 +17,7 @@ const (
 	MaxOfferLifetime = 24 * time.Hour     // ExpiresAt - IssuedAt
 	WindowHorizon    = 8 * 24 * time.Hour // windows may reach this far past ExpiresAt
 	MaxWindows       = 256
+	MaxBookings      = 256
 	MaxDatasets      = 64
 	MaxAddrs         = 16
 	MaxImages        = 32
@@ -81,6 +82,9 @@ func (o *Offer) Validate() error {
 			return badOffer("windows", "must lie within [issued_at, expires_at+%s]", WindowHorizon)
 		}
 	}
+	if err := o.validateBooked(); err != nil {
+		return err
+	}
 	if err := o.validatePolicy(); err != nil {
 		return err
 	}
@@ -98,6 +102,15 @@ func (o *Offer) Validate() error {
 	if o.Calendar != nil {
 		if err := o.Calendar.Validate(); err != nil {
 			return fmt.Errorf("%w: calendar: %v", ErrBadOffer, err)
+		}
+	}
+	if o.Pricing != nil {
+		if o.Pricing.IsZero() {
+			// One wire form per offer: no schedule is an absent one.
+			return badOffer("pricing", "empty; omit it")
+		}
+		if err := o.Pricing.Validate(); err != nil {
+			return fmt.Errorf("%w: pricing.%v", ErrBadOffer, err)
 		}
 	}
 	return nil
@@ -120,6 +133,30 @@ func (o *Offer) validateGPUs() error {
 		}
 		if len(g.UUIDHash) > maxShortString {
 			return badOffer(f+".uuid_hash", "longer than %d", maxShortString)
+		}
+	}
+	return nil
+}
+
+// validateBooked holds bookings to what freewindow.go's sweep assumes:
+// sorted, non-overlapping (touching is allowed: counts change there),
+// each of 1..len(GPUs) GPUs and within the windows' horizon.
+func (o *Offer) validateBooked() error {
+	if len(o.Booked) > MaxBookings {
+		return badOffer("booked", "%d bookings, limit %d", len(o.Booked), MaxBookings)
+	}
+	horizon := o.ExpiresAt + int64(WindowHorizon/time.Second)
+	for i, b := range o.Booked {
+		f := fmt.Sprintf("booked[%d]", i)
+		switch {
+		case b.Start >= b.End:
+			return badOffer(f, "start not before end")
+		case i > 0 && b.Start < o.Booked[i-1].End:
+			return badOffer(f, "overlaps or precedes the previous booking")
+		case b.Start < o.IssuedAt || b.End > horizon:
+			return badOffer(f, "must lie within [issued_at, expires_at+%s]", WindowHorizon)
+		case b.GPUs < 1 || b.GPUs > len(o.GPUs):
+			return badOffer(f+".gpus", "%d, want 1..%d", b.GPUs, len(o.GPUs))
 		}
 	}
 	return nil

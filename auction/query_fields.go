@@ -107,6 +107,8 @@ var fields = []*fieldDef{
 	price(2, "bronze"),
 	duration("available", "contiguous availability from now (offers without a window containing now have 0)",
 		func(f *facts, _ *gpuSel, now int64) (int64, bool) { return availableSecs(f.windows, now), true }),
+	duration("free", "length of the next free window: the first stretch from now on in which at least one GPU is inside the windows and not booked (0 if none)",
+		func(f *facts, _ *gpuSel, now int64) (int64, bool) { return freeSecs(f, now), true }),
 	{FieldDoc: FieldDoc{"simulated", "bool", "true or false", boolOps, false, "true if any of the offer's GPUs is simulated"},
 		kind: kindBool, flag: func(f *facts) bool { return f.simulated }},
 	{FieldDoc: FieldDoc{"workload", "string set", strings.Join(Workloads, " or "), stringOps, false,
@@ -139,6 +141,17 @@ var fields = []*fieldDef{
 		}},
 	duration("max_duration", "the longest job the policy allows; no limit counts as infinitely long",
 		func(f *facts, _ *gpuSel, _ int64) (int64, bool) { return f.maxDur, true }),
+}
+
+// freeSecs is the `free` field: any one GPU, because bookings count GPUs
+// without naming them, so a query cannot tell which of a gpu clause's
+// selection are free; matching checks the job's own count.
+func freeSecs(f *facts, now int64) int64 {
+	w, ok := nextFree(f.windows, f.booked, int(f.all.count), 1, now)
+	if !ok {
+		return 0
+	}
+	return w.End - w.Start
 }
 
 func hasWorkload(f *facts, v string) bool {

@@ -19,6 +19,7 @@ func TestQueryProperty(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			p := fakeID(uint64(round*1000 + i))
 			o := randomOffer(r, p, t0.Unix())
+			o.Booked = randomBookings(r, o)
 			offers, providers = append(offers, o), append(providers, p)
 			mustPut(t, b, o)
 		}

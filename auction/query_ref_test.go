@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"sort"
 	"strings"
 
 	"github.com/ipfs/go-cid"
@@ -62,7 +63,7 @@ func genClause(r *rand.Rand, providers []string) refClause {
 		case "price.gold", "price.silver", "price.bronze":
 			k := int64(r.Intn(90))
 			v, x = fmt.Sprintf("%d.%02d", k*5/100, k*5%100), k*50_000
-		case "available", "max_duration":
+		case "available", "max_duration", "free":
 			k := int64(r.Intn(60))
 			v, x = fmt.Sprintf("%dm", k*30), k*1800
 			if r.Intn(4) == 0 {
@@ -155,8 +156,50 @@ func refValue(o *Offer, q []refClause, field string, now int64) (int64, bool) {
 			}
 		}
 		return max(end-now, 0), true
+	case "free":
+		return refFree(o, now), true
 	}
 	panic(field)
+}
+
+// refFree is the `free` field's meaning, without freewindow.go's walk:
+// between consecutive edges (of any window or booking) nothing changes,
+// so it tests each such piece at its start, summing every booking that
+// covers it, and measures the first run of pieces with a GPU free.
+func refFree(o *Offer, now int64) int64 {
+	edges := []int64{now}
+	for _, w := range o.Windows {
+		edges = append(edges, w.Start, w.End)
+	}
+	for _, b := range o.Booked {
+		edges = append(edges, b.Start, b.End)
+	}
+	sort.Slice(edges, func(i, j int) bool { return edges[i] < edges[j] })
+	freeAt := func(t int64) bool {
+		in, booked := false, 0
+		for _, w := range o.Windows {
+			in = in || w.Start <= t && t < w.End
+		}
+		for _, b := range o.Booked {
+			if b.Start <= t && t < b.End {
+				booked += b.GPUs
+			}
+		}
+		return in && len(o.GPUs)-booked >= 1
+	}
+	start := int64(-1)
+	for _, t := range edges {
+		if t < now {
+			continue
+		}
+		switch free := freeAt(t); {
+		case free && start < 0:
+			start = t
+		case !free && start >= 0:
+			return t - start
+		}
+	}
+	return 0
 }
 
 func refHolds(o *Offer, q []refClause, c refClause, now int64) bool {

@@ -19,6 +19,7 @@ func TestParseQueryValid(t *testing.T) {
 		"gpu notin[RTX3060]":                   "gpu notin [RTX3060]",
 		"price.bronze<=1.5 price.gold>0.25":    "price.bronze <= 1.5 price.gold > 0.25",
 		"available>=4h max_duration>2d":        "available >= 4h max_duration > 2d",
+		"free>=4h":                             "free >= 4h",
 		"simulated=false workload!=service":    "simulated = false workload != service",
 		"region=EU country in [de,FR] cc>=8.9": "region = EU country in [de,FR] cc >= 8.9",
 		"cpus>8 memory>=64 gpus in [1,2,4]":    "cpus > 8 memory >= 64 gpus in [1,2,4]",

@@ -2,6 +2,7 @@ package auction
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -9,63 +10,140 @@ import (
 	mh "github.com/multiformats/go-multihash"
 )
 
-// Score weights. Price dominates because it is what the renter states a
-// limit for; reputation next, because a cheap provider that fails costs a
-// re-auction; RTT and data locality break near-ties. They sum to 1, so a
-// score is in [0, 1]. Changing them changes who wins, and Clear's tie price
-// depends on WeightPrice (see clear.go).
+// Quality in money. A bid ranks by its quality-adjusted price, Effective =
+// price - quality credit, lowest first, and Clear pays the winner the
+// runner-up's Effective plus its own credit (see clear.go). The credit is
+// what reputation, RTT and data locality are worth to the renter, in
+// Credits, and it is bounded: at most QualitySharePercent of the spec's
+// max_price (QualityCap), split among the criteria in the percentages
+// below. So a better provider can earn a premium over the runner-up's ask,
+// but never more than QualityCap, whatever its reputation.
+//
+// Why 20% of max_price: the cap must not depend on any bid, or a bidder
+// could move its own credit (and truthfulness fails); max_price is the
+// only money the renter states before bidding. A fifth is large enough
+// that a proven provider beats an unproven one asking up to a tenth of
+// max_price less (reputation's half of the cap), and small enough that
+// the renter never pays more than a fifth of its maximum above what the
+// next provider asked.
 const (
-	WeightPrice      = 0.50
-	WeightReputation = 0.25
-	WeightRTT        = 0.15
-	WeightLocality   = 0.10
+	QualitySharePercent = 20
+	// How QualityCap splits, in percent of it; locality gets the rest
+	// (LocalityPercent), so that the three parts sum to the cap exactly.
+	// Reputation counts most, because a cheap provider that fails costs a
+	// re-auction; RTT and locality break near-ties.
+	ReputationPercent = 50
+	RTTPercent        = 30
+	LocalityPercent   = 100 - ReputationPercent - RTTPercent
 	// RTTScale is the RTT that scores 0 when the spec sets no max_rtt_ms
 	// (with one, max_rtt_ms is the scale).
 	RTTScale = 250 * time.Millisecond
 )
 
+// QualityCap is the most quality credit a bid can have against maxPrice:
+// QualitySharePercent of it, rounded down.
+func QualityCap(maxPrice Credits) Credits { return percentOf(maxPrice, QualitySharePercent) }
+
+// percentOf is pct% of c rounded down, without overflowing for any c >= 0.
+func percentOf(c Credits, pct int64) Credits { return c/100*Credits(pct) + c%100*Credits(pct)/100 }
+
 // ScoreParts are a bid's normalised criteria, each in [0, 1], higher
-// better. Score = WeightPrice*Price + WeightReputation*Reputation +
-// WeightRTT*RTT + WeightLocality*Locality.
+// better. Only Reputation, RTT and Locality make up its quality (Score,
+// QualityCredit); Price is shown for comparison.
 type ScoreParts struct {
-	// Price is 1 - price/max_price: linear in price, which is what lets
-	// Clear solve for the tie price exactly.
-	Price      float64 `json:"price"`
+	Price      float64 `json:"price"` // 1 - price/max_price
 	Reputation float64 `json:"reputation"`
 	RTT        float64 `json:"rtt"`      // 1 - rtt/scale, floored at 0; 0 when unmeasured
 	Locality   float64 `json:"locality"` // fraction of spec datasets cached; 1 when the spec has none
 }
 
-// Score weighs the parts.
+// Score is the quality in [0, 1]: the parts weighted by ReputationPercent,
+// RTTPercent and LocalityPercent. The credit a bid gets is about
+// Score * QualityCap (exactly: QualityCredit, rounded per part).
 func (p ScoreParts) Score() float64 {
-	return WeightPrice*p.Price + WeightReputation*p.Reputation + WeightRTT*p.RTT + WeightLocality*p.Locality
+	return (ReputationPercent*p.Reputation + RTTPercent*p.RTT + LocalityPercent*p.Locality) / 100
 }
 
-// Ranked is a scored bid with everything `job explain` shows about it.
+// QualityCredit is a bid's quality in Credits: each part's normalised
+// value times its share of QualityCap, rounded down. Each part is within
+// [0, its share], so Total is within [0, QualityCap].
+type QualityCredit struct {
+	Reputation Credits `json:"reputation" doc:"micro-credits per GPU-hour its reputation is worth"`
+	RTT        Credits `json:"rtt" doc:"micro-credits per GPU-hour its round trip is worth"`
+	Locality   Credits `json:"locality" doc:"micro-credits per GPU-hour its cached datasets are worth"`
+}
+
+// Total is the whole credit.
+func (c QualityCredit) Total() Credits { return c.Reputation + c.RTT + c.Locality }
+
+// Credit is the quality credit of parts against maxPrice.
+func (p ScoreParts) Credit(maxPrice Credits) QualityCredit {
+	total := QualityCap(max(maxPrice, 0))
+	rep, rtt := percentOf(total, ReputationPercent), percentOf(total, RTTPercent)
+	return QualityCredit{
+		Reputation: partCredit(rep, p.Reputation),
+		RTT:        partCredit(rtt, p.RTT),
+		Locality:   partCredit(total-rep-rtt, p.Locality),
+	}
+}
+
+// partCredit is part (in [0, 1]) of c, rounded down to whole Credits and
+// kept within [0, c]: the float product is the only inexact step, and the
+// bound holds whatever it rounds to. The 1e-6 absorbs float noise (0.29 x
+// 100 computed as 28.999999999999996) that would cost a Credit.
+func partCredit(c Credits, part float64) Credits {
+	switch {
+	case c <= 0 || !(part > 0): // NaN scores nothing
+		return 0
+	case part >= 1:
+		return c
+	}
+	return min(c, max(0, Credits(math.Floor(float64(c)*part+1e-6))))
+}
+
+// Ranked is a scored bid with everything `job explain` shows about it:
+// why it ranked where it did, in Credits.
 type Ranked struct {
-	Bid      Bid           `json:"bid"`
-	Offer    *Offer        `json:"-"`
-	Score    float64       `json:"score"`
-	Parts    ScoreParts    `json:"parts"`
-	RTT      time.Duration `json:"rtt"`
-	RTTKnown bool          `json:"rtt_known"`
+	Bid   Bid    `json:"bid"`
+	Offer *Offer `json:"-"`
+	// Effective is what ranks, lowest first: Bid.Price - Credit.Total().
+	Effective Credits       `json:"effective" doc:"the quality-adjusted price that ranks: the bid less its quality credit, micro-credits per GPU-hour"`
+	Credit    QualityCredit `json:"credit"`
+	Score     float64       `json:"score"` // Parts.Score(): the quality, in [0, 1]
+	Parts     ScoreParts    `json:"parts"`
+	RTT       time.Duration `json:"rtt"`
+	RTTKnown  bool          `json:"rtt_known"`
+}
+
+// ScoreBid is the Ranked of bid b with parts against maxPrice (the spec's
+// max_price), as Rank scores it: Parts.Price from the bid, the quality
+// credit from the other parts. The credit does not depend on the price,
+// which is what makes Clear truthful.
+func ScoreBid(b Bid, parts ScoreParts, maxPrice Credits) Ranked {
+	r := Ranked{Bid: b, Parts: parts}
+	r.Parts.Price = priceScore(b.Price, maxPrice)
+	r.Score = r.Parts.Score()
+	r.Credit = r.Parts.Credit(maxPrice)
+	r.Effective = b.Price - r.Credit.Total()
+	return r
 }
 
 // priceScore is the price part; see ScoreParts.Price.
 func priceScore(price, maxPrice Credits) float64 {
+	if maxPrice <= 0 {
+		return 0
+	}
 	return 1 - float64(price)/float64(maxPrice)
 }
 
-// better orders ranked bids: higher score, then lower price, then provider
-// ID, so that ranking and clearing are deterministic on ties.
-func better(a, b *Ranked) bool { return compareRanked(a, b) < 0 }
+// Better orders ranked bids: lower Effective, then lower price (the
+// renter pays less for the same quality-adjusted price), then provider ID,
+// so that ranking and clearing are deterministic on ties.
+func Better(a, b *Ranked) bool { return compareRanked(a, b) < 0 }
 
 func compareRanked(a, b *Ranked) int {
-	if a.Score != b.Score {
-		if a.Score > b.Score {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.Effective, b.Effective); c != 0 {
+		return c
 	}
 	if c := cmp.Compare(a.Bid.Price, b.Bid.Price); c != 0 {
 		return c
@@ -147,7 +225,8 @@ func rttOf(env Env, provider string) (time.Duration, bool) {
 }
 
 // Rank scores the admissible bids (AdmitBids; call it directly to learn why
-// the others were left out) and returns them best first. offers maps each
+// the others were left out) and returns them best first: lowest Effective
+// price, as Better orders them. offers maps each
 // bidder to its current offer, which supplies the datasets it caches.
 func Rank(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) []Ranked {
 	admitted, _ := AdmitBids(spec, bids, offers, env)
@@ -159,17 +238,16 @@ func Rank(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) []Ranked
 	out := make([]Ranked, 0, len(admitted))
 	for _, b := range admitted {
 		o := offers[b.Provider]
-		r := Ranked{Bid: b, Offer: o}
-		r.RTT, r.RTTKnown = rttOf(env, b.Provider)
-		r.Parts = ScoreParts{
-			Price:      priceScore(b.Price, spec.MaxPrice),
+		rtt, known := rttOf(env, b.Provider)
+		parts := ScoreParts{
 			Reputation: reputationOf(env.Reputation, b.Provider),
 			Locality:   locality(want, o.Datasets),
 		}
-		if r.RTTKnown {
-			r.Parts.RTT = max(0, 1-float64(r.RTT)/float64(scale))
+		if known {
+			parts.RTT = max(0, 1-float64(rtt)/float64(scale))
 		}
-		r.Score = r.Parts.Score()
+		r := ScoreBid(b, parts, spec.MaxPrice)
+		r.Offer, r.RTT, r.RTTKnown = o, rtt, known
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b Ranked) int { return compareRanked(&a, &b) })

@@ -27,7 +27,11 @@ import (
 // way. Those testnets are reset rather than migrated.
 
 // Settlement is the provider's entry for what a lease was paid: the best
-// voucher the renter signed for it.
+// voucher the renter signed for it, and what the provider charged of it.
+// Vouchers pay a billing interval ahead and stay cumulative: a voucher is
+// the cap the renter authorised, the settlement says what was taken
+// (Charged, the cost of the billed running time to the second, see
+// auction/provider.Charge) and what went back (Refund).
 type Settlement struct {
 	Lease  string `json:"lease"`  // CID of the co-signed lease
 	Renter string `json:"renter"` // peer ID
@@ -38,14 +42,39 @@ type Settlement struct {
 	// Unpaid is the provider's rating of the renter: it stopped the job
 	// because the renter's vouchers stopped coming.
 	Unpaid bool `json:"unpaid,omitempty"`
+	// Charged is what the provider took of Total, at most Total; nil in
+	// entries written before refunds, which charged the whole Total (see
+	// Paid).
+	Charged *auction.Credits `json:"charged,omitempty"`
+	// Refund is Total - Charged: the prepaid part the renter keeps.
+	Refund auction.Credits `json:"refund,omitempty"`
+}
+
+// Paid is what the renter paid on the lease: Charged, or for an entry
+// written before refunds, the whole voucher total. Balances and
+// reputation weights read this, never Total.
+func (s *Settlement) Paid() auction.Credits {
+	if s.Charged != nil {
+		return *s.Charged
+	}
+	return s.Total
 }
 
 // Check validates a settlement journaled by provider: a total is claimed
 // only with a voucher the renter signed for this lease, this provider and
-// exactly this total.
+// exactly this total; the charge is at most that total and the refund
+// exactly the rest.
 func (s *Settlement) Check(provider string) error {
 	if s.Lease == "" || s.Renter == "" || s.Total < 0 {
 		return fmt.Errorf("settlement: lease %q, renter %q, total %d", s.Lease, s.Renter, s.Total)
+	}
+	switch {
+	case s.Charged == nil && s.Refund != 0:
+		return fmt.Errorf("settlement: a refund of %d without a charge", s.Refund)
+	case s.Charged != nil && (*s.Charged < 0 || *s.Charged > s.Total):
+		return fmt.Errorf("settlement: charged %d of a voucher total of %d", *s.Charged, s.Total)
+	case s.Charged != nil && s.Refund != s.Total-*s.Charged:
+		return fmt.Errorf("settlement: refund %d, but the total %d less the charge %d is %d", s.Refund, s.Total, *s.Charged, s.Total-*s.Charged)
 	}
 	if len(s.Voucher) == 0 {
 		if s.Total != 0 {

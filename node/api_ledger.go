@@ -185,20 +185,23 @@ type BalanceResult struct {
 }
 
 func registerBalanceAPI(s *rpc.Server, n *Node) {
-	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers."},
+	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers; each counts what it charged, not the prepaid part it refunded."},
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
 			self := n.host.ID().String()
 			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}}
 			// The proven settlements the reputation pass has folded in
 			// already: no second walk over the whole ledger per call.
+			// What moved is each settlement's charge, not the voucher
+			// total it refunded part of (ledger.Settlement.Paid).
 			for _, st := range n.rep.settlements() {
+				paid := st.Settlement.Paid()
 				if st.By == self {
-					res.Earned += st.Settlement.Total
-					res.ByDay[time.Unix(st.Time, 0).UTC().Format("2006-01-02")] += st.Settlement.Total
+					res.Earned += paid
+					res.ByDay[time.Unix(st.Time, 0).UTC().Format("2006-01-02")] += paid
 				}
 				if st.Settlement.Renter == self {
-					res.Spent += st.Settlement.Total
-					res.SpentFor[st.Settlement.Lease] += st.Settlement.Total
+					res.Spent += paid
+					res.SpentFor[st.Settlement.Lease] += paid
 				}
 			}
 			res.Balance = res.Faucet + res.Earned - res.Spent

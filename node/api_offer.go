@@ -22,7 +22,10 @@ type OfferView struct {
 	Region        auction.Region             `json:"region"`
 	Prices        map[string]auction.Credits `json:"prices" doc:"floor per tier offered: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
 	AvailableForS int64                      `json:"available_for_s"`
+	NextFree      *FreeWindowView            `json:"next_free,omitempty" doc:"the next window with a GPU inside the windows and not booked; absent when there is none (the query field free is its length)"`
+	Booked        []auction.Booking          `json:"booked,omitempty" doc:"GPUs that silver and gold leases hold, per span (unix seconds)"`
 	Windows       []auction.Window           `json:"windows"`
+	Pricing       *auction.Pricing           `json:"pricing,omitempty" doc:"price periods (multipliers in basis points: 10000 = 1x) and surge; absent = the floors at every hour, no surge"`
 	Policy        auction.Policy             `json:"policy"`
 	Host          auction.Host               `json:"host"`
 	Datasets      []string                   `json:"datasets,omitempty"`
@@ -33,9 +36,11 @@ type OfferView struct {
 func viewOffer(o *auction.Offer, now time.Time) OfferView {
 	v := OfferView{
 		Provider: o.Provider, Seq: o.Seq, CID: o.CID().String(), GPUs: o.GPUs, GPUCount: len(o.GPUs),
-		Region: o.Region, Prices: map[string]auction.Credits{}, Windows: o.Windows, Policy: o.Policy, Host: o.Host,
+		Region: o.Region, Prices: map[string]auction.Credits{}, Windows: o.Windows, Pricing: o.Pricing, Policy: o.Policy, Host: o.Host,
 		Datasets:      o.Datasets,
 		AvailableForS: int64(auction.AvailableFor(o.Windows, now) / time.Second),
+		NextFree:      viewFreeWindow(o, now),
+		Booked:        o.Booked,
 		IssuedAt:      time.Unix(o.IssuedAt, 0).UTC(),
 		ExpiresAt:     time.Unix(o.ExpiresAt, 0).UTC(),
 	}
@@ -48,6 +53,23 @@ func viewOffer(o *auction.Offer, now time.Time) OfferView {
 		}
 	}
 	return v
+}
+
+// FreeWindowView is an offer's next free window, for one GPU.
+type FreeWindowView struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	InS   int64     `json:"in_s" doc:"seconds from now until it starts; 0: free now"`
+	ForS  int64     `json:"for_s" doc:"its length in seconds"`
+}
+
+func viewFreeWindow(o *auction.Offer, now time.Time) *FreeWindowView {
+	w, ok := auction.NextFreeWindow(o, 1, now)
+	if !ok {
+		return nil
+	}
+	return &FreeWindowView{Start: time.Unix(w.Start, 0).UTC(), End: time.Unix(w.End, 0).UTC(),
+		InS: w.Start - now.Unix(), ForS: w.End - w.Start}
 }
 
 // GPUStatus is one local GPU and whether it is offered.
@@ -65,6 +87,9 @@ type OfferShowResult struct {
 	Settings OfferSettings `json:"settings"`
 	GPUs     []GPUStatus   `json:"gpus"`
 	GPUError string        `json:"gpu_error,omitempty"`
+	// Week is the settings' prices for the seven days from today, hour
+	// by hour in the calendar's zone, whether or not anything is offered.
+	Week *auction.PriceWeek `json:"week,omitempty"`
 }
 
 type offerAPI struct{ n *Node }
@@ -93,6 +118,9 @@ func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error)
 	}
 	if p.GPUErr != nil {
 		res.GPUError = p.GPUErr.Error()
+	}
+	if w, err := auction.WeekPrices(&p.Settings.Calendar, p.Settings.Prices, p.Settings.OfferPricing(), time.Now()); err == nil {
+		res.Week = &w
 	}
 	offered := map[int]bool{}
 	for _, i := range p.Availability.Available {

@@ -14,12 +14,13 @@ const (
 	awardProto = wire.AwardProto
 	jobProto   = wire.JobProto
 
-	maxJobFrame     = wire.MaxJobFrame
-	maxRequestFrame = wire.MaxRequestFrame
-	maxEventFrame   = wire.MaxEventFrame
-	maxLogChunk     = wire.MaxLogChunk
-	maxCheckpoint   = wire.MaxCheckpoint
-	heartbeatEvery  = wire.HeartbeatEvery
+	maxJobFrame      = wire.MaxJobFrame
+	maxRequestFrame  = wire.MaxRequestFrame
+	maxEventFrame    = wire.MaxEventFrame
+	maxLogChunk      = wire.MaxLogChunk
+	maxCheckpoint    = wire.MaxCheckpoint
+	heartbeatEvery   = wire.HeartbeatEvery
+	statusNotStarted = wire.StatusNotStarted
 )
 
 type (

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
@@ -33,16 +34,9 @@ func (n *Node) startJobs(ctx context.Context) error {
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
 		Key: key, Exec: n.openExecutor(ctx, tag), GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers, Log: n.log.With("part", "provider-jobs")})
-	if err := pj.MarkInterrupted(); err != nil {
-		return fmt.Errorf("leases of the last run: %w", err)
-	}
-	// Awards journal leases and runs settle them: Stop waits for these
-	// streams before it closes the stores.
-	h := n.host.LibP2P()
-	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
-	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
-	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
-	n.providerJobs = pj
+	// The offer advertises what the scheduler has sold, so renters do not
+	// ask for GPUs that are booked.
+	n.provider.SetBookings(pj.Booked)
 	// The scheduler sees the inventory as it is now, then every change;
 	// an owner reclaiming a GPU preempts the bronze leases on it.
 	n.provider.WatchAvailability(pj.SetAvailability, func(a attest.Availability) {
@@ -51,6 +45,23 @@ func (n *Node) startJobs(ctx context.Context) error {
 			n.claims.observe(a.Inventory)
 		}
 	})
+	// Once the scheduler knows the GPUs: the leases of the last run that
+	// never launched (reservations waiting for their window) are held
+	// again; the rest are recorded as interrupted.
+	if kept, err := pj.Restore(time.Now()); err != nil {
+		return fmt.Errorf("leases of the last run: %w", err)
+	} else if len(kept) > 0 {
+		n.log.Info("kept the leases of the last run that had not started", "jobs", kept)
+	}
+	// Served once the leases of the last run are held again, so that no
+	// renter is told a kept reservation is gone. Awards journal leases and
+	// runs settle them: Stop waits for these streams before it closes the
+	// stores.
+	h := n.host.LibP2P()
+	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
+	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
+	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
+	n.providerJobs = pj
 	n.tasks.Go(func() { pj.Run(ctx) })
 
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}

@@ -79,6 +79,10 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			}
 			j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
 			j.LeaseCID, j.Price = cid, lease.Price
+			j.Reserved = nil
+			if start := time.Unix(lease.Start, 0).UTC(); lease.Tier == auction.Gold && start.After(time.Now()) {
+				j.Reserved = &start
+			}
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = attempt + 1
 		})
@@ -166,6 +170,20 @@ func (t auctionTrust) Convicted(provider string) bool {
 }
 
 func (t auctionTrust) RTT(provider string) (time.Duration, bool) { return t.r.rtt(provider) }
+
+// Track is the ledger's record of provider for the auctioneer's newcomer
+// rule (renter.Tracker): its leases and known-answer probes.
+func (t auctionTrust) Track(provider string) renter.TrackRecord {
+	if t.r.claims == nil {
+		return renter.TrackRecord{}
+	}
+	_, ev := t.r.claims.get()
+	e := ev[provider]
+	if e == nil {
+		return renter.TrackRecord{}
+	}
+	return renter.TrackRecord{Leases: e.Leases, ProbesPassed: e.Probes[ledger.ProbePassed], ProbesFailed: e.Probes[ledger.ProbeFailed]}
+}
 
 // auctionGroup is the auctioneer's replica group for name ("" for a job
 // without replicas), restored from the records on first use so that a

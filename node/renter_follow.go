@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"slices"
@@ -25,15 +26,49 @@ type runEnd struct {
 
 // follow1 starts the leased job on the provider and records its events
 // until it exits. A provider that sends nothing (not even a heartbeat) for
-// lostAfter is lost, and the run is retried elsewhere.
+// lostAfter is lost, and the run is retried elsewhere, with one exception:
+// a reservation whose provider is lost before its job began (a provider
+// restarting before the window) is started again on the same lease, for
+// up to reserveRetry, since a restarted provider keeps the reservation.
 func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
+	give := time.Now().Add(reserveRetry)
+	for again := false; ; again = true {
+		out := r.followOnce(id, spec, l, leaseRaw, specYAML, secrets, ckpt, again)
+		j, _ := r.get(id)
+		waiting := j != nil && j.State == StateReserved && out.state == "" && out.result == ledger.OutcomeAbandoned
+		if !waiting || time.Now().After(give) || r.bg.Err() != nil {
+			return out
+		}
+		r.update(id, out.why+"; the job had not begun: starting the reservation again", func(*JobRecord) {})
+		select {
+		case <-r.bg.Done():
+			return out
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// reserveRetry bounds how long a renter keeps starting a reservation
+// again whose provider it lost before the job began: a provider's restart.
+const reserveRetry = 2 * time.Minute
+
+// followOnce is one start of the leased job and the following of its
+// events; again: a reservation started once more after its provider was
+// lost, which reaches the provider as after a restart and takes a refusal
+// (the provider no longer holds the lease) as the provider's failure.
+func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte, again bool) runEnd {
 	ctx, cancel := context.WithDeadline(r.bg, time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec)*time.Second+time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
 	if err != nil {
 		return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: err.Error()}
 	}
-	s, err := r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
+	var s network.Stream
+	if again {
+		s, err = r.dialAfterRestart(pid)
+	} else {
+		s, err = r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
+	}
 	if err != nil {
 		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error()}
 	}
@@ -56,6 +91,11 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	}
 	out := r.followStream(id, spec, s, tel)
 	r.recordTelemetry(tel)
+	if again && out.state == StateFailed && out.result == ledger.OutcomeFailed && strings.HasPrefix(out.why, "provider: ") {
+		// The restarted provider refused the start: it no longer holds
+		// the reservation. Its failure; the job is auctioned again.
+		out.state = ""
+	}
 	return out
 }
 
@@ -102,14 +142,22 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 		case "status":
 			r.onStatus(id, ev)
 		case "exit":
-			code := ev.ExitCode
+			code, end := ev.ExitCode, time.Now()
+			var disputed string
 			r.update(id, "", func(j *JobRecord) {
 				t := ev.Time.UTC()
 				j.ExitCode, j.EndedAt, j.PullMS, j.Output = &code, &t, ev.PullMS, ""
 				if _, err := auction.ParseSHA256(ev.Output); err == nil {
 					j.Output = ev.Output // anything else is no answer at all
 				}
+				if ev.Charged != nil { // the provider's word, checked against this node's own bound
+					disputed = recordCharge(j, *ev.Charged, end)
+				}
 			})
+			if disputed != "" {
+				r.log.Warn("provider's charge disputed", "job", id, "why", disputed)
+				r.update(id, disputed, func(*JobRecord) {})
+			}
 			j, _ := r.get(id)
 			switch {
 			case j != nil && j.State == StateCancelled:
@@ -126,6 +174,11 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 				return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: fmt.Sprintf("the job exited with code %d", code)}
 			}
 		case "error":
+			if ev.Status == statusNotStarted {
+				// A reservation the provider could not start: its fault,
+				// and the job is auctioned again at once.
+				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
+			}
 			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
 		}
 	}
@@ -264,8 +317,22 @@ func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
 }
 
 // startPaying sends this run's vouchers, from voucher number first, until
-// ctx ends or the stream does; each one is recorded in the job.
+// ctx ends or the stream does; each one is recorded in the job. The first
+// waits for the lease's window start (payLoop). A new run (a lease the
+// job's billing fields do not belong to yet) starts its bill afresh, and
+// notes when this node asked for the start: the renter's own bound on
+// what the provider may charge counts from then (chargeBound).
 func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
+	cid, now := leaseCID(leaseRaw), time.Now().UTC()
+	r.update(id, "", func(j *JobRecord) {
+		if j.BilledLease == cid {
+			return // the same run: followed again after a restart, or a reservation started again
+		}
+		j.BilledLease, j.Charged, j.Refunded, j.ChargeBound, j.ChargeDisputed = cid, nil, 0, 0, false
+		if first == 1 {
+			j.StartSent, j.Vouchers, j.Paid, j.LastVoucher = &now, 0, 0, nil
+		}
+	})
 	r.spawn(func() {
 		payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
 			r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid, j.LastVoucher = int(n), total, raw })

@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"gopkg.in/yaml.v3"
 )
 
 // Job states, in the order a job normally passes through them.
@@ -68,6 +69,8 @@ type JobRecord struct {
 	Error     string          `json:"error,omitempty"`
 	Explain   *JobExplain     `json:"explain,omitempty"`
 	Lease     []byte          `json:"lease,omitempty"` // co-signed lease bytes
+	// Reserved is a gold lease's window start: the job waits for it.
+	Reserved  *time.Time      `json:"reserved_start,omitempty"`
 	StartedAt *time.Time      `json:"started_at,omitempty"`
 	EndedAt   *time.Time      `json:"ended_at,omitempty"`
 	Attempts  int             `json:"attempts"` // leases taken so far (re-auctions + 1)
@@ -77,6 +80,20 @@ type JobRecord struct {
 	// LastVoucher is the newest voucher of the current run: the renter's
 	// proof of what it paid, cited in its outcome entry.
 	LastVoucher []byte `json:"last_voucher,omitempty"`
+	// What the current run was charged of Paid. Vouchers pay an interval
+	// ahead; the provider's settlement charges the billed running time to
+	// the second and refunds the rest. Its figure (Charged, from the exit
+	// event) is checked against this node's own bound (ChargeBound: the
+	// lease price for the time from StartSent, or the lease's window start
+	// if later, to the exit, within Paid); Refunded is Paid - Charged when
+	// it is within the bound, and ChargeDisputed says when it is not.
+	// BilledLease is the lease CID these fields belong to.
+	BilledLease    string           `json:"billed_lease,omitempty"`
+	StartSent      *time.Time       `json:"start_sent,omitempty"` // when this node asked the provider to start the run
+	Charged        *auction.Credits `json:"charged,omitempty" doc:"micro-credits (auction.Credits) the provider's settlement says it charged of paid_total, as it reported it; trust it only if charge_disputed is false"`
+	Refunded       auction.Credits  `json:"refunded,omitempty" doc:"micro-credits (auction.Credits): paid_total - charged, the prepaid part refunded (set only when the charge is within this node's bound)"`
+	ChargeBound    auction.Credits  `json:"charge_bound,omitempty" doc:"micro-credits (auction.Credits): the most this node's own reckoning lets the provider charge for the run"`
+	ChargeDisputed bool             `json:"charge_disputed,omitempty"` // the provider's charge exceeds ChargeBound
 	// Telemetry summarises the signed samples of the current run.
 	Telemetry *ledger.TelemetrySummary `json:"telemetry,omitempty"`
 	// Output is the sha256 of the job's stdout, as its provider reported.
@@ -193,6 +210,13 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, err
+	}
+	if spec.StartWasRelative() {
+		// "start: +2h" means now plus two hours once: the job keeps, and
+		// its providers are sent, the instant it was resolved to.
+		if specYAML, err = yaml.Marshal(spec); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Provider != "" {
 		if _, err := peer.Decode(opt.Provider); err != nil {

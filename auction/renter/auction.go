@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -49,9 +50,11 @@ type Result struct {
 // Auction runs one round: the eligible offers (not excluded, not
 // convicted, only the pin if one is set, not a sibling's provider), the
 // feasible ones among them, quotes from the cheapest K by the tier's floor,
-// the bids that pass every check, admission, ranking, second-score
-// clearing, and the award, falling back to the next best bidder while the
-// winner refuses. A round that leases nothing returns a *NoMatchError.
+// the bids that pass every check, admission, ranking, clearing at the
+// quality-adjusted second price (auction.Clear; in a round open to
+// newcomers, clearRound), and the award, falling back to the next best
+// bidder while the winner refuses. A round that leases nothing returns a
+// *NoMatchError.
 func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	ex := &Explain{Quotes: []QuoteOutcome{}}
 	res := Result{Explain: ex}
@@ -105,16 +108,20 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	ex.NotAdmitted = notAdmitted
 	ranked := auction.Rank(spec, admitted, offers, env)
 	ex.Ranked = ranked // dropProvider below copies; this stays the full ranking
+	newcomer := a.newcomers(spec, req, ranked)
+	if newcomer != nil {
+		ex.Newcomers = slices.Sorted(maps.Keys(newcomer))
+	}
 	// raced: at least one award lost a race for GPUs, and every other one
 	// either did too or went unanswered (a provider slow under a burst).
 	// Capacity may well be free, so Place asks again at once.
 	raced, lostRace, tried := true, false, 0
 	for len(ranked) > 0 {
-		winner, price, ok := auction.Clear(ranked, spec.MaxPrice)
+		winner, price, rule, ok := clearRound(ranked, spec.MaxPrice, newcomer)
 		if !ok {
 			break
 		}
-		ex.Winner, ex.ClearingPrice = winner.Bid.Provider, price
+		ex.Winner, ex.ClearingPrice, ex.Rule = winner.Bid.Provider, price, rule
 		lease, raw, out := a.award(ctx, req, spec, winner, price, rawBid[winner.Bid.Provider])
 		ex.Awards = append(ex.Awards, out)
 		tried++
@@ -129,7 +136,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		raced = raced && (out.Raced || out.Refused == "" && out.Error != "")
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
-	ex.Winner, ex.ClearingPrice = "", 0
+	ex.Winner, ex.ClearingPrice, ex.Rule = "", 0, ""
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

@@ -1,7 +1,9 @@
 // Package renter is the renter's side of an auction: the auctioneer. It
 // owns one round (candidates from the offer book, requests for quotes under
 // a deadline, the checks every bid must pass, admission, ranking,
-// second-score clearing, and the award with fallback to the next bidder)
+// clearing at the quality-adjusted second price, with one small-job round
+// in ten open to newcomers, and the award with fallback to the next
+// bidder)
 // and the policy around rounds (immediate re-quotes with jitter after a
 // lost race for GPUs, re-auctions with capped exponential backoff after no
 // match), with typed outcomes and an Explain record of why a round came

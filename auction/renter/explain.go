@@ -9,7 +9,8 @@ import (
 
 // Explain records why a round came out as it did: the funnel of
 // feasibility checks, every quote's outcome, why bids were not admitted,
-// the ranking, every award tried, and the clearing. Prices are Credits,
+// the ranking (each bid's quality credit and Effective price, in
+// Credits), every award tried, and the clearing. Prices are Credits,
 // millionths of a credit per GPU-hour, in JSON as integers; their keys
 // differ from those node's records used for float64 credits ("bid",
 // "clearing_price"), so that an old record never decodes as a price a
@@ -24,6 +25,13 @@ type Explain struct {
 	Awards        []AwardOutcome       `json:"awards,omitempty"` // in the order tried
 	Winner        string               `json:"winner,omitempty"`
 	ClearingPrice auction.Credits      `json:"clearing,omitempty" doc:"the cleared price the lease pays: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	// Rule is how Winner was chosen: RuleSecondPrice (the lowest
+	// Effective price in Ranked, paid the runner-up's Effective plus its
+	// own credit) or RuleNewcomer (the round was open to Newcomers).
+	Rule string `json:"rule,omitempty"`
+	// Newcomers are the ranked bidders the newcomer rule counted, in a
+	// round open to newcomers; empty otherwise.
+	Newcomers []string `json:"newcomers,omitempty"`
 }
 
 // MaxRejected bounds Explain.Rejected: a book of 100,000 offers would

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -36,7 +37,9 @@ type Offers interface {
 }
 
 // Trust is what the renter's node knows of providers beyond their offers.
-// All methods may be called from several goroutines at once.
+// All methods may be called from several goroutines at once. A Trust
+// that also implements Tracker (track records: leases, probes) opens
+// small-job rounds to newcomers; see newcomer.go.
 type Trust interface {
 	auction.Reputation // Score: 0 (worst) to 1 (best)
 	// Convicted reports an objective fraud proof against provider: it is
@@ -75,7 +78,9 @@ const (
 const RefusedRaced = auction.RefusedRaced
 
 // Auctioneer runs a renter's auctions. It holds no per-job state and is
-// safe for concurrent use: every call to Auction or Place is independent.
+// safe for concurrent use: every call to Auction or Place is independent,
+// but for the count of small-job rounds that opens one in every
+// newcomerEvery to newcomers.
 type Auctioneer struct {
 	id         Identity
 	transport  Transport
@@ -86,6 +91,9 @@ type Auctioneer struct {
 	quoteWait  time.Duration
 	awardWait  time.Duration
 	nonces     io.Reader
+
+	newcomerEvery int
+	smallRounds   atomic.Uint64 // small-job rounds that ranked a bid, with newcomers possible
 }
 
 // Option configures an Auctioneer.
@@ -146,6 +154,9 @@ func New(id Identity, t Transport, book Offers, opts ...Option) (*Auctioneer, er
 	}
 	if a.nonces == nil {
 		a.nonces = rand.Reader
+	}
+	if a.newcomerEvery == 0 {
+		a.newcomerEvery = DefaultNewcomerEvery
 	}
 	return a, nil
 }

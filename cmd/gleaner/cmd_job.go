@@ -293,6 +293,13 @@ func printJob(w io.Writer, j node.JobRecord) {
 		}
 		fmt.Fprintf(w, "provider:  %s%s\nprice:     %s per GPU-hour x %d GPU(s)\nlease:     %s\n", j.Provider, sim, credits(j.Price), j.GPUs, j.LeaseCID)
 	}
+	if r := j.Reserved; r != nil {
+		when := "began"
+		if left := time.Until(*r); left > 0 && j.StartedAt == nil {
+			when = "starts in " + left.Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "reserved:  %s (%s)\n", r.Local().Format(time.DateTime), when)
+	}
 	if j.ExitCode != nil {
 		fmt.Fprintf(w, "exit code: %d\n", *j.ExitCode)
 	}
@@ -302,6 +309,16 @@ func printJob(w io.Writer, j node.JobRecord) {
 	}
 	if j.Vouchers > 0 {
 		fmt.Fprintf(w, "paid:      %s in %d signed voucher(s), each covering one billing interval in advance\n", credits(j.Paid), j.Vouchers)
+	}
+	// The provider's charge is its word: shown only within this node's
+	// own bound (the lease price for the time since it asked for the
+	// start), else reported as disputed.
+	switch {
+	case j.Charged == nil:
+	case j.ChargeDisputed:
+		fmt.Fprintf(w, "charged:   DISPUTED: the provider says %s, more than the %s this node reckons the run cost\n", credits(*j.Charged), credits(j.ChargeBound))
+	default:
+		fmt.Fprintf(w, "charged:   %s for the time run, to the second\nrefunded:  %s of the vouchers, prepaid and unused\n", credits(*j.Charged), credits(j.Refunded))
 	}
 	if j.Output != "" {
 		fmt.Fprintf(w, "output:    sha256 %s (of stdout, as the provider reported it)\n", j.Output)
@@ -352,8 +369,11 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 		}
 	}
 	for i, r := range ex.Ranked {
-		fmt.Fprintf(w, "rank %d: %s score %.3f (price %.2f, reputation %.2f, rtt %.2f, locality %.2f)\n", i+1, shortID(r.Bid.Provider),
-			r.Score, r.Parts.Price, r.Parts.Reputation, r.Parts.RTT, r.Parts.Locality)
+		c := r.Credit
+		fmt.Fprintf(w, "rank %d: %s effective %s = bid %s - quality %s (reputation %.2f: %s, rtt %.2f: %s, locality %.2f: %s)\n",
+			i+1, shortID(r.Bid.Provider), credits(r.Effective), credits(r.Bid.Price), credits(c.Total()),
+			r.Parts.Reputation, auction.FormatCredits(c.Reputation), r.Parts.RTT, auction.FormatCredits(c.RTT),
+			r.Parts.Locality, auction.FormatCredits(c.Locality))
 	}
 	for _, a := range ex.Awards {
 		switch {
@@ -364,7 +384,11 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 		}
 	}
 	if ex.Winner != "" {
-		fmt.Fprintf(w, "winner %s, paid %s per GPU-hour (second-score clearing)\n", shortID(ex.Winner), credits(ex.ClearingPrice))
+		how := "second-score clearing"
+		if ex.Rule == "newcomer" { // renter.RuleNewcomer
+			how = "a small job in a round open to newcomers"
+		}
+		fmt.Fprintf(w, "winner %s, paid %s per GPU-hour (%s)\n", shortID(ex.Winner), credits(ex.ClearingPrice), how)
 	}
 }
 

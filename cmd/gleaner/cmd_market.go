@@ -26,6 +26,7 @@ operators or malformed values are errors, never silently dropped.
 
    gleaner market offers 'gpu in [H100,A100-80GB] vram>=40 region=eu gpus>=2 price.bronze<=1.5 available>=4h simulated=false' -o price.bronze
    gleaner market offers 'gpu=RTX4090' --explain
+   gleaner market offers 'gpus>=2 free>=4h'    (four hours ahead not yet booked)
 
 Fields:
 ` + queryFieldHelp(),
@@ -63,11 +64,11 @@ func marketOffers(c *cli.Context) error {
 func printOffers(w io.Writer, res node.MarketOffersResult, explain bool) {
 	{
 		if len(res.Offers) > 0 {
-			rows := [][]string{{"PROVIDER", "GPUS", "VRAM", "REGION", "GOLD", "SILVER", "BRONZE", "AVAILABLE"}}
+			rows := [][]string{{"PROVIDER", "GPUS", "VRAM", "REGION", "GOLD", "SILVER", "BRONZE", "AVAILABLE", "NEXT FREE"}}
 			for _, o := range res.Offers {
 				rows = append(rows, []string{shortID(o.Provider), gpuSummary(o), vramSummary(o),
 					o.Region.Continent + "/" + o.Region.Country, price(o, "gold"), price(o, "silver"), price(o, "bronze"),
-					availability(o.AvailableForS)})
+					availability(o.AvailableForS), nextFree(o.NextFree)})
 			}
 			table(w, rows)
 		}
@@ -117,6 +118,20 @@ func price(o node.OfferView, tier string) string {
 		return auction.FormatCredits(v)
 	}
 	return "-"
+}
+
+// nextFree is the offer's next free window (a GPU neither outside its
+// windows nor booked): when it starts and how long it lasts, "now, 8h0m0s"
+// or "in 3h0m0s, 5h0m0s"; "none" when its bookings fill every window.
+func nextFree(f *node.FreeWindowView) string {
+	if f == nil {
+		return "none"
+	}
+	start := "now"
+	if f.InS >= 60 {
+		start = "in " + (time.Duration(f.InS/60) * time.Minute).String()
+	}
+	return start + ", " + availability(f.ForS)
 }
 
 // availability rounds to minutes; offers carry a 7-day horizon, so

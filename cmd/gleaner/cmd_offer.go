@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ before it expires. Changes take effect at once, without a restart.
 
    gleaner offer set --region eu/DE --price.bronze 0.45 --price.silver 0.8
    gleaner offer set --tz Europe/Berlin --weekly "mon-fri 19:00-08:00; sat,sun 00:00-24:00"
+   gleaner offer set --peak "mon-fri 17:00-22:00 x1.5" --surge 0.5 --surge-cap 2x
    gleaner offer show
    gleaner offer pause`,
 		Subcommands: []*cli.Command{
@@ -67,6 +69,10 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 		weekly = strings.Join(parts, "; ")
 	}
 	fmt.Fprintf(w, "calendar:    %s (%s), %d one-off, %d blackout(s)\n", weekly, s.Calendar.TimeZone, len(s.Calendar.OneOff), len(s.Calendar.Blackouts))
+	fmt.Fprintf(w, "pricing:     %s\n", describePricing(s.Pricing))
+	if r.Week != nil {
+		printWeek(w, *r.Week)
+	}
 	fmt.Fprintf(w, "policy:      workloads %s; max duration %s; bronze notice %s; egress %t\n",
 		strings.Join(s.Policy.Workloads, ","), durOrNone(s.Policy.MaxDurationSec), time.Duration(s.Policy.PreemptNotice)*time.Second, s.Policy.Egress)
 	if r.GPUError != "" {
@@ -104,6 +110,99 @@ func formatPrices(p map[string]auction.Credits) string {
 	return strings.Join(parts, ", ")
 }
 
+// describePricing is the owner's schedule on one line, in the flags'
+// own syntax.
+func describePricing(p auction.Pricing) string {
+	periods := "the floors at every hour"
+	if len(p.Periods) > 0 {
+		var parts []string
+		for _, pp := range p.Periods {
+			parts = append(parts, pp.String())
+		}
+		periods = "peaks " + strings.Join(parts, "; ") + " (" + p.TimeZone + ")"
+	}
+	surge := "no surge"
+	if p.SurgeBP > 0 {
+		surge = "surge " + auction.FormatBP(p.SurgeBP) + " when busy, at most x" + auction.FormatBP(p.MaxMultBP())
+	}
+	return periods + "; " + surge
+}
+
+// weekLevels are the chart's marks for a tier's distinct floors, lowest
+// first; the last stands for itself and every higher one.
+const weekLevels = "-=+*#"
+
+// printWeek draws the week's floors in force: a row per day, a column per
+// hour, a strip per offered tier, each mark a price level (the legend says
+// which) and '.' an hour without availability.
+func printWeek(w io.Writer, wk auction.PriceWeek) {
+	if len(wk.Days) == 0 {
+		return
+	}
+	var tiers []auction.Tier
+	for _, t := range []auction.Tier{auction.Gold, auction.Silver, auction.Bronze} {
+		if _, ok := wk.Days[0].Floors[t]; ok {
+			tiers = append(tiers, t)
+		}
+	}
+	if len(tiers) == 0 {
+		return
+	}
+	levels := map[auction.Tier][]auction.Credits{}
+	for _, t := range tiers {
+		seen := map[auction.Credits]bool{}
+		for _, d := range wk.Days {
+			for _, c := range d.Floors[t] {
+				if !seen[c] {
+					seen[c] = true
+					levels[t] = append(levels[t], c)
+				}
+			}
+		}
+		slices.Sort(levels[t])
+	}
+	mark := func(t auction.Tier, c auction.Credits) byte {
+		i, _ := slices.BinarySearch(levels[t], c)
+		return weekLevels[min(i, len(weekLevels)-1)]
+	}
+	const strip = "%-26s"
+	fmt.Fprintf(w, "week:        floors by hour, credits per GPU-hour (%s); . = not available\n", wk.TimeZone)
+	head, axis := "", ""
+	for _, t := range tiers {
+		head += fmt.Sprintf(strip, string(t))
+		axis += fmt.Sprintf(strip, "0     6     12    18")
+	}
+	fmt.Fprintf(w, "  %-11s%s\n  %-11s%s\n", "", strings.TrimRight(head, " "), "", strings.TrimRight(axis, " "))
+	for _, d := range wk.Days {
+		row := ""
+		for _, t := range tiers {
+			cells := make([]byte, 24)
+			for h := range cells {
+				cells[h] = '.'
+				if h < len(d.Available) && d.Available[h] && h < len(d.Floors[t]) {
+					cells[h] = mark(t, d.Floors[t][h])
+				}
+			}
+			row += fmt.Sprintf(strip, cells)
+		}
+		fmt.Fprintf(w, "  %-11s%s\n", d.Day+" "+d.Date[min(5, len(d.Date)):], strings.TrimRight(row, " "))
+	}
+	for _, t := range tiers {
+		var parts []string
+		for i, c := range levels[t] {
+			if i == len(weekLevels)-1 && len(levels[t]) > len(weekLevels) {
+				parts = append(parts, fmt.Sprintf("%c %s and above", weekLevels[i], auction.FormatCredits(c)))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%c %s", weekLevels[i], auction.FormatCredits(c)))
+		}
+		fmt.Fprintf(w, "  %-11s%s: %s\n", "", t, strings.Join(parts, "  "))
+	}
+	if wk.MaxMultBP > auction.BP {
+		fmt.Fprintf(w, "  %-11ssurge: up to x%s these when fully busy\n", "", auction.FormatBP(wk.MaxMultBP))
+	}
+}
+
 func durOrNone(s int64) string {
 	if s == 0 {
 		return "none"
@@ -123,7 +222,16 @@ and nothing changes.
    gleaner offer set --weekly "mon-fri 19:00-08:00; sat,sun 00:00-24:00" --tz Europe/Berlin
    gleaner offer set --blackout 2026-12-24T00:00:00+01:00/2026-12-27T00:00:00+01:00
    gleaner offer set --workloads batch,service --max-duration 12h --notice 2m
-   gleaner offer set --max-temp 83 --max-power 320`,
+   gleaner offer set --max-temp 83 --max-power 320
+   gleaner offer set --peak "mon-fri 09:00-18:00 x1.5" --peak "sat,sun 10:00-16:00 gold=2.0"
+   gleaner offer set --surge 0.5 --surge-cap 2x
+
+A price period raises the floors while it holds (x1.5 multiplies every
+offered tier's floor; gold=2.0 sets that tier's floor instead); a job is
+priced at the highest period it meets from its start to duration.max.
+Surge raises a quote with this machine's utilisation, from half busy up to
+1+SURGE times the floor in force, never above the cap, 4x or the renter's
+max_price. gleaner offer show draws the week's prices.`,
 		Flags: []cli.Flag{
 			str("region", "continent/country, e.g. eu/DE, na/US (continents: af an as eu na oc sa)"),
 			str("price.gold", "floor for reserved (gold) jobs, credits per GPU-hour; 0 = do not offer gold"),
@@ -143,6 +251,12 @@ and nothing changes.
 			&cli.BoolFlag{Name: "egress", Usage: "let job containers reach the network (--egress=false to forbid)"},
 			&cli.IntFlag{Name: "max-temp", Usage: "withdraw a GPU above this temperature in °C; 0 = no limit"},
 			&cli.Float64Flag{Name: "max-power", Usage: "withdraw a GPU above this power draw in W; 0 = no limit"},
+			&cli.GenericFlag{Name: "peak", Value: &peakList{}, Usage: `price period in the calendar's zone: "DAYS HH:MM-HH:MM" then x1.5 (the floors times 1.5) and/or tier floors gold=2.0; repeatable or ';'-separated; replaces the list; "" = none`},
+			str("peak.gold", "gold floor in every price period, credits per GPU-hour; 0 = the period's multiplier"),
+			str("peak.silver", "silver floor in every price period"),
+			str("peak.bronze", "bronze floor in every price period"),
+			str("surge", "raise quotes with utilisation: fully busy asks 1+SURGE times the floor in force, e.g. 0.5; 0 = none; at most 3"),
+			str("surge-cap", "most a surge may ask, as a multiple of the floor in force, e.g. 2x; 0 = only the hard bound, 4x"),
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -214,5 +328,24 @@ func offerPatch(c *cli.Context) (node.OfferPatch, int) {
 		p.MaxPowerW = &v
 		n++
 	}
+	if c.IsSet("peak") {
+		if pl, ok := c.Generic("peak").(*peakList); ok {
+			v := strings.Join(*pl, "; ")
+			p.Peak = &v
+			n++
+		}
+	}
+	sp("peak.gold", &p.PeakGold)
+	sp("peak.silver", &p.PeakSilver)
+	sp("peak.bronze", &p.PeakBronze)
+	sp("surge", &p.Surge)
+	sp("surge-cap", &p.SurgeCap)
 	return p, n
 }
+
+// peakList collects every --peak as given: a StringSliceFlag would split
+// at the commas that day lists ("sat,sun") and tier floors use.
+type peakList []string
+
+func (l *peakList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *peakList) String() string     { return strings.Join(*l, "; ") }

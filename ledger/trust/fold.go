@@ -17,7 +17,8 @@ type ledgerFold struct {
 	outcomes    []outcomeAt
 	settlements []SettlementAt
 	probes      []probeAt
-	paid        map[string]auction.Credits // lease CID -> settled total
+	paid        map[string]auction.Credits // lease CID -> what its settlement says was paid (Settlement.Paid)
+	charged     map[string]bool            // lease CID -> its settlement states a charge (refunds the rest)
 	fs          *fraudScan
 	telemetry   map[string]*TelemetryRecord // provider -> what renters' digests say
 	since       map[string]int64            // author -> time of its feed's first entry
@@ -39,7 +40,7 @@ type outcomeAt struct {
 
 func newLedgerFold() *ledgerFold {
 	return &ledgerFold{seen: map[string]uint64{}, frozen: map[string]bool{},
-		paid: map[string]auction.Credits{}, fs: newFraudScan(),
+		paid: map[string]auction.Credits{}, charged: map[string]bool{}, fs: newFraudScan(),
 		telemetry: map[string]*TelemetryRecord{}, since: map[string]int64{}}
 }
 
@@ -107,7 +108,7 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 		}
 		f.fs.ended(s.Lease, e) // a settlement ends a lease whether or not it was paid
 		if settlementProven(s, e.Author) {
-			f.paid[s.Lease] = s.Total
+			f.paid[s.Lease], f.charged[s.Lease] = s.Paid(), s.Charged != nil
 			f.settlements = append(f.settlements, SettlementAt{*s, e.Author, e.Time})
 		}
 	case ledger.TypeProbe:

@@ -28,7 +28,8 @@ type Evidence struct {
 	Score    *float64                     `json:"score"` // nil: no paid history, no reputation
 	Outcomes map[ledger.OutcomeResult]int `json:"outcomes"`
 	// PaidTotal is what its leases were paid, as settlements and the
-	// renters' own vouchers prove it.
+	// renters' own vouchers prove it: a settlement's charge, not the
+	// prepaid part it refunded.
 	PaidTotal auction.Credits `json:"paid_total" doc:"micro-credits (auction.Credits; 1 credit = 1000000) paid on its leases"`
 	Leases    int             `json:"leases"`
 	Frozen    bool            `json:"frozen"` // its feed carries an equivocation proof
@@ -199,7 +200,7 @@ func (v *View) compute() (map[string]float64, map[string]*Evidence, *fraudScan) 
 	for a := range f.frozen {
 		evOf(a).Frozen = true // an equivocator's feed is evidence of nothing
 	}
-	outcomes, settlements, probes, paid, fs := f.outcomes, f.settlements, f.probes, f.paid, f.fs
+	outcomes, settlements, probes, paid, charged, fs := f.outcomes, f.settlements, f.probes, f.paid, f.charged, f.fs
 	self := v.self
 	var ratings []ledger.Rating
 	paidBy := map[string]auction.Credits{}
@@ -208,7 +209,15 @@ func (v *View) compute() (map[string]float64, map[string]*Evidence, *fraudScan) 
 		e.Outcomes[oa.o.Result]++
 		e.Leases++
 		score, rated := outcomeScore[oa.o.Result]
+		// What was paid: the provider's charge where its settlement states
+		// one (the renter's newest voucher is a cap it authorised, the
+		// rest refunded; weighing it would let a colluding pair sign a
+		// large voucher, refund nearly all of it and keep the weight),
+		// else the settled total or the renter's own voucher, the larger.
 		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
+		if charged[oa.o.Lease] {
+			amount = paid[oa.o.Lease]
+		}
 		e.PaidTotal += amount
 		if !rated || amount <= 0 {
 			continue // unpaid or cancelled leases carry no weight
@@ -264,8 +273,9 @@ type SettlementAt struct {
 
 // renterRatings turns providers' settlements into ratings of renters: a
 // lease paid to the end rates 1, one stopped for want of vouchers 0. It
-// weighs what was paid or, for an unpaid lease, the interval the provider
-// worked unpaid; only leases both sides signed count.
+// weighs what was paid (the settlement's charge, Settlement.Paid) or, for
+// an unpaid lease, the interval the provider worked unpaid; only leases
+// both sides signed count.
 func renterRatings(settlements []SettlementAt, fs *fraudScan, evOf func(string) *Evidence) []ledger.Rating {
 	var out []ledger.Rating
 	for _, s := range settlements {
@@ -277,7 +287,7 @@ func renterRatings(settlements []SettlementAt, fs *fraudScan, evOf func(string) 
 		if e.Payments == nil {
 			e.Payments = map[string]int{}
 		}
-		score, amount := 1.0, s.Settlement.Total
+		score, amount := 1.0, s.Settlement.Paid()
 		if s.Settlement.Unpaid {
 			score, amount = 0, max(amount, sched.IntervalPrice(ref.lease))
 			e.Payments["unpaid"]++

@@ -60,6 +60,13 @@ func (d *Docker) Kind() string { return "docker" }
 // Unsafe implements Executor: containers are isolated.
 func (d *Docker) Unsafe() bool { return false }
 
+// Prepare pulls image unless the engine has it, so that a job reserved
+// for a later window starts without a pull.
+func (d *Docker) Prepare(ctx context.Context, image string) error {
+	_, _, err := d.ensureImage(ctx, image, nil)
+	return err
+}
+
 // Start implements Executor.
 func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
 	if err := spec.validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,7 +28,9 @@ type Publisher struct {
 	ttl   time.Duration
 	now   func() time.Time
 	kick  chan struct{}
-	bg    context.Context // lives as long as the node's market
+	// refresh asks Run to look at the bookings now (Refresh).
+	refresh chan struct{}
+	bg      context.Context // lives as long as the node's market
 
 	// publishMu serialises whole publications, gossip included, and spaces
 	// them minPublishGap apart: two offers in flight at once could arrive
@@ -35,8 +38,11 @@ type Publisher struct {
 	publishMu   sync.Mutex
 	lastPublish time.Time
 
-	mu         sync.Mutex // guards everything below
-	settings   Settings
+	mu       sync.Mutex // guards everything below
+	settings Settings
+	// stopping: the node is stopping and withdraws its offer; unlike a
+	// pause it is not the owner's setting and is never saved.
+	stopping   bool
 	avail      attest.Availability
 	gpuErr     error // why there are no GPUs to sell, when there are none
 	seq        uint64
@@ -46,6 +52,9 @@ type Publisher struct {
 	provided   string         // the capability set last provided in the DHT
 	providedAt time.Time
 	onAvail    func(attest.Availability) // the job runner's preemption hook
+	// bookings is what the provider has sold from now on (its scheduler's
+	// silver and gold commitments); nil: nothing is ever booked.
+	bookings func(now time.Time) []auction.Booking
 }
 
 // State is what a publisher keeps durably: the owner's settings and the
@@ -69,7 +78,8 @@ type StateStore interface {
 // is the market whose topics it publishes on, bg the context its DHT
 // announcements run in.
 func NewPublisher(bg context.Context, m *Market, store StateStore, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*Publisher, error) {
-	p := &Publisher{bg: bg, m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1)}
+	p := &Publisher{bg: bg, m: m, store: store, key: key, log: log, ttl: ttl, now: time.Now, kick: make(chan struct{}, 1),
+		refresh: make(chan struct{}, 1)}
 	st := State{Settings: DefaultSettings()}
 	if err := store.LoadState(&st); err != nil {
 		return nil, fmt.Errorf("load offer settings: %w", err)
@@ -97,6 +107,55 @@ func (p *Publisher) Poke() {
 	case p.kick <- struct{}{}:
 	default:
 	}
+}
+
+// SetBookings installs where the offer's bookings come from: the job
+// runner's scheduler. Run then watches it and republishes when they change.
+func (p *Publisher) SetBookings(f func(now time.Time) []auction.Booking) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bookings = f
+}
+
+// Refresh asks Run to compare the bookings with the offer's at once
+// rather than at its next poll, say after a claim or a release; it
+// republishes only if they changed, and as rarely as bookingsGap allows.
+func (p *Publisher) Refresh() {
+	select {
+	case p.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// OfferHorizon is how far ahead of its issue an offer's windows and
+// bookings reach.
+const OfferHorizon = 7 * 24 * time.Hour
+
+// Bookings are watched by polling, which needs no call from the job
+// runner and coalesces a burst of awards into one publication: an offer
+// carries them within bookingsPoll of a change, and never more often
+// than every bookingsGap, which keeps a busy provider's gossip near the
+// hourly re-announcement rather than at the renters' flood limit. A
+// change that ends within bookingsSlack (a lease overrunning its end by a
+// second) is not worth an offer.
+const (
+	bookingsPoll  = 2 * time.Second
+	bookingsGap   = 10 * time.Second
+	bookingsSlack = time.Minute
+)
+
+// bookingsChanged reports whether the published offer's bookings differ
+// from the scheduler's from now+bookingsSlack to the offer's horizon.
+func (p *Publisher) bookingsChanged() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current == nil || p.bookings == nil {
+		return false
+	}
+	now := p.now().Truncate(time.Second)
+	from, to := now.Add(bookingsSlack).Unix(), p.current.IssuedAt+int64(OfferHorizon/time.Second)
+	fresh := auction.NormalizeBookings(p.bookings(now), len(p.current.GPUs), from, to)
+	return !slices.Equal(fresh, auction.NormalizeBookings(p.current.Booked, len(p.current.GPUs), from, to))
 }
 
 // minPublishGap keeps an honest provider far below renters' flood limit and
@@ -128,18 +187,37 @@ func (p *Publisher) Update(change func(Settings) (Settings, error)) (Settings, e
 func (p *Publisher) Run(ctx context.Context) {
 	reannounce := time.NewTimer(0)
 	defer reannounce.Stop()
+	poll := time.NewTicker(bookingsPoll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.kick:
 		case <-reannounce.C:
+		case <-poll.C:
+			if !p.bookingsDue() {
+				continue
+			}
+		case <-p.refresh:
+			if !p.bookingsDue() {
+				continue
+			}
 		}
 		if err := p.Publish(ctx); err != nil {
 			p.log.Warn("offer not published", "err", err)
 		}
 		reannounce.Reset(p.ttl * 11 / 12)
 	}
+}
+
+// bookingsDue: the bookings changed and bookingsGap has passed since the
+// last publication (if not, the next poll looks again).
+func (p *Publisher) bookingsDue() bool {
+	p.publishMu.Lock()
+	recent := time.Since(p.lastPublish) < bookingsGap
+	p.publishMu.Unlock()
+	return !recent && p.bookingsChanged()
 }
 
 // Publish signs the current offer, or a withdrawal if the node offered
@@ -163,7 +241,7 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	}
 	if o == nil { // withdraw what was offered
 		w := *p.current
-		w.Withdrawn, w.Windows = true, nil
+		w.Withdrawn, w.Windows, w.Booked = true, nil, nil
 		o = &w
 	}
 	o.Seq = p.seq + 1
@@ -215,6 +293,9 @@ func (p *Publisher) Publish(ctx context.Context) error {
 // there is nothing to offer. Called with p.mu held.
 func (p *Publisher) build() (*auction.Offer, string) {
 	s := p.settings
+	if p.stopping {
+		return nil, "this node is stopping"
+	}
 	if s.Paused {
 		return nil, "paused by the owner (gleaner offer resume)"
 	}
@@ -238,6 +319,10 @@ func (p *Publisher) build() (*auction.Offer, string) {
 	if err != nil {
 		return nil, "calendar: " + err.Error()
 	}
+	var booked []auction.Booking
+	if p.bookings != nil {
+		booked = auction.NormalizeBookings(p.bookings(now), len(gpus), now.Unix(), now.Add(OfferHorizon).Unix())
+	}
 	return &auction.Offer{
 		Provider:  p.m.host.ID().String(),
 		Network:   p.m.host.Network(),
@@ -248,9 +333,11 @@ func (p *Publisher) build() (*auction.Offer, string) {
 		Region:    s.Region,
 		Prices:    s.Prices,
 		Windows:   windows,
+		Booked:    booked,
 		Policy:    s.Policy,
 		Addrs:     addrStrings(p.m.host.Addrs()),
 		Calendar:  &s.Calendar,
+		Pricing:   s.OfferPricing(),
 	}, ""
 }
 
@@ -287,9 +374,11 @@ func (p *Publisher) provide(ctx context.Context, o *auction.Offer) {
 // Withdraw publishes a signed withdrawal on shutdown, so renters drop the
 // offer now instead of at its expiry.
 func (p *Publisher) Withdraw(ctx context.Context) {
+	// Not by pausing: Publish saves the settings, and a daemon stopped
+	// once would come back paused, selling nothing until its owner
+	// noticed.
 	p.mu.Lock()
-	wasPaused := p.settings.Paused
-	p.settings.Paused = true
+	p.stopping = true
 	offered := p.current != nil
 	p.mu.Unlock()
 	if offered {
@@ -298,7 +387,7 @@ func (p *Publisher) Withdraw(ctx context.Context) {
 		}
 	}
 	p.mu.Lock()
-	p.settings.Paused = wasPaused
+	p.stopping = false
 	p.mu.Unlock()
 }
 

@@ -19,16 +19,23 @@ type Settings struct {
 	Region   auction.Region   `json:"region"`
 	Prices   auction.Prices   `json:"prices"`
 	Calendar auction.Calendar `json:"calendar"`
-	Policy   auction.Policy   `json:"policy"`
-	Limits   attest.Limits    `json:"limits"`
-	Paused   bool             `json:"paused"`
+	// Pricing's periods are in the calendar's zone: Apply keeps its
+	// TimeZone equal to Calendar.TimeZone whenever it has periods.
+	Pricing auction.Pricing `json:"pricing"`
+	Policy  auction.Policy  `json:"policy"`
+	Limits  attest.Limits   `json:"limits"`
+	Paused  bool            `json:"paused"`
 }
 
 // DefaultSettings sell nothing until the owner sets a region and a
 // price: guessing either would be a silent default with real consequences.
+// The surge is what every provider asked before owners could set it: up
+// to half again the floor when fully busy (settings saved before then
+// decode onto these defaults, so they keep it).
 func DefaultSettings() Settings {
 	return Settings{
 		Calendar: auction.Calendar{TimeZone: "UTC"},
+		Pricing:  auction.Pricing{SurgeBP: DefaultSurgeBP},
 		Policy:   auction.Policy{Workloads: []string{"batch"}, PreemptNotice: 60},
 	}
 }
@@ -49,6 +56,20 @@ func (s Settings) Ready() error {
 	return nil
 }
 
+// DefaultSurgeBP is the surge of DefaultSettings, 0.5.
+const DefaultSurgeBP = auction.BP / 2
+
+// OfferPricing is the pricing to publish: nil when the owner's sets
+// nothing, so that the offer has one wire form.
+func (s Settings) OfferPricing() *auction.Pricing {
+	if s.Pricing.IsZero() {
+		return nil
+	}
+	p := s.Pricing
+	p.Periods = append([]auction.PricePeriod(nil), p.Periods...)
+	return &p
+}
+
 // Patch is offer_set's parameter: every field is optional and only
 // the fields present change.
 type Patch struct {
@@ -67,6 +88,12 @@ type Patch struct {
 	Egress        *bool     `json:"egress,omitempty" doc:"let job containers reach the network"`
 	MaxTempC      *int      `json:"max_temperature_c,omitempty" doc:"withdraw a GPU above this temperature; 0 = no limit"`
 	MaxPowerW     *float64  `json:"max_power_w,omitempty" doc:"withdraw a GPU above this power draw; 0 = no limit"`
+	Peak          *string   `json:"peak,omitempty" doc:"price periods in the calendar's zone, ';'-separated: 'DAYS HH:MM-HH:MM' then a multiplier of the floors (x1.5) and/or tier floors (gold=2.0), e.g. 'mon-fri 09:00-18:00 x1.5; sat,sun 10:00-16:00 gold=2'; empty = none"`
+	PeakGold      *string   `json:"peak_gold,omitempty" doc:"gold floor in every price period, credits per GPU-hour; 0 = the period's multiplier"`
+	PeakSilver    *string   `json:"peak_silver,omitempty"`
+	PeakBronze    *string   `json:"peak_bronze,omitempty"`
+	Surge         *string   `json:"surge,omitempty" doc:"surge with utilisation: fully busy asks 1+surge times the floor in force, e.g. 0.5; 0 = none; at most 3"`
+	SurgeCap      *string   `json:"surge_cap,omitempty" doc:"most a surge may ask, as a multiple of the floor in force, e.g. 2x; 0 = the hard bound 4x"`
 }
 
 // Apply returns s changed by p, or an error naming the first bad field.
@@ -157,7 +184,156 @@ func (p Patch) Apply(s Settings) (Settings, error) {
 		}
 		s.Limits.MaxPowerW = *p.MaxPowerW
 	}
+	return p.applyPricing(s)
+}
+
+// applyPricing applies the pricing fields, then checks the schedule as
+// a whole in the calendar's zone (which may just have changed).
+func (p Patch) applyPricing(s Settings) (Settings, error) {
+	var err error
+	if p.Peak != nil {
+		if s.Pricing.Periods, err = ParsePeaks(*p.Peak); err != nil {
+			return s, fieldErr("peak", err)
+		}
+	}
+	for _, pf := range []struct {
+		name string
+		in   *string
+		out  func(*auction.Prices) *auction.Credits
+	}{
+		{"peak_gold", p.PeakGold, func(x *auction.Prices) *auction.Credits { return &x.Gold }},
+		{"peak_silver", p.PeakSilver, func(x *auction.Prices) *auction.Credits { return &x.Silver }},
+		{"peak_bronze", p.PeakBronze, func(x *auction.Prices) *auction.Credits { return &x.Bronze }},
+	} {
+		if pf.in == nil {
+			continue
+		}
+		c, err := ParseCredits(*pf.in)
+		if err != nil {
+			return s, fieldErr(pf.name, err)
+		}
+		if len(s.Pricing.Periods) == 0 {
+			return s, fieldErr(pf.name, errors.New("no price periods to set it in: add them with --peak"))
+		}
+		periods := append([]auction.PricePeriod(nil), s.Pricing.Periods...)
+		for i := range periods {
+			*pf.out(&periods[i].Floors) = c
+			if periods[i].MultBP == 0 && periods[i].Floors == (auction.Prices{}) {
+				return s, fieldErr(pf.name, fmt.Errorf("0 leaves peak %d %q raising nothing: give it a multiplier", i+1, periods[i].String()))
+			}
+		}
+		s.Pricing.Periods = periods
+	}
+	if p.Surge != nil {
+		bp, err := parseMultiple(*p.Surge, "surge", 0, auction.MaxSurgeBP)
+		if err != nil {
+			return s, fieldErr("surge", err)
+		}
+		s.Pricing.SurgeBP = bp
+	}
+	if p.SurgeCap != nil {
+		bp, err := parseMultiple(*p.SurgeCap, "surge cap", 0, auction.BP+auction.MaxSurgeBP)
+		if err == nil && bp != 0 && bp < auction.BP {
+			err = fmt.Errorf("surge cap %s: a cap below 1x would undercut the floor; want 0 (none) or 1..%s", *p.SurgeCap, auction.FormatBP(auction.BP+auction.MaxSurgeBP))
+		}
+		if err != nil {
+			return s, fieldErr("surge_cap", err)
+		}
+		s.Pricing.CapBP = bp
+	}
+	s.Pricing.TimeZone = ""
+	if len(s.Pricing.Periods) > 0 {
+		s.Pricing.TimeZone = s.Calendar.TimeZone
+	}
+	if err := s.Pricing.Validate(); err != nil {
+		return s, fieldErr("pricing", err)
+	}
 	return s, nil
+}
+
+// ParsePeaks parses price periods: rules separated by ";", each "DAYS
+// HH:MM-HH:MM" as in --weekly, then at least one of a multiplier of the
+// floors ("x1.5" or "1.5x") and tier floors in credits ("gold=2.0",
+// several separated by spaces or commas). A tier with its own floor is
+// sold at it in the period, the others at their floor times the
+// multiplier. "" is no periods. Errors name the rule (1-based).
+func ParsePeaks(s string) ([]auction.PricePeriod, error) {
+	var out []auction.PricePeriod
+	for i, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		pp, err := parsePeak(part)
+		if err != nil {
+			return nil, fmt.Errorf("peak %d %q: %v", i+1, part, err)
+		}
+		out = append(out, pp)
+	}
+	if len(out) > auction.MaxPricePeriods {
+		return nil, fmt.Errorf("%d price periods, limit %d", len(out), auction.MaxPricePeriods)
+	}
+	return out, nil
+}
+
+func parsePeak(part string) (auction.PricePeriod, error) {
+	var pp auction.PricePeriod
+	fields := strings.Fields(part)
+	if len(fields) < 3 {
+		return pp, errors.New(`want "DAYS HH:MM-HH:MM" and a price: x1.5 and/or gold=2.0`)
+	}
+	ws, err := auction.ParseWeekly(fields[0] + " " + fields[1])
+	if err != nil {
+		return pp, err
+	}
+	pp.Weekly = ws[0]
+	for _, f := range fields[2:] {
+		for _, item := range strings.Split(f, ",") {
+			if item == "" {
+				continue
+			}
+			if tier, amount, ok := strings.Cut(item, "="); ok {
+				c, err := ParseCredits(amount)
+				if err != nil {
+					return pp, fmt.Errorf("%s: %v", tier, err)
+				}
+				switch strings.ToLower(tier) {
+				case "gold":
+					pp.Floors.Gold = c
+				case "silver":
+					pp.Floors.Silver = c
+				case "bronze":
+					pp.Floors.Bronze = c
+				default:
+					return pp, fmt.Errorf("%q: tier must be gold, silver or bronze", tier)
+				}
+				continue
+			}
+			m := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(item), "x"), "x")
+			if pp.MultBP, err = parseMultiple(m, "multiplier", auction.BP, auction.MaxPeriodMultBP); err != nil {
+				return pp, err
+			}
+		}
+	}
+	if pp.MultBP == 0 && pp.Floors == (auction.Prices{}) {
+		return pp, errors.New("raises no price: give a multiplier above 0 (x1.5) or a tier floor (gold=2.0)")
+	}
+	return pp, nil
+}
+
+// parseMultiple parses a decimal such as "1.5" (or "2x") exactly into
+// basis points within [lo, hi].
+func parseMultiple(s, what string, lo, hi int64) (int64, error) {
+	s = strings.TrimSuffix(strings.TrimSpace(strings.ToLower(s)), "x")
+	c, err := ParseCredits(s)
+	if err != nil || c%100 != 0 {
+		return 0, fmt.Errorf("%s %q: want a decimal with at most 4 places, %s..%s", what, s, auction.FormatBP(lo), auction.FormatBP(hi))
+	}
+	bp := int64(c / 100)
+	if bp < lo || bp > hi {
+		return 0, fmt.Errorf("%s %s: want %s..%s", what, s, auction.FormatBP(lo), auction.FormatBP(hi))
+	}
+	return bp, nil
 }
 
 func fieldErr(field string, err error) error { return fmt.Errorf("%s: %v", field, err) }

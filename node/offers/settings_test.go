@@ -1,6 +1,8 @@
 package offers
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,5 +57,116 @@ func TestOfferPatchNamesTheBadField(t *testing.T) {
 	}
 	if got.Region.Country != "DE" || got.Prices.Bronze != 450_000 || len(got.Calendar.Weekly) != 1 || got.Ready() != nil {
 		t.Fatalf("valid patch applied wrongly: %+v (ready: %v)", got, got.Ready())
+	}
+}
+
+func TestPatchPricing(t *testing.T) {
+	s := func(v string) *string { return &v }
+	base, err := Patch{Region: s("eu/DE"), PriceGold: s("1.5"), PriceBronze: s("0.4"), TimeZone: s("Europe/Berlin")}.Apply(DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Pricing.SurgeBP != DefaultSurgeBP || base.OfferPricing() == nil {
+		t.Fatalf("default surge %+v", base.Pricing)
+	}
+	got, err := Patch{Peak: s("mon-fri 09:00-18:00 x1.5; sat,sun 22:00-02:00 gold=2.0,bronze=0.5 1.2x"), Surge: s("0.25"), SurgeCap: s("2x")}.Apply(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Pricing
+	if p.TimeZone != "Europe/Berlin" || p.SurgeBP != 2_500 || p.CapBP != 20_000 || len(p.Periods) != 2 {
+		t.Fatalf("pricing %+v", p)
+	}
+	if p.Periods[0].MultBP != 15_000 || p.Periods[0].Weekly.Days[4] != "fri" || p.Periods[1].MultBP != 12_000 ||
+		p.Periods[1].Floors != (auction.Prices{Gold: 2_000_000, Bronze: 500_000}) || p.Periods[1].Weekly.End != "02:00" {
+		t.Fatalf("periods %+v", p.Periods)
+	}
+	// The printed form parses back to the same period.
+	again, err := ParsePeaks(p.Periods[1].String())
+	if err != nil || len(again) != 1 || again[0].String() != p.Periods[1].String() {
+		t.Fatalf("%q does not round-trip: %+v %v", p.Periods[1].String(), again, err)
+	}
+	// A later zone change moves the periods with the calendar.
+	moved, err := Patch{TimeZone: s("America/New_York")}.Apply(got)
+	if err != nil || moved.Pricing.TimeZone != "America/New_York" {
+		t.Fatalf("zone not followed: %+v %v", moved.Pricing, err)
+	}
+	// A tier floor for every period; then clearing the periods.
+	gold, err := Patch{PeakGold: s("3")}.Apply(got)
+	if err != nil || gold.Pricing.Periods[0].Floors.Gold != 3_000_000 || gold.Pricing.Periods[1].Floors.Gold != 3_000_000 {
+		t.Fatalf("peak_gold: %+v %v", gold.Pricing.Periods, err)
+	}
+	cleared, err := Patch{Peak: s(""), Surge: s("0"), SurgeCap: s("0")}.Apply(gold)
+	if err != nil || cleared.OfferPricing() != nil || cleared.Pricing.TimeZone != "" {
+		t.Fatalf("cleared: %+v %v", cleared.Pricing, err)
+	}
+	// OfferPricing does not share the settings' periods.
+	op := got.OfferPricing()
+	op.Periods[0].MultBP = 99
+	if got.Pricing.Periods[0].MultBP != 15_000 {
+		t.Fatal("OfferPricing aliases the settings")
+	}
+}
+
+func TestPatchPricingNamesTheBadField(t *testing.T) {
+	s := func(v string) *string { return &v }
+	withPeak, err := Patch{Peak: s("daily 18:00-22:00 x2")}.Apply(DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		patch Patch
+		on    Settings
+		field string
+		says  string
+	}{
+		{Patch{Peak: s("mon-fri 09:00-18:00")}, DefaultSettings(), "peak", "a price"},
+		{Patch{Peak: s("someday 09:00-18:00 x2")}, DefaultSettings(), "peak", `peak 1 "someday`},
+		{Patch{Peak: s("mon 09:00-18:00 x2; tue 25:00-26:00 x2")}, DefaultSettings(), "peak", "peak 2"},
+		{Patch{Peak: s("mon 09:00-18:00 x0.5")}, DefaultSettings(), "peak", "1..10"},
+		{Patch{Peak: s("mon 09:00-18:00 x11")}, DefaultSettings(), "peak", "1..10"},
+		{Patch{Peak: s("mon 09:00-18:00 x1.23456")}, DefaultSettings(), "peak", "4 places"},
+		{Patch{Peak: s("mon 09:00-18:00 platinum=2")}, DefaultSettings(), "peak", "tier must be"},
+		{Patch{Peak: s("mon 09:00-18:00 gold=-2")}, DefaultSettings(), "peak", "gold"},
+		{Patch{Peak: s(strings.Repeat("mon 09:00-18:00 x2;", auction.MaxPricePeriods+1))}, DefaultSettings(), "peak", "limit"},
+		{Patch{PeakGold: s("2")}, DefaultSettings(), "peak_gold", "--peak"},
+		{Patch{PeakSilver: s("abc")}, withPeak, "peak_silver", "amount"},
+		{Patch{Surge: s("4")}, DefaultSettings(), "surge", "0..3"},
+		{Patch{Surge: s("-1")}, DefaultSettings(), "surge", "surge"},
+		{Patch{SurgeCap: s("0.5x")}, DefaultSettings(), "surge_cap", "undercut"},
+		{Patch{SurgeCap: s("5x")}, DefaultSettings(), "surge_cap", "0..4"},
+	} {
+		_, err := c.patch.Apply(c.on)
+		if err == nil || !strings.HasPrefix(err.Error(), c.field+":") || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: got %v, want %q naming %q", c.patch, err, c.field, c.says)
+		}
+	}
+}
+
+// TestPricingPersists: the schedule survives the store's JSON, and
+// settings saved before pricing existed keep the old default surge.
+func TestPricingPersists(t *testing.T) {
+	s := func(v string) *string { return &v }
+	set, err := Patch{TimeZone: s("Europe/Berlin"), Peak: s("mon-fri 17:00-22:00 x1.5 gold=2"), SurgeCap: s("1.25x")}.Apply(DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(State{Settings: set, Seq: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := State{Settings: DefaultSettings()}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back.Settings.OfferPricing(), set.OfferPricing(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("pricing after the store: %+v, want %+v", got, want)
+	}
+	old := State{Settings: DefaultSettings()}
+	if err := json.Unmarshal([]byte(`{"settings":{"prices":{"bronze":450000}},"seq":9}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if p := old.Settings.OfferPricing(); p == nil || p.SurgeBP != DefaultSurgeBP || len(p.Periods) != 0 {
+		t.Fatalf("old settings' pricing %+v", p)
 	}
 }

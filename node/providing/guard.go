@@ -124,39 +124,7 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 	return spec, nil
 }
 
-// LeaseInterrupted: the provider stopped while it held the lease (its
-// container went with it); the lease can neither start nor run again.
+// LeaseInterrupted: the provider stopped while the lease's job ran (its
+// container went with it), or could not hold the lease again after a
+// restart; the lease can neither start nor run again.
 const LeaseInterrupted = "interrupted"
-
-// MarkInterrupted records, at start-up, that the leases an earlier run
-// held are over: leases do not survive a provider's restart yet, so none
-// of them may start or be shown as running.
-func (pj *Provider) MarkInterrupted() error {
-	var open []string
-	err := pj.store.ForEach(func(jobID string, raw []byte) error {
-		if rec, err := ReadRecord(raw); err == nil && (rec.State == LeaseAwarded || rec.State == LeaseStarted) {
-			open = append(open, jobID)
-		}
-		return nil
-	})
-	if err != nil || len(open) == 0 {
-		return err
-	}
-	return pj.store.Update(func(tx Tx) error {
-		for _, id := range open {
-			var raw json.RawMessage
-			if err := tx.Get(id, &raw); err != nil {
-				return err
-			}
-			rec, err := ReadRecord(raw)
-			if err != nil {
-				return err
-			}
-			rec.State, rec.Updated = LeaseInterrupted, time.Now().UTC()
-			if err := tx.Put(id, rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}

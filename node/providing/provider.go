@@ -92,9 +92,6 @@ type activeLease struct {
 // voucher is due (and what one unpaid interval can cost it).
 const maxBillingSec = 3600
 
-// defaultSurge: see BidEngine.Surge.
-const defaultSurge = 0.5
-
 // New makes the provider's adapter; bg is the market's background context.
 func New(bg context.Context, c Config) *Provider {
 	var opts []sched.Option
@@ -132,12 +129,13 @@ func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 		return wire.QuoteReply{Decline: "not offering right now"}
 	}
 	now := time.Now()
-	// Surge pricing inside the owner's own availability calendar: half
-	// again the floor when fully busy (auction.BidEngine documents the
-	// rule), never above the renter's max_price.
-	engine := pj.engine
-	engine.Surge, engine.Peak = defaultSurge, offer.Calendar
-	bid, decl := engine.Quote(spec, offer, pj.sched.Utilisation(spec.Tier, now), now)
+	// The owner's pricing, signed into the offer, sets the price: the
+	// period in force over the job's window and a surge with utilisation
+	// up to the owner's cap, never above the renter's max_price
+	// (auction.BidEngine.Quote). Renters check the same floor, so what
+	// they ask for is what is quoted; an offer without pricing quotes
+	// its floors.
+	bid, decl := pj.engine.Quote(spec, offer, pj.sched.Utilisation(spec.Tier, now), now)
 	if decl != nil {
 		return wire.QuoteReply{Decline: decl.Reason}
 	}
@@ -246,6 +244,7 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	// node's settlements (see settle).
 	pj.record(ledger.TypeLease, raw)
 	pj.do(victims)
+	pj.p.Refresh() // the offer advertises the booking (rate-limited)
 	return raw, nil
 }
 
@@ -276,6 +275,7 @@ func (pj *Provider) release(jobID string) {
 	pj.mu.Unlock()
 	pj.do(acts)
 	pj.poke()
+	pj.p.Refresh()
 }
 
 // gpusOf is the GPU indexes the scheduler holds for a lease: a copy.

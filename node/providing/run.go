@@ -86,8 +86,14 @@ func (pj *Provider) cancel(al *activeLease) {
 // GPU preempts it with the lease's notice and ships its checkpoint back;
 // the container is removed whatever happens.
 func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
-	settled := false
+	settled, launched := false, false
 	defer func() {
+		if !launched && pj.bg.Err() != nil {
+			// This node is stopping before the job began (a reservation
+			// waiting for its window): the lease is kept, unsettled, and
+			// held again when the node starts (see Restore).
+			return
+		}
 		// Every lease that ends is settled before its GPUs are free, in
 		// this node's feed order: that order is what shows a GPU was
 		// released before it was leased again (see node/fraud.go).
@@ -129,13 +135,17 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
+	reserved := false
 	select {
 	case <-al.launch:
 	default:
 		// GPUs handed over from preempted bronze jobs, or a gold
 		// reservation whose window has not begun: the scheduler launches
-		// it when it may run.
-		_ = send(wire.Event{Type: "status", Status: "reserved"})
+		// it when it may run. The image is pulled meanwhile, so that the
+		// job starts at its start rather than a pull later.
+		reserved = true
+		_ = send(wire.Event{Type: "status", Status: "reserved", Error: "starts " + time.Unix(al.lease.Start, 0).UTC().Format(time.RFC3339)})
+		go pj.prepare(ctx, al, spec.Image, send)
 		select {
 		case <-al.launch:
 		case a := <-al.ctrl:
@@ -147,9 +157,21 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 			return
 		}
 	}
+	launched = true
+	// Recorded before the container exists: a provider that restarts
+	// from here on cannot honour the lease again (its job is gone),
+	// while one that restarts before can (see Restore).
+	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseLaunched); err != nil {
+		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+	}
 	_ = send(wire.Event{Type: "status", Status: "pulling"})
 	job, err := pj.exec.Start(ctx, es, executor.Hooks{})
 	if err != nil {
+		if reserved {
+			pj.failedReservation(al, err)
+			_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: "the reservation could not start: " + err.Error()})
+			return
+		}
 		_ = send(wire.Event{Type: "error", Error: "start: " + err.Error()})
 		return
 	}
@@ -259,7 +281,7 @@ loop:
 			}
 		}
 	}
-	pj.settle(al, m, unpaid)
+	charged := pj.settle(al, m, unpaid)
 	settled = true
 	<-logsDone
 	if w.err != nil {
@@ -268,7 +290,7 @@ loop:
 	}
 	if preempted != "" {
 		pj.shipCheckpoint(job, spec, send)
-		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted})
+		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged})
 		return
 	}
 	status := "completed"
@@ -282,7 +304,7 @@ loop:
 	if pj.wrongAnswers && output != "" {
 		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
-	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output})
+	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged})
 }
 
 // shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
@@ -432,15 +454,30 @@ func (pj *Provider) sample(samplers map[string]*attest.Sampler) [][]byte {
 }
 
 // settle journals the provider's settlement of a lease (ledger.Settlement):
-// the best voucher the renter signed, and its exact total.
-func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) {
+// the best voucher the renter signed, its exact total, and what of it the
+// provider charges: the cost of the scheduler's billed running time, to
+// the second (paused time excluded), capped by that voucher; the rest is
+// refunded. It returns the charge, which the exit event tells the renter.
+func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) auction.Credits {
 	var total auction.Credits
 	var best []byte
+	var ran time.Duration
 	if m != nil { // nil: the job never ran
 		total, best = m.settled()
+		if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); ok {
+			ran = in.Ran
+		} else {
+			// Settled before release, so the scheduler still holds it;
+			// if not, charge what the renter authorised, as before refunds.
+			pj.log.Warn("settling a lease the scheduler does not hold: charging the whole voucher", "job", al.lease.JobID)
+			ran = time.Duration(1<<63 - 1)
+		}
 	}
-	payload, err := json.Marshal(ledger.Settlement{Lease: wire.LeaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid})
+	charged, refund := sched.Charge(al.lease, ran, total)
+	payload, err := json.Marshal(ledger.Settlement{Lease: wire.LeaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid,
+		Charged: &charged, Refund: refund})
 	if err == nil {
 		pj.record(ledger.TypeSettlement, payload)
 	}
+	return charged
 }

@@ -34,6 +34,7 @@ func (pj *Provider) Run(ctx context.Context) {
 		offer := pj.p.Current()
 		if offer != nil && offer != windowsOf {
 			pj.sched.SetWindows(offer.Windows, now)
+			pj.sched.SetNotice(time.Duration(offer.Policy.PreemptNotice) * time.Second)
 			windowsOf = offer
 		}
 		pj.do(pj.sched.Tick(now))

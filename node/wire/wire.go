@@ -90,7 +90,16 @@ type Event struct {
 	PullMS   int64     `json:"pull_ms,omitempty"`       // on exit: how long the image pull took
 	Output   string    `json:"output_sha256,omitempty"` // on exit: sha256 of the job's stdout
 	Time     time.Time `json:"time"`
+	// Charged, on exit: what the provider's settlement charged of the
+	// renter's best voucher (micro-credits, the billed running time to the
+	// second); the rest is refunded. Nil from a provider that sent none.
+	Charged *auction.Credits `json:"charged,omitempty"`
 }
+
+// StatusNotStarted marks the error event of a reservation the provider
+// could not start at its window: the provider's fault, which it journals
+// against itself, and the renter auctions the job again at once.
+const StatusNotStarted = "not-started"
 
 // RenterMsg is what a renter sends on a job stream after the start request.
 type RenterMsg struct {

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node"
+)
+
+// `job status` shows what the vouchers paid, and the provider's charge and
+// refund only when the charge is within the renter's own bound.
+func TestJobStatusShowsChargeAndRefund(t *testing.T) {
+	charged := auction.Credits(625)
+	j := node.JobRecord{ID: "j", State: node.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, Refunded: 36_875, ChargeBound: 1_250}
+	var b strings.Builder
+	printJob(&b, j)
+	for _, want := range []string{
+		"paid:      0.0375 credits in 1 signed voucher(s)",
+		"charged:   0.000625 credits for the time run, to the second",
+		"refunded:  0.036875 credits",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	j.ChargeDisputed, j.Refunded = true, 0
+	b.Reset()
+	printJob(&b, j)
+	if out := b.String(); !strings.Contains(out, "charged:   DISPUTED: the provider says 0.000625 credits, more than the 0.00125 credits") || strings.Contains(out, "refunded:") {
+		t.Errorf("a disputed charge:\n%s", out)
+	}
+}

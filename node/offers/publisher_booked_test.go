@@ -1,0 +1,128 @@
+package offers
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// fakeBookings stands in for the scheduler: what it has sold, settable.
+type fakeBookings struct {
+	mu sync.Mutex
+	bs []auction.Booking
+}
+
+func (f *fakeBookings) set(bs ...auction.Booking) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bs = bs
+}
+
+func (f *fakeBookings) booked(time.Time) []auction.Booking {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.bs)
+}
+
+func newBookedProvider(t *testing.T) (*Publisher, *Market, *fakeBookings) {
+	t.Helper()
+	c := newBenchCluster(t, "latency25ms", false)
+	c.addHosts(t, 1)
+	m := startMarkets(t, c.hosts)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p := newBenchProvider(t, ctx, m, 1_000_000)
+	f := &fakeBookings{}
+	p.SetBookings(f.booked)
+	return p, m, f
+}
+
+// The offer carries the scheduler's bookings, as an offer may (capped at
+// its GPUs), through signing and the wire into renters' books; a
+// withdrawal carries none.
+func TestPublisherAdvertisesBookings(t *testing.T) {
+	p, m, f := newBookedProvider(t)
+	ctx := context.Background()
+	now := time.Now().Unix()
+	// The simulated machine has one GPU: five booked is all of it.
+	f.set(auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 5})
+	if err := p.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []auction.Booking{{Start: now + 3600, End: now + 7200, GPUs: 1}}
+	if got := p.Current().Booked; !slices.Equal(got, want) {
+		t.Fatalf("offer booked %+v, want %+v", got, want)
+	}
+	o, _, ok := m.Book().Get(m.Host().ID().String())
+	if !ok || !slices.Equal(o.Booked, want) {
+		t.Fatalf("book holds %v %+v, want %+v", ok, o, want)
+	}
+	if free, ok := auction.NextFreeWindow(o, 1, time.Unix(now, 0)); !ok || free.End != now+3600 {
+		t.Fatalf("renter's next free window %+v %v, want until the booking", free, ok)
+	}
+
+	if p.bookingsChanged() {
+		t.Fatal("unchanged bookings reported as changed")
+	}
+	// A change within bookingsSlack of now (a lease overrunning its end)
+	// is not worth an offer; one beyond it is.
+	f.set(auction.Booking{Start: now, End: now + 30, GPUs: 1}, auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
+	if p.bookingsChanged() {
+		t.Fatal("a change within the slack reported")
+	}
+	f.set(auction.Booking{Start: now + 3600, End: now + 9000, GPUs: 1})
+	if !p.bookingsChanged() {
+		t.Fatal("a longer booking not reported")
+	}
+	f.set()
+	if !p.bookingsChanged() {
+		t.Fatal("a released booking not reported")
+	}
+
+	f.set(auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
+	p.Withdraw(ctx)
+	p.mu.Lock()
+	raw := p.raw
+	p.mu.Unlock()
+	if w, _, err := auction.DecodeSignedOffer(raw, time.Now()); err != nil || !w.Withdrawn || w.Booked != nil {
+		t.Fatalf("withdrawal %+v: %v", w, err)
+	}
+}
+
+// Run republishes when the bookings change, promptly, and a burst of
+// changes (awards arriving one after another) costs at most one
+// publication per bookingsGap.
+func TestPublisherRepublishesBookings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for bookingsGap")
+	}
+	p, _, f := newBookedProvider(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	seq0, start := p.Seq(), time.Now()
+
+	now := time.Now().Unix()
+	var last auction.Booking
+	for i := range int64(30) {
+		last = auction.Booking{Start: now + 600, End: now + 3600 + 60*i, GPUs: 1}
+		f.set(last)
+		p.Refresh()
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitFor(t, bookingsGap+3*bookingsPoll, "the last bookings in the offer", func() bool {
+		o := p.Current()
+		return o != nil && slices.Equal(o.Booked, []auction.Booking{last})
+	})
+	elapsed := time.Since(start)
+	n, limit := p.Seq()-seq0, 1+uint64(elapsed/bookingsGap)
+	if n > limit {
+		t.Fatalf("%d publications in %v, limit %d", n, elapsed, limit)
+	}
+	t.Logf("%d publications for 30 changes in %v", n, elapsed)
+}

@@ -1,0 +1,217 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// Gold reservations on real daemons: libp2p on loopback, bbolt, Docker.
+
+// goldSpec is a demo job reserved for start (RFC 3339 or "+60s").
+func goldSpec(name, start, sleep string) string {
+	return "name: " + name + "\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"" + sleep + "\", \"-lines\", \"2\"]\n" +
+		"resources: {gpus: 1}\ntier: gold\nstart: \"" + start + "\"\nmax_price: 2.00\nduration: {expected: 30s, max: 2m}\n" +
+		"allow_simulated: true\nretry: {max_reauctions: 0}\n"
+}
+
+// goldProvider sells one simulated GPU at gold and bronze with 5 s of
+// notice.
+func goldProvider(s *OfferSettings) {
+	s.Prices.Gold, s.Prices.Bronze, s.Policy.PreemptNotice = 1_000_000, 300_000, 5
+}
+
+// restartNode stops n and starts a new node on its repository, as a
+// daemon restarted by its owner.
+func restartNode(t *testing.T, ctx context.Context, n *Node) *Node {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(n.repo, n.cfg, n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer scancel()
+		_ = m.Stop(sctx)
+	})
+	return m
+}
+
+// A provider restarted while it holds a reservation that has not begun
+// still holds it: the lease is awarded again on the same GPU, and its
+// renter can start it. A job that had launched is over: its lease has
+// ended, cannot start again, and holds no GPU.
+func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
+	r := newHostileRig(t, Options{}, goldProvider)
+	running := hostileSpec("running", "60s")
+	runLease := r.lease("running", running)
+	s := r.start(runLease, running)
+	for ev := nextEvent(t, s, "status"); ev.Status != "running"; ev = nextEvent(t, s, "status") {
+		if ev.Type == "error" {
+			t.Fatalf("start: %+v", ev)
+		}
+	}
+	start := time.Now().Add(10 * time.Minute).Truncate(time.Second).UTC().Format(time.RFC3339)
+	reserved := goldSpec("reserved", start, "1s")
+	lease := r.lease("reserved", reserved)
+
+	r.prov = restartNode(t, r.ctx, r.prov)
+	if err := r.h.LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.prov.provider.Status(); st.Current == nil {
+		t.Fatalf("the restarted provider offers nothing: %s", st.Reason)
+	}
+	if st := r.leaseState("reserved"); st != providing.LeaseAwarded || !r.prov.providerJobs.Holds("reserved") {
+		t.Fatalf("after the restart the reservation is %q (held: %v), want %q and held", st, r.prov.providerJobs.Holds("reserved"), providing.LeaseAwarded)
+	}
+	// Stopped in good order, the provider settled the running job (ended);
+	// a crash leaves it launched, which the restart records as interrupted.
+	if st := r.leaseState("running"); (st != providing.LeaseEnded && st != providing.LeaseInterrupted) || r.prov.providerJobs.Holds("running") {
+		t.Fatalf("after the restart the launched lease is %q (held: %v), want ended or interrupted, and not held", st, r.prov.providerJobs.Holds("running"))
+	}
+	if ev := nextEvent(t, r.start(lease, reserved), "status"); ev.Type != "status" || ev.Status != "reserved" {
+		t.Fatalf("the kept reservation did not start: %+v", ev)
+	}
+	if ev := nextEvent(t, r.start(runLease, running), "status"); ev.Type != "error" {
+		t.Fatalf("the interrupted lease started again: %+v", ev)
+	}
+	// The GPU is free now (the interrupted lease holds none; the
+	// reservation only its window): a new bronze job leases it.
+	r.lease("after", hostileSpec("after", "1s"))
+}
+
+// A reservation the provider cannot honour is refused when it is
+// offered, not after: a second gold job for a window the only GPU is
+// reserved for never gets a lease, while the first keeps it.
+func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
+	r := newHostileRig(t, Options{}, goldProvider)
+	start := time.Now().Add(10 * time.Minute).Truncate(time.Second).UTC().Format(time.RFC3339)
+	first, second := goldSpec("first", start, "1s"), goldSpec("second", start, "1s")
+	// Both quoted before either is awarded, as in two renters' auctions
+	// that overlap: the bids name the same GPU.
+	b1, raw1 := r.quote("first", first)
+	b2, raw2 := r.quote("second", second)
+	if _, refused := r.award(r.leaseFor(b1, raw1, nil)); refused != "" {
+		t.Fatalf("the first reservation was refused: %s", refused)
+	}
+	if _, refused := r.award(r.leaseFor(b2, raw2, nil)); refused != auction.RefusedRaced {
+		t.Fatalf("the second reservation of the same window: refused %q, want %q", refused, auction.RefusedRaced)
+	}
+	var rep quoteReply
+	r.exchange(quoteProto, quoteRequest{JobID: "third", Nonce: randomNonce(), Spec: []byte(goldSpec("third", start, "1s"))}, &rep)
+	if rep.Decline == "" {
+		t.Fatal("the provider still bids for a window it has reserved")
+	}
+	if !r.prov.providerJobs.Holds("first") || r.prov.providerJobs.Holds("second") {
+		t.Fatal("the provider holds the wrong reservation")
+	}
+}
+
+// renterFor starts a renter node connected to the provider, with the
+// provider's offer in its book.
+func renterFor(t *testing.T, ctx context.Context, prov *Node) *Node {
+	t.Helper()
+	rn := startTestNode(t, ctx, "", Options{})
+	if err := rn.Host().LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the provider's offer in the renter's book", func() bool {
+		_, _, ok := rn.market.Book().Get(prov.Host().ID().String())
+		return ok
+	})
+	return rn
+}
+
+// waitJob polls a renter's job until cond holds, failing on a terminal
+// state cond does not accept.
+func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string, cond func(*JobRecord) bool) *JobRecord {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		j, err := rn.renterJobs.get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(j) {
+			return j
+		}
+		if terminal(j.State) || time.Now().After(deadline) {
+			t.Fatalf("%s: job %s is %s (%s)", what, id, j.State, j.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A gold job reserved 60 s ahead starts on time, and the gap before it is
+// sold: a bronze job runs on the reserved GPU and is preempted with its
+// notice before the reservation starts.
+func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
+	r := newHostileRig(t, Options{}, goldProvider)
+	rn := renterFor(t, r.ctx, r.prov)
+	gold, err := rn.renterJobs.submit([]byte(goldSpec("gold", "+60s", "2s")), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	if g.Reserved == nil || time.Until(*g.Reserved) < 40*time.Second {
+		t.Fatalf("the job does not show its reservation about 60 s ahead: %v", g.Reserved)
+	}
+	startAt := *g.Reserved
+	bronze := "name: gap\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"5m\"]\nresources: {gpus: 1}\ntier: bronze\n" +
+		"max_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
+	b, err := rn.renterJobs.submit([]byte(bronze), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, b.ID, 30*time.Second, "the backfill running", func(j *JobRecord) bool { return j.State == StateRunning })
+	bj := waitJob(t, rn, b.ID, 90*time.Second, "the backfill preempted", func(j *JobRecord) bool {
+		return terminal(j.State) && strings.Contains(j.Error, "reservation")
+	})
+	if bj.EndedAt == nil || bj.EndedAt.After(startAt) {
+		t.Errorf("the backfill ended at %v, after the reservation's start %v", bj.EndedAt, startAt)
+	}
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation running", func(j *JobRecord) bool { return j.StartedAt != nil })
+	if late := gj.StartedAt.Sub(startAt); late < 0 || late > 2*time.Second {
+		t.Errorf("the reservation for %v started %v late, want under 2 s", startAt, late)
+	}
+	gj = waitJob(t, rn, gold.ID, 60*time.Second, "the reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	t.Logf("reservation started %v after its start; backfill ended %v before it", gj.StartedAt.Sub(startAt), startAt.Sub(*bj.EndedAt))
+}
+
+// A provider restarted between the award and the start of a reservation
+// still honours it: the renter starts it again on the same lease and it
+// runs at its start.
+func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
+	r := newHostileRig(t, Options{}, goldProvider)
+	rn := renterFor(t, r.ctx, r.prov)
+	gold, err := rn.renterJobs.submit([]byte(goldSpec("kept", "+30s", "1s")), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := waitJob(t, rn, gold.ID, 20*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	prov := restartNode(t, r.ctx, r.prov)
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	gj := waitJob(t, rn, gold.ID, 60*time.Second, "the kept reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	if gj.LeaseCID != g.LeaseCID || gj.Attempts != 1 {
+		t.Errorf("the job ran on lease %s (%d attempts), want its reservation %s", gj.LeaseCID, gj.Attempts, g.LeaseCID)
+	}
+	if late := gj.StartedAt.Sub(*g.Reserved); late < 0 || late > 2*time.Second {
+		t.Errorf("the kept reservation started %v after its start", late)
+	}
+}
