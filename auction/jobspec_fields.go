@@ -45,7 +45,7 @@ var jobSpecSchema = []specField{
 		{name: "max", typ: "duration", required: true, help: "Go duration, at most 720h (30 days); the lease's length",
 			set: durVal(func(s *JobSpec) *time.Duration { return &s.Duration.Max })},
 	}},
-	{name: "start", typ: "timestamp", def: "none", help: "RFC 3339; required for gold and only allowed there: the reserved window's start",
+	{name: "start", typ: "timestamp", def: "none", help: "RFC 3339, or a time ahead such as `+2h` (resolved once, at submit); required for gold and only allowed there: the reserved window's start (see \"Gold: reserving a window\")",
 		set: setStart},
 	{name: "placement", typ: "mapping", help: "where the job may run", sub: []specField{
 		{name: "regions", typ: "list of strings", def: "anywhere", help: "continent codes: " + strings.Join(Continents, " "),

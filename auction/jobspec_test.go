@@ -2,6 +2,7 @@ package auction
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -234,4 +235,42 @@ func FuzzParseJobSpec(f *testing.F) {
 		}
 		assertRoundTrip(t, s)
 	})
+}
+
+// A start written ahead ("+2h") is resolved against the clock once, and
+// says so, so that whoever keeps the spec keeps the instant (its
+// normalised form) rather than a time that moves; a start ahead out of
+// range is refused with the forms that work. The examples in docs parse.
+func TestRelativeStart(t *testing.T) {
+	before := time.Now()
+	s, err := ParseJobSpec([]byte("name: r\nimage: x\nresources: {gpus: 1}\ntier: gold\nstart: \"+2h\"\nmax_price: 1\nduration: {expected: 1h, max: 1h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.StartWasRelative() || s.Start.Before(before.Add(2*time.Hour-time.Second)) || s.Start.After(time.Now().Add(2*time.Hour)) {
+		t.Fatalf("start %v (relative %v), want two hours from now", s.Start, s.StartWasRelative())
+	}
+	norm, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseJobSpec(norm)
+	if err != nil || again.StartWasRelative() || !again.Start.Equal(s.Start) {
+		t.Fatalf("the normalised spec reads back as %v (relative %v): %v\n%s", again.Start, again.StartWasRelative(), err, norm)
+	}
+	for _, bad := range []string{"+0s", "+-2h", "+2x", "+9700h"} {
+		_, err := ParseJobSpec([]byte("name: r\nimage: x\nresources: {gpus: 1}\ntier: gold\nstart: \"" + bad + "\"\nmax_price: 1\nduration: {expected: 1h, max: 1h}\n"))
+		if err == nil || !strings.Contains(err.Error(), "+2h") {
+			t.Errorf("start %q: %v, want a refusal naming the forms that work", bad, err)
+		}
+	}
+	for _, f := range []string{"canary.yaml", "demo-job.yaml", "reserve.yaml"} {
+		b, err := os.ReadFile("../docs/examples/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseJobSpec(b); err != nil {
+			t.Errorf("docs/examples/%s: %v", f, err)
+		}
+	}
 }

@@ -102,9 +102,10 @@ func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
 	d, err := executor.NewDocker(ctx)
 	if err == nil {
 		n.onClose(func(context.Context) error { return d.Close() })
-		// Leases do not survive a restart yet, so every container this node
-		// left in an earlier run is an orphan: remove it, nothing of a
-		// renter's stays. Other nodes sharing the engine keep theirs.
+		// A lease whose job had launched ends with a restart (Restore keeps
+		// only those that had not), so every container this node left in
+		// an earlier run is an orphan: remove it, nothing of a renter's
+		// stays. Other nodes sharing the engine keep theirs.
 		mine := func(jobID string) bool { return strings.HasPrefix(jobID, tag+"-") }
 		if removed, err := d.Reconcile(ctx, func(id string) bool { return !mine(id) }); err != nil {
 			n.log.Warn("could not reconcile job containers", "err", err)

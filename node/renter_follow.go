@@ -31,11 +31,15 @@ type runEnd struct {
 // restarting before the window) is started again on the same lease, for
 // up to reserveRetry, since a restarted provider keeps the reservation.
 func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
-	give := time.Now().Add(reserveRetry)
+	var give time.Time // reserveRetry after the provider was first lost
 	for again := false; ; again = true {
 		out := r.followOnce(id, spec, l, leaseRaw, specYAML, secrets, ckpt, again)
 		j, _ := r.get(id)
-		waiting := j != nil && j.State == StateReserved && out.state == "" && out.result == ledger.OutcomeAbandoned
+		lost := out.result == ledger.OutcomeAbandoned || (again && strings.HasPrefix(out.why, "cannot reach the provider"))
+		waiting := j != nil && j.State == StateReserved && out.state == "" && lost
+		if give.IsZero() {
+			give = time.Now().Add(reserveRetry)
+		}
 		if !waiting || time.Now().After(give) || r.bg.Err() != nil {
 			return out
 		}
@@ -80,7 +84,11 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, Nonce: nonce}); err != nil {
 		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error()}
 	}
-	r.startPaying(ctx, id, s, l, leaseRaw, 1)
+	first := uint64(1)
+	if j, err := r.get(id); again && err == nil && j.BilledLease == leaseCID(leaseRaw) {
+		first = uint64(j.Vouchers) + 1 // the same lease: its vouchers go on
+	}
+	r.startPaying(ctx, id, s, l, leaseRaw, first)
 	tel := newTelemetry(pid, leaseCID(leaseRaw), nonce)
 	if r.claims != nil {
 		tel.claimOf = r.claims.claimOf

@@ -245,7 +245,7 @@ func (s *Scheduler) next(l *lease) time.Time {
 	switch {
 	case !l.launched:
 		if len(s.blockers(l)) == 0 {
-			earliest(time.Unix(l.l.Start, 0)) // else Release launches it
+			earliest(s.launchAt(l)) // else Release launches it
 		}
 	case !l.running || l.free:
 	case !l.paused:

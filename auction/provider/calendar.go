@@ -76,6 +76,14 @@ func (s *Scheduler) fit(l *lease, now time.Time) {
 			}
 		}
 	}
+	if l.state == Awarded && end.Before(time.Unix(l.l.End, 0)) {
+		// A backfill not started by the time its notice would have to
+		// begin never starts: started later, it would get less notice or
+		// hold up the reservation; unstarted, it would hold the GPU.
+		if by := end.Add(-l.notice()); by.Before(l.deadline) {
+			l.deadline = later(by, l.claimed)
+		}
+	}
 	if l.ending == 0 { // one being stopped already needs no other notice
 		s.arm(l, now)
 		s.refresh(l)

@@ -114,3 +114,89 @@ func TestAReservationOverBronzeWaitsForItsStart(t *testing.T) {
 		}
 	}
 }
+
+// A reservation launches its lead before its start, so that its job runs
+// at its start, and is billed from its start, not from the launch.
+func TestAReservationLaunchesItsLeadEarly(t *testing.T) {
+	s := newSched(1)
+	s.SetLaunchLead(2 * time.Second)
+	start := at(10 * time.Minute)
+	if _, err := s.Claim(mkLease("g", auction.Gold, 1, start, time.Hour), []int{0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s, "g", at(time.Second))
+	if due := s.Due(); !due.Equal(start.Add(-2 * time.Second)) {
+		t.Fatalf("due %v, want the start less the lead", due)
+	}
+	if acts := s.Tick(start.Add(-2*time.Second - time.Nanosecond)); len(acts) != 0 {
+		t.Fatalf("before the lead: %s", show(acts))
+	}
+	if got := show(s.Tick(start.Add(-2 * time.Second))); got != "launch:g" {
+		t.Fatalf("at the lead: %q", got)
+	}
+	if err := s.Running("g", start.Add(-1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := s.Lease("g", start.Add(time.Second)); in.Ran != time.Second {
+		t.Fatalf("billed %v a second after the start, want 1s: the lead is not billed", in.Ran)
+	}
+	s.Release("g", start.Add(time.Minute))
+	s.SetLaunchLead(time.Hour)
+	g2 := mkLease("g2", auction.Gold, 1, at(3*time.Hour), time.Hour)
+	if _, err := s.Claim(g2, []int{0}, at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s, "g2", at(time.Minute))
+	if in, _ := s.Lease("g2", at(time.Minute)); in.Launched {
+		t.Fatal("launched at once")
+	}
+	if got := show(s.Tick(at(3*time.Hour - MaxLaunchLead))); got != "launch:g2" {
+		t.Fatalf("a lead of an hour is capped at %v: %q", MaxLaunchLead, got)
+	}
+}
+
+// A backfill awarded but never started gives its GPU back before the
+// reservation's notice, so it never holds up the reservation, and one
+// started late is refused rather than cut short of its notice.
+func TestAnUnstartedBackfillNeverDelaysTheReservation(t *testing.T) {
+	s := newSched(1)
+	start := at(2 * time.Minute) // notice 30 s: a backfill must start by 1m30s
+	if _, err := s.Claim(mkLease("g", auction.Gold, 1, start, time.Hour), []int{0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s, "g", t0)
+	b := mkLease("b", auction.Bronze, 1, at(70*time.Second), time.Hour)
+	if _, err := s.Claim(b, []int{0}, at(70*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := s.Lease("b", at(70*time.Second)); !in.Deadline.Equal(at(90 * time.Second)) {
+		t.Fatalf("the backfill must start by %v, want the reservation's start less its notice", in.Deadline)
+	}
+	if _, err := s.Start("b", at(90*time.Second)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("a backfill started as its notice would begin: %v, want expired", err)
+	}
+	if got := show(s.Tick(at(90 * time.Second))); got != "expire:b" {
+		t.Fatalf("at its deadline: %q", got)
+	}
+	s.Release("b", at(90*time.Second))
+	if got := show(s.Tick(start)); got != "launch:g" {
+		t.Fatalf("at the reservation's start: %q", got)
+	}
+}
+
+// With no notice, a silver lease that runs now over a bronze one takes
+// its GPU at once: the bronze is preempted, not treated as running into
+// a reservation.
+func TestSilverOverBronzeWithoutNoticePreemptsAtOnce(t *testing.T) {
+	s := newSched(1)
+	b := mkLease("b", auction.Bronze, 1, t0, time.Hour)
+	b.NoticeSec = 0
+	if _, err := s.Claim(b, []int{0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s, "b", t0)
+	acts, err := s.Claim(mkLease("s", auction.Silver, 1, at(5*time.Second), time.Hour), []int{0}, at(5*time.Second))
+	if err != nil || show(acts) != "preempt:b" || acts[0].Reason != ReasonHigherTier {
+		t.Fatalf("silver over bronze with no notice: %s %+v %v, want bronze preempted for the higher tier", show(acts), acts, err)
+	}
+}

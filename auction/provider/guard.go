@@ -20,7 +20,7 @@ const startSkew = 60 * time.Second
 
 // HonoursBid checks that an award repeats the provider's bid: parties,
 // job, tier, GPUs, spec, notice and window. The price may be higher (the
-// second score clears above the bid), never lower. now is the provider's
+// second price clears above the bid), never lower. now is the provider's
 // clock, which decides where a window that starts now may begin.
 func HonoursBid(l *auction.Lease, bid *auction.Bid, now time.Time) error {
 	if bid.JobID != l.JobID || bid.Tier != l.Tier || l.Price < bid.Price || l.GPUs != bid.GPUs ||

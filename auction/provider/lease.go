@@ -169,10 +169,20 @@ func (s *Scheduler) gone(jobID string) error {
 // ready: l may launch now. Called with s.mu held.
 func (s *Scheduler) ready(l *lease, now time.Time) bool {
 	return l.state == Started && !l.launched && l.ending == 0 &&
-		!now.Before(time.Unix(l.l.Start, 0)) && len(s.blockers(l)) == 0
+		!now.Before(s.launchAt(l)) && len(s.blockers(l)) == 0
 }
 
-// blockers are the preempted leases still on l's GPUs.
+// launchAt is when l may launch: its start, or for a reservation (a
+// lease claimed before its window) the launch lead earlier, so that its
+// job is running at its start rather than a container start later.
+func (s *Scheduler) launchAt(l *lease) time.Time {
+	start := time.Unix(l.l.Start, 0)
+	if !start.After(l.claimed) {
+		return start
+	}
+	return later(start.Add(-s.lead), l.claimed)
+}
+
 // blockers are the leases still on l's GPUs that l must wait for: the
 // preempted ones draining, and the ones committed before l's own start
 // that have not been released (a backfill running into a reservation's
@@ -213,7 +223,9 @@ func (s *Scheduler) Running(jobID string, now time.Time) error {
 	case l.running:
 		return nil
 	}
-	l.running, l.since = true, now
+	// A reservation launched ahead (see launchAt) is billed from its
+	// start, not from the lead.
+	l.running, l.since = true, later(now, time.Unix(l.l.Start, 0))
 	s.refresh(l)
 	return nil
 }

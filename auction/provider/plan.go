@@ -230,7 +230,7 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action
 	}
 	var out []Action
 	for _, v := range victims {
-		if hold.Start.Sub(now) >= v.notice() {
+		if l.Tier == auction.Gold && hold.Start.After(now) && hold.Start.Sub(now) >= v.notice() {
 			s.fit(v, now) // it runs until the reservation, then yields
 			continue
 		}
@@ -250,6 +250,7 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action
 	}
 	s.leases[l.JobID] = nl
 	s.active = append(s.active, nl)
+	s.fit(nl, now) // a backfill: its start deadline before the reservation's notice
 	s.refresh(nl)
 	return out, nil
 }

@@ -83,7 +83,10 @@ type Scheduler struct {
 	bounded bool
 	// notice is the owner's preemption notice, which Plan and CanPromise
 	// assume a bronze lease gets (a claim uses its lease's own).
-	notice  time.Duration
+	notice time.Duration
+	// lead is how much before its start a reservation launches (see
+	// SetLaunchLead).
+	lead    time.Duration
 	leases  map[string]*lease // active leases by job ID
 	active  []*lease          // the same, in claim order, so output is deterministic
 	ended   map[string]State  // released job IDs, Ended or Expired, for retention
@@ -197,6 +200,26 @@ func (s *Scheduler) SetNotice(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notice = max(d, 0)
+}
+
+// MaxLaunchLead bounds SetLaunchLead: a reservation's job never runs
+// more than this before its window.
+const MaxLaunchLead = 5 * time.Second
+
+// SetLaunchLead sets how long before its start a reservation launches:
+// the time its caller takes to get a job running (a container's start),
+// so that the job runs at its start. Clamped to [0, MaxLaunchLead]; the
+// lease is billed from its start all the same.
+func (s *Scheduler) SetLaunchLead(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d = min(max(d, 0), MaxLaunchLead); d == s.lead {
+		return
+	}
+	s.lead = d
+	for _, l := range s.active {
+		s.refresh(l)
+	}
 }
 
 // windowEnd is when the owner's availability around now closes; now if

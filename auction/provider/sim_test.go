@@ -42,6 +42,22 @@ type simPlan struct {
 type workload struct {
 	plans   []simPlan
 	windows []auction.Window
+	// offer is the owner's prices: floors, weekday evening and weekend
+	// peaks, and a surge with utilisation capped at 2x. A renter's plan
+	// price is its max_price; the lease is priced as the provider quotes.
+	offer *auction.Offer
+}
+
+// simOffer prices the simulated provider's week as an owner who sells
+// evenings and weekends above their nights would.
+func simOffer() *auction.Offer {
+	return &auction.Offer{
+		Prices: auction.Prices{Gold: 1_200_000, Silver: 900_000, Bronze: 400_000},
+		Pricing: &auction.Pricing{TimeZone: "Europe/Berlin", SurgeBP: 5_000, CapBP: 2 * auction.BP, Periods: []auction.PricePeriod{
+			{Weekly: auction.WeeklyWindow{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "17:00", End: "22:00"}, MultBP: 15_000},
+			{Weekly: auction.WeeklyWindow{Days: []string{"sat", "sun"}, Start: "10:00", End: "18:00"}, Floors: auction.Prices{Gold: 2_500_000}},
+		}},
+	}
 }
 
 // newWorkload draws a week: a job every 40 minutes on average, half of
@@ -50,7 +66,7 @@ type workload struct {
 // 19:00-20:00 every day.
 func newWorkload(seed uint64) *workload {
 	r := rand.New(rand.NewPCG(seed, 42))
-	w := &workload{}
+	w := &workload{offer: simOffer()}
 	for d := range 8 {
 		day := t0.Add(time.Duration(d) * 24 * time.Hour)
 		for _, h := range [][2]int{{0, 7}, {8, 19}, {20, 24}} {
@@ -61,7 +77,7 @@ func newWorkload(seed uint64) *workload {
 		t += time.Duration(r.ExpFloat64() * float64(40*time.Minute))
 		p := simPlan{id: fmt.Sprint("job", n), renter: fmt.Sprint("renter", n), arrive: t, gpus: []int{1, 1, 1, 2, 2, 4}[r.IntN(6)],
 			dur:     time.Duration(10+r.IntN(230)) * time.Minute,
-			billing: []int64{300, 600, 900, 1800}[r.IntN(4)], price: auction.Credits(500_000 + r.IntN(2_500_000)), pays: -1}
+			billing: []int64{300, 600, 900, 1800}[r.IntN(4)], price: auction.Credits(500_000 + r.IntN(3_500_000)), pays: -1}
 		switch x := r.IntN(20); {
 		case x < 10:
 			p.tier = auction.Bronze
@@ -192,6 +208,7 @@ type sim struct {
 	occupied [simGPUs][]*simJob // launched on the GPU, not yet released
 	out      map[int]string
 	declined int
+	peak     int // leases priced above their tier's base floor
 	kinds    map[Kind]int
 	reasons  map[string]int
 }
@@ -207,7 +224,7 @@ func runWeek(w *workload) *sim { return new(sim).run(w) }
 // buffers, so a benchmark measures the scheduler and not the harness's
 // allocations.
 func (m *sim) run(w *workload) *sim {
-	m.s, m.w, m.now, m.seq, m.declined = New(WithRetention(2*simWeek)), w, t0, 0, 0
+	m.s, m.w, m.now, m.seq, m.declined, m.peak = New(WithRetention(2*simWeek)), w, t0, 0, 0, 0
 	if m.jobs == nil {
 		m.jobs, m.out, m.kinds, m.reasons = map[string]*simJob{}, map[int]string{}, map[Kind]int{}, map[string]int{}
 	}

@@ -75,6 +75,19 @@ func (m *sim) arrive(p *simPlan) {
 		m.declined++
 		return
 	}
+	// The quote: the floor in force over the job's window, surged with
+	// utilisation within the owner's cap; above the renter's max_price
+	// there is no bid.
+	o := m.w.offer
+	floor := o.FloorFor(p.tier, start, p.dur)
+	price := o.Pricing.Surge(floor, m.s.Utilisation(p.tier, m.now))
+	if price > p.price {
+		m.declined++
+		return
+	}
+	if floor > o.FloorFor(p.tier, start, 0) || price > floor {
+		m.peak++
+	}
 	plan, err := m.s.Plan(p.gpus, p.tier, Span{start, start.Add(p.dur)}, m.now)
 	if err != nil {
 		if !errors.Is(err, ErrBusy) {
@@ -84,7 +97,7 @@ func (m *sim) arrive(p *simPlan) {
 		return
 	}
 	m.pool = append(m.pool, simJob{p: p, gpus: plan, idx: int32(len(m.order)), lease: auction.Lease{
-		JobID: p.id, Renter: p.renter, Tier: p.tier, Price: p.price, GPUs: p.gpus,
+		JobID: p.id, Renter: p.renter, Tier: p.tier, Price: price, GPUs: p.gpus,
 		Start: start.Unix(), End: start.Add(p.dur).Unix(), NoticeSec: 60, BillingSec: p.billing}})
 	j := &m.pool[len(m.pool)-1]
 	j.l = &j.lease

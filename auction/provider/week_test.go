@@ -22,8 +22,8 @@ func TestProviderWeek(t *testing.T) {
 			t.Errorf("seed %d: a week took %v, want well under a second", seed, took)
 		}
 		checkWeek(t, m)
-		t.Logf("seed %d: %v for %d leases (%d declined); actions %v; preemptions %v",
-			seed, took, len(m.order), m.declined, m.kinds, m.reasons)
+		t.Logf("seed %d: %v for %d leases (%d declined, %d at peak prices); actions %v; preemptions %v",
+			seed, took, len(m.order), m.declined, m.peak, m.kinds, m.reasons)
 	}
 }
 
@@ -104,13 +104,18 @@ func checkWeek(t *testing.T, m *sim) {
 			t.Errorf("no preemption because %s", r)
 		}
 	}
+	if m.peak == 0 || m.peak == len(m.order) {
+		t.Errorf("%d of %d leases priced above the base floor: the peaks were not exercised", m.peak, len(m.order))
+	}
 	if unpaidStopped == 0 || paidRan == 0 || reservations == 0 {
 		t.Errorf("%d unpaid stopped, %d paid ran, %d reservations ran: the week is too quiet", unpaidStopped, paidRan, reservations)
 	}
 }
 
-// BenchmarkProviderWeek runs one provider's week (about 250 jobs with
-// preemption, reclaims, window ends and billing) per iteration.
+// BenchmarkProviderWeek runs one provider's week per iteration: about 200
+// leases quoted at peak and surge prices, with gold reservations, bronze
+// backfill of the gaps before them, preemption, reclaims, window ends and
+// billing.
 func BenchmarkProviderWeek(b *testing.B) {
 	w, m := newWorkload(1), new(sim)
 	b.ReportAllocs()

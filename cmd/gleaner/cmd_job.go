@@ -29,7 +29,7 @@ func jobCommand() *cli.Command {
 		Usage: "rent GPUs: run a job spec through a reverse auction and follow it",
 		Description: `A job spec (YAML, see docs/JOBS.md) says what to run and what it needs. Your
 node filters the offers it knows, asks the best providers for signed bids,
-clears at the second score, signs a lease with the winner and follows the
+clears at the second price (plus a bounded premium for quality), signs a lease with the winner and follows the
 job's output.
 
    gleaner job run spec.yaml            submit, then follow progress and logs to the end
@@ -384,7 +384,7 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 		}
 	}
 	if ex.Winner != "" {
-		how := "second-score clearing"
+		how := "second-price clearing"
 		if ex.Rule == "newcomer" { // renter.RuleNewcomer
 			how = "a small job in a round open to newcomers"
 		}

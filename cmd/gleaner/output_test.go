@@ -28,7 +28,7 @@ func TestAmountsPrintAsCredits(t *testing.T) {
 		"(1.35 credits at the lease price)", // 0.45 x 2 GPUs x 1.5 h, exactly
 		"paid:      0.001 credits in 2 signed voucher(s)",
 		"bid 0.400001 credits per GPU-hour",
-		"paid 0.45 credits per GPU-hour (second-score clearing)",
+		"paid 0.45 credits per GPU-hour (second-price clearing)",
 		"paid 1.35 credits",
 		"prices:      silver 0.6, bronze 0.45 credits per GPU-hour",
 	} {

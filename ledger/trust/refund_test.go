@@ -50,3 +50,36 @@ func TestRefundedSettlementCountsTheCharge(t *testing.T) {
 		}
 	}
 }
+
+// A bad outcome keeps its weight whatever the provider's settlement
+// charges: a provider that failed a reservation and settles it charging
+// nothing (it never ran, nothing was paid) is still rated by its renter,
+// with at least one billing interval of the lease both signed, and
+// ranks below one that ran the same lease.
+func TestAFailedLeaseWeighsThoughNothingWasCharged(t *testing.T) {
+	w := newLedgerWorld(t)
+	bad, good, renter := newActor(t), newActor(t), newActor(t)
+	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	_, a := w.lease(renter, bad, "reserved", auction.Gold, t0, time.Hour, "g")
+	_, b := w.lease(renter, good, "ran", auction.Gold, t0, time.Hour, "h")
+	zero, interval := auction.Credits(0), auction.Credits(60_000)
+	sa, _ := json.Marshal(ledger.Settlement{Lease: a, Renter: renter.ID, Charged: &zero})
+	w.append(bad, ledger.TypeSettlement, sa, t0.Add(time.Minute))
+	vb := voucherFor(t, renter, good, b, interval)
+	sb, _ := json.Marshal(ledger.Settlement{Lease: b, Renter: renter.ID, Total: interval, Voucher: vb, Charged: &interval})
+	w.append(good, ledger.TypeSettlement, sb, t0.Add(time.Minute))
+	oa, _ := json.Marshal(ledger.Outcome{Lease: a, Provider: bad.ID, Result: ledger.OutcomeFailed, Detail: "the reservation never started"})
+	ob, _ := json.Marshal(ledger.Outcome{Lease: b, Provider: good.ID, Result: ledger.OutcomeCompleted, Voucher: vb})
+	w.append(renter, ledger.TypeOutcome, oa, t0.Add(time.Minute))
+	w.append(renter, ledger.TypeOutcome, ob, t0.Add(2*time.Minute))
+
+	v := &View{st: w.St, self: renter.ID}
+	_, ev := v.Get()
+	eb, eg := ev[bad.ID], ev[good.ID]
+	if eb == nil || eb.Score == nil || eb.PaidTotal < interval {
+		t.Fatalf("a provider that failed a lease and charged nothing carries no rating: %+v", eb)
+	}
+	if eg == nil || eg.Score == nil || *eb.Score >= *eg.Score {
+		t.Fatalf("the failed provider scores %v, the one that ran %v: want it lower", *eb.Score, eg)
+	}
+}

@@ -209,14 +209,22 @@ func (v *View) compute() (map[string]float64, map[string]*Evidence, *fraudScan) 
 		e.Outcomes[oa.o.Result]++
 		e.Leases++
 		score, rated := outcomeScore[oa.o.Result]
-		// What was paid: the provider's charge where its settlement states
-		// one (the renter's newest voucher is a cap it authorised, the
-		// rest refunded; weighing it would let a colluding pair sign a
-		// large voucher, refund nearly all of it and keep the weight),
-		// else the settled total or the renter's own voucher, the larger.
+		// What was paid: the settled total or the renter's own voucher, the
+		// larger. A good outcome weighs the provider's charge instead,
+		// where its settlement states one (the renter's newest voucher is
+		// a cap it authorised, the rest refunded; weighing it would let a
+		// colluding pair sign a large voucher, refund nearly all of it and
+		// keep the weight). A bad one never weighs less than the renter's
+		// voucher, so a provider cannot erase it by charging nothing, nor
+		// less than one billing interval of a lease both signed: a
+		// reservation the provider never started cost the renter its
+		// window though nothing was paid.
 		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
-		if charged[oa.o.Lease] {
+		if charged[oa.o.Lease] && score >= 1 {
 			amount = paid[oa.o.Lease]
+		}
+		if l, ok := fs.verifiedLease(oa.o.Lease); rated && score < 1 && ok && l.Renter == oa.by && l.Provider == oa.o.Provider {
+			amount = max(amount, sched.IntervalPrice(l))
 		}
 		e.PaidTotal += amount
 		if !rated || amount <= 0 {

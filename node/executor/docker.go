@@ -60,15 +60,38 @@ func (d *Docker) Kind() string { return "docker" }
 // Unsafe implements Executor: containers are isolated.
 func (d *Docker) Unsafe() bool { return false }
 
-// Prepare pulls image unless the engine has it, so that a job reserved
-// for a later window starts without a pull.
-func (d *Docker) Prepare(ctx context.Context, image string) error {
-	_, _, err := d.ensureImage(ctx, image, nil)
-	return err
-}
-
 // Start implements Executor.
 func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
+	j, err := d.create(ctx, spec, hooks)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Begin(ctx); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// Create implements Creator: everything Start does but starting the
+// container, so that a job reserved for a later window begins at its
+// window in the time a container takes to start.
+func (d *Docker) Create(ctx context.Context, spec Spec, hooks Hooks) (Created, error) {
+	return d.create(ctx, spec, hooks)
+}
+
+// Begin implements Created.
+func (j *dockerJob) Begin(ctx context.Context) error {
+	if err := j.start(ctx); err != nil {
+		// Nothing of a job that never ran may stay behind.
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = j.Remove(rmCtx)
+		return fmt.Errorf("executor: start job %s: %w", j.spec.JobID, err)
+	}
+	return nil
+}
+
+func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
@@ -123,13 +146,6 @@ func (d *Docker) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
 			_ = j.Remove(rmCtx)
 			return nil, fmt.Errorf("executor: restore checkpoint of job %s: %w", spec.JobID, err)
 		}
-	}
-	if err := j.start(ctx); err != nil {
-		// Nothing of a job that never ran may stay behind.
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = j.Remove(rmCtx)
-		return nil, fmt.Errorf("executor: start job %s: %w", spec.JobID, err)
 	}
 	return j, nil
 }

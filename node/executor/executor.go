@@ -62,6 +62,20 @@ type Executor interface {
 	Reconcile(ctx context.Context, keep func(jobID string) bool) (removed []string, err error)
 }
 
+// Creator is an executor that can create a job ahead of its start:
+// pull the image, make the container and its resources, and start it
+// later (a reservation waiting for its window).
+type Creator interface {
+	Create(ctx context.Context, spec Spec, hooks Hooks) (Created, error)
+}
+
+// Created is a job whose container exists but has not started. Begin
+// starts it, once; a Created that never begins must still be Removed.
+type Created interface {
+	Job
+	Begin(ctx context.Context) error
+}
+
 // Job is one running (or finished, not yet removed) job.
 type Job interface {
 	ID() string

@@ -41,8 +41,9 @@ type Provider struct {
 	record       func(typ string, payload []byte) // journals to this node's ledger feed
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 
-	mu     sync.Mutex // guards leases and each activeLease's job
+	mu     sync.Mutex // guards leases, each activeLease's job and begins
 	leases map[string]*activeLease
+	begins time.Duration // how long a created job takes to begin, averaged
 }
 
 // Config is what a Provider needs from its node.
@@ -86,6 +87,15 @@ type activeLease struct {
 	// pause, resume and the endings. Buffered: do never blocks on a run.
 	ctrl chan sched.Action
 	done chan struct{} // closed when the lease is released
+	// cancelled is closed when the renter cancels a job that has not
+	// begun (a reservation waiting for its window): nothing to stop yet.
+	cancelled  chan struct{}
+	cancelOnce sync.Once
+}
+
+func newActiveLease(l *auction.Lease, raw []byte) *activeLease {
+	return &activeLease{lease: l, raw: raw, hub: &eventHub{}, launch: make(chan struct{}),
+		ctrl: make(chan sched.Action, 8), done: make(chan struct{}), cancelled: make(chan struct{})}
 }
 
 // maxBillingSec bounds the interval a provider works before the next
@@ -98,9 +108,11 @@ func New(bg context.Context, c Config) *Provider {
 	if c.StartDeadline > 0 {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
-	return &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, log: c.Log, bg: bg, tag: c.Tag,
+	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, record: c.Record, wrongAnswers: c.WrongAnswers,
-		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1)}
+		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
+	pj.sched.SetLaunchLead(defaultBegin)
+	return pj
 }
 
 // HandleQuote serves /auction/1: a request for quotes gets a signed bid
@@ -231,8 +243,7 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	al := &activeLease{lease: l, raw: raw, hub: &eventHub{}, launch: make(chan struct{}),
-		ctrl: make(chan sched.Action, 8), done: make(chan struct{})}
+	al := newActiveLease(l, raw)
 	pj.mu.Lock()
 	pj.leases[l.JobID] = al
 	pj.mu.Unlock()

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // Reservations: a gold lease for a future window. The run waits for the
-// scheduler's launch with its image already pulled; a provider that
+// scheduler's launch with its job made ready (image pulled, container
+// created); a provider that
 // restarts before the window keeps the lease (Restore); one that cannot
 // start the job at its window says so in its own ledger feed.
 
@@ -22,26 +23,75 @@ import (
 // before it, a restart keeps the lease (see Restore).
 const LeaseLaunched = "launched"
 
-// Preparer is an executor that can fetch an image ahead of a job's start.
-type Preparer interface {
-	Prepare(ctx context.Context, image string) error
+// ahead is a reservation's job made ready before its window: its image
+// pulled and its container created, not started (executor.Creator).
+type ahead struct {
+	job executor.Created // nil if the executor cannot create ahead, or failed to
+	err error
 }
 
-// prepare pulls a reservation's image while it waits for its window, and
-// tells the renter how that went; a failure here is retried by the start.
-func (pj *Provider) prepare(ctx context.Context, al *activeLease, image string, send func(wire.Event) error) {
-	p, ok := pj.exec.(Preparer)
+// prepare makes a reservation's job ready while it waits for its window
+// and tells the renter how that went; a failure is retried by the start
+// at the window. The result arrives on the returned channel, once.
+func (pj *Provider) prepare(ctx context.Context, al *activeLease, es executor.Spec, send func(wire.Event) error) <-chan ahead {
+	out := make(chan ahead, 1)
+	c, ok := pj.exec.(executor.Creator)
 	if !ok {
+		out <- ahead{}
+		return out
+	}
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		job, err := c.Create(pctx, es, executor.Hooks{})
+		if err != nil {
+			pj.log.Warn("reservation: job not made ready ahead of its start", "job", al.lease.JobID, "image", es.Image, "err", err)
+			_ = send(wire.Event{Type: "log", Log: []byte("gleaner: the job could not be made ready ahead of the reservation (the start will try again): " + err.Error() + "\n")})
+			out <- ahead{err: err}
+			return
+		}
+		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: image " + es.Image + " is ready for the reservation\n")})
+		out <- ahead{job: job}
+	}()
+	return out
+}
+
+// discard removes a job made ready for a reservation that will not
+// begin (it ended or was preempted before its window). wait: before
+// returning, as a stopping node must (its Docker client closes next);
+// otherwise in the background, since the making may still be pulling.
+func (pj *Provider) discard(ready <-chan ahead, wait bool) {
+	remove := func() {
+		a := <-ready
+		if a.job == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(pj.bg), 30*time.Second)
+		defer cancel()
+		if err := a.job.Remove(ctx); err != nil {
+			pj.log.Warn("a job made ready for a reservation was not removed; Reconcile will", "job", a.job.ID(), "err", err)
+		}
+	}
+	if wait {
+		remove()
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	if err := p.Prepare(pctx, image); err != nil {
-		pj.log.Warn("reservation: image not pulled ahead of its start", "job", al.lease.JobID, "image", image, "err", err)
-		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: the image could not be pulled ahead of the reservation (the start will try again): " + err.Error() + "\n")})
-		return
-	}
-	_ = send(wire.Event{Type: "log", Log: []byte("gleaner: image " + image + " is ready for the reservation\n")})
+	go remove()
+}
+
+// defaultBegin is what a container's start is assumed to take until one
+// is measured: Docker's on a small machine.
+const defaultBegin = 500 * time.Millisecond
+
+// noteBegin averages how long a created job took to begin, and launches
+// reservations that much before their start, so that their jobs run at
+// it (auction/provider's launch lead; the lease is billed from its start).
+func (pj *Provider) noteBegin(d time.Duration) {
+	pj.mu.Lock()
+	pj.begins = (3*pj.begins + d) / 4
+	lead := pj.begins
+	pj.mu.Unlock()
+	pj.sched.SetLaunchLead(lead)
 }
 
 // failedReservation journals, in this provider's own feed, that it could
@@ -117,8 +167,7 @@ func (pj *Provider) reclaim(raw []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	al := &activeLease{lease: l, raw: raw, hub: &eventHub{}, launch: make(chan struct{}),
-		ctrl: make(chan sched.Action, 8), done: make(chan struct{})}
+	al := newActiveLease(l, raw)
 	pj.mu.Lock()
 	pj.leases[l.JobID] = al
 	pj.mu.Unlock()

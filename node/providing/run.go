@@ -74,11 +74,13 @@ func (pj *Provider) cancel(al *activeLease) {
 	pj.mu.Lock()
 	job := al.job
 	pj.mu.Unlock()
-	if job != nil {
-		ctx, cancel := context.WithTimeout(pj.bg, time.Duration(al.lease.NoticeSec)*time.Second+10*time.Second)
-		defer cancel()
-		_ = job.Stop(ctx, time.Duration(al.lease.NoticeSec)*time.Second)
+	if job == nil {
+		al.cancelOnce.Do(func() { close(al.cancelled) }) // a run waiting to begin ends
+		return
 	}
+	ctx, cancel := context.WithTimeout(pj.bg, time.Duration(al.lease.NoticeSec)*time.Second+10*time.Second)
+	defer cancel()
+	_ = job.Stop(ctx, time.Duration(al.lease.NoticeSec)*time.Second)
 }
 
 // run starts the container and streams status, logs, heartbeats and the
@@ -135,39 +137,79 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	es.Restore = req.Checkpoint
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
-	reserved := false
+	var ready <-chan ahead // a reservation's job, made ready ahead
 	select {
 	case <-al.launch:
 	default:
 		// GPUs handed over from preempted bronze jobs, or a gold
 		// reservation whose window has not begun: the scheduler launches
-		// it when it may run. The image is pulled meanwhile, so that the
-		// job starts at its start rather than a pull later.
-		reserved = true
+		// it when it may run. Its job is made ready meanwhile (image
+		// pulled, container created), so that it begins at its start.
 		_ = send(wire.Event{Type: "status", Status: "reserved", Error: "starts " + time.Unix(al.lease.Start, 0).UTC().Format(time.RFC3339)})
-		go pj.prepare(ctx, al, spec.Image, send)
+		if time.Unix(al.lease.Start, 0).After(time.Now()) {
+			ready = pj.prepare(ctx, al, es, send)
+		}
 		select {
 		case <-al.launch:
 		case a := <-al.ctrl:
 			if a.Kind.Ends() {
+				if ready != nil {
+					pj.discard(ready, false)
+				}
 				_ = send(wire.Event{Type: "exit", Status: "preempted", Error: a.Message()})
 				return
 			}
+		case <-al.cancelled:
+			if ready != nil {
+				pj.discard(ready, false)
+			}
+			_ = send(wire.Event{Type: "exit", Status: "stopped", Error: "cancelled by the renter before it began"})
+			return
 		case <-ctx.Done():
+			if ready != nil {
+				pj.discard(ready, true) // its making ends with ctx
+			}
 			return
 		}
 	}
 	launched = true
 	// Recorded before the container exists: a provider that restarts
 	// from here on cannot honour the lease again (its job is gone),
-	// while one that restarts before can (see Restore).
+	// while one that restarts before can (see Restore). Unrecorded, the
+	// job must not run: a crash would let it start a second time.
 	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseLaunched); err != nil {
-		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+		pj.log.Warn("lease state not saved: not starting its job", "job", al.lease.JobID, "err", err)
+		_ = send(wire.Event{Type: "error", Error: "the provider cannot record the lease's start: " + err.Error()})
+		if ready != nil {
+			pj.discard(ready, false)
+		}
+		return
 	}
-	_ = send(wire.Event{Type: "status", Status: "pulling"})
-	job, err := pj.exec.Start(ctx, es, executor.Hooks{})
+	var job executor.Job
+	var err error
+	if ready != nil {
+		if a := <-ready; a.job != nil {
+			began := time.Now()
+			job, err = a.job, a.job.Begin(ctx)
+			if err == nil {
+				pj.noteBegin(time.Since(began))
+			}
+		}
+	}
+	if job == nil {
+		_ = send(wire.Event{Type: "status", Status: "pulling"})
+		job, err = pj.exec.Start(ctx, es, executor.Hooks{})
+	}
+	if err != nil && pj.bg.Err() != nil {
+		// Stopping while the job was being started: nothing ran, and the
+		// lease is kept for Restore like any that had not launched.
+		if serr := pj.saveLease(al.lease.JobID, al.raw, LeaseStarted); serr == nil {
+			launched = false
+		}
+		return
+	}
 	if err != nil {
-		if reserved {
+		if ready != nil {
 			pj.failedReservation(al, err)
 			_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: "the reservation could not start: " + err.Error()})
 			return
