@@ -232,7 +232,7 @@ func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterFor(t, r.ctx, r.prov)
-	gold, err := rn.renterJobs.submit([]byte(goldSpec("kept", "+30s", "1s")), nil, SubmitOptions{})
+	gold, err := rn.renterJobs.submit([]byte(goldSpec("kept", "+45s", "1s")), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,12 +241,20 @@ func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	gj := waitJob(t, rn, gold.ID, 60*time.Second, "the kept reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	back := time.Now()
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the kept reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
 	if gj.LeaseCID != g.LeaseCID || gj.Attempts != 1 {
 		t.Errorf("the job ran on lease %s (%d attempts), want its reservation %s", gj.LeaseCID, gj.Attempts, g.LeaseCID)
 	}
-	if off := gj.StartedAt.Sub(*g.Reserved); off < -2*time.Second || off > 2*time.Second {
-		t.Errorf("the kept reservation started %v after its start, want within 2 s", off)
+	off := gj.StartedAt.Sub(*g.Reserved)
+	t.Logf("the provider was back %v before the start; the job started %v after it", g.Reserved.Sub(back), off)
+	switch ahead := g.Reserved.Sub(back); {
+	case ahead < 10*time.Second:
+		// A loaded machine took most of the lead to restart: on time is
+		// not the point then, the lease kept is.
+		t.Logf("the provider was back %v before the start; the job started %v after it", ahead, off)
+	case off < -2*time.Second || off > 2*time.Second:
+		t.Errorf("the kept reservation started %v after its start (the provider was back %v before it), want within 2 s", off, ahead)
 	}
 }
 

@@ -89,3 +89,35 @@ func (s *Scheduler) fit(l *lease, now time.Time) {
 		s.refresh(l)
 	}
 }
+
+// LoadAt is Utilisation at a later instant at, as the calendar stands at
+// now: the fraction of the sellable GPUs committed at at (for silver and
+// gold, bronze counts as free). A lease's commitment counts for the span
+// it was sold, not past its end as Utilisation's does at now, so a
+// reservation is priced by the load at its window. at <= now is
+// Utilisation(t, now).
+func (s *Scheduler) LoadAt(t auction.Tier, at, now time.Time) float64 {
+	if !at.After(now) {
+		return s.Utilisation(t, now)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total, held := 0, 0
+	for i := range s.gpus {
+		g := &s.gpus[i]
+		if !g.known || g.out != "" {
+			continue
+		}
+		total++
+		for _, c := range g.commits {
+			if (Span{c.start, c.end}).contains(at) && (t == auction.Bronze || c.l.l.Tier != auction.Bronze) {
+				held++
+				break
+			}
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(held) / float64(total)
+}

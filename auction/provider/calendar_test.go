@@ -200,3 +200,23 @@ func TestSilverOverBronzeWithoutNoticePreemptsAtOnce(t *testing.T) {
 		t.Fatalf("silver over bronze with no notice: %s %+v %v, want bronze preempted for the higher tier", show(acts), acts, err)
 	}
 }
+
+// The load a reservation is priced by is the load at its window: a GPU
+// busy now with a lease that ends before it counts as free then, and one
+// reserved for it counts as held.
+func TestLoadAtAReservationsWindow(t *testing.T) {
+	s := newSched(2)
+	mustClaim(t, s, "now", auction.Silver, t0, 0) // t0..t0+1h
+	if _, err := s.Claim(mkLease("later", auction.Gold, 1, at(3*time.Hour), time.Hour), []int{1}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if u := s.LoadAt(auction.Gold, t0, t0); u != 0.5 {
+		t.Fatalf("load now %v, want 0.5", u)
+	}
+	if u := s.LoadAt(auction.Gold, at(2*time.Hour), t0); u != 0 {
+		t.Fatalf("load in two hours %v, want 0: the silver lease has ended, the reservation not begun", u)
+	}
+	if u := s.LoadAt(auction.Gold, at(3*time.Hour+time.Minute), t0); u != 0.5 {
+		t.Fatalf("load in the reservation's window %v, want 0.5", u)
+	}
+}

@@ -147,7 +147,13 @@ func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 	// (auction.BidEngine.Quote). Renters check the same floor, so what
 	// they ask for is what is quoted; an offer without pricing quotes
 	// its floors.
-	bid, decl := pj.engine.Quote(spec, offer, pj.sched.Utilisation(spec.Tier, now), now)
+	// The surge follows the load when the job would run: a reservation
+	// for next week is not dearer because the machine is busy today.
+	loadAt := now
+	if spec.Tier == auction.Gold && spec.Start.After(now) {
+		loadAt = spec.Start
+	}
+	bid, decl := pj.engine.Quote(spec, offer, pj.sched.LoadAt(spec.Tier, loadAt, now), now)
 	if decl != nil {
 		return wire.QuoteReply{Decline: decl.Reason}
 	}
