@@ -140,8 +140,24 @@ func (pj *Provider) Restore(now time.Time) (restored []string, err error) {
 		if err := pj.saveLease(o.id, o.rec.Lease, state); err != nil {
 			return restored, err
 		}
+		if state == LeaseInterrupted {
+			pj.settleInterrupted(o.rec.Lease)
+		}
 	}
 	return restored, nil
+}
+
+// settleInterrupted journals the end of a lease the last run held and this
+// one does not: every node reads a lease as open until its provider settles
+// it, so without this entry the next lease on its GPUs would read as the
+// GPU given twice. The vouchers went with the last run's memory; the
+// renter's outcome cites its own.
+func (pj *Provider) settleInterrupted(raw []byte) {
+	l, _, err := auction.DecodeSignedLease(raw, true)
+	if err != nil {
+		return
+	}
+	pj.settle(newActiveLease(l, raw), nil, false)
 }
 
 // reclaim claims a stored lease's GPUs again and holds it as awarded.
