@@ -9,6 +9,7 @@ require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/gofrs/flock v0.13.2
+	github.com/google/go-containerregistry v0.22.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/ipfs/go-cid v0.6.2
 	github.com/libp2p/go-libp2p v0.52.0

@@ -82,4 +82,9 @@ var ErrNoGPU = errors.New("no NVIDIA GPU found")
 type Limits struct {
 	MaxTempC  int     `json:"max_temperature_c,omitempty"` // 0 = no limit
 	MaxPowerW float64 `json:"max_power_w,omitempty"`       // 0 = no limit
+	// The hard limits: over them even a silver or gold job on the GPU is
+	// stopped with its notice (over the limits above, a GPU only leaves
+	// the offer and its bronze jobs are preempted). 0 = none.
+	StopTempC  int     `json:"stop_temperature_c,omitempty"`
+	StopPowerW float64 `json:"stop_power_w,omitempty"`
 }

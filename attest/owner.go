@@ -21,6 +21,7 @@ const (
 	causePower     = "power"
 	causeUnread    = "unreadable"
 	causeReadError = "read-error"
+	causeHard      = "hard-limit"
 )
 
 // Withdrawn reports whether the owner's rules take g out of the offer, and
@@ -61,6 +62,18 @@ func withdrawal(g GPU, lim Limits, own map[int]bool) (cause, reason string) {
 	return "", ""
 }
 
+// overHardLimit says why g is over the owner's hard limits, "" if it is
+// not.
+func overHardLimit(g GPU, lim Limits) string {
+	if lim.StopTempC > 0 && g.TempC > lim.StopTempC {
+		return fmt.Sprintf("temperature %d°C over the hard limit %d°C", g.TempC, lim.StopTempC)
+	}
+	if lim.StopPowerW > 0 && g.PowerW > lim.StopPowerW {
+		return fmt.Sprintf("power draw %s W over the hard limit %s W", watts(g.PowerW), watts(lim.StopPowerW))
+	}
+	return ""
+}
+
 // watts prints a power to 0.1 W without trailing zeros: "312.5", "300".
 func watts(w float64) string {
 	return strconv.FormatFloat(math.Round(w*10)/10, 'f', -1, 64)
@@ -71,7 +84,10 @@ type Availability struct {
 	Inventory Inventory      `json:"inventory"`
 	Available []int          `json:"available"`           // GPU indexes, ascending
 	Withdrawn map[int]string `json:"withdrawn,omitempty"` // GPU index -> reason
-	Err       string         `json:"error,omitempty"`     // the Source failed: nothing is offered
+	// Stop are the GPUs over the owner's hard limits (Limits.StopTempC,
+	// StopPowerW): every job on them is stopped, silver and gold too.
+	Stop map[int]string `json:"stop,omitempty"`  // GPU index -> reason
+	Err  string         `json:"error,omitempty"` // the Source failed: nothing is offered
 }
 
 // DefaultMonitorInterval is short because the owner's own work must push
@@ -137,10 +153,22 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 		present := map[int]bool{}
 		for _, g := range inv.GPUs {
 			present[g.Index], m.seen[g.Index] = true, true
-			if c, r := withdrawal(g, lim, own); c != "" {
+			c, r := withdrawal(g, lim, own)
+			hard := overHardLimit(g, lim)
+			if c == "" && hard != "" {
+				c, r = causeHard, hard // over the hard limit is over any limit
+			}
+			if c != "" {
 				causes[g.Index], av.Withdrawn[g.Index] = c, r
 			} else {
 				av.Available = append(av.Available, g.Index)
+			}
+			if hard != "" {
+				if av.Stop == nil {
+					av.Stop = map[int]string{}
+				}
+				causes[g.Index] += "+stop"
+				av.Stop[g.Index] = hard
 			}
 		}
 		for i := range m.seen {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -175,5 +176,26 @@ func TestFakeCopiesAndIsConcurrent(t *testing.T) {
 	_ = f.Close()
 	if !f.Closed() {
 		t.Error("Close not recorded")
+	}
+}
+
+// A GPU over the owner's hard limit is withdrawn and listed in Stop (its
+// jobs of every tier are to stop); one over the soft limit only is
+// withdrawn; crossing the hard limit is a change the node hears of.
+func TestHardLimits(t *testing.T) {
+	fake := NewFake(gpus(40, 88, 97))
+	lim := Limits{MaxTempC: 85, StopTempC: 95}
+	m := NewMonitor(fake, func() Limits { return lim }, nil, 0)
+	av, _ := m.Check(context.Background())
+	if !reflect.DeepEqual(av.Available, []int{0}) || av.Withdrawn[1] == "" || av.Withdrawn[2] == "" {
+		t.Fatalf("availability %+v", av)
+	}
+	if len(av.Stop) != 1 || !strings.Contains(av.Stop[2], "hard limit 95°C") {
+		t.Fatalf("stop %v, want GPU 2 alone, over the hard limit", av.Stop)
+	}
+	// No soft limit: the hard one still withdraws the GPU.
+	lim = Limits{StopPowerW: 25}
+	if av, changed := m.Check(context.Background()); !changed || len(av.Available) != 0 || len(av.Stop) != 3 {
+		t.Fatalf("power over the hard limit everywhere: %+v (changed %v)", av, changed)
 	}
 }

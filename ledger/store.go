@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/ledger/boltfile"
 	"github.com/ipfs/go-cid"
 	bolt "go.etcd.io/bbolt"
 )
@@ -51,22 +52,17 @@ type Store struct {
 func (s *Store) CheckPayloads(check func(e *Entry) error) { s.check = check }
 
 // OpenStore opens or creates the store at path. The timeout turns a second
-// process holding the file lock into an error instead of a hang.
+// process holding the file lock into an error instead of a hang. The file
+// is checked first (boltfile): a damaged one is a *boltfile.DamagedError,
+// one line naming it and what to do, never a crash, and an existing empty
+// file is refused, not recreated.
 func OpenStore(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bEntries, bSeq, bHeads, bFrozen} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
+	db, err := boltfile.Open(path, boltfile.Options{
+		Buckets: [][]byte{bEntries, bSeq, bHeads, bFrozen},
+		Timeout: 2 * time.Second,
+		Advice:  "other nodes' feeds re-replicate from peers, but this node's own history is lost and a new one may read as a fork, so prefer a backup",
 	})
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &Store{db: db}, nil

@@ -77,6 +77,8 @@ type GPUStatus struct {
 	attest.GPU
 	Offered   bool   `json:"offered"`
 	Withdrawn string `json:"withdrawn,omitempty"`
+	// Stopping: over the owner's hard limit, every job on it is stopped.
+	Stopping string `json:"stopping,omitempty"`
 }
 
 // OfferShowResult is offer_show's result.
@@ -127,7 +129,7 @@ func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error)
 		offered[i] = true
 	}
 	for i, g := range p.Availability.Inventory.GPUs {
-		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i]})
+		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i], Stopping: p.Availability.Stop[i]})
 	}
 	return res, nil
 }

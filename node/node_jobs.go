@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -102,16 +102,7 @@ func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
 	d, err := executor.NewDocker(ctx)
 	if err == nil {
 		n.onClose(func(context.Context) error { return d.Close() })
-		// A lease whose job had launched ends with a restart (Restore keeps
-		// only those that had not), so every container this node left in
-		// an earlier run is an orphan: remove it, nothing of a renter's
-		// stays. Other nodes sharing the engine keep theirs.
-		mine := func(jobID string) bool { return strings.HasPrefix(jobID, tag+"-") }
-		if removed, err := d.Reconcile(ctx, func(id string) bool { return !mine(id) }); err != nil {
-			n.log.Warn("could not reconcile job containers", "err", err)
-		} else if len(removed) > 0 {
-			n.log.Info("removed job containers left by an earlier run", "jobs", removed)
-		}
+		n.reconcileDocker(ctx, d, tag)
 		return d
 	}
 	if !errors.Is(err, executor.ErrNoDocker) {
@@ -128,6 +119,56 @@ func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
 	}
 	n.log.Warn("Docker is not available: jobs run as plain processes WITHOUT isolation (UNSAFE; local network only)")
 	return p
+}
+
+// reconcileDocker makes d label what it creates with this node's peer ID
+// and its repo's instance ID, and removes what an earlier run of this repo
+// left on the engine: only what carries this repo's instance ID, and of
+// that only the jobs whose leases this node's store does not hold as still
+// to run (awarded or started: Restore keeps those; a lease whose job had
+// launched ends with a restart, so its container is an orphan). Nothing of
+// a renter's stays, and nothing of anyone else's goes: other nodes sharing
+// the engine keep theirs, and so does another process with this node's
+// identity (a copy of this repo), which is only logged.
+func (n *Node) reconcileDocker(ctx context.Context, d *executor.Docker, tag string) {
+	inst, err := n.repo.Instance()
+	d.SetOwner(executor.Owner{Node: n.host.ID().String(), Instance: inst})
+	if err != nil {
+		// What this executor creates is labelled with an instance ID of
+		// this process alone; nothing of an earlier run can be told ours.
+		n.log.Warn("no instance ID for this repo: job containers left by an earlier run are not removed", "err", err)
+		return
+	}
+	held := map[string]bool{}
+	err = leaseStore{n.provider.store}.ForEach(func(jobID string, raw []byte) error {
+		if rec, err := providing.ReadRecord(raw); err == nil && (rec.State == providing.LeaseAwarded || rec.State == providing.LeaseStarted) {
+			held[tag+"-"+jobID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		n.log.Warn("could not read the leases: job containers left by an earlier run are not removed", "err", err)
+		return
+	}
+	r, err := d.ReconcileReport(ctx, func(id string) bool { return held[id] })
+	if err != nil {
+		n.log.Warn("could not reconcile job containers", "err", err)
+	}
+	if len(r.Removed) > 0 {
+		n.log.Info("removed job containers left by an earlier run", "jobs", r.Removed)
+	}
+	if len(r.Others) > 0 {
+		jobs, insts := make([]string, 0, len(r.Others)), []string{}
+		for _, o := range r.Others {
+			jobs = append(jobs, o.JobID)
+			if !slices.Contains(insts, o.Instance) {
+				insts = append(insts, o.Instance)
+			}
+		}
+		n.log.Warn("this Docker engine runs job containers of this node's identity that another instance made "+
+			"(a copy of this repo runs, or ran, on this engine): they are left alone",
+			"jobs", jobs, "instances", insts, "instance", inst)
+	}
 }
 
 // execTag names this node's containers, so that several nodes sharing one

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -27,9 +30,15 @@ type QuoteOutcome = renter.QuoteOutcome
 // run is one job's life on the renter's side: auction, lease, run, and
 // again, up to the spec's max_reauctions, when the provider is lost, the
 // job is preempted (resuming from the checkpoint it shipped back) or it
-// exits with a code the spec marks for retry.
+// exits with a code the spec marks for retry. A run the provider could not
+// start (nothing ran, nothing is charged) is auctioned again without
+// spending a re-auction, up to maxNotStarted of them, or pullFailLimit
+// when the providers could not pull the image: then the image is to
+// blame, not they. A re-auction is patient with a book that has not
+// caught up (renter.Policy.Patience).
 func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
 	exclude := map[string]bool{}
+	left := map[string]string{} // excluded provider -> why the job left it, for the explain
 	var ckpt []byte
 	rec, err := r.get(id)
 	if err != nil {
@@ -49,16 +58,30 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	group := r.auctionGroup(rec.Group)
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, Pin: rec.Pin, Group: group,
 		BillingSec: int64(r.billing / time.Second)}
-	for attempt := 0; ; attempt++ {
+	var (
+		last       string // why the last run ended, for a job auctioned again
+		notStarted int    // runs the provider could not start
+		pulls      int    // of them, for want of the image
+	)
+	for attempt := 0; ; {
 		// The auctioneer (auction/renter) runs the round and the
 		// re-auction policy: immediate re-quotes after lost races, backoff
-		// after no match, while re-auctions are left.
-		res, err := r.auc.Place(r.bg, req, renter.Policy{MaxReauctions: spec.Retry.MaxReauctions, Attempt: attempt,
+		// after no match, while re-auctions are left; a re-auction first
+		// waits, spending nothing, for the book to catch up (a provider
+		// that freed GPUs publishing them), unless its pin is gone.
+		pol := renter.Policy{MaxReauctions: spec.Retry.MaxReauctions, Attempt: attempt,
 			Progress: func(p renter.Progress) {
-				r.update(id, p.String(), func(j *JobRecord) { j.State, j.Explain = StateAuction, p.Explain })
-			}})
+				note := p.String()
+				r.update(id, note, func(j *JobRecord) {
+					j.State, j.Explain, j.Error = StateAuction, withLeft(p.Explain, left), note
+				})
+			}}
+		if last != "" && (rec.Pin == "" || !exclude[rec.Pin]) {
+			pol.Patience = renter.DefaultPatience
+		}
+		res, err := r.auc.Place(r.bg, req, pol)
 		attempt = res.Attempt
-		ex := res.Explain
+		ex := withLeft(res.Explain, left)
 		if err != nil {
 			if r.bg.Err() != nil {
 				return // stopping: not the market's fault; the next start fails the job
@@ -66,6 +89,9 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			state, msg := StateFailed, err.Error()
 			if errors.Is(err, renter.ErrNoMatch) {
 				state, msg = StateNoMatch, fmt.Sprintf("%v (see `gleaner job explain %s`)", err, id)
+				if last != "" {
+					msg = fmt.Sprintf("%v (auctioned again after: %s; see `gleaner job explain %s`)", err, last, id)
+				}
 			}
 			r.update(id, msg, func(j *JobRecord) { j.State, j.Error, j.Explain = state, msg, ex })
 			return
@@ -77,14 +103,14 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			if j.State == StateCancelled {
 				return
 			}
-			j.State, j.Explain, j.Lease, j.Provider = StateLeased, ex, raw, lease.Provider
+			j.State, j.Explain, j.Lease, j.Provider, j.Error = StateLeased, ex, raw, lease.Provider, ""
 			j.LeaseCID, j.Price = cid, lease.Price
 			j.Reserved = nil
 			if start := time.Unix(lease.Start, 0).UTC(); lease.Tier == auction.Gold && start.After(time.Now()) {
 				j.Reserved = &start
 			}
 			j.Simulated = offerSimulated(r.m, lease.Provider)
-			j.Attempts = attempt + 1
+			j.Attempts = attempt + 1 + notStarted
 		})
 		if !rec.Canary {
 			r.maybeCanary(lease.Provider)
@@ -96,6 +122,16 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		var voucher []byte
 		if j, err := r.get(id); err == nil {
 			voucher = j.LastVoucher
+		}
+		if out.notStarted {
+			// The provider's settlement charges a run that never began
+			// nothing (auction/provider.Charge of no running time): so
+			// does this record, whatever vouchers went ahead of the start.
+			r.update(id, "", func(j *JobRecord) {
+				if j.BilledLease == cid {
+					_ = recordCharge(j, 0, time.Now())
+				}
+			})
 		}
 		r.recordOutcome(cid, lease.Provider, out, voucher)
 		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
@@ -110,6 +146,25 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 			return
 		}
+		exclude[lease.Provider], left[lease.Provider], last = true, out.why, out.why
+		if out.notStarted {
+			notStarted++
+			if out.pull {
+				pulls++
+			}
+			if msg := notStartedLimit(spec.Image, notStarted, pulls, out.why); msg != "" {
+				failed := withFailedStart(ex, lease.Provider, out.why)
+				r.update(id, msg, func(j *JobRecord) {
+					if j.State != StateCancelled {
+						j.State, j.Error, j.Explain = StateFailed, msg, failed
+					}
+				})
+				return
+			}
+			note := out.why + "; nothing was charged; auctioning again without that provider (no re-auction spent)"
+			r.update(id, note, func(j *JobRecord) { j.State, j.Error = StateAuction, note })
+			continue
+		}
 		if attempt >= spec.Retry.MaxReauctions {
 			r.update(id, out.why, func(j *JobRecord) {
 				j.State, j.Error = StateFailed, out.why+fmt.Sprintf(" (no re-auctions left of %d)", spec.Retry.MaxReauctions)
@@ -119,9 +174,69 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if len(out.checkpoint) > 0 {
 			ckpt = out.checkpoint
 		}
-		exclude[lease.Provider] = true
-		r.update(id, out.why+"; auctioning again", func(j *JobRecord) { j.State = StateAuction })
+		attempt++
+		note := out.why + "; auctioning again"
+		r.update(id, note, func(j *JobRecord) { j.State, j.Error = StateAuction, note })
 	}
+}
+
+// The bounds on runs the provider could not start, which spend no
+// re-auction: pullFailLimit providers that could not pull the job's image
+// (a reference no registry has, or one that needs credentials, fails alike
+// on every provider: the renter's to fix), or maxNotStarted providers for
+// any reason.
+const (
+	pullFailLimit = 2
+	maxNotStarted = 3
+)
+
+// notStartedLimit is the job's failure once its providers could not start
+// it notStarted times, pulls of them for want of image; "" while it may be
+// auctioned again.
+func notStartedLimit(image string, notStarted, pulls int, last string) string {
+	switch {
+	case pulls >= pullFailLimit:
+		return fmt.Sprintf("%d providers could not pull the image %q (the last said: %s): check that the reference exists and that its registry serves it without credentials; nothing was charged",
+			pulls, image, strings.TrimPrefix(last, "provider: "))
+	case notStarted >= maxNotStarted:
+		return fmt.Sprintf("%d providers could not start the job (the last said: %s); nothing was charged",
+			notStarted, strings.TrimPrefix(last, "provider: "))
+	}
+	return ""
+}
+
+// withLeft is ex with the providers the job left (excluded from its
+// auctions) listed first among the rejections, each with why: what `job
+// explain` shows of the runs before this round. ex itself is not changed.
+func withLeft(ex *JobExplain, left map[string]string) *JobExplain {
+	if ex == nil || len(left) == 0 {
+		return ex
+	}
+	c := *ex
+	c.Rejected = make([]auction.Rejection, 0, len(left)+len(ex.Rejected))
+	for _, p := range slices.Sorted(maps.Keys(left)) {
+		c.Rejected = append(c.Rejected, auction.Rejection{Provider: p, Check: "excluded", Reason: "this job left it: " + left[p]})
+	}
+	c.Rejected = append(c.Rejected, ex.Rejected...)
+	return &c
+}
+
+// withFailedStart is ex, the round that leased the job to provider, with
+// that award marked as failed for why: the provider co-signed the lease
+// but could not start the job.
+func withFailedStart(ex *JobExplain, provider, why string) *JobExplain {
+	if ex == nil {
+		return nil
+	}
+	c := *ex
+	c.Awards = slices.Clone(ex.Awards)
+	for i := len(c.Awards) - 1; i >= 0; i-- {
+		if a := c.Awards[i]; a.Provider == provider && a.Refused == "" && a.Error == "" {
+			c.Awards[i].Error = "co-signed, but the job could not start: " + strings.TrimPrefix(why, "provider: ")
+			break
+		}
+	}
+	return &c
 }
 
 // newAuctioneer wires the auctioneer to this node's streams, offer book

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -22,6 +23,9 @@ type runEnd struct {
 	result     ledger.OutcomeResult // for the outcome entry: the provider's part in the end
 	why        string
 	checkpoint []byte // shipped back by a preempted run
+	// notStarted: the provider could not start the job, so nothing ran
+	// and nothing is charged; pull: because it could not pull the image.
+	notStarted, pull bool
 }
 
 // follow1 starts the leased job on the provider and records its events
@@ -183,9 +187,13 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			}
 		case "error":
 			if ev.Status == statusNotStarted {
-				// A reservation the provider could not start: its fault,
-				// and the job is auctioned again at once.
-				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
+				// The provider could not start the job (a reservation at
+				// its window, or any job whose image it cannot pull or
+				// whose container it cannot start): nothing ran, the
+				// provider's fault, and the job is auctioned again at once
+				// without it (see run for the bounds).
+				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error, notStarted: true,
+					pull: strings.HasPrefix(ev.Error, providing.PullFailed)}
 			}
 			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
 		}

@@ -3,9 +3,9 @@ package node
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/ledger/boltfile"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -27,22 +27,16 @@ var ErrNotFound = errors.New("not found")
 
 // OpenStore opens (creating if needed) the database at path. The repo lock
 // already excludes a second daemon; the timeout only guards against a
-// foreign process holding the file.
+// foreign process holding the file. The file is checked first
+// (ledger/boltfile): a damaged one is a *boltfile.DamagedError, one line
+// naming it and what to do, never a crash, and an existing empty file is
+// refused, not recreated.
 func OpenStore(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketOffer, bucketLeases, bucketJobs} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
+	db, err := boltfile.Open(path, boltfile.Options{
+		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs},
+		Timeout: 2 * time.Second,
 	})
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &Store{db: db}, nil

@@ -70,6 +70,7 @@ func (k Kind) Ends() bool { return k == Expire || k == StopUnpaid || k == Preemp
 const (
 	ReasonHigherTier = "a higher tier needs the GPU"            // Detail: that tier
 	ReasonReclaimed  = "the owner reclaimed the GPU"            // Detail: the owner's reason
+	ReasonHardLimit  = "the GPU is over the owner's hard limit" // Detail: which limit
 	ReasonWindowEnd  = "the owner's availability window closes" // Detail: when
 	ReasonReserved   = "a reservation starts on the GPU"        // Detail: when
 	ReasonUnpaid     = "no voucher covers the time run"

@@ -158,3 +158,23 @@ func TestGoldReservation(t *testing.T) {
 		t.Fatalf("at the start: %q", got)
 	}
 }
+
+// A GPU over the owner's hard limit stops every lease on it, silver and
+// gold too, with their notice; one only withdrawn (over the soft limit)
+// preempts bronze alone.
+func TestAHardLimitStopsEveryTier(t *testing.T) {
+	s := newSched(3)
+	mustClaim(t, s, "s", auction.Silver, t0, 0)
+	mustClaim(t, s, "g", auction.Gold, t0, 1)
+	mustClaim(t, s, "b", auction.Bronze, t0, 2)
+	soft := availability(3, map[int]string{0: "temperature 86°C over limit 85°C", 1: "temperature 86°C over limit 85°C"})
+	if acts := s.SetAvailability(soft, at(time.Minute)); len(acts) != 0 {
+		t.Fatalf("over the soft limit: %s, want silver and gold left alone", show(acts))
+	}
+	hard := availability(3, map[int]string{0: "temperature 96°C", 1: "temperature 96°C"})
+	hard.Stop = map[int]string{0: "temperature 96°C over the hard limit 95°C", 1: "temperature 96°C over the hard limit 95°C"}
+	acts := s.SetAvailability(hard, at(2*time.Minute))
+	if show(acts) != "preempt:s preempt:g" || acts[0].Reason != ReasonHardLimit || acts[0].Notice != 30*time.Second {
+		t.Fatalf("over the hard limit: %s %+v, want silver and gold stopped with their notice", show(acts), acts)
+	}
+}

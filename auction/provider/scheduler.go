@@ -133,9 +133,10 @@ func New(opts ...Option) *Scheduler {
 // SetAvailability replaces the inventory snapshot and which GPUs may be
 // sold. A GPU is sellable when a.Available lists it and the inventory
 // names it; GPUs an earlier snapshot named keep their identity (and their
-// leases) when this one omits them, withdrawn. It returns the bronze leases
-// to preempt because the owner took back a GPU they hold; silver and gold
-// are never preempted, they run out their lease on the owner's GPU.
+// leases) when this one omits them, withdrawn. It returns the leases to
+// preempt: bronze ones on a GPU the owner took back (silver and gold run
+// out their lease on it), and every one on a GPU over the owner's hard
+// limits (a.Stop), whatever its tier.
 func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Action {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,11 +166,18 @@ func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Acti
 	}
 	var out []Action
 	for _, l := range s.active {
-		if l.l.Tier != auction.Bronze || l.ending != 0 {
+		if l.ending != 0 {
 			continue
 		}
 		for _, i := range l.gpus {
-			if why := s.gpus[i].out; why != "" {
+			if why, hard := a.Stop[i]; hard {
+				// Over the owner's hard limit every tier stops, with its
+				// notice: the owner's hardware comes before any lease.
+				out = append(out, l.end(Preempt, ReasonHardLimit, why))
+				s.refresh(l)
+				break
+			}
+			if why := s.gpus[i].out; why != "" && l.l.Tier == auction.Bronze {
 				out = append(out, l.end(Preempt, ReasonReclaimed, why))
 				s.refresh(l)
 				break

@@ -17,6 +17,14 @@ const (
 	// doubles with every re-auction spent, up to DefaultMaxBackoff.
 	DefaultBackoff    = time.Second
 	DefaultMaxBackoff = 30 * time.Second
+	// DefaultPatience is the Patience node gives a job sent back to
+	// auction: a minute of rounds without a match that spend nothing,
+	// which covers an offer's republishing (at most every 10 s) and its
+	// gossip, and a provider's preemption notice, before the book is
+	// taken at its word.
+	DefaultPatience = time.Minute
+	// DefaultPatienceStep caps the wait between patient rounds.
+	DefaultPatienceStep = 10 * time.Second
 )
 
 // Policy is when Place auctions again.
@@ -41,6 +49,19 @@ type Policy struct {
 	// race again. nil uses the global source; a Rand must not be shared by
 	// concurrent calls.
 	Rand *rand.Rand
+	// Patience is how long, in all, Place waits between rounds without a
+	// match before such rounds spend re-auctions. A job sent back to
+	// auction (its provider was lost, preempted it or could not start it)
+	// meets a book that has not caught up yet: a provider that freed GPUs
+	// has not published them, another is still giving a bronze job its
+	// notice. Within Patience such a round is retried after Backoff,
+	// doubled per patient round and capped at PatienceStep, and spends
+	// nothing; once the waits add up to Patience, rounds count as without
+	// it. 0: none, as for a new job, whose book is as current as it gets.
+	Patience time.Duration
+	// PatienceStep caps the wait between patient rounds; 0 means
+	// DefaultPatienceStep.
+	PatienceStep time.Duration
 	// Progress, when set, is told of every re-auction before its wait.
 	Progress func(Progress)
 }
@@ -53,11 +74,21 @@ type Progress struct {
 	Wait          time.Duration
 	Reauction     int // this re-auction's number, 1-based, counting Policy.Attempt
 	MaxReauctions int
+	// Patient: the round spends no re-auction (Policy.Patience); Waited
+	// is how long the patient waits so far add up to, this one included.
+	Patient          bool
+	Waited, Patience time.Duration
 }
 
 // String is the note a job's record shows, as node has always written it:
-// "no provider matched: ...; retrying in 4s (2 of 3)".
+// "no provider matched: ...; retrying in 4s (2 of 3)", or for a patient
+// round "...; retrying in 4s: offers may not have caught up (7s of 1m0s
+// waited, no re-auction spent)".
 func (p Progress) String() string {
+	if p.Patient {
+		return fmt.Sprintf("%v; retrying in %s: offers may not have caught up (%s of %s waited, no re-auction spent)",
+			p.Err, p.Wait, p.Waited, p.Patience)
+	}
 	return fmt.Sprintf("%v; retrying in %s (%d of %d)", p.Err, p.Wait, p.Reauction, p.MaxReauctions)
 }
 
@@ -65,7 +96,9 @@ func (p Progress) String() string {
 // round lost only to races for GPUs it asks again at once, after a short
 // jitter, up to RaceRounds times without counting a re-auction; after a
 // round without a match it backs off (1 s, 2 s, 4 s, ... at most 30 s by
-// default) and auctions again while re-auctions are left. Any other error,
+// default) and auctions again while re-auctions are left, except that
+// while the waits add up to less than Patience a round without a match
+// spends none (see Policy.Patience). Any other error,
 // or ctx ending, returns at once. The last round's Explain is in the
 // result either way, and Result.Attempt says how many re-auctions the job
 // has now spent.
@@ -75,6 +108,8 @@ func (a *Auctioneer) Place(ctx context.Context, req Request, pol Policy) (Result
 		raceRounds = DefaultRaceRounds
 	}
 	attempt, races, total := pol.Attempt, 0, 0
+	var waited time.Duration // the patient waits so far
+	patient := 0             // patient rounds so far
 	for {
 		res, err := a.Auction(ctx, req)
 		res.Attempt, res.Races = attempt, total
@@ -90,7 +125,22 @@ func (a *Auctioneer) Place(ctx context.Context, req Request, pol Policy) (Result
 			continue
 		}
 		races = 0
-		if !errors.Is(err, ErrNoMatch) || attempt >= pol.MaxReauctions {
+		if !errors.Is(err, ErrNoMatch) {
+			return res, err
+		}
+		if wait := pol.patientWait(patient, waited); wait > 0 {
+			patient++
+			waited += wait
+			if pol.Progress != nil {
+				pol.Progress(Progress{Err: err, Explain: res.Explain, Wait: wait, Reauction: attempt + 1, MaxReauctions: pol.MaxReauctions,
+					Patient: true, Waited: waited, Patience: pol.Patience})
+			}
+			if err := a.clock.Sleep(ctx, wait); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if attempt >= pol.MaxReauctions {
 			return res, err
 		}
 		wait := pol.backoff(attempt)
@@ -121,6 +171,21 @@ func (p Policy) backoff(attempt int) time.Duration {
 		wait *= 2
 	}
 	return min(wait, limit)
+}
+
+// patientWait is the wait before the patient round that follows patient
+// of them, whose waits add up to waited: Backoff doubled per round, capped
+// at PatienceStep and at what is left of Patience; 0 once it is spent.
+func (p Policy) patientWait(patient int, waited time.Duration) time.Duration {
+	left := p.Patience - waited
+	if left <= 0 {
+		return 0
+	}
+	step := p.PatienceStep
+	if step <= 0 {
+		step = DefaultPatienceStep
+	}
+	return min(Policy{Backoff: p.Backoff, MaxBackoff: step}.backoff(patient), left)
 }
 
 // jitter is the wait before the race'th immediate re-quote.

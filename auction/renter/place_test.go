@@ -208,3 +208,108 @@ func TestPlaceBurst(t *testing.T) {
 		t.Logf("%d immediate re-quotes after lost races, at most %d for one job", races, worst)
 	})
 }
+
+// A re-auction is patient: rounds without a match spend no re-auction
+// until the waits add up to Patience (1, 2, 4, 8 s, then the 10 s step,
+// the last cut to what is left of the minute); only then does the
+// backoff that spends them resume where the job's attempts left it.
+func TestPlacePatienceSpendsNoReauctionUntilItIsUsedUp(t *testing.T) {
+	clock := newManualClock(t0)
+	m := newMarket(t, clock, 8, 1_000_000, 1_200_000)
+	for _, p := range m.providers {
+		p.decline = auction.ReasonBusy
+	}
+	a := m.auctioneer(t)
+	var notes []Progress
+	var res Result
+	var err error
+	steps := drive(t, clock, func() {
+		res, err = a.Place(context.Background(), request(t, "job-1", testSpec()), Policy{
+			MaxReauctions: 2, Attempt: 1, Patience: DefaultPatience,
+			Progress: func(p Progress) { notes = append(notes, p) },
+		})
+	})
+	want := []time.Duration{1, 2, 4, 8, 10, 10, 10, 10, 5, 2}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(steps, want) {
+		t.Errorf("waited %v, want %v", steps, want)
+	}
+	if !errors.Is(err, ErrNoMatch) || res.Attempt != 2 || clock.Now().Sub(t0) != 62*time.Second {
+		t.Errorf("after %s: attempt %d, err %v; want no match with 2 re-auctions spent at 62s", clock.Now().Sub(t0), res.Attempt, err)
+	}
+	if q, _, _ := m.providers[0].counts(); q != 11 {
+		t.Errorf("%d rounds, want 11", q)
+	}
+	if len(notes) != 10 {
+		t.Fatalf("%d progress notes, want 10", len(notes))
+	}
+	for i, p := range notes[:9] {
+		if !p.Patient || p.Reauction != 2 {
+			t.Errorf("note %d: %+v, want a patient round before re-auction 2", i, p)
+		}
+	}
+	wantNote := "no provider matched: 2 feasible offers, no acceptable bid; retrying in 4s: offers may not have caught up (7s of 1m0s waited, no re-auction spent)"
+	if got := notes[2].String(); got != wantNote {
+		t.Errorf("third note %q, want %q", got, wantNote)
+	}
+	if got, want := notes[9].String(), "no provider matched: 2 feasible offers, no acceptable bid; retrying in 2s (2 of 2)"; notes[9].Patient || got != want {
+		t.Errorf("last note %q (patient %v), want %q", got, notes[9].Patient, want)
+	}
+}
+
+// A provider that frees its GPUs while a re-auction is patient gets the
+// job on the next round, and the waits spent no re-auction: the case of a
+// preempted bronze job whose other provider finishes a job a few seconds
+// later, which without patience ended no-match two seconds after the
+// preemption.
+func TestPlacePatienceLeasesOnceAProviderFreesUp(t *testing.T) {
+	clock := newManualClock(t0)
+	m := newMarket(t, clock, 8, 1_000_000)
+	m.providers[0].decline = auction.ReasonBusy
+	a := m.auctioneer(t)
+	var res Result
+	var err error
+	steps := drive(t, clock, func() {
+		res, err = a.Place(context.Background(), request(t, "job-1", testSpec()), Policy{
+			MaxReauctions: 2, Attempt: 1, Patience: DefaultPatience,
+			Progress: func(p Progress) {
+				if p.Waited >= 7*time.Second { // the provider is free by the round after this wait
+					m.providers[0].decline = ""
+				}
+			},
+		})
+	})
+	if err != nil || res.Attempt != 1 || res.Lease.Provider != m.providers[0].id {
+		t.Fatalf("err %v, attempt %d; want a lease with no re-auction spent", err, res.Attempt)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(steps, want) {
+		t.Errorf("waited %v, want %v", steps, want)
+	}
+}
+
+// Without patience nothing changes (a new job), and patience never delays
+// a round that finds a match, nor is it spent on anything but rounds
+// without one.
+func TestPlacePatientWait(t *testing.T) {
+	for _, c := range []struct {
+		pol     Policy
+		patient int
+		waited  time.Duration
+		want    time.Duration
+	}{
+		{Policy{}, 0, 0, 0},
+		{Policy{Patience: time.Minute}, 0, 0, time.Second},
+		{Policy{Patience: time.Minute}, 3, 7 * time.Second, 8 * time.Second},
+		{Policy{Patience: time.Minute}, 4, 15 * time.Second, 10 * time.Second},
+		{Policy{Patience: time.Minute}, 8, 55 * time.Second, 5 * time.Second},
+		{Policy{Patience: time.Minute}, 9, time.Minute, 0},
+		{Policy{Patience: 30 * time.Second, Backoff: 5 * time.Second, PatienceStep: 20 * time.Second}, 1, 5 * time.Second, 10 * time.Second},
+		{Policy{Patience: 30 * time.Second, Backoff: 5 * time.Second, PatienceStep: 20 * time.Second}, 2, 15 * time.Second, 15 * time.Second},
+	} {
+		if got := c.pol.patientWait(c.patient, c.waited); got != c.want {
+			t.Errorf("%+v after %d patient rounds (%s): wait %s, want %s", c.pol, c.patient, c.waited, got, c.want)
+		}
+	}
+}

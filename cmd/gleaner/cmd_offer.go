@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
@@ -75,6 +76,7 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 	}
 	fmt.Fprintf(w, "policy:      workloads %s; max duration %s; bronze notice %s; egress %t\n",
 		strings.Join(s.Policy.Workloads, ","), durOrNone(s.Policy.MaxDurationSec), time.Duration(s.Policy.PreemptNotice)*time.Second, s.Policy.Egress)
+	fmt.Fprintf(w, "limits:      %s\n", describeLimits(s.Limits))
 	if r.GPUError != "" {
 		fmt.Fprintf(w, "gpus:        %s\n", r.GPUError)
 		return
@@ -86,15 +88,44 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 			model += " (simulated)"
 		}
 		state := "offered"
-		if g.Withdrawn != "" {
+		switch {
+		case g.Stopping != "":
+			state = "STOPPING ITS JOBS: " + g.Stopping
+		case g.Withdrawn != "":
 			state = "withdrawn: " + g.Withdrawn
-		} else if !g.Offered {
+		case !g.Offered:
 			state = "not offered"
 		}
 		rows = append(rows, []string{fmt.Sprint(g.Index), model, fmt.Sprintf("%.0f GiB", float64(g.VRAMMiB)/1024),
 			fmt.Sprintf("%d°C", g.TempC), fmt.Sprintf("%.0f W", g.PowerW), state})
 	}
 	table(w, rows)
+}
+
+// describeLimits says what the owner's GPU limits do: the soft ones take a
+// GPU out of the offer (and preempt its bronze jobs), the hard ones stop
+// every job on it.
+func describeLimits(l attest.Limits) string {
+	part := func(t int, p float64) string {
+		var s []string
+		if t > 0 {
+			s = append(s, fmt.Sprintf("%d°C", t))
+		}
+		if p > 0 {
+			s = append(s, fmt.Sprintf("%g W", p))
+		}
+		return strings.Join(s, " or ")
+	}
+	soft, hard := part(l.MaxTempC, l.MaxPowerW), part(l.StopTempC, l.StopPowerW)
+	switch {
+	case soft == "" && hard == "":
+		return "none (--max-temp/--max-power withdraw a GPU, --stop-temp/--stop-power stop its jobs)"
+	case hard == "":
+		return "withdraw a GPU above " + soft + " (its bronze jobs are preempted); no hard limit"
+	case soft == "":
+		return "stop every job on a GPU above " + hard + " (silver and gold too, with their notice)"
+	}
+	return "withdraw a GPU above " + soft + " (its bronze jobs are preempted); stop every job on it above " + hard
 }
 
 func formatPrices(p map[string]auction.Credits) string {
@@ -223,6 +254,7 @@ and nothing changes.
    gleaner offer set --blackout 2026-12-24T00:00:00+01:00/2026-12-27T00:00:00+01:00
    gleaner offer set --workloads batch,service --max-duration 12h --notice 2m
    gleaner offer set --max-temp 83 --max-power 320
+   gleaner offer set --stop-temp 92 --stop-power 400   # hard limits: stop every job, silver and gold too
    gleaner offer set --peak "mon-fri 09:00-18:00 x1.5" --peak "sat,sun 10:00-16:00 gold=2.0"
    gleaner offer set --surge 0.5 --surge-cap 2x
 
@@ -251,6 +283,8 @@ max_price. gleaner offer show draws the week's prices.`,
 			&cli.BoolFlag{Name: "egress", Usage: "let job containers reach the network (--egress=false to forbid)"},
 			&cli.IntFlag{Name: "max-temp", Usage: "withdraw a GPU above this temperature in °C; 0 = no limit"},
 			&cli.Float64Flag{Name: "max-power", Usage: "withdraw a GPU above this power draw in W; 0 = no limit"},
+			&cli.IntFlag{Name: "stop-temp", Usage: "hard limit: above this temperature in °C every job on the GPU is stopped with its notice, silver and gold too; 0 = none"},
+			&cli.Float64Flag{Name: "stop-power", Usage: "hard limit: above this power draw in W every job on the GPU is stopped with its notice; 0 = none"},
 			&cli.GenericFlag{Name: "peak", Value: &peakList{}, Usage: `price period in the calendar's zone: "DAYS HH:MM-HH:MM" then x1.5 (the floors times 1.5) and/or tier floors gold=2.0; repeatable or ';'-separated; replaces the list; "" = none`},
 			str("peak.gold", "gold floor in every price period, credits per GPU-hour; 0 = the period's multiplier"),
 			str("peak.silver", "silver floor in every price period"),
@@ -326,6 +360,16 @@ func offerPatch(c *cli.Context) (node.OfferPatch, int) {
 	if c.IsSet("max-power") {
 		v := c.Float64("max-power")
 		p.MaxPowerW = &v
+		n++
+	}
+	if c.IsSet("stop-temp") {
+		v := c.Int("stop-temp")
+		p.StopTempC = &v
+		n++
+	}
+	if c.IsSet("stop-power") {
+		v := c.Float64("stop-power")
+		p.StopPowerW = &v
 		n++
 	}
 	if c.IsSet("peak") {

@@ -215,15 +215,18 @@ func (v *View) compute() (map[string]float64, map[string]*Evidence, *fraudScan) 
 		// a cap it authorised, the rest refunded; weighing it would let a
 		// colluding pair sign a large voucher, refund nearly all of it and
 		// keep the weight). A bad one never weighs less than the renter's
-		// voucher, so a provider cannot erase it by charging nothing, nor
-		// less than one billing interval of a lease both signed: a
-		// reservation the provider never started cost the renter its
-		// window though nothing was paid.
+		// voucher, so a provider cannot erase it by charging nothing, and
+		// a bad gold one never less than one billing interval of the lease
+		// both signed: a reservation the provider did not honour cost the
+		// renter its window though nothing was paid. (Not silver or bronze:
+		// a job that never started there cost nobody a window, and a
+		// renter could otherwise mark providers down for free with a spec
+		// no one can run.)
 		amount := max(paid[oa.o.Lease], rendered(oa.o, oa.by))
 		if charged[oa.o.Lease] && score >= 1 {
 			amount = paid[oa.o.Lease]
 		}
-		if l, ok := fs.verifiedLease(oa.o.Lease); rated && score < 1 && ok && l.Renter == oa.by && l.Provider == oa.o.Provider {
+		if l, ok := fs.verifiedLease(oa.o.Lease); rated && score < 1 && ok && l.Tier == auction.Gold && l.Renter == oa.by && l.Provider == oa.o.Provider {
 			amount = max(amount, sched.IntervalPrice(l))
 		}
 		e.PaidTotal += amount

@@ -3,6 +3,8 @@ package executor
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,10 @@ var _ Executor = (*Docker)(nil)
 type Docker struct {
 	cli     *client.Client
 	logSize int
+	owner   Owner // set before the first Start (SetOwner)
+
+	staleMu sync.Mutex      // guards stale
+	stale   map[string]bool // job IDs of the owner's leftovers Reconcile kept
 
 	holderMu    sync.Mutex // guards holderReady; held while building the image
 	holderReady bool       // the volume holder image exists
@@ -48,8 +54,30 @@ func NewDocker(ctx context.Context) (*Docker, error) {
 		cli.Close()
 		return nil, fmt.Errorf("%w at %s (is the Docker daemon running and is this user allowed to use it?): %v", ErrNoDocker, cli.DaemonHost(), err)
 	}
-	return &Docker{cli: cli, logSize: DefaultLogBytes}, nil
+	return &Docker{cli: cli, logSize: DefaultLogBytes, owner: Owner{Instance: processInstance()}}, nil
 }
+
+// processInstance is an instance ID of this process alone: what a Docker
+// executor owns until SetOwner names its repo's.
+func processInstance() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "p" + hex.EncodeToString(b)
+}
+
+// SetOwner names whose jobs this executor creates, before its first Start
+// or Reconcile: the node's peer ID and its repo's instance ID. Until then
+// (and with an empty Instance) the executor owns only what it creates
+// itself, with an instance ID of this process.
+func (d *Docker) SetOwner(o Owner) {
+	if o.Instance == "" {
+		o.Instance = d.owner.Instance
+	}
+	d.owner = o
+}
+
+// Owner is whose jobs this executor creates.
+func (d *Docker) Owner() Owner { return d.owner }
 
 // Close releases the client; running jobs are not affected.
 func (d *Docker) Close() error { return d.cli.Close() }
@@ -95,6 +123,9 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
+	if err := d.replaceStale(ctx, spec.JobID); err != nil {
+		return nil, err
+	}
 	var res Result
 	pulled, took, err := d.ensureImage(ctx, spec.Image, hooks.OnPull)
 	if err != nil {
@@ -121,6 +152,7 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 		}
 	}
 	cfg, hc := containerConfig(&spec)
+	cfg.Labels = spec.labels(d.owner)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec.JobID))
 	if err != nil {
 		cleanup()
@@ -164,7 +196,6 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 		Cmd:          s.Command,
 		Env:          s.environ(s.CheckpointPath),
 		User:         user,
-		Labels:       s.labels(),
 		AttachStdout: true,
 		AttachStderr: true,
 	}
@@ -256,38 +287,121 @@ func (d *Docker) ensureImage(ctx context.Context, ref string, onPull func(PullPr
 	return true, time.Since(t0), nil
 }
 
-// Reconcile implements Executor. It finds leftovers by label only, so the
-// owner's own containers are never touched: the jobs' containers and their
-// volume holders first, then volumes and networks whose container went
-// away with a provider that died between the removals.
+// Reconcile implements Executor; see ReconcileReport.
 func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([]string, error) {
-	managed := filters.NewArgs(filters.Arg("label", LabelManaged+"=1"))
-	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: managed})
-	if err != nil {
-		return nil, fmt.Errorf("executor: list containers: %w", err)
+	r, err := d.ReconcileReport(ctx, keep)
+	return r.Removed, err
+}
+
+// Reconciled is what ReconcileReport found on the engine.
+type Reconciled struct {
+	Removed []string // the owner's jobs keep rejected: removed
+	Kept    []string // the owner's jobs keep held: left as they are
+	// Others are jobs of the owner's peer ID that carry another instance
+	// ID: a copy of the node's repo runs (or ran) on this engine. They are
+	// never touched.
+	Others []OtherJob
+}
+
+// OtherJob is a job another instance of the owner's identity created.
+type OtherJob struct {
+	JobID, Lease, Instance string
+}
+
+// ReconcileReport removes what an earlier run of the owner left behind.
+// It finds leftovers by label only, and counts as its owner's only what
+// carries the owner's instance ID, so that the owner's own containers,
+// other nodes' jobs and those of another process with the same identity
+// are never touched: the jobs' containers and their volume holders first,
+// then volumes and networks whose container went away with a provider
+// that died between the removals. Of the owner's jobs it keeps those keep
+// holds (leases still to run); a later Start or Create of such a job
+// replaces what was kept.
+func (d *Docker) ReconcileReport(ctx context.Context, keep func(jobID string) bool) (Reconciled, error) {
+	var r Reconciled
+	others := map[string]bool{}
+	err := d.sweep(ctx, filters.NewArgs(), func(labels map[string]string, owned bool) bool {
+		job := labels[LabelJob]
+		switch {
+		case owned && !keep(job):
+			return false
+		case owned:
+			if !slices.Contains(r.Kept, job) {
+				r.Kept = append(r.Kept, job)
+			}
+		case d.owner.Node != "" && labels[LabelNode] == d.owner.Node && !others[job]:
+			others[job] = true
+			r.Others = append(r.Others, OtherJob{JobID: job, Lease: labels[LabelLease], Instance: labels[LabelInstance]})
+		}
+		return true
+	}, &r.Removed)
+	d.staleMu.Lock()
+	if d.stale == nil {
+		d.stale = map[string]bool{}
+	}
+	for _, job := range r.Kept {
+		d.stale[job] = true
+	}
+	d.staleMu.Unlock()
+	return r, err
+}
+
+// replaceStale removes what Reconcile kept of an earlier run's jobID
+// before the job is created again: it would hold the names the new
+// containers, volume and network need.
+func (d *Docker) replaceStale(ctx context.Context, jobID string) error {
+	d.staleMu.Lock()
+	stale := d.stale[jobID]
+	delete(d.stale, jobID)
+	d.staleMu.Unlock()
+	if !stale {
+		return nil
 	}
 	var removed []string
+	err := d.sweep(ctx, filters.NewArgs(filters.Arg("label", LabelJob+"="+jobID)),
+		func(labels map[string]string, owned bool) bool { return !owned || labels[LabelJob] != jobID }, &removed)
+	if err != nil {
+		return fmt.Errorf("executor: job %s: remove what an earlier run left of it: %w", jobID, err)
+	}
+	return nil
+}
+
+// sweep removes the managed containers, then volumes, then networks
+// matching filter that are the owner's (they carry its instance ID) and
+// that keep does not hold; keep sees every one's labels, and whether it
+// is the owner's. What is not the owner's is never removed, whatever keep
+// says. removed collects the IDs of the jobs whose containers went.
+func (d *Docker) sweep(ctx context.Context, filter filters.Args, keep func(labels map[string]string, owned bool) bool, removed *[]string) error {
+	filter.Add("label", LabelManaged+"=1")
+	drop := func(labels map[string]string) bool {
+		owned := d.owner.Instance != "" && labels[LabelInstance] == d.owner.Instance
+		return !keep(labels, owned) && owned
+	}
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filter})
+	if err != nil {
+		return fmt.Errorf("executor: list containers: %w", err)
+	}
 	var errs []error
 	for _, c := range list {
-		job := c.Labels[LabelJob]
-		if keep(job) {
+		if !drop(c.Labels) {
 			continue
 		}
+		job := c.Labels[LabelJob]
 		err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container of job %s: %w", job, err))
 			continue
 		}
-		if !slices.Contains(removed, job) { // a job and its holder are one job
-			removed = append(removed, job)
+		if !slices.Contains(*removed, job) { // a job and its holder are one job
+			*removed = append(*removed, job)
 		}
 	}
-	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: managed})
+	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filter})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list volumes: %w", err))
 	} else {
 		for _, v := range vols.Volumes {
-			if keep(v.Labels[LabelJob]) {
+			if !drop(v.Labels) {
 				continue
 			}
 			if err := d.cli.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
@@ -295,12 +409,12 @@ func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([
 			}
 		}
 	}
-	nets, err := d.cli.NetworkList(ctx, network.ListOptions{Filters: managed})
+	nets, err := d.cli.NetworkList(ctx, network.ListOptions{Filters: filter})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else {
 		for _, n := range nets {
-			if keep(n.Labels[LabelJob]) {
+			if !drop(n.Labels) {
 				continue
 			}
 			if err := d.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
@@ -309,7 +423,7 @@ func (d *Docker) Reconcile(ctx context.Context, keep func(jobID string) bool) ([
 		}
 	}
 	if len(errs) > 0 {
-		return removed, fmt.Errorf("executor: reconcile: %w", errors.Join(errs...))
+		return fmt.Errorf("executor: reconcile: %w", errors.Join(errs...))
 	}
-	return removed, nil
+	return nil
 }

@@ -32,13 +32,28 @@ var (
 	ErrUnsafeNetwork = errors.New("executor: the process executor is allowed only on the local network")
 )
 
-// Labels every container and volume the executor creates carries, so that a
-// restarted provider can tell its own leftovers from the owner's containers.
+// Labels every container, volume and network the executor creates
+// carries, so that a restarted provider can tell its own leftovers from the
+// owner's containers and from other nodes' jobs on the same engine.
 const (
 	LabelManaged = "net.gleaner.managed"
 	LabelJob     = "net.gleaner.job"
-	LabelLease   = "net.gleaner.lease"
+	LabelLease   = "net.gleaner.lease" // the lease's CID
+	// LabelNode is the peer ID of the node that created it (Owner.Node).
+	LabelNode = "net.gleaner.node"
+	// LabelInstance is the instance ID of the repo whose node created it
+	// (Owner.Instance): copies of one repo share the peer ID, never this.
+	LabelInstance = "net.gleaner.instance"
 )
+
+// Owner is whose jobs an executor creates: the node's peer ID and its
+// repo's instance ID (repo.Instance). Reconcile removes only what carries
+// its own instance ID, so that two processes of one identity (copies of
+// one repo) sharing an engine leave each other's jobs alone.
+type Owner struct {
+	Node     string
+	Instance string
+}
 
 // Environment variables the executor sets for the job.
 const (
@@ -57,8 +72,9 @@ type Executor interface {
 	// Start pulls the image if needed and starts the job. ctx bounds the
 	// start only; the job lives until it exits or is stopped.
 	Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error)
-	// Reconcile removes every job this executor created (in this or an
-	// earlier process) for which keep returns false, and reports their IDs.
+	// Reconcile removes every job this executor's owner created (in this
+	// or an earlier process) for which keep returns false, and reports
+	// their IDs. What anyone else created is never touched.
 	Reconcile(ctx context.Context, keep func(jobID string) bool) (removed []string, err error)
 }
 

@@ -35,7 +35,7 @@ func (d *Docker) jobNetwork(ctx context.Context, s *Spec) (string, error) {
 	}
 	ipv6 := false
 	resp, err := d.cli.NetworkCreate(ctx, networkName(s.JobID), network.CreateOptions{
-		Driver: "bridge", EnableIPv6: &ipv6, Options: opts, Labels: s.labels(),
+		Driver: "bridge", EnableIPv6: &ipv6, Options: opts, Labels: s.labels(d.owner),
 	})
 	if err != nil {
 		return "", fmt.Errorf("create network: %w", err)

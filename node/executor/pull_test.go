@@ -4,64 +4,65 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
+	"github.com/google/go-containerregistry/pkg/registry"
 )
 
-// startRegistry runs Debian's docker-registry on loopback (the engine
-// treats 127.0.0.0/8 as an insecure registry, so no TLS is needed). The
-// test fails without it unless GLEANER_SKIP_REGISTRY=1; install it with
-// `apt-get install docker-registry`.
-func startRegistry(t *testing.T) string {
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		if os.Getenv("GLEANER_SKIP_REGISTRY") == "1" {
-			t.Skip("skipped: needs docker-registry (apt-get install docker-registry) and GLEANER_SKIP_REGISTRY=1 is set")
-		}
-		t.Fatal("this test needs Debian's docker-registry on PATH (apt-get install docker-registry); set GLEANER_SKIP_REGISTRY=1 to skip it explicitly")
-	}
+// testRegistry is an in-process registry (go-containerregistry's
+// pkg/registry, kept in memory) on loopback: the engine treats
+// 127.0.0.0/8 as an insecure registry, so no TLS is needed, and the
+// engine runs on this host, so it reaches the listener. It counts the
+// manifests and blobs it serves, so that a test can tell a pull that went
+// to the registry from one the engine answered from its own store.
+type testRegistry struct {
+	addr          string
+	manifestPulls atomic.Int64
+	blobPulls     atomic.Int64
+}
+
+func startRegistry(t *testing.T) *testRegistry {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)), 0o600)
-	cmd := exec.Command(bin, "serve", cfg)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/v2/"); err == nil {
-			resp.Body.Close()
-			return addr
+	r := &testRegistry{addr: l.Addr().String()}
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
+			r.manifestPulls.Add(1)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("docker-registry did not come up")
+		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+			r.blobPulls.Add(1)
 		}
-	}
+		reg.ServeHTTP(w, req)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return r
 }
 
 func TestDockerPullsAbsentImage(t *testing.T) {
 	d := needDocker(t)
 	ctx := context.Background()
-	addr := startRegistry(t)
+	reg := startRegistry(t)
 
 	// An image with an 8 MiB layer of its own, so the pull downloads
 	// something even though the probe's layer is already local.
 	pad := make([]byte, 8<<20)
 	rand.Read(pad)
-	ref := fmt.Sprintf("%s/gleaner/pulltest:%d", addr, time.Now().UnixNano())
+	repo := fmt.Sprintf("%s/gleaner/pulltest", reg.addr)
+	ref := fmt.Sprintf("%s:%d", repo, time.Now().UnixNano())
 	buildImage(t, d, ref, map[string][]byte{"pad": pad})
 	push, err := d.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: "e30="}) // "{}": no credentials
 	if err != nil {
@@ -73,14 +74,26 @@ func TestDockerPullsAbsentImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true}) })
+	// The image must be absent from the engine, so that only a pull from
+	// the registry can give the executor its layers.
+	if _, err := d.cli.ImageInspect(ctx, ref); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("image %s still in the engine after removal (inspect: %v)", ref, err)
+	}
+	manifestsBefore, blobsBefore := reg.manifestPulls.Load(), reg.blobPulls.Load()
 
 	spec := testSpec(t, "hello")
 	spec.Image = ref
-	var events, withBytes int
+	var events, withBytes, layers int
 	j, err := d.Start(ctx, spec, Hooks{OnPull: func(p PullProgress) {
 		events++
+		if p.Image != ref {
+			t.Errorf("progress for image %q, want %q", p.Image, ref)
+		}
 		if p.Total > 0 {
 			withBytes++
+		}
+		if p.Layer != "" && p.Total > 0 {
+			layers++ // a layer's download, with its size
 		}
 	}})
 	if err != nil {
@@ -91,11 +104,38 @@ func TestDockerPullsAbsentImage(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	t.Logf("pulled %s in %v (%d progress events, %d with byte counts)", ref, res.PullDuration, events, withBytes)
+	manifests, blobs := reg.manifestPulls.Load()-manifestsBefore, reg.blobPulls.Load()-blobsBefore
+	t.Logf("pulled %s in %v (%d progress events, %d with byte counts; the registry served %d manifests, %d blobs)",
+		ref, res.PullDuration, events, withBytes, manifests, blobs)
 	if !res.Pulled || res.PullDuration <= 0 || withBytes == 0 {
 		t.Fatalf("pull not reported: %+v, %d events", res, events)
 	}
+	if layers == 0 {
+		t.Fatalf("no progress event names a layer and its size (%d events)", events)
+	}
+	if manifests == 0 || blobs == 0 {
+		t.Fatalf("the registry served %d manifests and %d blobs: the image did not come from it", manifests, blobs)
+	}
 	if string(j.Logs().Bytes()) != "hello from gleaner\n" {
 		t.Fatalf("logs %q", j.Logs().Bytes())
+	}
+
+	// A tag the registry does not have: Start fails, naming the image and
+	// saying it was not found, and leaves nothing of the job behind.
+	missing := repo + ":absent"
+	spec = testSpec(t, "hello")
+	spec.Image = missing
+	j, err = d.Start(ctx, spec, Hooks{})
+	if err == nil {
+		cleanupJob(t, j)
+		t.Fatalf("started a job from the absent image %s", missing)
+	}
+	t.Logf("absent tag: %v", err)
+	msg := err.Error()
+	if !strings.Contains(msg, "pull "+missing) || !strings.Contains(msg, "not found") {
+		t.Fatalf("error for an absent tag does not say that pulling %s found nothing: %v", missing, err)
+	}
+	if left := containersOf(t, d, spec.JobID); len(left) != 0 {
+		t.Fatalf("a failed pull left %d containers", len(left))
 	}
 }

@@ -135,8 +135,12 @@ func (s *Spec) environ(checkpoint string) []string {
 	return env
 }
 
-func (s *Spec) labels() map[string]string {
-	return map[string]string{LabelManaged: "1", LabelJob: s.JobID, LabelLease: s.LeaseCID}
+// labels mark what the executor creates for s on o's behalf.
+func (s *Spec) labels(o Owner) map[string]string {
+	return map[string]string{
+		LabelManaged: "1", LabelJob: s.JobID, LabelLease: s.LeaseCID,
+		LabelNode: o.Node, LabelInstance: o.Instance,
+	}
 }
 
 func (s *Spec) scratchMiB() int    { return orDefault(s.ScratchMiB, DefaultScratchMiB) }

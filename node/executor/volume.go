@@ -119,7 +119,7 @@ func (d *Docker) holdVolumes(ctx context.Context, s *Spec, vols []quotaVolume, r
 	for i, v := range vols {
 		o := s.volumeOptions(v.mib)
 		created, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
-			Name: v.name, Driver: "local", Labels: s.labels(),
+			Name: v.name, Driver: "local", Labels: s.labels(d.owner),
 			DriverOpts: map[string]string{"type": "tmpfs", "device": "tmpfs", "o": o},
 		})
 		if err != nil {
@@ -139,7 +139,7 @@ func (d *Docker) holdVolumes(ctx context.Context, s *Spec, vols []quotaVolume, r
 	if err := d.ensureHolderImage(ctx); err != nil {
 		return err
 	}
-	labels := s.labels()
+	labels := s.labels(d.owner)
 	labels[LabelRole] = roleHolder
 	c, err := d.cli.ContainerCreate(ctx,
 		&container.Config{Image: holderImage, User: "65534:65534", Labels: labels},

@@ -88,6 +88,8 @@ type Patch struct {
 	Egress        *bool     `json:"egress,omitempty" doc:"let job containers reach the network"`
 	MaxTempC      *int      `json:"max_temperature_c,omitempty" doc:"withdraw a GPU above this temperature; 0 = no limit"`
 	MaxPowerW     *float64  `json:"max_power_w,omitempty" doc:"withdraw a GPU above this power draw; 0 = no limit"`
+	StopTempC     *int      `json:"stop_temperature_c,omitempty" doc:"hard limit: stop every job on a GPU above this temperature, silver and gold too, with its notice; 0 = none"`
+	StopPowerW    *float64  `json:"stop_power_w,omitempty" doc:"hard limit: stop every job on a GPU above this power draw, with its notice; 0 = none"`
 	Peak          *string   `json:"peak,omitempty" doc:"price periods in the calendar's zone, ';'-separated: 'DAYS HH:MM-HH:MM' then a multiplier of the floors (x1.5) and/or tier floors (gold=2.0), e.g. 'mon-fri 09:00-18:00 x1.5; sat,sun 10:00-16:00 gold=2'; empty = none"`
 	PeakGold      *string   `json:"peak_gold,omitempty" doc:"gold floor in every price period, credits per GPU-hour; 0 = the period's multiplier"`
 	PeakSilver    *string   `json:"peak_silver,omitempty"`
@@ -183,6 +185,26 @@ func (p Patch) Apply(s Settings) (Settings, error) {
 			return s, fieldErr("max_power_w", fmt.Errorf("%g: use 0 (no limit) to 2000", *p.MaxPowerW))
 		}
 		s.Limits.MaxPowerW = *p.MaxPowerW
+	}
+	if p.StopTempC != nil {
+		if *p.StopTempC < 0 || *p.StopTempC > 120 {
+			return s, fieldErr("stop_temperature_c", fmt.Errorf("%d: use 0 (none) to 120", *p.StopTempC))
+		}
+		s.Limits.StopTempC = *p.StopTempC
+	}
+	if p.StopPowerW != nil {
+		if *p.StopPowerW < 0 || *p.StopPowerW > 2000 {
+			return s, fieldErr("stop_power_w", fmt.Errorf("%g: use 0 (none) to 2000", *p.StopPowerW))
+		}
+		s.Limits.StopPowerW = *p.StopPowerW
+	}
+	// A hard limit below the soft one would stop silver and gold jobs
+	// before the GPU even left the offer.
+	if l := s.Limits; l.StopTempC > 0 && l.MaxTempC > 0 && l.StopTempC < l.MaxTempC {
+		return s, fieldErr("stop_temperature_c", fmt.Errorf("%d°C is below the withdrawal limit %d°C: the hard limit must be at or above it", l.StopTempC, l.MaxTempC))
+	}
+	if l := s.Limits; l.StopPowerW > 0 && l.MaxPowerW > 0 && l.StopPowerW < l.MaxPowerW {
+		return s, fieldErr("stop_power_w", fmt.Errorf("%g W is below the withdrawal limit %g W: the hard limit must be at or above it", l.StopPowerW, l.MaxPowerW))
 	}
 	return p.applyPricing(s)
 }

@@ -170,3 +170,19 @@ func TestPricingPersists(t *testing.T) {
 		t.Fatalf("old settings' pricing %+v", p)
 	}
 }
+
+// The hard limits are set like the soft ones and must not lie below them.
+func TestPatchHardLimits(t *testing.T) {
+	soft, hard, low := 85, 92, 80
+	s, err := Patch{MaxTempC: &soft, StopTempC: &hard}.Apply(DefaultSettings())
+	if err != nil || s.Limits.StopTempC != 92 || s.Limits.MaxTempC != 85 {
+		t.Fatalf("hard limit: %+v %v", s.Limits, err)
+	}
+	if _, err := (Patch{StopTempC: &low}).Apply(s); err == nil || !strings.Contains(err.Error(), "stop_temperature_c") {
+		t.Fatalf("a hard limit below the soft one: %v, want refused naming the field", err)
+	}
+	watts := 300.0
+	if _, err := (Patch{MaxPowerW: &watts, StopPowerW: new(float64)}).Apply(s); err != nil {
+		t.Fatalf("no hard power limit: %v", err)
+	}
+}

@@ -41,7 +41,7 @@ type Provider struct {
 	record       func(typ string, payload []byte) // journals to this node's ledger feed
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 
-	mu     sync.Mutex // guards leases, each activeLease's job and begins
+	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
 	leases map[string]*activeLease
 	begins time.Duration // how long a created job takes to begin, averaged
 }
@@ -80,6 +80,7 @@ type activeLease struct {
 	raw   []byte
 	hub   *eventHub // the streams following the job
 	job   executor.Job
+	meter *meter // what the run has been paid; set with job
 
 	launch     chan struct{} // closed by the scheduler's Launch action
 	launchOnce sync.Once

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,19 +210,26 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 		return
 	}
 	if err != nil {
+		// The job never ran: its settlement (deferred above, with no
+		// meter) charges nothing and cites no voucher, and the renter,
+		// told it did not start, auctions it again elsewhere.
+		why := "the job could not start: "
 		if ready != nil {
 			pj.failedReservation(al, err)
-			_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: "the reservation could not start: " + err.Error()})
-			return
+			why = "the reservation could not start: "
 		}
-		_ = send(wire.Event{Type: "error", Error: "start: " + err.Error()})
+		if isPullError(err) {
+			why = PullFailed
+		}
+		_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: why + err.Error()})
 		return
 	}
 	if err := pj.sched.Running(al.lease.JobID, time.Now()); err != nil {
 		pj.log.Warn("scheduler: running", "job", al.lease.JobID, "err", err)
 	}
+	m := newMeter(al.lease, wire.LeaseCID(al.raw))
 	pj.mu.Lock()
-	al.job = job
+	al.job, al.meter = job, m
 	pj.mu.Unlock()
 	defer func() {
 		// The GPUs are free once the job has exited and its followers have
@@ -278,12 +286,7 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	}
 	var w waited
 	preempted, unpaid := "", false
-	m := newMeter(al.lease, wire.LeaseCID(al.raw))
-	go m.readVouchers(s, func(total auction.Credits) {
-		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
-			pj.poke()
-		}
-	})
+	go m.readVouchers(s, pj.onPaid(al))
 	// The scheduler bills: it says when to pause (no voucher covers the
 	// time run plus the grace), resume, stop as unpaid, stop at the lease's
 	// end, or preempt (the owner reclaims, the window closes, a higher
@@ -348,6 +351,16 @@ loop:
 	}
 	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged})
 }
+
+// PullFailed begins the error of a not-started event (wire.StatusNotStarted)
+// whose job's image this provider could not pull. The renter counts them
+// per image: a reference that no registry has, or that needs credentials,
+// fails alike on every provider, which is the renter's fault, not theirs.
+const PullFailed = "the image could not be pulled: "
+
+// isPullError: err is the executor's failure to pull the job's image
+// (node/executor's ensureImage: "executor: pull <ref>: ...").
+func isPullError(err error) bool { return strings.Contains(err.Error(), "executor: pull ") }
 
 // shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
 func (pj *Provider) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(wire.Event) error) {
@@ -432,7 +445,7 @@ func (h *eventHub) send(ev wire.Event) error {
 // retained tail of its output, and keeps the stream open until the job ends.
 func (pj *Provider) attach(s network.Stream, al *activeLease) {
 	pj.mu.Lock()
-	job := al.job
+	job, m := al.job, al.meter
 	pj.mu.Unlock()
 	if job == nil {
 		_ = wire.Write(s, wire.Event{Type: "error", Error: "the job is not running", Time: time.Now()})
@@ -449,7 +462,19 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 		return
 	}
 	al.hub.add(s)
+	// A renter that restarted pays on this stream: its vouchers count as
+	// they would have on the one that started the job.
+	go m.readVouchers(s, pj.onPaid(al))
 	<-al.done
+}
+
+// onPaid tells the scheduler what a lease's best voucher covers.
+func (pj *Provider) onPaid(al *activeLease) func(auction.Credits) {
+	return func(total auction.Credits) {
+		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
+			pj.poke()
+		}
+	}
 }
 
 // samplers signs telemetry for each leased GPU, chained per GPU and echoing

@@ -1,6 +1,7 @@
 // Package repo is a node's directory and configuration: the identity key,
-// the RPC token, the daemon's lock and rpc.url file (Repo), and config.toml
-// (Config, DefaultConfig, validation and the commented TOML rendering).
+// the RPC token, the instance ID, the daemon's lock and rpc.url file
+// (Repo), and config.toml (Config, DefaultConfig, validation and the
+// commented TOML rendering).
 // It opens no network and starts nothing; package node wires it.
 package repo
 

@@ -96,9 +96,10 @@ type Event struct {
 	Charged *auction.Credits `json:"charged,omitempty"`
 }
 
-// StatusNotStarted marks the error event of a reservation the provider
-// could not start at its window: the provider's fault, which it journals
-// against itself, and the renter auctions the job again at once.
+// StatusNotStarted marks the error event of a job the provider could not
+// start (its image could not be pulled, its container not created, a
+// reservation not begun at its window): nothing ran and nothing is
+// charged, and the renter auctions the job again at once elsewhere.
 const StatusNotStarted = "not-started"
 
 // RenterMsg is what a renter sends on a job stream after the start request.

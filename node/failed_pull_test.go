@@ -1,0 +1,236 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// Re-auctions on real daemons (libp2p on loopback, bbolt, Docker): a run
+// the provider could not start, and a run lost to a preemption while the
+// other providers' offers had not caught up.
+
+// startSeller starts a provider selling one simulated GPU at bronze and
+// silver for 0.50, edited by policy, and waits for its offer.
+func startSeller(t *testing.T, ctx context.Context, policy func(*OfferSettings)) *Node {
+	t.Helper()
+	n := startTestNode(t, ctx, "1xRTX4090", Options{})
+	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+		s.Region = auction.Region{Country: "DE", Continent: "eu"}
+		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
+		if policy != nil {
+			policy(&s)
+		}
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n.provider.Poke()
+	waitFor(t, 20*time.Second, "the provider's offer", func() bool {
+		cur := n.provider.Current()
+		return cur != nil && len(cur.GPUs) == 1
+	})
+	return n
+}
+
+// renterOf starts a renter connected to every provider, with all their
+// offers in its book.
+func renterOf(t *testing.T, ctx context.Context, provs ...*Node) *Node {
+	t.Helper()
+	rn := startTestNode(t, ctx, "", Options{})
+	for _, p := range provs {
+		if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "the providers' offers in the renter's book", func() bool {
+		for _, p := range provs {
+			if _, _, ok := rn.market.Book().Get(p.Host().ID().String()); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return rn
+}
+
+// settlementsFor are the settlements prov journaled for renter's leases.
+func settlementsFor(t *testing.T, prov *Node, renter string) []ledger.Settlement {
+	t.Helper()
+	var out []ledger.Settlement
+	err := prov.ledger.Walk(prov.Host().ID().String(), 0, 1<<62, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
+		if e.Type != ledger.TypeSettlement {
+			return nil
+		}
+		if s, err := ledger.DecodePayload[ledger.Settlement](e.Payload); err == nil && s.Renter == renter {
+			out = append(out, *s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// An image no provider can pull is the renter's fault, not the
+// providers': the first provider's failure sends the job to another (not
+// failing it, and spending no re-auction), the second's fails it with a
+// message that names the image and the pull error, although re-auctions
+// and a third provider are left. Nothing is charged, by either provider's
+// settlement or in the renter's record, and `job explain` says why.
+//
+// Here the engine cannot pull a tag it does not have because it has no
+// network (a lookup of the registry fails); with one, the registry
+// answers that the repository or manifest does not exist. Either way the
+// executor reports "executor: pull <ref>: ...", as it does on every
+// provider.
+func TestAnImageNoProviderCanPullFailsTheJobAfterTwoProviders(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	provs := []*Node{startSeller(t, ctx, nil), startSeller(t, ctx, nil), startSeller(t, ctx, nil)}
+	rn := renterOf(t, ctx, provs...)
+	image := strings.Split(demoimage.Tag, ":")[0] + ":no-such-tag"
+	spec := "name: unpullable\nimage: " + image + "\ncommand: [\"-sleep\", \"1s\"]\nresources: {gpus: 1}\ntier: bronze\n" +
+		"max_price: 1.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\nretry: {max_reauctions: 3}\n"
+	began := time.Now()
+	sub, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer fcancel()
+	events, err := rn.renterJobs.follow(fctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Auctioned again after the first failure, not failed.
+	again := false
+	for ev := range events {
+		again = again || ev.State == StateAuction && strings.Contains(ev.Note, providing.PullFailed) && strings.Contains(ev.Note, "auctioning again")
+		if terminal(ev.State) {
+			break
+		}
+	}
+	if !again {
+		t.Error("the job was not auctioned again after the first provider's failed pull")
+	}
+	j := waitJob(t, rn, sub.ID, 30*time.Second, "failed", func(j *JobRecord) bool { return terminal(j.State) })
+	took := time.Since(began)
+	if j.State != StateFailed || !strings.Contains(j.Error, `2 providers could not pull the image "`+image+`"`) ||
+		!strings.Contains(j.Error, "executor: pull "+image) {
+		t.Fatalf("the job is %s: %q; want failed, naming the image and the pull error", j.State, j.Error)
+	}
+	t.Logf("failed %v after the submit: %s", took, j.Error)
+	if j.Attempts != 2 {
+		t.Errorf("%d leases taken, want 2", j.Attempts)
+	}
+	if j.Charged == nil || *j.Charged != 0 || j.Refunded != j.Paid || j.ChargeDisputed {
+		t.Errorf("the renter's record: charged %v, refunded %d of %d paid ahead (disputed %v); want nothing charged",
+			j.Charged, j.Refunded, j.Paid, j.ChargeDisputed)
+	}
+	// Two providers leased it, the third never did; each settled its
+	// lease with nothing charged and no voucher cited.
+	me, leased := rn.Host().ID().String(), 0
+	for i, p := range provs {
+		for _, s := range settlementsFor(t, p, me) {
+			leased++
+			if s.Charged == nil || *s.Charged != 0 || s.Total != 0 || len(s.Voucher) != 0 {
+				t.Errorf("provider %d settled the failed start charging %v of %d (voucher cited: %v), want nothing", i, s.Charged, s.Total, len(s.Voucher) > 0)
+			}
+		}
+	}
+	if leased != 2 {
+		t.Errorf("%d settled leases, want 2 (the job fails after two providers' failed pulls)", leased)
+	}
+	// The explain: the provider the job left, and why; the award that
+	// could not start, and why.
+	ex := j.Explain
+	if ex == nil {
+		t.Fatal("no explain")
+	}
+	var left, failed bool
+	for _, r := range ex.Rejected {
+		left = left || r.Check == "excluded" && strings.Contains(r.Reason, providing.PullFailed)
+	}
+	for _, a := range ex.Awards {
+		failed = failed || a.Provider == j.Provider && strings.Contains(a.Error, "could not start: "+providing.PullFailed)
+	}
+	if !left || !failed {
+		t.Errorf("the explain does not say why: rejected %+v, awards %+v", ex.Rejected, ex.Awards)
+	}
+	if got := containers(t, sub.ID); len(got) != 0 {
+		t.Errorf("containers left: %v", got)
+	}
+}
+
+// A preempted bronze job with re-auctions left is not given up because
+// the book has not caught up: its other provider is busy when the job is
+// preempted and frees its GPU seconds later, and the job is leased there
+// and completes, having waited with notes that say so. Before, the
+// re-auction ended no-match 2 s after the preemption.
+func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	notice := func(s *OfferSettings) { s.Policy.PreemptNotice = 2 }
+	a, b := startSeller(t, ctx, notice), startSeller(t, ctx, notice)
+	rn := renterOf(t, ctx, a, b)
+	bronze := func(name, sleep string, reauctions int) string {
+		return "name: " + name + "\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"" + sleep + "\", \"-lines\", \"2\"]\n" +
+			"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\n" +
+			"retry: {max_reauctions: " + string(rune('0'+reauctions)) + "}\n"
+	}
+	// b is busy with a job of its own renter's.
+	blocker, err := rn.renterJobs.submit([]byte(bronze("blocker", "5m", 0)), nil, SubmitOptions{Provider: b.Host().ID().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, blocker.ID, 30*time.Second, "the blocker running", func(j *JobRecord) bool { return j.State == StateRunning })
+	victim, err := rn.renterJobs.submit([]byte(bronze("victim", "3s", 2)), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitJob(t, rn, victim.ID, 30*time.Second, "the victim running", func(j *JobRecord) bool { return j.State == StateRunning })
+	if v.Provider != a.Host().ID().String() {
+		t.Fatalf("the victim runs on %s, want the free provider", v.Provider)
+	}
+	// a's owner takes the GPU back: the victim is preempted with notice,
+	// and the only other provider is still busy.
+	if err := a.GPUSource().(*attest.Simulated).SetLoad(0, 60, 200, []attest.Process{{PID: 31337, UsedMiB: 4096, Name: "owner-game"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the victim preempted and auctioned again", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
+	preempted := time.Now()
+	// It waits, spending nothing, and says so; past the 2 s it used to
+	// take to give up.
+	w := waitJob(t, rn, victim.ID, 30*time.Second, "the victim waiting for the book", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "7s of 1m0s waited, no re-auction spent")
+	})
+	t.Logf("%v after the first round without a match: %s", time.Since(preempted), w.Error)
+	if ex := w.Explain; ex == nil || len(ex.Rejected) == 0 || ex.Rejected[0].Check != "excluded" || !strings.Contains(ex.Rejected[0].Reason, "preempted") {
+		t.Errorf("the waiting job's explain does not show why it left its provider: %+v", ex)
+	}
+	if _, err := rn.renterJobs.cancel(ctx, blocker.ID); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	done := waitJob(t, rn, victim.ID, 60*time.Second, "the victim completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	t.Logf("completed %v after b was freed, %v after the preemption", time.Since(freed), time.Since(preempted))
+	if done.Provider != b.Host().ID().String() || done.Attempts != 2 {
+		t.Errorf("the victim completed on %s after %d leases, want on the freed provider after 2", done.Provider, done.Attempts)
+	}
+	if done.Error != "" {
+		t.Errorf("the completed job still shows %q", done.Error)
+	}
+}

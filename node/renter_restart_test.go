@@ -1,0 +1,39 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// A renter that restarts while its job runs goes on paying on the stream
+// it attaches with, and the provider counts those vouchers: the job runs
+// to its end instead of being paused and stopped as unpaid once what the
+// first stream paid for has run out (here after a few 2 s intervals).
+func TestARestartedRenterKeepsPaying(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	rn := startTestNode(t, r.ctx, "", Options{BillingInterval: 2 * time.Second})
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the provider's offer in the renter's book", func() bool {
+		_, _, ok := rn.market.Book().Get(r.prov.Host().ID().String())
+		return ok
+	})
+	spec := "name: paying\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"2\"]\nresources: {gpus: 1}\n" +
+		"tier: silver\nmax_price: 1.00\nduration: {expected: 30s, max: 2m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
+	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, j.ID, 30*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
+	rn = restartNode(t, r.ctx, rn)
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	done := waitJob(t, rn, j.ID, 60*time.Second, "completed after the restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	if done.Attempts != 1 || done.Vouchers < 3 {
+		t.Errorf("completed with %d attempts and %d vouchers after the restart, want 1 and the vouchers of the rest of the run", done.Attempts, done.Vouchers)
+	}
+}
