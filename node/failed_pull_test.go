@@ -20,8 +20,13 @@ import (
 // startSeller starts a provider selling one simulated GPU at bronze and
 // silver for 0.50, edited by policy, and waits for its offer.
 func startSeller(t *testing.T, ctx context.Context, policy func(*OfferSettings)) *Node {
+	return startSellerWith(t, ctx, Options{}, policy)
+}
+
+// startSellerWith is startSeller with the node's options.
+func startSellerWith(t *testing.T, ctx context.Context, opts Options, policy func(*OfferSettings)) *Node {
 	t.Helper()
-	n := startTestNode(t, ctx, "1xRTX4090", Options{})
+	n := startTestNode(t, ctx, "1xRTX4090", opts)
 	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000

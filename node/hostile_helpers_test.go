@@ -57,24 +57,10 @@ type hostileRig struct {
 // only), and a connected hostile renter.
 func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hostileRig {
 	requireDemoImage(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Long enough for a reservation a minute ahead on a busy Docker engine.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	n := startTestNode(t, ctx, "1xRTX4090", opts)
-	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
-		s.Region = auction.Region{Country: "DE", Continent: "eu"}
-		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
-		if policy != nil {
-			policy(&s)
-		}
-		return s, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	n.provider.Poke()
-	waitFor(t, 20*time.Second, "the provider's offer", func() bool {
-		cur := n.provider.Current()
-		return cur != nil && len(cur.GPUs) == 1
-	})
+	n := startSellerWith(t, ctx, opts, policy)
 	h := hostileHost(t, ctx, n)
 	return &hostileRig{t: t, ctx: ctx, prov: n, h: h, key: h.LibP2P().Peerstore().PrivKey(h.ID())}
 }

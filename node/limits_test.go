@@ -20,7 +20,7 @@ func TestAHardLimitStopsASilverJob(t *testing.T) {
 	if !ok {
 		t.Fatalf("the provider's GPUs are %T, want simulated", r.prov.gpus)
 	}
-	rn := renterFor(t, r.ctx, r.prov)
+	rn := renterOf(t, r.ctx, r.prov)
 	spec := "name: hot\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"5m\"]\nresources: {gpus: 1}\ntier: silver\n" +
 		"max_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
 	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})

@@ -18,12 +18,15 @@ import (
 // Gold reservations on real daemons: libp2p on loopback, bbolt, Docker.
 
 // onTime is how late after its start a reservation's job may begin in
-// these tests: a Docker engine that other tests keep busy (CI runs the
-// executor's tests alongside) has taken 6 s to start a container. The
-// delay itself is measured on a quiet machine by BenchmarkReservedStartDelay
-// (p95 0.54 s); this bound still fails a reservation started at its award
-// or never started.
-const onTime = 10 * time.Second
+// these tests. The provider launches it at its start less its measured
+// container start, but the container's start is the Docker engine's: in
+// CI the engine is shared with the testnet's Docker-network tests, whose
+// network changes hold up every container start, and a reservation has
+// begun 6-21 s after its start there (0.4-0.6 s on a quiet machine). The
+// delay itself is measured by BenchmarkReservedStartDelay (p95 0.54 s);
+// this bound still fails a reservation started at its award (a minute
+// early) or never started.
+const onTime = 30 * time.Second
 
 // goldSpec is a demo job reserved for start (RFC 3339 or "+60s").
 func goldSpec(name, start, sleep string) string {
@@ -180,21 +183,6 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 	}
 }
 
-// renterFor starts a renter node connected to the provider, with the
-// provider's offer in its book.
-func renterFor(t *testing.T, ctx context.Context, prov *Node) *Node {
-	t.Helper()
-	rn := startTestNode(t, ctx, "", Options{})
-	if err := rn.Host().LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the provider's offer in the renter's book", func() bool {
-		_, _, ok := rn.market.Book().Get(prov.Host().ID().String())
-		return ok
-	})
-	return rn
-}
-
 // waitJob polls a renter's job until cond holds, failing on a terminal
 // state cond does not accept.
 func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string, cond func(*JobRecord) bool) *JobRecord {
@@ -220,7 +208,7 @@ func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string
 // notice before the reservation starts.
 func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
-	rn := renterFor(t, r.ctx, r.prov)
+	rn := renterOf(t, r.ctx, r.prov)
 	gold, err := rn.renterJobs.submit([]byte(goldSpec("gold", "+60s", "2s")), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +247,7 @@ func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 // runs at its start.
 func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
-	rn := renterFor(t, r.ctx, r.prov)
+	rn := renterOf(t, r.ctx, r.prov)
 	gold, err := rn.renterJobs.submit([]byte(goldSpec("kept", "+45s", "1s")), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +278,7 @@ func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 // ready ahead), and nothing runs at the start.
 func TestCancellingAReservationBeforeItsWindow(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
-	rn := renterFor(t, r.ctx, r.prov)
+	rn := renterOf(t, r.ctx, r.prov)
 	gold, err := rn.renterJobs.submit([]byte(goldSpec("called-off", "+60s", "1s")), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)

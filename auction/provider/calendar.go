@@ -97,9 +97,6 @@ func (s *Scheduler) fit(l *lease, now time.Time) {
 // reservation is priced by the load at its window. at <= now is
 // Utilisation(t, now).
 func (s *Scheduler) LoadAt(t auction.Tier, at, now time.Time) float64 {
-	if !at.After(now) {
-		return s.Utilisation(t, now)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total, held := 0, 0
@@ -110,7 +107,11 @@ func (s *Scheduler) LoadAt(t auction.Tier, at, now time.Time) float64 {
 		}
 		total++
 		for _, c := range g.commits {
-			if (Span{c.start, c.end}).contains(at) && (t == auction.Bronze || c.l.l.Tier != auction.Bronze) {
+			span := c.at(now) // now: a lease past its end holds until released
+			if at.After(now) {
+				span = Span{c.start, c.end}
+			}
+			if span.contains(at) && (t == auction.Bronze || c.l.l.Tier != auction.Bronze) {
 				held++
 				break
 			}

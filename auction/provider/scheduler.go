@@ -305,26 +305,7 @@ func (s *Scheduler) knows(i int) bool { return i >= 0 && i < len(s.gpus) && s.gp
 // can be sold. Unlike the old count in node, a GPU the owner withdrew is
 // neither sold nor counted.
 func (s *Scheduler) Utilisation(t auction.Tier, now time.Time) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	total, held := 0, 0
-	for i := range s.gpus {
-		g := &s.gpus[i]
-		if !g.known || g.out != "" {
-			continue
-		}
-		total++
-		for _, c := range g.commits {
-			if c.at(now).contains(now) && (t == auction.Bronze || c.l.l.Tier != auction.Bronze) {
-				held++
-				break
-			}
-		}
-	}
-	if total == 0 {
-		return 1
-	}
-	return float64(held) / float64(total)
+	return s.LoadAt(t, now, now)
 }
 
 // DealsWith reports whether renter holds a lease here now.
