@@ -231,6 +231,17 @@ func FuzzDecodeSignedOffer(f *testing.F) {
 	}
 	pricedWire, _ := s.Marshal()
 	f.Add(pricedWire)
+	// With bookings too, so the fuzzer starts from a valid key 17.
+	booked := *priced
+	booked.Booked = []Booking{{Start: t0.Unix() + 3600, End: t0.Unix() + 7200, GPUs: 1}}
+	if s, err = SignOffer(&booked, key); err != nil {
+		f.Fatal(err)
+	}
+	bookedWire, _ := s.Marshal()
+	if _, _, err := DecodeSignedOffer(bookedWire, t0); err != nil {
+		f.Fatalf("the booked seed does not decode: %v", err)
+	}
+	f.Add(bookedWire)
 	f.Add([]byte{0xa2, 0x01, 0x40, 0x02, 0x40})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, s, err := DecodeSignedOffer(b, t0)

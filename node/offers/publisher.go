@@ -131,10 +131,11 @@ func (p *Publisher) Refresh() {
 // bookings reach.
 const OfferHorizon = 7 * 24 * time.Hour
 
-// Bookings are watched by polling, which needs no call from the job
-// runner and coalesces a burst of awards into one publication: an offer
-// carries them within bookingsPoll of a change, and never more often
-// than every bookingsGap, which keeps a busy provider's gossip near the
+// Bookings are compared at once when the job runner calls Refresh (after
+// a claim or a release), and by polling, which publishes what a Refresh
+// had to leave for later (inside bookingsGap) and coalesces a burst of
+// awards into one publication: an offer carries them within bookingsPoll
+// of a change, and never more often than every bookingsGap, which keeps a busy provider's gossip near the
 // hourly re-announcement rather than at the renters' flood limit. A
 // change that ends within bookingsSlack (a lease overrunning its end by a
 // second) is not worth an offer.
