@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz clean
+.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz soak clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -43,6 +43,13 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+DURATION ?= 10m
+SEED     ?= 1
+soak: ## the fault soak: 8 daemons in containers, kill -9, clean stops, partitions, for DURATION (10m) with SEED (1); report in build/soak-report.json
+	@mkdir -p build
+	GLEANER_SOAK_DURATION=$(DURATION) GLEANER_SOAK_SEED=$(SEED) GLEANER_SOAK_REPORT=$(CURDIR)/build/soak-report.json \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFaultSoak$$' -benchtime 1x -v -timeout 60m ./testnet
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p

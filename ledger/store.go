@@ -60,7 +60,7 @@ func OpenStore(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
 		Buckets: [][]byte{bEntries, bSeq, bHeads, bFrozen},
 		Timeout: 2 * time.Second,
-		Advice:  "other nodes' feeds re-replicate from peers, but this node's own history is lost and a new one may read as a fork, so prefer a backup",
+		Advice:  "other nodes' feeds re-replicate from peers, and at start this node recovers its own feed from the peers that hold it before it appends; only what no peer holds is lost",
 	})
 	if err != nil {
 		return nil, err

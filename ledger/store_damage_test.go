@@ -41,7 +41,7 @@ func TestDamagedLedgerIsAnErrorNamingTheFile(t *testing.T) {
 			msg := err.Error()
 			if !errors.Is(err, boltfile.ErrDamaged) || strings.Contains(msg, "\n") ||
 				!strings.HasPrefix(msg, path+": the database is damaged (") ||
-				!strings.HasSuffix(msg, "; restore it from a backup or move it aside to start with an empty one; other nodes' feeds re-replicate from peers, but this node's own history is lost and a new one may read as a fork, so prefer a backup") {
+				!strings.HasSuffix(msg, "; restore it from a backup or move it aside to start with an empty one; other nodes' feeds re-replicate from peers, and at start this node recovers its own feed from the peers that hold it before it appends; only what no peer holds is lost") {
 				t.Fatalf("err = %q", msg)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {

@@ -53,7 +53,7 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 	}, a.Submit)
 	rpc.Register(s, "job_list", rpc.MethodDoc{Summary: "Every job this node has submitted, newest first."}, a.List)
 	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}}}, a.Status)
-	rpc.Register(s, "job_logs", rpc.MethodDoc{Summary: "The retained tail (256 KiB) of a job's output.", ParamNames: []string{"id"}}, a.Logs)
+	rpc.Register(s, "job_logs", rpc.MethodDoc{Summary: "The retained tail (256 KiB) of a job's output, kept across restarts of this node.", ParamNames: []string{"id"}}, a.Logs)
 	rpc.Register(s, "job_cancel", rpc.MethodDoc{Summary: "Cancel a job; the provider stops it with the lease's notice.", ParamNames: []string{"id"}}, a.Cancel)
 	rpc.Register(s, "job_explain", rpc.MethodDoc{Summary: "Why the auction came out as it did: feasibility funnel, quotes, ranking and clearing price.", ParamNames: []string{"id"}}, a.Explain)
 	rpc.RegisterSubscription(s, "job_follow", rpc.MethodDoc{Summary: "Subscribe (WebSocket only) to a job's state changes and log output until it ends.", ParamNames: []string{"id"}}, a.Follow)

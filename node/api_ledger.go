@@ -31,7 +31,12 @@ type EntryView struct {
 	Type    string          `json:"type"`
 	Time    time.Time       `json:"time"`
 	Payload json.RawMessage `json:"payload,omitempty"`
-	Bytes   int             `json:"payload_bytes"`
+	// Lease is a lease entry's co-signed lease, decoded (its payload is
+	// CBOR, not JSON): who leased which GPUs when, for anyone auditing a
+	// provider's feed without a CBOR decoder.
+	Lease    *auction.Lease `json:"lease,omitempty"`
+	LeaseCID string         `json:"lease_cid,omitempty"` // what settlements and outcomes cite
+	Bytes    int            `json:"payload_bytes"`
 }
 
 // HistoryParams select one author's feed (default: this node's).
@@ -138,6 +143,11 @@ func viewEntry(e *ledger.Entry, se *ledger.SignedEntry) EntryView {
 		Time: time.Unix(e.Time, 0).UTC(), Bytes: len(e.Payload)}
 	if json.Valid(e.Payload) {
 		v.Payload = e.Payload
+	}
+	if e.Type == ledger.TypeLease {
+		if l, sl, err := auction.DecodeSignedLease(e.Payload, true); err == nil {
+			v.Lease, v.LeaseCID = l, sl.CID().String()
+		}
 	}
 	return v
 }

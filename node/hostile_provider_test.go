@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -59,7 +58,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 	id := "flooded"
 	r.mu.Lock()
 	r.jobs[id] = &JobRecord{ID: id, State: StateRunning}
-	r.logs[id] = executor.NewLogBuffer(256 << 10)
+	r.logs[id] = &jobLog{}
 	r.mu.Unlock()
 	slow, err := r.follow(ctx, id)
 	if err != nil {
@@ -93,7 +92,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 		}
 	}()
 	spec := &auction.JobSpec{}
-	res := floodResult{out: r.followStream(id, spec, s, nil)}
+	res := floodResult{out: r.followStream(id, spec, s, nil, "", false)}
 	close(stop)
 	<-sampled
 	res.peakHeap = peak.Load()

@@ -17,6 +17,12 @@ import (
 // and no caller (a job runner, a reputation pass) does ledger I/O or
 // spawns a goroutine to have it done.
 //
+// At start, while the node recovers its own feed from peers (a repo whose
+// ledger.db was moved aside: node/replicate/recover.go), the drain's
+// append waits, bounded, and entries queue here meanwhile (journalQueue;
+// past it enqueue gives up after journalWait): appending before the
+// recovery would begin the feed again at sequence 1 and fork it.
+//
 // The provider's leases and settlements do not pass through it: a lease
 // must be durable before the renter hears of it, and a settlement before
 // the lease's GPUs are free (node/fraud.go reads that order), so the

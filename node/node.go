@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -82,6 +84,7 @@ type Node struct {
 	httpSrv      *http.Server
 	url          string
 	started      time.Time
+	newRepo      bool // neither node.db nor ledger.db existed at Start
 
 	// bg is the context of all background work; Stop cancels it and
 	// waits for tasks before it runs closers.
@@ -127,6 +130,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.started = time.Now()
 	n.bg, n.cancel = context.WithCancel(context.Background())
 
+	// Neither database yet: a brand-new repo, whose identity has no feed
+	// anywhere to recover (read before OpenStore creates node.db).
+	n.newRepo = !exists(filepath.Join(n.repo.Dir, StoreFile)) && !exists(filepath.Join(n.repo.Dir, LedgerFile))
 	st, err := OpenStore(filepath.Join(n.repo.Dir, StoreFile))
 	if err != nil {
 		return err
@@ -246,6 +252,13 @@ func (n *Node) startRPC() error {
 	}
 	n.onStop(func(context.Context) error { return n.repo.RemoveURL() })
 	return nil
+}
+
+// exists reports whether path is there (an unreadable one counts: the
+// store's open will say what is wrong with it).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 func hostOf(a net.Addr) string {

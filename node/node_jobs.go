@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -31,9 +32,11 @@ func (n *Node) startJobs(ctx context.Context) error {
 		return err
 	}
 	tag := execTag(n.host.ID().String())
+	exec, docker := n.openExecutor(ctx)
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
-		Key: key, Exec: n.openExecutor(ctx, tag), GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
-		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers, Log: n.log.With("part", "provider-jobs")})
+		Key: key, Exec: exec, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
+		Spawn: func(f func()) { n.tasks.Go(f) }, Log: n.log.With("part", "provider-jobs")})
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
@@ -45,13 +48,29 @@ func (n *Node) startJobs(ctx context.Context) error {
 			n.claims.observe(a.Inventory)
 		}
 	})
-	// Once the scheduler knows the GPUs: the leases of the last run that
+	// Once the scheduler knows the GPUs: the jobs of the last run whose
+	// containers still run (it crashed) are adopted, the leases that
 	// never launched (reservations waiting for their window) are held
-	// again; the rest are recorded as interrupted.
-	if kept, err := pj.Restore(time.Now()); err != nil {
+	// again; the rest are recorded as interrupted and settled.
+	restored, err := pj.Restore(time.Now())
+	if err != nil {
 		return fmt.Errorf("leases of the last run: %w", err)
-	} else if len(kept) > 0 {
-		n.log.Info("kept the leases of the last run that had not started", "jobs", kept)
+	}
+	if len(restored.Adopted) > 0 {
+		n.log.Info("adopted the running jobs of the last run", "jobs", restored.Adopted)
+	}
+	if len(restored.Kept) > 0 {
+		n.log.Info("kept the leases of the last run that had not started", "jobs", restored.Kept)
+	}
+	// Then, with what Restore holds, what the last run left on the engine
+	// for any other lease goes: the containers of jobs that exited while
+	// it was down, and those made ready for reservations it could not
+	// hold again.
+	if docker != nil {
+		n.reconcileDocker(ctx, docker, func(execID string) bool {
+			id, ok := strings.CutPrefix(execID, tag+"-")
+			return ok && restored.Holds(id)
+		})
 	}
 	// Served once the leases of the last run are held again, so that no
 	// renter is told a kept reservation is gone. Awards journal leases and
@@ -97,60 +116,60 @@ func (n *Node) startJobs(ctx context.Context) error {
 
 // openExecutor picks the container runtime. Without Docker, a process
 // executor exists only on the local network and says it is unsafe; on any
-// other network such a node simply does not bid.
-func (n *Node) openExecutor(ctx context.Context, tag string) executor.Executor {
+// other network such a node simply does not bid. docker is the Docker
+// executor when that is the one, labelling what it creates as this
+// node's (ownDocker).
+func (n *Node) openExecutor(ctx context.Context) (exec executor.Executor, docker *executor.Docker) {
 	d, err := executor.NewDocker(ctx)
 	if err == nil {
 		n.onClose(func(context.Context) error { return d.Close() })
-		n.reconcileDocker(ctx, d, tag)
-		return d
+		if n.ownDocker(d) {
+			docker = d
+		}
+		return d, docker
 	}
 	if !errors.Is(err, executor.ErrNoDocker) {
 		n.log.Warn("no container runtime: this node will not bid for jobs", "err", err)
-		return nil
+		return nil, nil
 	}
 	if n.cfg.Network != NetworkLocal {
 		n.log.Info("Docker is not available: this node will not bid for jobs", "err", err)
-		return nil
+		return nil, nil
 	}
 	p, perr := executor.NewProcess(n.cfg.Network)
 	if perr != nil {
-		return nil
+		return nil, nil
 	}
 	n.log.Warn("Docker is not available: jobs run as plain processes WITHOUT isolation (UNSAFE; local network only)")
-	return p
+	return p, nil
 }
 
-// reconcileDocker makes d label what it creates with this node's peer ID
-// and its repo's instance ID, and removes what an earlier run of this repo
-// left on the engine: only what carries this repo's instance ID, and of
-// that only the jobs whose leases this node's store does not hold as still
-// to run (awarded or started: Restore keeps those; a lease whose job had
-// launched ends with a restart, so its container is an orphan). Nothing of
-// a renter's stays, and nothing of anyone else's goes: other nodes sharing
-// the engine keep theirs, and so does another process with this node's
-// identity (a copy of this repo), which is only logged.
-func (n *Node) reconcileDocker(ctx context.Context, d *executor.Docker, tag string) {
+// ownDocker makes d label what it creates with this node's peer ID and
+// its repo's instance ID, which is what lets Restore adopt the running
+// containers of an earlier run of this repo and reconcileDocker remove
+// its leftovers. false: the repo has no instance ID, and nothing an
+// earlier run left can be told ours.
+func (n *Node) ownDocker(d *executor.Docker) bool {
 	inst, err := n.repo.Instance()
 	d.SetOwner(executor.Owner{Node: n.host.ID().String(), Instance: inst})
 	if err != nil {
 		// What this executor creates is labelled with an instance ID of
-		// this process alone; nothing of an earlier run can be told ours.
-		n.log.Warn("no instance ID for this repo: job containers left by an earlier run are not removed", "err", err)
-		return
+		// this process alone.
+		n.log.Warn("no instance ID for this repo: job containers left by an earlier run are neither adopted nor removed", "err", err)
+		return false
 	}
-	held := map[string]bool{}
-	err = leaseStore{n.provider.store}.ForEach(func(jobID string, raw []byte) error {
-		if rec, err := providing.ReadRecord(raw); err == nil && (rec.State == providing.LeaseAwarded || rec.State == providing.LeaseStarted) {
-			held[tag+"-"+jobID] = true
-		}
-		return nil
-	})
-	if err != nil {
-		n.log.Warn("could not read the leases: job containers left by an earlier run are not removed", "err", err)
-		return
-	}
-	r, err := d.ReconcileReport(ctx, func(id string) bool { return held[id] })
+	return true
+}
+
+// reconcileDocker removes what an earlier run of this repo left on the
+// engine: only what carries this repo's instance ID, and of that only the
+// jobs whose leases Restore does not hold (keep, by executor job ID:
+// adopted jobs that run on, reservations held again). Nothing of a
+// renter's stays, and nothing of anyone else's goes: other nodes sharing
+// the engine keep theirs, and so does another process with this node's
+// identity (a copy of this repo), which is only logged.
+func (n *Node) reconcileDocker(ctx context.Context, d *executor.Docker, keep func(execID string) bool) {
+	r, err := d.ReconcileReport(ctx, keep)
 	if err != nil {
 		n.log.Warn("could not reconcile job containers", "err", err)
 	}
@@ -167,7 +186,7 @@ func (n *Node) reconcileDocker(ctx context.Context, d *executor.Docker, tag stri
 		}
 		n.log.Warn("this Docker engine runs job containers of this node's identity that another instance made "+
 			"(a copy of this repo runs, or ran, on this engine): they are left alone",
-			"jobs", jobs, "instances", insts, "instance", inst)
+			"jobs", jobs, "instances", insts, "instance", d.Owner().Instance)
 	}
 }
 

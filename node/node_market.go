@@ -92,6 +92,10 @@ func (n *Node) startFeeds(ctx context.Context) error {
 		return err
 	}
 	n.feeds = newFeeds(n.host, st, key, n.log.With("part", "ledger"))
+	// A repo that ran before but has no own feed now (ledger.db moved
+	// aside) recovers it from peers before appending: a feed begun again
+	// at sequence 1 would fork it. The journal's queue holds what waits.
+	n.feeds.Recovery.Await = !n.newRepo
 	// Closed after every producer has stopped and before ledger.db: what
 	// was queued is appended, not lost.
 	n.journal = newJournal(n.feeds.Append, n.log.With("part", "journal"), journalQueue, journalWait)

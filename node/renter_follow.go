@@ -26,87 +26,211 @@ type runEnd struct {
 	// notStarted: the provider could not start the job, so nothing ran
 	// and nothing is charged; pull: because it could not pull the image.
 	notStarted, pull bool
+	// lost: the provider could not be reached, or its stream broke, before
+	// the job ended; refused: the provider's refusal of the request, when
+	// it is one that followLease acts on (refusedNoLease, ...).
+	lost    bool
+	refused string
 }
 
-// follow1 starts the leased job on the provider and records its events
-// until it exits. A provider that sends nothing (not even a heartbeat) for
-// lostAfter is lost, and the run is retried elsewhere, with one exception:
-// a reservation whose provider is lost before its job began (a provider
-// restarting before the window) is started again on the same lease, for
-// up to reserveRetry, since a restarted provider keeps the reservation.
+// follow1 starts the leased job on the provider and follows it to its
+// end (followLease).
 func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
-	var give time.Time // reserveRetry after the provider was first lost
-	for again := false; ; again = true {
-		out := r.followOnce(id, spec, l, leaseRaw, specYAML, secrets, ckpt, again)
-		j, _ := r.get(id)
-		lost := out.result == ledger.OutcomeAbandoned || (again && strings.HasPrefix(out.why, "cannot reach the provider"))
-		waiting := j != nil && j.State == StateReserved && out.state == "" && lost
-		if give.IsZero() {
-			give = time.Now().Add(reserveRetry)
+	start := &jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt}
+	return r.followLease(id, spec, l, leaseRaw, start, false)
+}
+
+// followLease runs a leased job's stream to the job's end. start is the
+// request that starts it; nil after this node restarted (the secrets
+// were never stored): then the job can only be attached to.
+//
+// A provider lost meanwhile (the stream broke, or nothing, not even a
+// heartbeat, came for lostAfter) is not given up at once: this node
+// comes back to the same lease, with backoff, for a bounded time
+// (reconnectBound), since a provider restarting or a network failing
+// for a while must not cost the job. A job that had begun is attached
+// to: the provider streams the rest, and the vouchers go on from the
+// recorded count. One that had not (a reservation waiting for its
+// window, an image being pulled) is started again, since a restarted
+// provider keeps a reservation but not its spec, or attached to when
+// the provider answers that it still has the first start. A provider
+// that answers it holds no such lease did not keep it: the job is
+// auctioned again at once. One mechanism for every loss, whichever
+// request reaches the provider again.
+func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *jobRequest, restarted bool) runEnd {
+	var (
+		lost     runEnd // how the provider was first lost
+		lostAt   time.Time
+		deadline time.Time
+		wait     = time.Second
+		flips    int // switches between start and attach on the provider's word
+	)
+	attach := start == nil
+	for try := 0; ; try++ {
+		req := start
+		if attach || (try > 0 && r.begun(id)) {
+			req = &jobRequest{Kind: "attach", Lease: leaseRaw}
 		}
-		if !waiting || time.Now().After(give) || r.bg.Err() != nil {
+		out := r.followOnce(id, spec, l, leaseRaw, req, restarted || try > 0)
+		if r.bg.Err() != nil {
 			return out
 		}
-		r.update(id, out.why+"; the job had not begun: starting the reservation again", func(*JobRecord) {})
+		switch {
+		case out.refused == refusedStarted && flips < 2:
+			attach, flips = true, flips+1 // the provider still has the first start: follow it
+			continue
+		case out.refused == refusedNotRunning && start != nil && flips < 2:
+			attach, flips = false, flips+1 // it holds the lease, restored by a restart: start it again
+			continue
+		case out.refused == refusedNotRunning && start == nil:
+			out.state, out.why = StateFailed, "the provider restarted and must be sent the job's start again, but its secrets were never stored: resubmit the job"
+			return out
+		case out.refused == refusedNoLease && !lostAt.IsZero():
+			// The provider did not keep the lease (it restarted without
+			// its job): auctioned again at once, as the first loss says.
+			lost.why += "; the provider no longer holds the lease"
+			return lost
+		case !out.lost:
+			return out
+		}
+		if lostAt.IsZero() {
+			lost, lostAt = out, time.Now()
+			deadline = lostAt.Add(r.reconnectBound(id))
+			if end := time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec) * time.Second); end.Before(deadline) {
+				deadline = end
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return lost
+		}
+		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+			return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
+		}
+		what := "re-attaching"
+		if !r.begun(id) && !attach {
+			what = "starting the job again"
+		}
+		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, try+1, left.Round(time.Second), out.why)
+		r.update(id, note, func(j *JobRecord) {
+			if !terminal(j.State) && j.State != StateCancelled {
+				j.Error = note
+			}
+		})
 		select {
 		case <-r.bg.Done():
 			return out
-		case <-time.After(time.Second):
+		case <-time.After(min(wait, left)):
 		}
+		wait = min(2*wait, maxReconnectWait)
 	}
 }
 
-// reserveRetry bounds how long a renter keeps starting a reservation
-// again whose provider it lost before the job began: a provider's restart.
-const reserveRetry = 2 * time.Minute
+// How long a renter comes back to a lost provider's lease: a
+// reservation waiting for its window for reserveRetry (a provider
+// restarting keeps it, and has time), any other job for reattachFor (a
+// provider restarting re-attaches to the container it left running).
+// Never past the lease's end; the waits between tries grow to
+// maxReconnectWait.
+const (
+	reattachFor      = 60 * time.Second
+	reserveRetry     = 2 * time.Minute
+	maxReconnectWait = 10 * time.Second
+)
 
-// followOnce is one start of the leased job and the following of its
-// events; again: a reservation started once more after its provider was
-// lost, which reaches the provider as after a restart and takes a refusal
-// (the provider no longer holds the lease) as the provider's failure.
-func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte, again bool) runEnd {
+func (r *renterJobs) reconnectBound(id string) time.Duration {
+	if j, err := r.get(id); err == nil && j.State == StateReserved {
+		return reserveRetry
+	}
+	return reattachFor
+}
+
+// begun: the job's container has run on its current lease (not a
+// reservation waiting for its window, nor a job being pulled).
+func (r *renterJobs) begun(id string) bool {
+	j, err := r.get(id)
+	if err != nil {
+		return false
+	}
+	switch j.State {
+	case StateRunning, StatePaused, StatePreempting:
+		return true
+	}
+	return false
+}
+
+// What a provider's refusal of a start or an attach says (its words,
+// node/providing's HandleJob, checkStart and attach): it holds no such
+// lease; the lease has started already (so attach); the lease is held
+// but its job is not running (restored by a restart: start it again).
+const (
+	refusedNoLease    = "no active lease for this job"
+	refusedStarted    = "this lease has started already"
+	refusedNotRunning = "the job is not running"
+)
+
+// refusal names the provider's refusal in why, if it is one of those.
+func refusal(why string) string {
+	for _, r := range []string{refusedNoLease, refusedStarted, refusedNotRunning} {
+		if strings.Contains(why, r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// followOnce sends req (a start or an attach) and follows the job's
+// events until it ends or the provider is lost; again: the provider was
+// lost before (or this node restarted), so a refused start is the
+// provider's failure and the job is auctioned again.
+func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *jobRequest, again bool) runEnd {
 	ctx, cancel := context.WithDeadline(r.bg, time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec)*time.Second+time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
 	if err != nil {
 		return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: err.Error()}
 	}
-	var s network.Stream
-	if again {
-		s, err = r.dialAfterRestart(pid)
-	} else {
-		s, err = r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
-	}
+	s, err := r.dialProvider(ctx, pid)
 	if err != nil {
-		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error()}
+		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error(), lost: true}
 	}
 	defer s.Close()
 	// A stopping node hangs up at once rather than reading on until the
 	// provider next speaks.
 	defer context.AfterFunc(r.bg, func() { _ = s.Reset() })()
-	nonce := randomNonce()
-	if err := writeMsg(s, jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, Nonce: nonce}); err != nil {
-		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error()}
+	var tel *telemetry
+	if req.Kind == "start" {
+		req.Nonce = randomNonce()
+		tel = newTelemetry(pid, leaseCID(leaseRaw), req.Nonce)
+		if r.claims != nil {
+			tel.claimOf = r.claims.claimOf
+			tel.onProof = func(proof []byte) {
+				r.log.Warn("provider's telemetry contradicts its hardware claim: journaling the proof", "provider", l.Provider, "job", id)
+				_ = r.journal.enqueue(ledger.TypeFraudProof, proof)
+			}
+		}
+	}
+	if err := writeMsg(s, *req); err != nil {
+		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), lost: true}
 	}
 	first := uint64(1)
-	if j, err := r.get(id); again && err == nil && j.BilledLease == leaseCID(leaseRaw) {
+	if j, err := r.get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == leaseCID(leaseRaw) {
 		first = uint64(j.Vouchers) + 1 // the same lease: its vouchers go on
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, first)
-	tel := newTelemetry(pid, leaseCID(leaseRaw), nonce)
-	if r.claims != nil {
-		tel.claimOf = r.claims.claimOf
-		tel.onProof = func(proof []byte) {
-			r.log.Warn("provider's telemetry contradicts its hardware claim: journaling the proof", "provider", l.Provider, "job", id)
-			_ = r.journal.enqueue(ledger.TypeFraudProof, proof)
-		}
+	out := r.followStream(id, spec, s, tel, leaseCID(leaseRaw), again)
+	if tel != nil {
+		r.recordTelemetry(tel)
 	}
-	out := r.followStream(id, spec, s, tel)
-	r.recordTelemetry(tel)
-	if again && out.state == StateFailed && out.result == ledger.OutcomeFailed && strings.HasPrefix(out.why, "provider: ") {
-		// The restarted provider refused the start: it no longer holds
-		// the reservation. Its failure; the job is auctioned again.
-		out.state = ""
+	r.flushLogs(id)
+	if out.state == StateFailed && out.result == ledger.OutcomeFailed && strings.HasPrefix(out.why, "provider: ") {
+		out.refused = refusal(out.why)
+		if again && out.refused != "" {
+			// The provider, reached again, refused: which way the job
+			// goes on is followLease's to decide; by default it is the
+			// provider's failure, and the job is auctioned again.
+			out.state = ""
+		}
 	}
 	return out
 }
@@ -127,7 +251,10 @@ func (r *renterJobs) recordTelemetry(t *telemetry) {
 // or the provider is lost.
 // tel verifies the run's telemetry; nil when the chain cannot be checked
 // from its start (after this node restarted).
-func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry) runEnd {
+// lease is the run's lease CID, which its log offsets count in;
+// reconnected: the stream comes back to a lost provider, and its first
+// event clears the note that said so.
+func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry, lease string, reconnected bool) runEnd {
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
@@ -136,11 +263,19 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			}
-			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error()}
+			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), lost: true}
+		}
+		if reconnected && ev.Type != "error" {
+			reconnected = false
+			r.update(id, "the provider is back: following the job again", func(j *JobRecord) {
+				if !terminal(j.State) && j.State != StateCancelled {
+					j.Error = ""
+				}
+			})
 		}
 		switch ev.Type {
 		case "log":
-			r.appendLog(id, ev.Log)
+			r.appendLog(id, lease, ev)
 		case "telemetry":
 			if tel != nil {
 				tel.accept(ev.Log)
@@ -252,10 +387,12 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 	return r.get(id)
 }
 
-// reattach follows, after this node restarted, a job that was running on
-// a provider: the provider still runs it and streams the rest of its
-// output. If the provider no longer runs it, the job fails with a reason
-// (its secrets were never stored, so it cannot be re-auctioned blindly).
+// reattach follows, after this node restarted, a job that was leased
+// when it stopped: the provider still runs it (or waits for its window)
+// and streams the rest of its output; this node comes back to it as to
+// any provider it lost (followLease). If the provider no longer holds it, the
+// job fails with a reason: its secrets were never stored, so it cannot
+// be started again or re-auctioned blindly.
 func (r *renterJobs) reattach(id string) {
 	j, err := r.get(id)
 	if err != nil {
@@ -275,27 +412,13 @@ func (r *renterJobs) reattach(id string) {
 		r.fail(id, err)
 		return
 	}
-	pid, _ := peer.Decode(l.Provider)
-	s, err := r.dialAfterRestart(pid)
-	if err == nil {
-		defer s.Close()
-		defer context.AfterFunc(r.bg, func() { _ = s.Reset() })()
-		err = writeMsg(s, jobRequest{Kind: "attach", Lease: j.Lease})
-	}
+	out := r.followLease(id, spec, l, j.Lease, nil, true)
 	if r.bg.Err() != nil {
 		return // stopping again: the record stays leased, for the next start
 	}
-	if err != nil {
-		r.fail(id, fmt.Errorf("this node restarted and cannot reach the job's provider again: %w; resubmit the job", err))
-		return
-	}
-	r.startPaying(r.bg, id, s, l, j.Lease, uint64(j.Vouchers)+1)
-	out := r.followStream(id, spec, s, nil)
-	if r.bg.Err() != nil {
-		return
-	}
 	if out.state == "" {
 		out.state = StateFailed
+		out.why = "this node restarted and its job's provider no longer runs it (" + out.why + "); resubmit the job"
 	}
 	out = r.checkAnswer(id, spec, j.LeaseCID, l.Provider, out)
 	r.update(id, out.why, func(j *JobRecord) {
@@ -305,32 +428,23 @@ func (r *renterJobs) reattach(id string) {
 	})
 }
 
-// dialAfterRestart opens a job stream to a provider right after this node
-// started, when it knows no address yet: it waits for the DHT, looks the
-// provider up and retries for up to 30 s.
-func (r *renterJobs) dialAfterRestart(pid peer.ID) (network.Stream, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	var last error
-	for time.Now().Before(deadline) && r.bg.Err() == nil {
-		ctx, cancel := context.WithTimeout(r.bg, 5*time.Second)
-		if len(r.m.Host().LibP2P().Peerstore().Addrs(pid)) == 0 && r.m.Host().DHT().RoutingTable().Size() > 0 {
-			if ai, err := r.m.Host().DHT().FindPeer(ctx, pid); err == nil {
-				r.m.Host().LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
-			}
+// dialProvider opens a job stream to a provider, looking its addresses
+// up in the DHT when this node knows none (as right after a restart).
+// One try of at most dialTimeout: followLease retries.
+func (r *renterJobs) dialProvider(ctx context.Context, pid peer.ID) (network.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	h := r.m.Host()
+	if len(h.LibP2P().Peerstore().Addrs(pid)) == 0 && h.DHT().RoutingTable().Size() > 0 {
+		if ai, err := h.DHT().FindPeer(ctx, pid); err == nil {
+			h.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
 		}
-		s, err := r.m.Host().LibP2P().NewStream(ctx, pid, r.m.Host().ProtocolID(jobProto))
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		last = err
-		time.Sleep(500 * time.Millisecond)
 	}
-	if last == nil {
-		last = r.bg.Err()
-	}
-	return nil, last
+	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto))
 }
+
+// dialTimeout bounds one dial of a provider.
+const dialTimeout = 5 * time.Second
 
 // startPaying sends this run's vouchers, from voucher number first, until
 // ctx ends or the stream does; each one is recorded in the job. The first

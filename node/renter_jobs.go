@@ -13,7 +13,6 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
-	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
@@ -162,14 +161,16 @@ type renterJobs struct {
 	mu     sync.Mutex // guards jobs, logs, subs, groups
 	groups map[string]*sync.Mutex
 	jobs   map[string]*JobRecord
-	logs   map[string]*executor.LogBuffer
+	logs   map[string]*jobLog // retained output, persisted in batches (renter_logs.go)
 	subs   map[string][]chan JobEvent
+
+	logFlush sync.Mutex // serialises the writes of logs to the store
 }
 
 func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
 	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
 		spawn: func(f func()) bool { go f(); return true },
-		jobs:  map[string]*JobRecord{}, logs: map[string]*executor.LogBuffer{}, subs: map[string][]chan JobEvent{}}
+		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
 	var resume []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
@@ -187,16 +188,19 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 			j.State, j.Error = StateFailed, "this node restarted during the auction; resubmit the job"
 		}
 		r.jobs[j.ID] = &j
-		r.logs[j.ID] = executor.NewLogBuffer(256 << 10)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	r.resuming = resume
-	return r, err
+	return r, r.loadLogs()
 }
 
 // resume follows again, once r is wired, the jobs that were leased when
 // this node last stopped.
 func (r *renterJobs) resume() {
+	r.spawn(r.flushLogsLoop)
 	for _, id := range r.resuming {
 		r.spawn(func() { r.reattach(id) })
 	}
@@ -245,7 +249,7 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 		}
 		r.mu.Lock()
 		r.jobs[id] = j
-		r.logs[id] = executor.NewLogBuffer(256 << 10)
+		r.logs[id] = &jobLog{}
 		r.mu.Unlock()
 		if err := r.save(j); err != nil {
 			return nil, err
@@ -355,36 +359,6 @@ func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, er
 		}
 	}()
 	return ch, nil
-}
-
-func (r *renterJobs) logsOf(id string) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b, ok := r.logs[id]
-	if !ok {
-		if _, known := r.jobs[id]; known {
-			return nil, errors.New("this job's logs were kept in memory by a node that has since restarted")
-		}
-		return nil, fmt.Errorf("no job %q", id)
-	}
-	return b.Bytes(), nil
-}
-
-func (r *renterJobs) appendLog(id string, chunk []byte) {
-	r.mu.Lock()
-	b := r.logs[id]
-	r.mu.Unlock()
-	if b != nil {
-		_, _ = b.Write(chunk)
-	}
-	// Published in pieces of at most maxLogChunk, whatever the provider
-	// sent: a follower's queue is counted in events, so an event's size
-	// bounds what a queue can hold.
-	for len(chunk) > 0 {
-		n := min(len(chunk), maxLogChunk)
-		r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk[:n]), Time: time.Now().UTC()})
-		chunk = chunk[n:]
-	}
 }
 
 // dealsWith: author is the provider of one of this renter's jobs.

@@ -17,9 +17,11 @@ type Store struct{ db *bolt.DB }
 
 // Buckets. One per kind of record; names never change.
 var (
-	bucketOffer  = []byte("offer")  // the provider's settings and sequence number
-	bucketLeases = []byte("leases") // provider: co-signed leases by job ID
-	bucketJobs   = []byte("jobs")   // renter: job records by job ID
+	bucketOffer   = []byte("offer")   // the provider's settings and sequence number
+	bucketLeases  = []byte("leases")  // provider: co-signed leases by job ID
+	bucketJobs    = []byte("jobs")    // renter: job records by job ID
+	bucketJobLogs = []byte("joblogs") // renter: each job's retained output (renter_logs.go)
+	bucketPeers   = []byte("peers")   // peers this node was connected to, by peer ID (peers.go)
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -33,7 +35,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func OpenStore(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs},
+		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {

@@ -33,16 +33,18 @@ type DockerNet struct {
 	image  string
 	label  string
 
-	mu    sync.Mutex // guards nets and nodes
-	nets  []string
-	nodes []*DockerNode
+	mu      sync.Mutex // guards nets, nodes and volumes
+	nets    []string
+	nodes   []*DockerNode
+	volumes []string // what the removed containers had mounted (see Leftovers)
 }
 
 // DockerNode is one daemon in its container.
 type DockerNode struct {
 	Name   string // the container's name
 	PeerID string
-	Addr   string // /ip4/<address on its first network>/tcp/4030/p2p/<id>
+	Addr   string // /ip4/<address on its home network>/tcp/4030/p2p/<id>
+	Net    string // its home network, the one it was started on
 }
 
 // DockerNetOptions configure NewDockerNet.
@@ -147,6 +149,16 @@ func (d *DockerNet) Start(ctx context.Context, name, network string, extra ...st
 	if _, err := docker(ctx, args...); err != nil {
 		return nil, err
 	}
+	n.Net = network
+	if err := d.waitReady(ctx, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// waitReady waits up to 30 s for n's daemon to answer RPC, then notes its
+// peer ID and its address on its home network (which a restart may change).
+func (d *DockerNet) waitReady(ctx context.Context, n *DockerNode) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var id struct {
@@ -158,19 +170,19 @@ func (d *DockerNet) Start(ctx context.Context, name, network string, extra ...st
 			break
 		}
 		if state, _ := docker(ctx, "inspect", "-f", "{{.State.Status}}", n.Name); strings.TrimSpace(string(state)) == "exited" {
-			return nil, fmt.Errorf("%s exited:\n%s", n.Name, d.Logs(n, 20))
+			return fmt.Errorf("%s exited:\n%s", n.Name, d.Logs(n, 20))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("%s not ready after 30 s: %v\n%s", n.Name, err, d.Logs(n, 20))
+			return fmt.Errorf("%s not ready after 30 s: %v\n%s", n.Name, err, d.Logs(n, 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ip, err := d.IP(ctx, n, network)
+	ip, err := d.IP(ctx, n, n.Net)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.Addr = fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", ip, dockerP2PPort, n.PeerID)
-	return n, nil
+	return nil
 }
 
 // IP is n's address on network.
@@ -243,6 +255,7 @@ func (d *DockerNet) Close() error {
 		for _, n := range d.nodes {
 			args = append(args, n.Name)
 		}
+		d.volumes = append(d.volumes, mountedVolumes(ctx, args[3:])...)
 		if out, err := docker(ctx, args...); err != nil && !strings.Contains(err.Error(), "No such container") {
 			errs = append(errs, fmt.Errorf("%v %s", err, out))
 		}

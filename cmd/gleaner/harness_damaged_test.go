@@ -28,7 +28,7 @@ func TestDaemonRefusesADamagedDatabase(t *testing.T) {
 		}},
 		{"node.db cut to half", node.StoreFile, "it was cut short)" + advice, bolttest.TruncateHalf},
 		{"node.db page overwritten", node.StoreFile, advice, bolttest.GarbageLeaf},
-		{"ledger.db cut to half", node.LedgerFile, "it was cut short)" + advice + "; other nodes' feeds re-replicate from peers, but this node's own history is lost and a new one may read as a fork, so prefer a backup", bolttest.TruncateHalf},
+		{"ledger.db cut to half", node.LedgerFile, "it was cut short)" + advice + "; other nodes' feeds re-replicate from peers, and at start this node recovers its own feed from the peers that hold it before it appends; only what no peer holds is lost", bolttest.TruncateHalf},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

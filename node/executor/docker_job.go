@@ -34,6 +34,12 @@ type dockerJob struct {
 	paused  bool
 	attach  *types.HijackedResponse
 	removed bool
+
+	// adopted: taken over from an earlier process (Docker.Adopt), whose
+	// output before the adoption is not ours to hash; startedAt is when
+	// its container started.
+	adopted   bool
+	startedAt time.Time
 }
 
 func newDockerJob(d *Docker, id string, rs jobResources, spec Spec, res Result) *dockerJob {
@@ -94,7 +100,7 @@ func (j *dockerJob) watch() {
 	info, err := cli.ContainerInspect(j.bg, j.id)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if complete {
+	if complete && !j.adopted {
 		j.res.StdoutSHA256 = j.out.Sum()
 	}
 	switch {

@@ -97,6 +97,13 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 	return j, nil
 }
 
+// Adopt implements Adopter: a process job cannot be taken over. Its
+// process may outlive the node, but nothing proves that a PID found
+// later is still the job's.
+func (p *Process) Adopt(context.Context, string) (Adopted, error) {
+	return nil, ErrNotAdoptable
+}
+
 // Reconcile removes the work directories of jobs not kept. Processes
 // started by an earlier run of the node are not tracked; on `--network
 // local` that is accepted.

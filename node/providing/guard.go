@@ -47,6 +47,11 @@ type Record struct {
 	Lease   []byte    `json:"lease"` // co-signed SignedLease
 	State   string    `json:"state"`
 	Updated time.Time `json:"updated"`
+	// Voucher is the best voucher the renter signed for the lease's run
+	// so far (wire bytes), kept as it arrives: a provider that crashed
+	// while the job ran settles the run it adopts, or the one that ended
+	// while it was down, by it (see Restore).
+	Voucher []byte `json:"voucher,omitempty"`
 }
 
 // ReadRecord reads a stored record; records written before states
@@ -63,9 +68,43 @@ func ReadRecord(raw []byte) (Record, error) {
 	return Record{Lease: bare, State: LeaseEnded}, nil
 }
 
+// errCrashed: the provider is playing dead (SimulateCrash) and writes
+// nothing.
+var errCrashed = errors.New("the provider has crashed (simulated)")
+
+// saveLease records the lease's state; the voucher kept for the same
+// lease stays.
 func (pj *Provider) saveLease(jobID string, raw []byte, state string) error {
+	if pj.crashed() {
+		return errCrashed
+	}
 	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC()}
-	return pj.store.Update(func(tx Tx) error { return tx.Put(jobID, rec) })
+	return pj.store.Update(func(tx Tx) error {
+		var old Record
+		if tx.Get(jobID, &old) == nil && bytes.Equal(old.Lease, raw) {
+			rec.Voucher = old.Voucher
+		}
+		return tx.Put(jobID, rec)
+	})
+}
+
+// saveVoucher keeps v, the best voucher so far of the lease raw's run,
+// in its record while the lease is launched.
+func (pj *Provider) saveVoucher(jobID string, raw, v []byte) error {
+	if pj.crashed() {
+		return errCrashed
+	}
+	return pj.store.Update(func(tx Tx) error {
+		var rec Record
+		if err := tx.Get(jobID, &rec); err != nil {
+			return err
+		}
+		if !bytes.Equal(rec.Lease, raw) || rec.State != LeaseLaunched {
+			return nil // another lease of this job ID's, or it ended
+		}
+		rec.Voucher = v
+		return tx.Put(jobID, rec)
+	})
 }
 
 // LeaseState is the persisted state of jobID's lease; false if there is
@@ -124,7 +163,8 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 	return spec, nil
 }
 
-// LeaseInterrupted: the provider stopped while the lease's job ran (its
-// container went with it), or could not hold the lease again after a
-// restart; the lease can neither start nor run again.
+// LeaseInterrupted: the provider crashed while the lease's job ran and
+// could not adopt its container at the next start (it exited or went
+// meanwhile, or the lease ended), or could not hold the lease again after
+// a restart; the lease is settled and can neither start nor run again.
 const LeaseInterrupted = "interrupted"

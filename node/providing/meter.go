@@ -30,27 +30,32 @@ func newMeter(l *auction.Lease, cid string) *meter {
 
 // readVouchers takes vouchers from the renter's side of the stream until it
 // closes; a voucher for another lease or party is ignored.
-func (m *meter) readVouchers(s network.Stream, onPaid func(total auction.Credits)) {
+// onPaid is told each better voucher: its total and its wire bytes.
+func (m *meter) readVouchers(s network.Stream, onPaid func(total auction.Credits, voucher []byte)) {
 	for {
 		var msg wire.RenterMsg
 		if err := wire.Read(s, wire.MaxRequestFrame, &msg); err != nil {
 			return
 		}
-		v, sv, err := ledger.DecodeSignedVoucher(msg.Voucher)
-		if err != nil || v.Lease != m.cid || v.Renter != m.lease.Renter || v.Provider != m.lease.Provider {
-			continue
-		}
-		m.mu.Lock()
-		better := false
-		if _, err := m.book.Accept(sv); err == nil && v.Total > m.total {
-			m.total, m.best, better = v.Total, msg.Voucher, true
-		}
-		total := m.total
-		m.mu.Unlock()
-		if better && onPaid != nil {
-			onPaid(total)
+		if total, better := m.take(msg.Voucher); better && onPaid != nil {
+			onPaid(total, msg.Voucher)
 		}
 	}
+}
+
+// take counts a voucher's wire bytes if they are a valid voucher of this
+// lease's renter to its provider; better: it is the best so far.
+func (m *meter) take(raw []byte) (total auction.Credits, better bool) {
+	v, sv, err := ledger.DecodeSignedVoucher(raw)
+	if err != nil || v.Lease != m.cid || v.Renter != m.lease.Renter || v.Provider != m.lease.Provider {
+		return 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.book.Accept(sv); err == nil && v.Total > m.total {
+		m.total, m.best, better = v.Total, raw, true
+	}
+	return m.total, better
 }
 
 func (m *meter) settled() (auction.Credits, []byte) {

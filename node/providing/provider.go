@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -40,6 +42,8 @@ type Provider struct {
 	gpus         attest.Source                    // read for telemetry; nil when the node has no GPUs
 	record       func(typ string, payload []byte) // journals to this node's ledger feed
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
+	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
+	dead         atomic.Bool                      // SimulateCrash: write nothing, touch no container
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
 	leases map[string]*activeLease
@@ -69,7 +73,11 @@ type Config struct {
 	StartDeadline time.Duration
 	// WrongAnswers: fault injection, a provider that lies about its output.
 	WrongAnswers bool
-	Log          *slog.Logger
+	// Spawn runs the followers of the jobs Restore adopts, on goroutines
+	// the node's Stop waits for (it settles them before the stores
+	// close); nil: plain goroutines.
+	Spawn func(func())
+	Log   *slog.Logger
 }
 
 // activeLease is what the adapter holds for a lease the scheduler has:
@@ -92,11 +100,16 @@ type activeLease struct {
 	// begun (a reservation waiting for its window): nothing to stop yet.
 	cancelled  chan struct{}
 	cancelOnce sync.Once
+	// logRun names this process's copy of the job's output, which log
+	// offsets count in (wire.Event.LogRun): a job adopted after a restart
+	// is followed from the adoption on, its offsets from 0 again.
+	logRun string
 }
 
 func newActiveLease(l *auction.Lease, raw []byte) *activeLease {
 	return &activeLease{lease: l, raw: raw, hub: &eventHub{}, launch: make(chan struct{}),
-		ctrl: make(chan sched.Action, 8), done: make(chan struct{}), cancelled: make(chan struct{})}
+		ctrl: make(chan sched.Action, 8), done: make(chan struct{}), cancelled: make(chan struct{}),
+		logRun: fmt.Sprintf("%016x", rand.Uint64())}
 }
 
 // maxBillingSec bounds the interval a provider works before the next
@@ -110,11 +123,28 @@ func New(bg context.Context, c Config) *Provider {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
 	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, log: c.Log, bg: bg, tag: c.Tag,
-		gpus: c.GPUs, record: c.Record, wrongAnswers: c.WrongAnswers,
+		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn,
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
+	pj.record = func(typ string, payload []byte) {
+		if !pj.crashed() {
+			c.Record(typ, payload)
+		}
+	}
+	if pj.spawn == nil {
+		pj.spawn = func(f func()) { go f() }
+	}
 	pj.sched.SetLaunchLead(defaultBegin)
 	return pj
 }
+
+// SimulateCrash is fault injection for tests: from now on the provider
+// acts as one that was killed (kill -9) would have, whatever its node's
+// Stop does next. It journals and records nothing more, and its runs
+// return as they are: their containers run on, their leases stay
+// launched and unsettled, for the next start to adopt (Restore).
+func (pj *Provider) SimulateCrash() { pj.dead.Store(true) }
+
+func (pj *Provider) crashed() bool { return pj.dead.Load() }
 
 // HandleQuote serves /auction/1: a request for quotes gets a signed bid
 // or a decline.

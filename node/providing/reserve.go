@@ -1,12 +1,15 @@
 package providing
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/wire"
@@ -19,8 +22,9 @@ import (
 // start the job at its window says so in its own ledger feed.
 
 // LeaseLaunched: the job's container is being created or runs. From here
-// a restart of the provider ends the lease (its container went with it);
-// before it, a restart keeps the lease (see Restore).
+// a restart of the provider adopts the container if it still runs, and
+// ends the lease if not; before it, a restart keeps the lease, to be
+// started again (see Restore).
 const LeaseLaunched = "launched"
 
 // ahead is a reservation's job made ready before its window: its image
@@ -61,6 +65,9 @@ func (pj *Provider) prepare(ctx context.Context, al *activeLease, es executor.Sp
 // returning, as a stopping node must (its Docker client closes next);
 // otherwise in the background, since the making may still be pulling.
 func (pj *Provider) discard(ready <-chan ahead, wait bool) {
+	if pj.crashed() {
+		return // left for the next start's Reconcile, as a crash would
+	}
 	remove := func() {
 		a := <-ready
 		if a.job == nil {
@@ -106,45 +113,89 @@ func (pj *Provider) failedReservation(al *activeLease, cause error) {
 	}
 }
 
-// Restore takes back, at start-up, the leases an earlier run held whose
-// jobs never launched, so that a reservation survives a restart of its
-// provider: each is claimed again on the GPUs its bid named and is
-// awarded once more, for its renter to start again. Leases that had
-// launched, ended while the provider was down, or whose GPUs are gone are
-// recorded as interrupted. Call it once the scheduler has the inventory.
-func (pj *Provider) Restore(now time.Time) (restored []string, err error) {
+// Restored is what Restore made of the leases the last run held.
+type Restored struct {
+	// Kept: leases whose jobs had not launched (reservations waiting for
+	// their window), held again as awarded, for their renters to start.
+	Kept []string
+	// Adopted: leases whose job containers ran on through the restart,
+	// held again and followed as if nothing had happened.
+	Adopted []string
+	// Ended: the rest, recorded interrupted and settled.
+	Ended []string
+}
+
+// Holds: Restore holds jobID's lease (kept or adopted).
+func (r Restored) Holds(jobID string) bool {
+	return slices.Contains(r.Kept, jobID) || slices.Contains(r.Adopted, jobID)
+}
+
+// Restore takes back, at start-up, the leases an earlier run held that
+// can go on. A lease whose job had launched, whose container still runs
+// (a crash, kill -9, then a start within the lease) is adopted: claimed
+// again on its GPUs, billed from the container's start, and followed to
+// its end as run does, for its renter to attach to again; its settlement
+// charges the whole run, capped by the renter's best voucher, once. A
+// reservation that never launched is claimed again on the GPUs its bid
+// named and is awarded once more, for its renter to start again. The
+// rest (their containers gone or exited, their leases ended while the
+// provider was down, their GPUs gone) are recorded interrupted and
+// settled: for the time their container ran, where the engine recorded
+// it, by the voucher kept with the lease. Call it once the scheduler has
+// the inventory, and before serving the job protocols.
+func (pj *Provider) Restore(now time.Time) (Restored, error) {
 	type open struct {
 		id  string
 		rec Record
 	}
 	var opens []open
-	err = pj.store.ForEach(func(jobID string, raw []byte) error {
+	err := pj.store.ForEach(func(jobID string, raw []byte) error {
 		if rec, err := ReadRecord(raw); err == nil && (rec.State == LeaseAwarded || rec.State == LeaseStarted || rec.State == LeaseLaunched) {
 			opens = append(opens, open{jobID, rec})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return Restored{}, err
 	}
+	// The running jobs first: they hold their GPUs now, and a reservation
+	// is held again around them, as it was before.
+	slices.SortStableFunc(opens, func(a, b open) int {
+		return cmp.Compare(b2i(a.rec.State != LeaseLaunched), b2i(b.rec.State != LeaseLaunched))
+	})
+	var r Restored
 	for _, o := range opens {
-		state := LeaseInterrupted
-		if o.rec.State != LeaseLaunched {
-			if err := pj.reclaim(o.rec.Lease, now); err == nil {
-				state = LeaseAwarded
-				restored = append(restored, o.id)
+		if o.rec.State == LeaseLaunched {
+			if pj.adopt(o.id, o.rec, now) {
+				r.Adopted = append(r.Adopted, o.id)
 			} else {
-				pj.log.Info("lease of the last run not kept", "job", o.id, "why", err)
+				r.Ended = append(r.Ended, o.id)
 			}
+			continue
 		}
-		if err := pj.saveLease(o.id, o.rec.Lease, state); err != nil {
-			return restored, err
+		why := pj.reclaim(o.rec.Lease, now)
+		if why == nil {
+			if err := pj.saveLease(o.id, o.rec.Lease, LeaseAwarded); err != nil {
+				return r, err
+			}
+			r.Kept = append(r.Kept, o.id)
+			continue
 		}
-		if state == LeaseInterrupted {
-			pj.settleInterrupted(o.rec.Lease)
+		pj.log.Info("lease of the last run not kept", "job", o.id, "why", why)
+		if err := pj.saveLease(o.id, o.rec.Lease, LeaseInterrupted); err != nil {
+			return r, err
 		}
+		pj.settleInterrupted(o.rec.Lease)
+		r.Ended = append(r.Ended, o.id)
 	}
-	return restored, nil
+	return r, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // settleInterrupted journals the end of a lease the last run held and this
@@ -166,20 +217,7 @@ func (pj *Provider) reclaim(raw []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if !time.Unix(l.End, 0).After(now) {
-		return errors.New("it ended while the provider was down")
-	}
-	// Checked as when it was accepted: the bid has expired since, as every
-	// bid soon does, but the lease that cites it has not.
-	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Unix(0, 0))
-	if err != nil {
-		return err
-	}
-	want, err := pj.sched.Indexes(bid.GPUHashes)
-	if err != nil {
-		return errors.New("its GPUs are no longer in this machine")
-	}
-	victims, err := pj.sched.Claim(l, want, now)
+	victims, err := pj.claimAgain(l, now)
 	if err != nil {
 		return err
 	}
@@ -189,4 +227,23 @@ func (pj *Provider) reclaim(raw []byte, now time.Time) error {
 	pj.mu.Unlock()
 	pj.do(victims)
 	return nil
+}
+
+// claimAgain has the scheduler claim a stored lease's GPUs again, as
+// awarded; the caller holds it and carries out the actions returned.
+func (pj *Provider) claimAgain(l *auction.Lease, now time.Time) ([]sched.Action, error) {
+	if !time.Unix(l.End, 0).After(now) {
+		return nil, errors.New("it ended while the provider was down")
+	}
+	// Checked as when it was accepted: the bid has expired since, as every
+	// bid soon does, but the lease that cites it has not.
+	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Unix(0, 0))
+	if err != nil {
+		return nil, err
+	}
+	want, err := pj.sched.Indexes(bid.GPUHashes)
+	if err != nil {
+		return nil, errors.New("its GPUs are no longer in this machine")
+	}
+	return pj.sched.Claim(l, want, now)
 }

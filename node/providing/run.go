@@ -85,59 +85,58 @@ func (pj *Provider) cancel(al *activeLease) {
 }
 
 // run starts the container and streams status, logs, heartbeats and the
-// exit. The lease's end stops the job; an owner reclaiming a bronze job's
-// GPU preempts it with the lease's notice and ships its checkpoint back;
-// the container is removed whatever happens.
+// exit: launchJob, then follow. The lease's end stops the job; an owner
+// reclaiming a bronze job's GPU preempts it with the lease's notice and
+// ships its checkpoint back; the container is removed whatever happens.
 func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
-	settled, launched := false, false
-	defer func() {
-		if !launched && pj.bg.Err() != nil {
-			// This node is stopping before the job began (a reservation
-			// waiting for its window): the lease is kept, unsettled, and
-			// held again when the node starts (see Restore).
-			return
-		}
-		// Every lease that ends is settled before its GPUs are free, in
-		// this node's feed order: that order is what shows a GPU was
-		// released before it was leased again (see node/fraud.go).
-		if !settled {
-			pj.settle(al, nil, false)
-		}
-		if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
-			pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
-		}
-		pj.release(al.lease.JobID)
-	}()
 	al.hub.add(s)
-	send := al.hub.send
 	// Heartbeats from the first moment, not only once the container runs:
 	// a gold reservation waits for its window, an image pull can take
 	// minutes, and a renter hears nothing else meanwhile. Telemetry joins
 	// them once the job runs.
-	var samplers atomic.Pointer[map[string]*attest.Sampler]
-	hbDone := make(chan struct{})
-	defer close(hbDone)
-	go func() {
-		t := time.NewTicker(wire.HeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbDone:
-				return
-			case <-t.C:
-				_ = send(wire.Event{Type: "heartbeat"})
-				if sm := samplers.Load(); sm != nil {
-					for _, raw := range pj.sample(*sm) {
-						_ = send(wire.Event{Type: "telemetry", Log: raw})
-					}
-				}
-			}
-		}
-	}()
-	es := pj.execSpec(al, spec, req.Secrets)
-	es.Restore = req.Checkpoint
+	hb := pj.heartbeats(al.hub.send)
+	defer hb.stop()
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
+	job, kept := pj.launchJob(ctx, al, req, spec)
+	if job == nil {
+		if !kept {
+			pj.endUnrun(al)
+		}
+		return
+	}
+	m := newMeter(al.lease, wire.LeaseCID(al.raw))
+	pj.running(al, job, m, time.Now())
+	hb.telemetry(pj.samplers(al, req.Nonce))
+	go m.readVouchers(s, pj.onPaid(al))
+	pj.follow(ctx, al, job, m)
+}
+
+// endUnrun ends a lease whose job never ran. Every lease that ends is
+// settled before its GPUs are free, in this node's feed order: that order
+// is what shows a GPU was released before it was leased again (see
+// node/fraud.go). The settlement, with no meter, charges nothing and
+// cites no voucher.
+func (pj *Provider) endUnrun(al *activeLease) {
+	if pj.crashed() {
+		return
+	}
+	pj.settle(al, nil, false)
+	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
+		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+	}
+	pj.release(al.lease.JobID)
+}
+
+// launchJob waits for the scheduler's launch (a reservation's window, GPUs
+// handed over from preempted bronze jobs) and starts the job. nil: it did
+// not run; kept: this node is stopping before it began, and the lease is
+// kept, unsettled, to be held again when the node starts (see Restore);
+// otherwise the caller ends the lease (endUnrun).
+func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) (job executor.Job, kept bool) {
+	send := al.hub.send
+	es := pj.execSpec(al, spec, req.Secrets)
+	es.Restore = req.Checkpoint
 	var ready <-chan ahead // a reservation's job, made ready ahead
 	select {
 	case <-al.launch:
@@ -158,25 +157,25 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 					pj.discard(ready, false)
 				}
 				_ = send(wire.Event{Type: "exit", Status: "preempted", Error: a.Message()})
-				return
+				return nil, false
 			}
 		case <-al.cancelled:
 			if ready != nil {
 				pj.discard(ready, false)
 			}
 			_ = send(wire.Event{Type: "exit", Status: "stopped", Error: "cancelled by the renter before it began"})
-			return
+			return nil, false
 		case <-ctx.Done():
 			if ready != nil {
 				pj.discard(ready, true) // its making ends with ctx
 			}
-			return
+			return nil, pj.bg.Err() != nil
 		}
 	}
-	launched = true
 	// Recorded before the container exists: a provider that restarts
-	// from here on cannot honour the lease again (its job is gone),
-	// while one that restarts before can (see Restore). Unrecorded, the
+	// from here on adopts the job's container if it runs, and ends the
+	// lease if it does not, while one that restarts before holds the
+	// lease again, to be started again (see Restore). Unrecorded, the
 	// job must not run: a crash would let it start a second time.
 	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseLaunched); err != nil {
 		pj.log.Warn("lease state not saved: not starting its job", "job", al.lease.JobID, "err", err)
@@ -184,9 +183,8 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 		if ready != nil {
 			pj.discard(ready, false)
 		}
-		return
+		return nil, false
 	}
-	var job executor.Job
 	var err error
 	if ready != nil {
 		if a := <-ready; a.job != nil {
@@ -204,15 +202,12 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	if err != nil && pj.bg.Err() != nil {
 		// Stopping while the job was being started: nothing ran, and the
 		// lease is kept for Restore like any that had not launched.
-		if serr := pj.saveLease(al.lease.JobID, al.raw, LeaseStarted); serr == nil {
-			launched = false
-		}
-		return
+		return nil, pj.saveLease(al.lease.JobID, al.raw, LeaseStarted) == nil
 	}
 	if err != nil {
-		// The job never ran: its settlement (deferred above, with no
-		// meter) charges nothing and cites no voucher, and the renter,
-		// told it did not start, auctions it again elsewhere.
+		// The job never ran: its settlement charges nothing and cites no
+		// voucher, and the renter, told it did not start, auctions it
+		// again elsewhere.
 		why := "the job could not start: "
 		if ready != nil {
 			pj.failedReservation(al, err)
@@ -222,16 +217,73 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 			why = PullFailed
 		}
 		_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: why + err.Error()})
-		return
+		return nil, false
 	}
-	if err := pj.sched.Running(al.lease.JobID, time.Now()); err != nil {
+	return job, false
+}
+
+// running hands the scheduler a launched lease's job, running since
+// since (its billing clock starts there, or at the lease's start if
+// later), and makes it the lease's: attach and cancel reach it from now.
+func (pj *Provider) running(al *activeLease, job executor.Job, m *meter, since time.Time) {
+	if err := pj.sched.Running(al.lease.JobID, since); err != nil {
 		pj.log.Warn("scheduler: running", "job", al.lease.JobID, "err", err)
 	}
-	m := newMeter(al.lease, wire.LeaseCID(al.raw))
+	if total, _ := m.settled(); total > 0 {
+		_ = pj.sched.PaidTotal(al.lease.JobID, total)
+	}
 	pj.mu.Lock()
 	al.job, al.meter = job, m
 	pj.mu.Unlock()
+}
+
+// heartbeat sends a heartbeat, and the telemetry of the leased GPUs once
+// the job runs, every wire.HeartbeatEvery until stopped.
+type heartbeat struct {
+	samplers atomic.Pointer[map[string]*attest.Sampler]
+	done     chan struct{}
+	once     sync.Once
+}
+
+func (pj *Provider) heartbeats(send func(wire.Event) error) *heartbeat {
+	hb := &heartbeat{done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(wire.HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-hb.done:
+				return
+			case <-t.C:
+				_ = send(wire.Event{Type: "heartbeat"})
+				if sm := hb.samplers.Load(); sm != nil {
+					for _, raw := range pj.sample(*sm) {
+						_ = send(wire.Event{Type: "telemetry", Log: raw})
+					}
+				}
+			}
+		}
+	}()
+	return hb
+}
+
+func (hb *heartbeat) telemetry(sm map[string]*attest.Sampler) { hb.samplers.Store(&sm) }
+func (hb *heartbeat) stop()                                   { hb.once.Do(func() { close(hb.done) }) }
+
+// follow does what a running job needs until it ends, for a job this run
+// started or one adopted after a restart: it streams the job's output to
+// the lease's followers, carries out the scheduler's actions (pause,
+// resume, stop as unpaid, stop at the lease's end, preempt), settles the
+// lease once by m, records it ended, frees its GPUs and removes the
+// container. ctx ends with the lease, or when this node stops, which
+// stops the job. A provider that crashed (SimulateCrash) leaves it all as
+// it is.
+func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Job, m *meter) {
+	send := al.hub.send
 	defer func() {
+		if pj.crashed() {
+			return // its container runs on, for the next start to adopt
+		}
 		// The GPUs are free once the job has exited and its followers have
 		// its last event; removing the container can take a second and must
 		// not hold them (a renter submitting again at once would be told
@@ -250,24 +302,29 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(logsDone)
-		sub := job.Logs().Subscribe()
+		logs := job.Logs()
+		sub := logs.Subscribe()
 		defer sub.Close()
+		// Each chunk carries its offset in the output, so that a renter
+		// attaching again keeps only what it has not had (see attach).
+		// The subscription begins at the oldest retained byte.
+		read := logs.Written() - int64(len(logs.Bytes()))
 		for {
 			chunk, err := sub.Next(pj.bg)
 			if err != nil {
 				return
 			}
+			at := read + sub.Skipped()
+			read += int64(len(chunk))
 			for len(chunk) > 0 {
-				n := min(len(chunk), wire.MaxLogChunk)
-				if send(wire.Event{Type: "log", Log: chunk[:n]}) != nil {
+				n, off := min(len(chunk), wire.MaxLogChunk), at
+				if send(wire.Event{Type: "log", Log: chunk[:n], Offset: &off, LogRun: al.logRun}) != nil {
 					return
 				}
-				chunk = chunk[n:]
+				chunk, at = chunk[n:], at+int64(n)
 			}
 		}
 	}()
-	sm := pj.samplers(al, req.Nonce)
-	samplers.Store(&sm)
 
 	type waited struct {
 		res executor.Result
@@ -286,7 +343,6 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 	}
 	var w waited
 	preempted, unpaid := "", false
-	go m.readVouchers(s, pj.onPaid(al))
 	// The scheduler bills: it says when to pause (no voucher covers the
 	// time run plus the grace), resume, stop as unpaid, stop at the lease's
 	// end, or preempt (the owner reclaims, the window closes, a higher
@@ -295,11 +351,17 @@ loop:
 	for {
 		select {
 		case w = <-done:
+			if pj.crashed() {
+				return
+			}
 			if ctx.Err() != nil { // the lease ended, or this node is stopping
 				w = stop()
 			}
 			break loop
 		case a := <-al.ctrl:
+			if pj.crashed() {
+				return
+			}
 			switch a.Kind {
 			case sched.Pause:
 				if err := job.Pause(ctx); err != nil {
@@ -326,15 +388,22 @@ loop:
 			}
 		}
 	}
+	if pj.crashed() {
+		return
+	}
+	// Settled once, and recorded ended at once: a provider that restarts
+	// after this must not settle the lease a second time.
 	charged := pj.settle(al, m, unpaid)
-	settled = true
+	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
+		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+	}
 	<-logsDone
 	if w.err != nil {
 		_ = send(wire.Event{Type: "error", Error: w.err.Error()})
 		return
 	}
 	if preempted != "" {
-		pj.shipCheckpoint(job, spec, send)
+		pj.shipCheckpoint(job, send)
 		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged})
 		return
 	}
@@ -362,14 +431,15 @@ const PullFailed = "the image could not be pulled: "
 // (node/executor's ensureImage: "executor: pull <ref>: ...").
 func isPullError(err error) bool { return strings.Contains(err.Error(), "executor: pull ") }
 
-// shipCheckpoint sends the job's checkpoint tar in chunks, if it has one.
-func (pj *Provider) shipCheckpoint(job executor.Job, spec *auction.JobSpec, send func(wire.Event) error) {
-	if spec.Checkpoint.Path == "" {
-		return
-	}
+// shipCheckpoint sends the job's checkpoint tar in chunks, if it has one
+// (its spec names a checkpoint path).
+func (pj *Provider) shipCheckpoint(job executor.Job, send func(wire.Event) error) {
 	ctx, cancel := context.WithTimeout(pj.bg, 30*time.Second)
 	defer cancel()
 	rc, err := job.CopyCheckpoint(ctx)
+	if errors.Is(err, executor.ErrNoCheckpoint) {
+		return
+	}
 	if err != nil {
 		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
 		return
@@ -396,7 +466,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 	inv := pj.p.Availability().Inventory
 	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
-		JobID: pj.tag + "-" + al.lease.JobID, LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
+		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress, CheckpointPath: spec.Checkpoint.Path,
@@ -448,15 +518,23 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 	job, m := al.job, al.meter
 	pj.mu.Unlock()
 	if job == nil {
-		_ = wire.Write(s, wire.Event{Type: "error", Error: "the job is not running", Time: time.Now()})
+		pj.attachWaiting(s, al)
 		return
 	}
-	for tail := job.Logs().Bytes(); len(tail) > 0; {
-		n := min(len(tail), wire.MaxLogChunk)
-		if err := wire.Write(s, wire.Event{Type: "log", Log: tail[:n], Time: time.Now()}); err != nil {
+	// The retained tail, with the offset it begins at (taken while no
+	// write moved it), so the renter keeps only what it has not had.
+	logs := job.Logs()
+	tail, end := logs.Bytes(), logs.Written()
+	for try := 0; try < 10 && end != logs.Written(); try++ {
+		end = logs.Written()
+		tail = logs.Bytes()
+	}
+	for at := end - int64(len(tail)); len(tail) > 0; {
+		n, off := min(len(tail), wire.MaxLogChunk), at
+		if err := wire.Write(s, wire.Event{Type: "log", Log: tail[:n], Offset: &off, LogRun: al.logRun, Time: time.Now()}); err != nil {
 			return
 		}
-		tail = tail[n:]
+		tail, at = tail[n:], at+int64(n)
 	}
 	if err := wire.Write(s, wire.Event{Type: "status", Status: "running", Time: time.Now()}); err != nil {
 		return
@@ -468,9 +546,52 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 	<-al.done
 }
 
+// attachWaiting follows a started lease whose job is not running yet (a
+// reservation waiting for its window, an image being pulled) on a
+// restarted renter's stream: its run sends the rest of the events to it,
+// and its vouchers are read once the job runs. A lease this node holds
+// but was never started here (restored after this node restarted) is not
+// running anything: the renter must start it again.
+func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
+	if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); !ok || in.State != sched.Started {
+		_ = wire.Write(s, wire.Event{Type: "error", Error: "the job is not running", Time: time.Now()})
+		return
+	}
+	ev := wire.Event{Type: "status", Status: "pulling", Time: time.Now()}
+	if start := time.Unix(al.lease.Start, 0); start.After(time.Now()) {
+		ev.Status, ev.Error = "reserved", "starts "+start.UTC().Format(time.RFC3339)
+	}
+	if err := wire.Write(s, ev); err != nil {
+		return
+	}
+	al.hub.add(s)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		pj.mu.Lock()
+		m := al.meter
+		pj.mu.Unlock()
+		if m != nil {
+			go m.readVouchers(s, pj.onPaid(al))
+			break
+		}
+		select {
+		case <-al.done:
+			return
+		case <-t.C:
+		}
+	}
+	<-al.done
+}
+
 // onPaid tells the scheduler what a lease's best voucher covers.
-func (pj *Provider) onPaid(al *activeLease) func(auction.Credits) {
-	return func(total auction.Credits) {
+// Each better voucher is kept in the lease's record too, so that a
+// provider that crashed settles by it (see Restore).
+func (pj *Provider) onPaid(al *activeLease) func(auction.Credits, []byte) {
+	return func(total auction.Credits, voucher []byte) {
+		if err := pj.saveVoucher(al.lease.JobID, al.raw, voucher); err != nil && !pj.crashed() {
+			pj.log.Warn("voucher not kept in the lease's record", "job", al.lease.JobID, "err", err)
+		}
 		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
 			pj.poke()
 		}
@@ -540,6 +661,12 @@ func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) auction.Credi
 			ran = time.Duration(1<<63 - 1)
 		}
 	}
+	return pj.settleRun(al, total, best, ran, unpaid)
+}
+
+// settleRun journals the settlement of a run of ran by the best voucher
+// best (its total total; none: nothing is charged).
+func (pj *Provider) settleRun(al *activeLease, total auction.Credits, best []byte, ran time.Duration, unpaid bool) auction.Credits {
 	charged, refund := sched.Charge(al.lease, ran, total)
 	payload, err := json.Marshal(ledger.Settlement{Lease: wire.LeaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid,
 		Charged: &charged, Refund: refund})

@@ -67,7 +67,7 @@ type ledgerHead struct {
 }
 
 type syncRequest struct {
-	Kind   string       `json:"kind"` // "range", "ranges", "heads" or "have"
+	Kind   string       `json:"kind"` // "range", "ranges", "head", "heads" or "have"
 	Author string       `json:"author,omitempty"`
 	From   uint64       `json:"from,omitempty"`
 	To     uint64       `json:"to,omitempty"`
@@ -112,6 +112,13 @@ type Feeds struct {
 	outMu sync.Mutex // guards out and every outbox in it
 	out   map[peer.ID]*outbox
 
+	// Recovery bounds the recovery of this node's own feed from peers at
+	// start (recover.go); set it before Start.
+	Recovery  RecoverOptions
+	ready     chan struct{}   // closed when appends may go ahead (recover.go)
+	recovered chan struct{}   // closed once the recovery at start is over
+	quit      <-chan struct{} // closed when replication stops: a waiting append gives up
+
 	cancel context.CancelFunc // ends what Start started
 	wg     sync.WaitGroup     // the goroutines Start started, and theirs
 }
@@ -121,12 +128,14 @@ type Feeds struct {
 func New(h *p2p.Host, store *ledger.Store, key crypto.PrivKey, log *slog.Logger) *Feeds {
 	return &Feeds{
 		host: h, store: store, key: key, log: log,
-		wants:   newWantList(),
-		serving: newServingSlots(),
-		recons:  make(chan struct{}, maxReconciles),
-		ann:     make(map[string]ledgerHead),
-		annKick: make(chan struct{}, 1),
-		out:     make(map[peer.ID]*outbox),
+		wants:     newWantList(),
+		serving:   newServingSlots(),
+		recons:    make(chan struct{}, maxReconciles),
+		ann:       make(map[string]ledgerHead),
+		annKick:   make(chan struct{}, 1),
+		out:       make(map[peer.ID]*outbox),
+		ready:     make(chan struct{}),
+		recovered: make(chan struct{}),
 	}
 }
 
@@ -135,8 +144,20 @@ func New(h *p2p.Host, store *ledger.Store, key crypto.PrivKey, log *slog.Logger)
 // connect), which run until ctx ends or Stop.
 func (f *Feeds) Start(ctx context.Context) error {
 	ctx, f.cancel = context.WithCancel(ctx)
+	f.quit = ctx.Done()
 	if err := f.countHeld(); err != nil {
 		return err
+	}
+	// Appends wait for the recovery only where the own feed is empty and
+	// may be held elsewhere; a node that holds its feed catches up on what
+	// peers hold beyond it without holding appends up.
+	_, held, err := f.store.Head(f.host.ID().String())
+	if err != nil {
+		return err
+	}
+	awaited := f.Recovery.Await && !held
+	if !awaited {
+		close(f.ready)
 	}
 	t, err := f.host.Join(ledgerTopic, f.validate, maxHeadMsg)
 	if err != nil {
@@ -159,6 +180,7 @@ func (f *Feeds) Start(ctx context.Context) error {
 		return err
 	}
 	f.goRun(func() { f.reconcileOnConnect(ctx, events) })
+	f.goRun(func() { f.recoverOwn(ctx, awaited) })
 	return nil
 }
 
@@ -261,6 +283,9 @@ func (f *Feeds) validate(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub
 
 // Append adds an entry to this node's own feed and announces the new head.
 func (f *Feeds) Append(typ string, payload []byte) (string, error) {
+	if err := f.awaitRecovery(); err != nil {
+		return "", err
+	}
 	f.appendMu.Lock()
 	defer f.appendMu.Unlock()
 	self := f.host.ID().String()

@@ -273,7 +273,8 @@ func (f *Feeds) storeBatch(batch []*ledger.SignedEntry, owner []*fetchRange) {
 				}
 			}
 		default:
-			if r.checked == 0 && r.From+uint64(r.stored) == 1 {
+			// Our own feed, recovered at start, is no foreign feed to count.
+			if r.checked == 0 && r.From+uint64(r.stored) == 1 && r.Author != f.host.ID().String() {
 				f.wants.stored(r.Author)
 			}
 			r.stored++

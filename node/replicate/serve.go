@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// serve answers range and heads requests from the local store, and takes
+// serve answers range, head and heads requests from the local store, and takes
 // "have" pushes. It reads the request before it takes a slot, under the
 // short syncRequestWait, so a peer that opens streams and sends half a
 // request holds no slot and is cut off soon. At most maxServing requests
@@ -42,6 +42,8 @@ func (f *Feeds) serve(s network.Stream) {
 	switch req.Kind {
 	case "heads":
 		f.serveHeads(s)
+	case "head": // one author's head: a restarted node asking for its own feed
+		f.serveHead(s, req.Author)
 	case "range":
 		f.serveRanges(s, []syncRange{{Author: req.Author, From: req.From, To: req.To}})
 	case "ranges":

@@ -94,6 +94,15 @@ type Event struct {
 	// renter's best voucher (micro-credits, the billed running time to the
 	// second); the rest is refunded. Nil from a provider that sent none.
 	Charged *auction.Credits `json:"charged,omitempty"`
+	// Offset, on a log event of the job's output, is where its first byte
+	// lies in that output (counted from the run's first byte): a renter
+	// that attaches again is sent the retained tail once more and keeps
+	// only what it had not received. Nil on the provider's own notes.
+	Offset *int64 `json:"offset,omitempty"`
+	// LogRun names the provider's copy of the output that Offset counts
+	// in: a provider that restarted and adopted the running job follows
+	// its output from then on, its offsets from 0 again.
+	LogRun string `json:"log_run,omitempty"`
 }
 
 // StatusNotStarted marks the error event of a job the provider could not

@@ -42,6 +42,13 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
+	case "count": // count N MS CODE: print "tick i" every MS ms, N times, then exit CODE
+		n, ms, code := atoi(os.Args[2]), atoi(os.Args[3]), atoi(os.Args[4])
+		for i := 1; i <= n; i++ {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			fmt.Printf("tick %d\n", i)
+		}
+		os.Exit(code)
 	case "spam": // more output than the ring keeps
 		line := strings.Repeat("x", 99) + "\n"
 		for i := 0; i < 20000; i++ {

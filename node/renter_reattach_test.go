@@ -1,0 +1,119 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A renter restarted while its gold reservation waits for the window
+// attaches to the provider's waiting run (it cannot start it again: the
+// secrets were never stored): the job begins at its window, on its
+// reservation, and completes, paid on the new stream.
+func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
+	r := newHostileRig(t, Options{}, goldProvider)
+	rn := renterOf(t, r.ctx, r.prov)
+	gold, err := rn.renterJobs.submit([]byte(goldSpec("waits", "+40s", "4s")), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := waitJob(t, rn, gold.ID, 20*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	rn = restartNode(t, r.ctx, rn)
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation completed after the renter's restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	if gj.LeaseCID != g.LeaseCID || gj.Attempts != 1 || gj.Vouchers < 1 {
+		t.Errorf("the job ran on lease %s (%d attempts, %d vouchers), want its reservation %s, once, paid", gj.LeaseCID, gj.Attempts, gj.Vouchers, g.LeaseCID)
+	}
+	if off := gj.StartedAt.Sub(*g.Reserved); off < -5*time.Second || off > onTime {
+		t.Errorf("the reservation began %v after its start, want at it", off)
+	}
+	out, _ := rn.renterJobs.logsOf(gold.ID)
+	checkLines(t, string(out), 2)
+}
+
+// blockJobs makes prov unreachable for jobs (its job protocol is gone,
+// and the renter's connection to it closed, which breaks the job's
+// stream) until the returned function restores it.
+func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
+	proto := prov.Host().ProtocolID(jobProto)
+	prov.Host().LibP2P().RemoveStreamHandler(proto)
+	_ = rn.Host().LibP2P().Network().ClosePeer(prov.Host().ID())
+	return func() {
+		prov.Host().LibP2P().SetStreamHandler(proto, prov.tasks.handler(prov.providerJobs.HandleJob))
+	}
+}
+
+// A renter that loses a running job's provider for a while comes back to
+// the same lease (shown in job status) and follows the job to its end:
+// one attempt, the vouchers going on, each log line once although the
+// provider replays its tail on the attach.
+func TestARenterReattachesToAProviderItLostForAWhile(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	rn := renterOf(t, r.ctx, r.prov)
+	j, err := rn.renterJobs.submit([]byte(linesSpec("patient", "20s", 10)), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitJob(t, rn, j.ID, 60*time.Second, "two steps logged", func(*JobRecord) bool {
+		b, _ := rn.renterJobs.logsOf(j.ID)
+		return strings.Contains(string(b), "step 2/10 done")
+	})
+	unblock := blockJobs(t, r.prov, rn)
+	lost := waitJob(t, rn, j.ID, 30*time.Second, "the wait shown", func(j *JobRecord) bool {
+		return strings.Contains(j.Error, "re-attaching (try 2")
+	})
+	t.Logf("while lost: %s", lost.Error)
+	unblock()
+	done := waitJob(t, rn, j.ID, 60*time.Second, "completed on its lease", func(j *JobRecord) bool { return j.State == StateCompleted })
+	if done.Attempts != 1 || done.LeaseCID != first.LeaseCID || done.Vouchers <= first.Vouchers {
+		t.Errorf("completed in %d attempts on %s with %d vouchers (%d before the loss), want 1 on %s, the vouchers going on",
+			done.Attempts, done.LeaseCID, done.Vouchers, first.Vouchers, first.LeaseCID)
+	}
+	out, _ := rn.renterJobs.logsOf(j.ID)
+	checkLines(t, string(out), 10)
+}
+
+// A provider that comes back without the job (here stopped, with the
+// renter cut off, so that no exit reached it) answers that it holds no
+// such lease: the renter auctions the job again at once, not after the
+// whole re-attach wait.
+func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	rn := renterOf(t, r.ctx, r.prov)
+	spec := strings.Replace(linesSpec("left", "40s", 4), "max_reauctions: 0", "max_reauctions: 1", 1)
+	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, j.ID, 60*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
+	blockJobs(t, r.prov, rn)
+	waitJob(t, rn, j.ID, 30*time.Second, "the provider lost", func(j *JobRecord) bool { return strings.Contains(j.Error, "re-attaching") })
+	prov := restartNode(t, r.ctx, r.prov)
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	// The only provider is excluded once it lost the job: the re-auction
+	// waits for offers, naming why the job left it.
+	left := func(j *JobRecord) string {
+		if j.Explain != nil {
+			for _, rej := range j.Explain.Rejected {
+				if rej.Provider == prov.Host().ID().String() && rej.Check == "excluded" {
+					return rej.Reason
+				}
+			}
+		}
+		return ""
+	}
+	end := waitJob(t, rn, j.ID, reattachFor, "auctioned again", func(j *JobRecord) bool {
+		return j.State == StateAuction && left(j) != ""
+	})
+	if took := time.Since(back); took > reattachFor/2 {
+		t.Errorf("the job left the provider %v after it was back, want at once", took)
+	}
+	if why := left(end); !strings.Contains(why, "no longer holds the lease") {
+		t.Errorf("the job left its provider because %q, want that it no longer held the lease", why)
+	}
+}
