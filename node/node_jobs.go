@@ -81,6 +81,10 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
 	n.providerJobs = pj
+	// Registered after the offer's withdrawal, so run before it (stop
+	// steps run last first): running jobs get their notice and their
+	// renters the reason, while the host still carries it.
+	n.onStop(pj.Shutdown)
 	n.tasks.Go(func() { pj.Run(ctx) })
 
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
@@ -49,9 +50,25 @@ func (n *Node) startMarket() error {
 		n.tasks.Go(func() { _ = mon.Run(ctx, p.SetAvailability) })
 	}
 	n.tasks.Go(func() { p.Run(ctx) })
-	n.onStop(func(ctx context.Context) error { p.Withdraw(ctx); return nil })
+	n.onStop(func(ctx context.Context) error {
+		p.Withdraw(ctx)
+		// Gossip sends from its own queues: closing the host at once
+		// would drop the withdrawal, and renters would keep the offer of
+		// a stopped provider until it expires.
+		if len(n.host.LibP2P().Network().Peers()) > 0 {
+			select {
+			case <-time.After(withdrawalFlush):
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
 	return n.startJobs(ctx)
 }
+
+// withdrawalFlush is how long a stopping node gives gossip to send its
+// offer's withdrawal before the host closes.
+const withdrawalFlush = 500 * time.Millisecond
 
 // openGPUs picks the GPU source: simulated when configured, NVML otherwise.
 func (n *Node) openGPUs() (attest.Source, error) {

@@ -76,6 +76,7 @@ const (
 	ReasonUnpaid     = "no voucher covers the time run"
 	ReasonNotStarted = "the award was not started in time"
 	ReasonLeaseEnd   = "the lease's end is reached"
+	ReasonStopping   = "the provider's daemon is stopping"
 )
 
 // Action is one thing the scheduler asks its caller to do for a lease.

@@ -44,6 +44,7 @@ type Provider struct {
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
 	dead         atomic.Bool                      // SimulateCrash: write nothing, touch no container
+	stopping     atomic.Bool                      // Shutdown: no more quotes or awards
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
 	leases map[string]*activeLease
@@ -163,6 +164,9 @@ func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 	if pj.exec == nil {
 		return wire.QuoteReply{Decline: "this provider has no container runtime"}
 	}
+	if pj.stopping.Load() {
+		return wire.QuoteReply{Decline: errStopping.Error()}
+	}
 	spec, err := auction.ParseJobSpec(req.Spec)
 	if err != nil {
 		return wire.QuoteReply{Decline: "bad job spec: " + err.Error()}
@@ -230,6 +234,9 @@ func (pj *Provider) HandleAward(s network.Stream) {
 // scheduler claim its GPUs and counter-signs. The lease is durable and
 // journaled before the renter hears of it.
 func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
+	if pj.stopping.Load() {
+		return nil, errStopping
+	}
 	l, sl, err := auction.DecodeSignedLease(proposal, false)
 	if err != nil {
 		return nil, err
