@@ -70,7 +70,8 @@ type Node struct {
 
 	host         *p2p.Host
 	store        *Store
-	journal      *journal // this node's records that callers need not wait for
+	journal      *journal    // this node's records that callers need not wait for
+	known        *knownPeers // the peers it was connected to, kept across restarts (peers.go)
 	market       *market
 	provider     *provider
 	providerJobs *providing.Provider
@@ -143,9 +144,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.startHost(ctx); err != nil {
 		return err
 	}
+	// Before anything dials: the known peers' addresses are in the
+	// peerstore when the renter follows its jobs again.
+	known := n.startKnownPeers()
 	if err := n.startMarket(); err != nil {
 		return err
 	}
+	// Dialled once every protocol is served, so that a peer identifies
+	// the whole node.
+	n.tasks.Go(func() { n.known.reconnect(n.bg, known) })
 	return n.startRPC()
 }
 

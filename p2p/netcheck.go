@@ -82,6 +82,17 @@ func (h *Host) rejectForeign(p peer.ID) {
 	_ = h.h.Network().ClosePeer(p)
 }
 
+// OnNetwork reports whether p identified as a member of this network (its
+// identify lists /gleaner/N/hello/1) and is not refused as foreign: the
+// peers worth remembering across a restart.
+func (h *Host) OnNetwork(p peer.ID) bool {
+	if h.isForeign(p) {
+		return false
+	}
+	protos, err := h.h.Peerstore().GetProtocols(p)
+	return err == nil && h.speaksOurNetwork(protos)
+}
+
 func (h *Host) isForeign(p peer.ID) bool {
 	return h.gater != nil && h.gater.has(p)
 }

@@ -91,6 +91,8 @@ type soak struct {
 	bridges []*soakNode // on both networks while whole
 	t0      time.Time
 
+	cutting sync.Mutex // held by a partition from its cut to its heal's measure
+
 	mu   sync.Mutex
 	jobs map[string]*soakJob // by "renter/jobID"
 	rep  SoakReport
@@ -329,14 +331,16 @@ func (s *soak) observeRenter(ctx context.Context, r *soakNode) {
 			continue // a canary, or submitted as the poll ran
 		}
 		sj.state, sj.errText = j.State, j.Error
-		if j.State != node.StateRunning {
-			continue
-		}
-		if !sj.displaced.IsZero() && j.Provider != sj.from {
+		// Seen running on another provider, or already done there (a
+		// short job can run and end between two polls: then the time is
+		// an upper bound, by at most a poll).
+		if (j.State == node.StateRunning || j.State == node.StateCompleted) && !sj.displaced.IsZero() && j.Provider != sj.from {
 			s.rep.recovered(now.Sub(sj.displaced))
 			sj.displaced = time.Time{}
 		}
-		sj.provider = j.Provider
+		if j.State == node.StateRunning {
+			sj.provider = j.Provider
+		}
 	}
 }
 

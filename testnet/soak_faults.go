@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -25,12 +26,16 @@ const (
 	faultPartition = "partition"
 )
 
+// healMeasure bounds the wait for the ledgers to converge after a heal.
+const healMeasure = time.Minute
+
 // soakSchedule draws the faults for a run of length d from seed alone, so
 // that a seed names a run: one every 8 to 16 s from 8 s in, each lasting 5
 // to 20 s and over before d. Of the kinds (kill -9 of a provider, a clean
 // stop of a provider, kill -9 of a renter, a partition) it draws only what
 // leaves the market able to work: at most two providers down at once, one
-// renter, one partition.
+// renter, and one partition at a time, the next only once the last one's
+// heal has had healMeasure to converge.
 func soakSchedule(seed uint64, d time.Duration, providers, renters []*soakNode) []soakFault {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	np, nr := len(providers), len(renters)
@@ -77,7 +82,8 @@ func soakSchedule(seed uint64, d time.Duration, providers, renters []*soakNode) 
 		case "renter " + faultKill:
 			f.Kind, f.Node = faultKill, rfree[rng.IntN(len(rfree))]
 		case faultPartition:
-			apartUntil = at + length
+			// The next one waits for this one's heal to be measured.
+			apartUntil = at + length + healMeasure
 		}
 		if f.Node >= 0 {
 			downUntil[f.Node] = at + length
@@ -152,6 +158,12 @@ func (s *soak) apply(ctx context.Context, f soakFault) error {
 // that A and B go on apart, then plugs them back after apart and measures
 // how long the ledger takes to converge.
 func (s *soak) partition(ctx context.Context, apart time.Duration) error {
+	// The schedule spaces partitions; a heal slower than its measure
+	// must still not have the next cut race it.
+	if !s.cutting.TryLock() {
+		return errors.New("the last partition is still healing: skipped")
+	}
+	defer s.cutting.Unlock()
 	s.note(func(r *SoakReport) { r.Partitions++ })
 	s.opts.Logf("soak: %v partition for %v", time.Since(s.t0).Round(time.Second), apart)
 	for _, b := range s.bridges {
@@ -168,7 +180,7 @@ func (s *soak) partition(ctx context.Context, apart time.Duration) error {
 	if err != nil {
 		return err
 	}
-	took, ok := s.converge(ctx, healed, time.Minute)
+	took, ok := s.converge(ctx, healed, healMeasure)
 	s.note(func(r *SoakReport) { r.healed(took, ok) })
 	return nil
 }

@@ -38,6 +38,9 @@ func TestSoakScheduleIsSeededAndBounded(t *testing.T) {
 		}
 		provDown, rentDown, apart := 0, 0, 0
 		for _, g := range a[:i+1] {
+			if g.Kind == faultPartition && f.Kind == faultPartition && g.At < f.At && f.At < g.At+g.For+healMeasure {
+				t.Fatalf("a partition at %v while the one at %v still heals", f.At, g.At)
+			}
 			if g.At <= f.At && f.At < g.At+g.For {
 				switch {
 				case g.Kind == faultPartition:

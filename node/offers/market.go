@@ -79,6 +79,9 @@ func (m *Market) Start(ctx context.Context) error {
 	}
 	go m.expireLoop(ctx)
 	go m.sweepLoop(ctx)
+	if events, err := m.host.SubscribePeerEvents(ctx); err == nil {
+		go m.connectLoop(ctx, events, m.fetchPeer)
+	}
 	return nil
 }
 
@@ -270,6 +273,80 @@ func (m *Market) sweep(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A peer that connects is asked for its offer at once, over /offer/1:
+// a provider back from a restart (whose first offers went out before it
+// had peers), or any peer after this node's own restart, is in the book
+// within a round trip of the connection, not at the next DHT sweep,
+// which may be ten minutes away by then (and never comes for a provider
+// whose old offer the book still holds). Bounded: each peer
+// connectFetchBurst times back to back (a restart reconnects within
+// seconds of the first connection), then once per connectFetchEvery
+// however often it reconnects; connectFetchParallel fetches at a time;
+// and what a burst of connections leaves beyond connectFetchQueue waits
+// for the sweep.
+const (
+	connectFetchEvery    = time.Minute
+	connectFetchBurst    = 3
+	connectFetchParallel = 4
+	connectFetchQueue    = 64
+	connectFetchPeers    = 4 * connectFetchQueue // peers whose budget is tracked
+)
+
+// connectLoop fetches the offers of peers as they connect, until events
+// closes (ctx ended or the host closed).
+func (m *Market) connectLoop(ctx context.Context, events <-chan p2p.PeerEvent, fetch func(context.Context, peer.ID) error) {
+	queue := make(chan peer.ID, connectFetchQueue)
+	var workers sync.WaitGroup
+	defer workers.Wait()
+	defer close(queue)
+	for range connectFetchParallel {
+		workers.Go(func() {
+			for id := range queue {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				if err := fetch(ctx, id); err != nil {
+					m.log.Debug("offer fetch on connect", "peer", id, "err", err)
+				}
+			}
+		})
+	}
+	budget := make(map[peer.ID]*rate.Limiter)
+	for e := range events {
+		if e.Type != "connected" || e.Peer == m.host.ID() {
+			continue
+		}
+		l, ok := budget[e.Peer]
+		if !ok {
+			if len(budget) >= connectFetchPeers {
+				for id, l := range budget { // a full budget is a fresh one
+					if l.Tokens() >= connectFetchBurst {
+						delete(budget, id)
+					}
+				}
+			}
+			if len(budget) >= connectFetchPeers {
+				continue // a flood of connections: the sweep repairs
+			}
+			l = rate.NewLimiter(rate.Every(connectFetchEvery), connectFetchBurst)
+			budget[e.Peer] = l
+		}
+		if !l.Allow() {
+			continue
+		}
+		select {
+		case queue <- e.Peer:
+		default: // the workers are behind: the sweep repairs
+		}
+	}
+}
+
+// fetchPeer is fetch of a peer whose addresses the peerstore holds (or
+// that is connected).
+func (m *Market) fetchPeer(ctx context.Context, id peer.ID) error {
+	return m.fetch(ctx, peer.AddrInfo{ID: id})
 }
 
 // fetch asks one provider for its current offer over /gleaner/N/offer/1.

@@ -55,6 +55,10 @@ type Publisher struct {
 	// bookings is what the provider has sold from now on (its scheduler's
 	// silver and gold commitments); nil: nothing is ever booked.
 	bookings func(now time.Time) []auction.Booking
+	// reached is how many of the topic's peers the last publication went
+	// to; reachAt when one last went out again for peers that joined.
+	reached int
+	reachAt time.Time
 }
 
 // State is what a publisher keeps durably: the owner's settings and the
@@ -163,6 +167,39 @@ func (p *Publisher) bookingsChanged() bool {
 // makes gossip reordering of its own offers practically impossible.
 const minPublishGap = time.Second
 
+// An offer published while the provider's topic has no peer reaches no
+// one, and the next publication is due 55 minutes later. That is what
+// becomes of the first offer after a start: it goes out before the
+// bootstrap or known peers have joined the topic. So while the last
+// publication reached no peer, Run looks every reachPoll for peers in the
+// topic and, once there are, publishes that offer again, at most once per
+// reachGap however many connect. The offer as it was (a re-announcement,
+// not an update: changes keep their own pace, bookingsGap), under the
+// next sequence number, so that the peers that fetched it on connect
+// (Market.connectLoop) forward it too. From the first peer on the mesh
+// carries it, and a peer that connects later fetches it itself: an offer
+// that reached someone is not published again for each newcomer, which
+// would cost the whole network a message per connection.
+const (
+	reachPoll = time.Second
+	reachGap  = 5 * time.Second
+)
+
+// reachedNoOne: the offer is live (and not about to expire: the
+// re-announcement is due then), its last publication reached no peer, the
+// topic has peers now, and reachGap has passed since the last publication
+// for them.
+func (p *Publisher) reachedNoOne() bool {
+	p.mu.Lock()
+	cur, reached, at := p.current, p.reached, p.reachAt
+	p.mu.Unlock()
+	if cur == nil || reached > 0 || time.Since(at) < reachGap || cur.ExpiresAt <= p.now().Add(reachGap).Unix() {
+		return false
+	}
+	t, err := p.m.topic(cur.Region.Continent)
+	return err == nil && len(t.ListPeers()) > 0
+}
+
 // Update applies a change to the settings and persists it; the caller
 // publishes.
 func (p *Publisher) Update(change func(Settings) (Settings, error)) (Settings, error) {
@@ -190,12 +227,26 @@ func (p *Publisher) Run(ctx context.Context) {
 	defer reannounce.Stop()
 	poll := time.NewTicker(bookingsPoll)
 	defer poll.Stop()
+	reach := time.NewTicker(reachPoll)
+	defer reach.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.kick:
 		case <-reannounce.C:
+		case <-reach.C:
+			if !p.reachedNoOne() {
+				continue
+			}
+			p.mu.Lock()
+			p.reachAt = time.Now()
+			p.mu.Unlock()
+			// The same offer: its expiry, hence the re-announcement, stands.
+			if err := p.publish(ctx, true); err != nil {
+				p.log.Warn("offer not published again for the peers that joined", "err", err)
+			}
+			continue
 		case <-poll.C:
 			if !p.bookingsDue() {
 				continue
@@ -223,7 +274,12 @@ func (p *Publisher) bookingsDue() bool {
 
 // Publish signs the current offer, or a withdrawal if the node offered
 // something before and offers nothing now, and gossips it.
-func (p *Publisher) Publish(ctx context.Context) error {
+func (p *Publisher) Publish(ctx context.Context) error { return p.publish(ctx, false) }
+
+// publish is Publish, or with again the offer last published once more,
+// as it was but under the next sequence number (nothing if it was a
+// withdrawal): Run's publication for peers that joined after it.
+func (p *Publisher) publish(ctx context.Context, again bool) error {
 	p.publishMu.Lock()
 	defer p.publishMu.Unlock()
 	if wait := minPublishGap - time.Since(p.lastPublish); wait > 0 {
@@ -234,7 +290,18 @@ func (p *Publisher) Publish(ctx context.Context) error {
 		}
 	}
 	p.mu.Lock()
-	o, reason := p.build()
+	var o *auction.Offer
+	var reason string
+	switch {
+	case again && p.current == nil:
+		p.mu.Unlock()
+		return nil
+	case again:
+		same := *p.current
+		o, reason = &same, p.reason
+	default:
+		o, reason = p.build()
+	}
 	if o == nil && p.current == nil {
 		p.reason = reason
 		p.mu.Unlock()
@@ -274,6 +341,11 @@ func (p *Publisher) Publish(ctx context.Context) error {
 		return err
 	}
 	p.lastPublish = time.Now()
+	// Flood publishing sends it to every peer of the topic we know of.
+	reached := len(t.ListPeers())
+	p.mu.Lock()
+	p.reached = reached
+	p.mu.Unlock()
 	if err := t.Publish(ctx, raw); err != nil {
 		return fmt.Errorf("publish offer: %w", err)
 	}
