@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/p2p"
-	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -196,19 +195,8 @@ func TestARestartedRenterReachesItsProviderAtTheAddressItKept(t *testing.T) {
 	if err := rn.Host().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the provider's offer in the renter's book", func() bool {
-		_, _, ok := rn.market.Book().Get(r.prov.Host().ID().String())
-		return ok
-	})
-	spec := "name: kept\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"8s\", \"-lines\", \"2\"]\nresources: {gpus: 1}\n" +
-		"tier: silver\nmax_price: 1.00\nduration: {expected: 30s, max: 2m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
-	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, rn, j.ID, 30*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
-	rn = restartNode(t, r.ctx, rn)
-	done := waitJob(t, rn, j.ID, 60*time.Second, "ended after the restart", func(j *JobRecord) bool { return j.State != StateRunning })
+	id, rn := runThenRestartRenter(t, r, rn, "kept", "8s")
+	done := waitJob(t, rn, id, 60*time.Second, "ended after the restart", func(j *JobRecord) bool { return j.State != StateRunning })
 	if done.State != StateCompleted || done.Attempts != 1 {
 		t.Fatalf("after the restart the job is %s after %d attempts: %s", done.State, done.Attempts, done.Error)
 	}

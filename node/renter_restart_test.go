@@ -17,23 +17,33 @@ func TestARestartedRenterKeepsPaying(t *testing.T) {
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
 		t.Fatal(err)
 	}
+	id, rn := runThenRestartRenter(t, r, rn, "paying", "16s")
+	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	done := waitJob(t, rn, id, 60*time.Second, "completed after the restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	if done.Attempts != 1 || done.Vouchers < 3 {
+		t.Errorf("completed with %d attempts and %d vouchers after the restart, want 1 and the vouchers of the rest of the run", done.Attempts, done.Vouchers)
+	}
+}
+
+// runThenRestartRenter waits for the rig's provider's offer at rn, submits
+// a silver job of the demo workload running for sleep, waits until it
+// runs, and restarts rn as its owner would: the start of every test of a
+// renter restarting under a running job. It returns the job's ID and the
+// node started again.
+func runThenRestartRenter(t *testing.T, r *hostileRig, rn *Node, name, sleep string) (string, *Node) {
+	t.Helper()
 	waitFor(t, 30*time.Second, "the provider's offer in the renter's book", func() bool {
 		_, _, ok := rn.market.Book().Get(r.prov.Host().ID().String())
 		return ok
 	})
-	spec := "name: paying\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"2\"]\nresources: {gpus: 1}\n" +
+	spec := "name: " + name + "\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"" + sleep + "\", \"-lines\", \"2\"]\nresources: {gpus: 1}\n" +
 		"tier: silver\nmax_price: 1.00\nduration: {expected: 30s, max: 2m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
 	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitJob(t, rn, j.ID, 30*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
-	rn = restartNode(t, r.ctx, rn)
-	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
-		t.Fatal(err)
-	}
-	done := waitJob(t, rn, j.ID, 60*time.Second, "completed after the restart", func(j *JobRecord) bool { return j.State == StateCompleted })
-	if done.Attempts != 1 || done.Vouchers < 3 {
-		t.Errorf("completed with %d attempts and %d vouchers after the restart, want 1 and the vouchers of the rest of the run", done.Attempts, done.Vouchers)
-	}
+	return j.ID, restartNode(t, r.ctx, rn)
 }

@@ -59,19 +59,7 @@ func restartNodeAfter(t *testing.T, ctx context.Context, n *Node, between func()
 	if between != nil {
 		between()
 	}
-	m, err := New(n.repo, n.cfg, n.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		_ = m.Stop(sctx)
-	})
-	return m
+	return startAgainWith(t, ctx, n, n.cfg)
 }
 
 // A provider restarted while it holds a reservation that has not begun

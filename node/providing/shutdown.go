@@ -23,6 +23,9 @@ var errStopping = errors.New("this provider is stopping")
 // their renters.
 func (pj *Provider) Shutdown(ctx context.Context) error {
 	pj.stopping.Store(true)
+	if pj.crashed() {
+		return nil // a crash stops nothing: the runs have already let go
+	}
 	pj.mu.Lock()
 	var running []*activeLease
 	for _, al := range pj.leases {
