@@ -270,9 +270,12 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 		if _, held, err := auction.ReadLease(al.raw); err == nil && bytes.Equal(held.Body, sl.Body) {
 			return al.raw, nil
 		}
-		return nil, errors.New("a lease for this job exists already")
+		if !pj.supersede(al, l) {
+			return nil, errors.New("a lease for this job exists already")
+		}
+	} else {
+		pj.mu.Unlock()
 	}
-	pj.mu.Unlock()
 	if err := sl.CounterSign(pj.key); err != nil {
 		return nil, err
 	}
@@ -351,4 +354,29 @@ func (pj *Provider) Holds(jobID string) bool { return pj.lookup(jobID) != nil }
 // owner reclaiming a GPU preempts the bronze leases on it.
 func (pj *Provider) SetAvailability(a attest.Availability) {
 	pj.do(pj.sched.SetAvailability(a, time.Now()))
+}
+
+// supersede ends an award its renter never started when the same renter
+// asks for another lease for the same job: its reply was lost (a renter
+// under load gives up on an award after its deadline and auctions the job
+// again), so it will never start the first one. Left held, it would hold
+// the GPUs until its start deadline and refuse the renter's new award,
+// ending the job no-match in a full market. It is settled (nothing was
+// run, nothing is charged) and freed before the new lease is claimed, in
+// that feed order, so that no node reads the GPU as leased twice.
+func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
+	if al.lease.Renter != l.Renter {
+		return false
+	}
+	if state, ok := pj.LeaseState(l.JobID); !ok || state != LeaseAwarded {
+		return false // started: the renter has it
+	}
+	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
+	if err := pj.saveLease(l.JobID, al.raw, LeaseExpired); err != nil {
+		pj.log.Warn("lease state not saved", "job", l.JobID, "err", err)
+		return false
+	}
+	pj.settle(al, nil, false)
+	pj.release(l.JobID)
+	return true
 }
