@@ -314,3 +314,23 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 	}
 	return out
 }
+
+// Supersede releases an award that was never started so that its job can
+// be claimed again: its renter never got the award's reply and won a new
+// award for the job. Unlike Release it leaves no ended mark (the mark
+// refuses a second claim of a job that ran, or of an award that expired).
+// It reports false, and does nothing, unless the lease is Awarded.
+func (s *Scheduler) Supersede(jobID string, now time.Time) ([]Action, bool) {
+	s.mu.Lock()
+	l, ok := s.leases[jobID]
+	awarded := ok && l.state == Awarded
+	s.mu.Unlock()
+	if !awarded {
+		return nil, false
+	}
+	acts := s.Release(jobID, now)
+	s.mu.Lock()
+	delete(s.ended, jobID)
+	s.mu.Unlock()
+	return acts, true
+}

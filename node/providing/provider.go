@@ -371,12 +371,23 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	if state, ok := pj.LeaseState(l.JobID); !ok || state != LeaseAwarded {
 		return false // started: the renter has it
 	}
-	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
 	if err := pj.saveLease(l.JobID, al.raw, LeaseExpired); err != nil {
 		pj.log.Warn("lease state not saved", "job", l.JobID, "err", err)
 		return false
 	}
 	pj.settle(al, nil, false)
-	pj.release(l.JobID)
+	acts, ok := pj.sched.Supersede(l.JobID, time.Now())
+	if !ok {
+		// Started meanwhile: it ends as its run decides.
+		return false
+	}
+	pj.mu.Lock()
+	if held, ok := pj.leases[l.JobID]; ok && held == al {
+		delete(pj.leases, l.JobID)
+		close(al.done)
+	}
+	pj.mu.Unlock()
+	pj.do(acts)
+	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
 	return true
 }

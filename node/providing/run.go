@@ -44,6 +44,10 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		pj.mu.Unlock()
 		if al == nil {
 			err = errors.New("no active lease for this job")
+		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(req.Lease) {
+			// Another lease of the job holds it now (an award superseded
+			// by its renter's new one): this one is over.
+			err = errors.New("no active lease for this job: this lease was superseded by another")
 		}
 	}
 	if err != nil {
