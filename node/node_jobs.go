@@ -209,6 +209,8 @@ func (s leaseStore) ForEach(fn func(jobID string, raw []byte) error) error {
 	return s.st.ForEach(bucketLeases, fn)
 }
 
+func (s leaseStore) Get(jobID string, v any) error { return s.st.Get(bucketLeases, jobID, v) }
+
 func (s leaseStore) Update(fn func(tx providing.Tx) error) error {
 	return s.st.Update(func(tx *StoreTx) error { return fn(leaseTx{tx}) })
 }

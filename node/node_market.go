@@ -51,11 +51,14 @@ func (n *Node) startMarket() error {
 	}
 	n.tasks.Go(func() { p.Run(ctx) })
 	n.onStop(func(ctx context.Context) error {
+		// Withdraw publishes only over a live offer; a node that offered
+		// nothing (a renter) has nothing to flush and stops at once.
+		offered := p.Current() != nil
 		p.Withdraw(ctx)
 		// Gossip sends from its own queues: closing the host at once
 		// would drop the withdrawal, and renters would keep the offer of
 		// a stopped provider until it expires.
-		if len(n.host.LibP2P().Network().Peers()) > 0 {
+		if offered && len(n.host.LibP2P().Network().Peers()) > 0 {
 			select {
 			case <-time.After(withdrawalFlush):
 			case <-ctx.Done():

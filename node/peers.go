@@ -77,11 +77,10 @@ type knownPeer struct {
 
 // knownPeers records this node's peers and dials them at start.
 type knownPeers struct {
-	h       *p2p.Host
-	st      *Store
-	network string
-	log     *slog.Logger
-	now     func() time.Time
+	h   *p2p.Host // its Network() is the records' network
+	st  *Store
+	log *slog.Logger
+	now func() time.Time
 
 	mu     sync.Mutex // guards marked
 	marked map[peer.ID]struct{}
@@ -89,15 +88,15 @@ type knownPeers struct {
 	flushMu sync.Mutex
 }
 
-func newKnownPeers(h *p2p.Host, st *Store, network string, log *slog.Logger) *knownPeers {
-	return &knownPeers{h: h, st: st, network: network, log: log, now: time.Now, marked: make(map[peer.ID]struct{})}
+func newKnownPeers(h *p2p.Host, st *Store, log *slog.Logger) *knownPeers {
+	return &knownPeers{h: h, st: st, log: log, now: time.Now, marked: make(map[peer.ID]struct{})}
 }
 
 // restore puts the stored addresses of this network's known peers into the
 // peerstore and returns the peers, most recently seen first. (The dials
 // at start take out again the addresses that fail.)
 func (k *knownPeers) restore() ([]peer.AddrInfo, error) {
-	peers, err := loadKnownPeers(k.st, k.network)
+	peers, err := loadKnownPeers(k.st, k.h.Network())
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +268,7 @@ func (k *knownPeers) flush() error {
 			continue
 		}
 		if addrs := k.dialable(id); len(addrs) > 0 {
-			recs[id] = knownPeer{Network: k.network, Addrs: addrs, Seen: now}
+			recs[id] = knownPeer{Network: k.h.Network(), Addrs: addrs, Seen: now}
 		}
 	}
 	return saveKnownPeers(k.st, recs)
@@ -404,7 +403,7 @@ func (k *knownPeers) reconnect(ctx context.Context, peers []peer.AddrInfo) {
 		wait = min(2*wait, knownRetryMax)
 		// The records again (this run may have met more peers), and their
 		// addresses: the restored ones may have expired meanwhile.
-		if fresh, err := loadKnownPeers(k.st, k.network); err == nil && len(fresh) > 0 {
+		if fresh, err := loadKnownPeers(k.st, k.h.Network()); err == nil && len(fresh) > 0 {
 			peers = fresh
 		}
 		for _, ai := range peers {
@@ -421,7 +420,7 @@ func (k *knownPeers) reconnect(ctx context.Context, peers []peer.AddrInfo) {
 // once the node is up. A store that cannot be read costs the reconnection
 // only: the node starts from its bootstrap list.
 func (n *Node) startKnownPeers() []peer.AddrInfo {
-	k := newKnownPeers(n.host, n.store, n.cfg.Network, n.log.With("part", "peers"))
+	k := newKnownPeers(n.host, n.store, n.log.With("part", "peers"))
 	n.known = k
 	peers, err := k.restore()
 	if err != nil {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/p2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	libp2ptest "github.com/libp2p/go-libp2p/core/test"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -214,7 +213,7 @@ func TestKnownPeersAreBounded(t *testing.T) {
 	const total = knownPeersMax + 50
 	ids := make([]peer.ID, total)
 	for i := range ids {
-		ids[i] = testPeerID(t)
+		ids[i] = libp2ptest.RandPeerIDFatal(t)
 	}
 	// Written in batches, as the debounced flushes do; peer i was seen at i.
 	for from := 0; from < total; from += 30 {
@@ -239,7 +238,7 @@ func TestKnownPeersAreBounded(t *testing.T) {
 		}
 	}
 	// Another network's record evicts the oldest too, but is not loaded.
-	other := testPeerID(t)
+	other := libp2ptest.RandPeerIDFatal(t)
 	if err := saveKnownPeers(st, map[peer.ID]knownPeer{other: {Network: "elsewhere", Addrs: []string{"/ip4/10.0.0.1/tcp/4030"}, Seen: 5000}}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,18 +269,6 @@ func TestKnownPeersAreBounded(t *testing.T) {
 	}
 }
 
-func testPeerID(t testing.TB) peer.ID {
-	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // Restoring knownPeersMax peers at start (reading node.db and filling the
 // peerstore) is on the start-up path of every node.
 func BenchmarkRestoreKnownPeers(b *testing.B) {
@@ -296,7 +283,7 @@ func BenchmarkRestoreKnownPeers(b *testing.B) {
 		for j := range knownAddrsMax {
 			addrs = append(addrs, fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4030", i>>8, i&255, j+1))
 		}
-		recs[testPeerID(b)] = knownPeer{Network: NetworkLocal, Addrs: addrs, Seen: int64(i)}
+		recs[libp2ptest.RandPeerIDFatal(b)] = knownPeer{Network: NetworkLocal, Addrs: addrs, Seen: int64(i)}
 	}
 	if err := saveKnownPeers(st, recs); err != nil {
 		b.Fatal(err)
@@ -307,7 +294,7 @@ func BenchmarkRestoreKnownPeers(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	k := newKnownPeers(h, st, NetworkLocal, quietLog)
+	k := newKnownPeers(h, st, quietLog)
 	b.ResetTimer()
 	for b.Loop() {
 		peers, err := k.restore()
@@ -329,7 +316,7 @@ func BenchmarkSaveKnownPeers(b *testing.B) {
 	var sets [2][]peer.ID
 	for i := range sets {
 		for range knownPeersMax {
-			sets[i] = append(sets[i], testPeerID(b))
+			sets[i] = append(sets[i], libp2ptest.RandPeerIDFatal(b))
 		}
 	}
 	addrs := []string{"/ip4/10.0.0.1/tcp/4030", "/ip4/10.0.0.1/udp/4030/quic-v1"}
@@ -341,5 +328,65 @@ func BenchmarkSaveKnownPeers(b *testing.B) {
 		if err := saveKnownPeers(st, recs); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Hostile peers: one of another network that connects is never recorded
+// (nor marked again at every flush), and one of ours announcing a
+// thousand addresses is recorded with at most knownAddrsMax, the one we
+// dialled it on first.
+func TestKnownPeersRecordNoForeignerAndFewAddresses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bare := func(network string) *p2p.Host {
+		h, err := p2p.New(ctx, p2p.Network(network), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+			p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		return h
+	}
+	h, foreign, member := bare(NetworkLocal), bare("elsewhere"), bare(NetworkLocal)
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := newKnownPeers(h, st, quietLog)
+	for _, p := range []*p2p.Host{foreign, member} {
+		if err := h.LibP2P().Connect(ctx, addrInfo(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := h.LibP2P().Peerstore()
+	waitFor(t, 10*time.Second, "both peers identified", func() bool {
+		a, _ := ps.GetProtocols(foreign.ID())
+		b, _ := ps.GetProtocols(member.ID())
+		return len(a) > 0 && len(b) > 0
+	})
+	var flood []ma.Multiaddr
+	for i := range 1000 {
+		flood = append(flood, ma.StringCast(fmt.Sprintf("/ip4/10.%d.%d.1/tcp/4030", i>>8, i&255)))
+	}
+	ps.AddAddrs(member.ID(), flood, time.Hour) // as its identify would
+	k.mark(foreign.ID())
+	k.mark(member.ID())
+	if err := k.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.marked) != 0 {
+		t.Errorf("%d peers marked again after the flush, want none", len(k.marked))
+	}
+	got, err := loadKnownPeers(st, NetworkLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, _ := loadKnownPeers(st, "elsewhere"); len(got) != 1 || got[0].ID != member.ID() || len(other) != 0 {
+		t.Fatalf("recorded %v (and %v for the other network), want only %s", got, other, member.ID())
+	}
+	dialled := member.LibP2P().Addrs()[0]
+	if addrs := got[0].Addrs; len(addrs) != knownAddrsMax || !addrs[0].Equal(dialled) {
+		t.Errorf("recorded %d addresses starting at %s, want %d starting at %s", len(addrs), addrs[0], knownAddrsMax, dialled)
 	}
 }

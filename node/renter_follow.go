@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
-
-	"slices"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
@@ -96,7 +95,7 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 		if lostAt.IsZero() {
 			lost, lostAt = out, time.Now()
 			deadline = lostAt.Add(r.reconnectBound(id))
-			if end := time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec) * time.Second); end.Before(deadline) {
+			if end := leaseOver(l); end.Before(deadline) {
 				deadline = end
 			}
 		}
@@ -137,6 +136,12 @@ const (
 	reserveRetry     = 2 * time.Minute
 	maxReconnectWait = 10 * time.Second
 )
+
+// leaseOver is when a lease's last notice has run out: nothing of it
+// can still run after.
+func leaseOver(l *auction.Lease) time.Time {
+	return time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec) * time.Second)
+}
 
 func (r *renterJobs) reconnectBound(id string) time.Duration {
 	if j, err := r.get(id); err == nil && j.State == StateReserved {
@@ -184,7 +189,7 @@ func refusal(why string) string {
 // lost before (or this node restarted), so a refused start is the
 // provider's failure and the job is auctioned again.
 func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *jobRequest, again bool) runEnd {
-	ctx, cancel := context.WithDeadline(r.bg, time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec)*time.Second+time.Minute))
+	ctx, cancel := context.WithDeadline(r.bg, leaseOver(l).Add(time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
 	if err != nil {

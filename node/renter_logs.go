@@ -62,37 +62,43 @@ func (l *jobLog) add(lease string, off *int64, chunk []byte) []byte {
 	}
 	l.data = append(l.data, chunk...)
 	if over := len(l.data) - logKeep; over > 0 {
-		// Copied down so the array does not grow without bound behind
-		// the slice.
-		l.data = append(l.data[:0:0], l.data[over:]...)
+		// Sliced forward, not copied down: once the array behind runs
+		// out, the next append moves the tail to a new one (about
+		// 1.25 logKeep), so memory stays bounded and a full log costs a
+		// copy per logKeep/4 bytes appended, not per event.
+		l.data = l.data[over:]
 	}
 	l.pending += len(chunk)
 	return chunk
 }
 
-// loadLogs reads the retained logs of the jobs in r.jobs, and deletes
-// those of jobs no longer recorded: a record removed takes its log.
+// loadLogs reads the retained logs of the jobs in r.jobs that have not
+// ended (those whose output may go on), and deletes those of jobs no
+// longer recorded: a record removed takes its log. An ended job's log
+// stays in node.db until asked for (logsOf), so that a renter with a long
+// history neither decodes nor holds every log it ever kept at each start.
 func (r *renterJobs) loadLogs() error {
+	var orphans []string
+	err := r.store.ForEach(bucketJobLogs, func(k string, v []byte) error {
+		j, ok := r.jobs[k]
+		switch {
+		case !ok:
+			orphans = append(orphans, k)
+		case !terminal(j.State):
+			var s storedLog
+			if decodeJSON(v, &s) == nil { // unreadable: the log starts afresh rather than the node not at all
+				r.logs[k] = &jobLog{data: s.Data, lease: s.Lease, end: s.End}
+			}
+		}
+		return nil
+	})
+	if err != nil || len(orphans) == 0 {
+		return err
+	}
 	return r.store.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobLogs)
-		var orphans [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			if _, ok := r.jobs[string(k)]; !ok {
-				orphans = append(orphans, append([]byte(nil), k...))
-				return nil
-			}
-			var s storedLog
-			if err := decodeJSON(v, &s); err != nil {
-				return nil // unreadable: the log starts afresh rather than the node not at all
-			}
-			r.logs[string(k)] = &jobLog{data: s.Data, lease: s.Lease, end: s.End}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
 		for _, k := range orphans {
-			if err := b.Delete(k); err != nil {
+			if err := b.Delete([]byte(k)); err != nil {
 				return err
 			}
 		}
@@ -131,15 +137,6 @@ func (r *renterJobs) flushLogs(id string) {
 	}
 }
 
-// forgetLog removes a job's log, kept and stored: for whoever removes
-// the job's record.
-func (r *renterJobs) forgetLog(id string) error {
-	r.mu.Lock()
-	delete(r.logs, id)
-	r.mu.Unlock()
-	return r.store.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketJobLogs).Delete([]byte(id)) })
-}
-
 // flushLogsLoop writes pending logs every logFlushEvery until this node
 // stops, then once more.
 func (r *renterJobs) flushLogsLoop() {
@@ -158,14 +155,26 @@ func (r *renterJobs) flushLogsLoop() {
 
 func (r *renterJobs) logsOf(id string) ([]byte, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, known := r.jobs[id]; !known {
+	_, known := r.jobs[id]
+	l := r.logs[id]
+	var data []byte
+	if l != nil {
+		data = append([]byte(nil), l.data...)
+	}
+	r.mu.Unlock()
+	switch {
+	case !known:
 		return nil, fmt.Errorf("no job %q", id)
+	case l != nil:
+		return data, nil
 	}
-	if l := r.logs[id]; l != nil {
-		return append([]byte(nil), l.data...), nil
+	// A job that had ended when this node started: its log was left in
+	// node.db (loadLogs).
+	var s storedLog
+	if err := r.store.Get(bucketJobLogs, id, &s); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("job %s's logs: %w", id, err)
 	}
-	return nil, nil
+	return s.Data, nil
 }
 
 // appendLog keeps a log event's output (of lease's run) and publishes

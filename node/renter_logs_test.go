@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,4 +141,95 @@ func TestJobLogsSurviveARenterRestart(t *testing.T) {
 	}
 	out, _ := rn.renterJobs.logsOf(j.ID)
 	checkLines(t, string(out), 8)
+}
+
+// A job's full log takes one line after another, as a chatty job sends
+// them: the hot path of every log event once 256 KiB have been received.
+func BenchmarkJobLogAddFull(b *testing.B) {
+	var l jobLog
+	line := []byte("step 123/1000 done: loss 0.0123, 4521 samples/s\n")
+	var off int64
+	for off < 2*logKeep {
+		l.add("L", at(off), line)
+		off += int64(len(line))
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		l.add("L", at(off), line)
+		off += int64(len(line))
+	}
+	if len(l.data) != logKeep || cap(l.data) > 2*logKeep {
+		b.Fatalf("kept %d bytes in an array of %d, want %d in at most %d", len(l.data), cap(l.data), logKeep, 2*logKeep)
+	}
+}
+
+// A hostile provider's log events (offsets negative, huge or overflowing,
+// a new LogRun on every event) cannot grow what the renter holds for the
+// job past logKeep, nor leave a stored log that does not load again, nor
+// stop an honest run that follows from being kept.
+func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: map[string]*JobRecord{"j": {ID: "j"}},
+		logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
+	chunk := bytes.Repeat([]byte("h"), maxLogChunk)
+	for i, off := range []int64{-1, math.MinInt64, math.MaxInt64, math.MaxInt64 - int64(len(chunk)) + 1, 1 << 62, -(1 << 62)} {
+		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(off)})
+		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(off), LogRun: fmt.Sprintf("run-%d", i)})
+	}
+	for i := range 2 * logKeep / maxLogChunk { // every event a new run
+		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(0), LogRun: fmt.Sprintf("flood-%d", i)})
+	}
+	if l := r.logs["j"]; len(l.data) != logKeep || cap(l.data) > 2*logKeep {
+		t.Fatalf("holding %d bytes in an array of %d, want at most %d", len(l.data), cap(l.data), logKeep)
+	}
+	// An honest run after it all is kept from its first byte.
+	r.appendLog("j", "L2", wireEvent{Type: "log", Log: []byte("honest\n"), Offset: at(0)})
+	r.flushLogs("")
+	var stored storedLog
+	if err := st.Get(bucketJobLogs, "j", &stored); err != nil || len(stored.Data) != logKeep || !bytes.HasSuffix(stored.Data, []byte("honest\n")) {
+		t.Fatalf("stored %d bytes (%v), want the last %d ending with the honest run", len(stored.Data), err, logKeep)
+	}
+	r2 := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: map[string]*JobRecord{"j": {ID: "j"}}, logs: map[string]*jobLog{}}
+	if err := r2.loadLogs(); err != nil {
+		t.Fatal(err)
+	}
+	if l := r2.logs["j"]; l == nil || !bytes.Equal(l.data, stored.Data) || l.lease != "L2" || l.end != 7 {
+		t.Fatal("the stored log did not load again as it was")
+	}
+}
+
+// At start only the logs of jobs that may run on are read into memory;
+// an ended job's log is read from node.db when asked for.
+func TestAnEndedJobsLogIsReadWhenAskedFor(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	jobs := map[string]*JobRecord{"ended": {ID: "ended", State: StateCompleted}, "running": {ID: "running", State: StateRunning}}
+	r := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: jobs, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
+	r.appendLog("ended", "L", wireEvent{Type: "log", Log: []byte("done\n"), Offset: at(0)})
+	r.appendLog("running", "L", wireEvent{Type: "log", Log: []byte("going\n"), Offset: at(0)})
+	r.flushLogs("")
+
+	r2 := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: jobs, logs: map[string]*jobLog{}}
+	if err := r2.loadLogs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, held := r2.logs["ended"]; held || r2.logs["running"] == nil {
+		t.Fatalf("held in memory after the start: ended %v, running %v; want only the running job's", held, r2.logs["running"] != nil)
+	}
+	for id, want := range map[string]string{"ended": "done\n", "running": "going\n"} {
+		if b, err := r2.logsOf(id); err != nil || string(b) != want {
+			t.Errorf("job %s's logs are %q (%v), want %q", id, b, err, want)
+		}
+	}
+	if _, err := r2.logsOf("unknown"); err == nil {
+		t.Error("an unknown job has logs")
+	}
 }

@@ -3,8 +3,6 @@ package node
 import (
 	"testing"
 	"time"
-
-	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
 // A renter that restarts while its job runs goes on paying on the stream
@@ -38,9 +36,7 @@ func runThenRestartRenter(t *testing.T, r *hostileRig, rn *Node, name, sleep str
 		_, _, ok := rn.market.Book().Get(r.prov.Host().ID().String())
 		return ok
 	})
-	spec := "name: " + name + "\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"" + sleep + "\", \"-lines\", \"2\"]\nresources: {gpus: 1}\n" +
-		"tier: silver\nmax_price: 1.00\nduration: {expected: 30s, max: 2m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
-	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	j, err := rn.renterJobs.submit([]byte(linesSpec(name, sleep, 2)), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,8 +111,8 @@ func (s *soak) openJobs() (n int) {
 // check runs the end checks and writes them into the report.
 func (s *soak) check(ctx context.Context) {
 	s.checkJobs()
-	s.checkLedgersAgree(ctx)
-	s.checkConvictions(ctx)
+	heads := s.checkLedgersAgree(ctx)
+	s.checkConvictions(ctx, heads)
 	s.checkProviderFeeds(ctx)
 }
 
@@ -156,18 +156,20 @@ func reasonClass(why string) string {
 
 // checkLedgersAgree: with every node up and the networks whole, every
 // node comes to hold identical heads (within 90 s of the last job ending).
-func (s *soak) checkLedgersAgree(ctx context.Context) {
+// It returns the heads it last read, by node name.
+func (s *soak) checkLedgersAgree(ctx context.Context) map[string]map[string]node.HeadView {
 	began := time.Now()
 	var last map[string]map[string]node.HeadView
 	for ctx.Err() == nil && time.Since(began) < 90*time.Second {
 		last = s.heads(ctx)
 		if len(last) == len(s.nodes) && identical(last) {
 			s.rep.FinalConvergence = time.Since(began).Round(100 * time.Millisecond).String()
-			return
+			return last
 		}
 		time.Sleep(time.Second)
 	}
 	s.rep.violate("the nodes' ledger heads still differ 90 s after the soak: %s", headsDiff(last))
+	return last
 }
 
 func identical(hs map[string]map[string]node.HeadView) bool {
@@ -198,13 +200,13 @@ func headsDiff(hs map[string]map[string]node.HeadView) string {
 }
 
 // checkConvictions: no node holds a fraud proof against any soak node, or
-// a frozen feed: every daemon here is honest, so any conviction is false.
-func (s *soak) checkConvictions(ctx context.Context) {
+// a frozen feed (in heads, each node's as checkLedgersAgree last read
+// them): every daemon here is honest, so any conviction is false.
+func (s *soak) checkConvictions(ctx context.Context, heads map[string]map[string]node.HeadView) {
 	for _, n := range s.nodes {
-		var hs []node.HeadView
-		if err := s.d.Call(ctx, n.DockerNode, &hs, "ledger", "heads"); err != nil {
-			s.rep.violate("ledger heads on %s: %v", n.Name, err)
-			continue
+		hs, ok := heads[n.Name]
+		if !ok {
+			s.rep.violate("%s did not answer ledger heads", n.Name)
 		}
 		for _, h := range hs {
 			if h.Frozen {

@@ -99,3 +99,38 @@ func TestAuditFeedFindsDoubleBooking(t *testing.T) {
 		t.Fatalf("a settlement with no voucher behind it: %v", err)
 	}
 }
+
+// The job and ledger checks fail the soak on what they are there to catch:
+// a job that never ended, one that ended without a reason, and two nodes
+// holding different heads of one feed.
+func TestSoakChecksCatchLostJobsAndDivergentLedgers(t *testing.T) {
+	s := &soak{jobs: map[string]*soakJob{
+		"r1/done":    {state: node.StateCompleted},
+		"r1/failed":  {state: node.StateFailed, errText: "lost the provider: stream reset"},
+		"r2/stuck":   {state: node.StateRunning},
+		"r2/silent":  {state: node.StateFailed},
+		"r3/nomatch": {state: node.StateNoMatch, errText: "no provider matched: 5 feasible offers"},
+	}}
+	s.checkJobs()
+	if s.rep.Completed != 1 || s.rep.Lost != 2 || len(s.rep.Violations) != 2 {
+		t.Fatalf("completed %d, lost %d, violations %q; want 1, 2 and one for each of stuck and silent", s.rep.Completed, s.rep.Lost, s.rep.Violations)
+	}
+	if s.rep.Ended["lost the provider"] != 1 || s.rep.Ended["no provider matched"] != 1 {
+		t.Fatalf("endings by reason: %v", s.rep.Ended)
+	}
+	same := map[string]map[string]node.HeadView{
+		"a": {"p": {Author: "p", Seq: 3, CID: "x"}},
+		"b": {"p": {Author: "p", Seq: 3, CID: "x"}},
+	}
+	if !identical(same) {
+		t.Fatal("identical heads read as different")
+	}
+	same["b"]["p"] = node.HeadView{Author: "p", Seq: 3, CID: "y"}
+	if identical(same) {
+		t.Fatal("two heads of one feed read as identical")
+	}
+	same["b"] = map[string]node.HeadView{}
+	if identical(same) {
+		t.Fatal("a node missing a feed reads as identical")
+	}
+}

@@ -279,6 +279,13 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 	if !ok {
 		return nil
 	}
+	return s.release(l, now, true)
+}
+
+// release frees l's GPUs and ends it, leaving an ended mark if mark.
+// Called with s.mu held.
+func (s *Scheduler) release(l *lease, now time.Time, mark bool) []Action {
+	jobID := l.l.JobID
 	delete(s.leases, jobID)
 	s.active = slices.DeleteFunc(s.active, func(x *lease) bool { return x == l })
 	s.stale = true // due may have been l's
@@ -292,11 +299,13 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 	if l.state != Expired {
 		l.state = Ended
 	}
-	s.ended[jobID] = l.state
-	s.endedQ = append(s.endedQ, endedAt{jobID, now})
-	for len(s.endedQ) > 0 && now.Sub(s.endedQ[0].at) > s.retention {
-		delete(s.ended, s.endedQ[0].job)
-		s.endedQ = s.endedQ[1:]
+	if mark {
+		s.ended[jobID] = l.state
+		s.endedQ = append(s.endedQ, endedAt{jobID, now})
+		for len(s.endedQ) > 0 && now.Sub(s.endedQ[0].at) > s.retention {
+			delete(s.ended, s.endedQ[0].job)
+			s.endedQ = s.endedQ[1:]
+		}
 	}
 	// The leases on the same GPUs: one may have waited for l to go, and a
 	// bronze one that yielded to l (a reservation) may now run on.
@@ -319,18 +328,17 @@ func (s *Scheduler) Release(jobID string, now time.Time) []Action {
 // be claimed again: its renter never got the award's reply and won a new
 // award for the job. Unlike Release it leaves no ended mark (the mark
 // refuses a second claim of a job that ran, or of an award that expired).
-// It reports false, and does nothing, unless the lease is Awarded.
+// It reports false, and does nothing, unless the lease is Awarded; the
+// check and the release are one step, so that a Start cannot come between.
+// No mark is left to forget either: a mark added and deleted here would
+// leave its retention entry behind, to forget the mark of a later run of
+// the same job ID early.
 func (s *Scheduler) Supersede(jobID string, now time.Time) ([]Action, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	l, ok := s.leases[jobID]
-	awarded := ok && l.state == Awarded
-	s.mu.Unlock()
-	if !awarded {
+	if !ok || l.state != Awarded {
 		return nil, false
 	}
-	acts := s.Release(jobID, now)
-	s.mu.Lock()
-	delete(s.ended, jobID)
-	s.mu.Unlock()
-	return acts, true
+	return s.release(l, now, false), true
 }

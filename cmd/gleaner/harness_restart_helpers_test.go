@@ -264,23 +264,32 @@ func requireDocker(t *testing.T) {
 // with this peer ID created (the executor labels each with it).
 func containersOf(t *testing.T, peerID string, all bool) []string {
 	t.Helper()
+	ids, err := listContainersOf(peerID, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func listContainersOf(peerID string, all bool) ([]string, error) {
 	args := []string{"ps", "-q", "--filter", "label=" + executor.LabelNode + "=" + peerID}
 	if all {
 		args = append(args, "-a")
 	}
 	out, err := exec.Command("docker", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("docker ps: %v: %s", err, out)
+		return nil, fmt.Errorf("docker ps: %v: %s", err, out)
 	}
-	return strings.Fields(string(out))
+	return strings.Fields(string(out)), nil
 }
 
+// removeContainersOf is a cleanup's: it has no test to fail and does
+// what it can.
 func removeContainersOf(peerID string) {
 	if peerID == "" {
 		return
 	}
-	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+executor.LabelNode+"="+peerID).Output()
-	if ids := strings.Fields(string(out)); len(ids) > 0 {
+	if ids, _ := listContainersOf(peerID, true); len(ids) > 0 {
 		_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
 	}
 }

@@ -116,7 +116,11 @@ func TestRestartCase2CleanStopDoesNotPause(t *testing.T) {
 	p := provider(t, "provider", "1xRTX4090")
 	rn := renter(t, p)
 	before, _ := rn.offerSeq(t, p.d.peerID)
-	p.restart(t, syscall.SIGINT)
+	p.stop(t, syscall.SIGINT)
+	// The stop's withdrawal reached the renter before the daemon's host
+	// closed: the renter drops the offer now, not at its expiry.
+	waitUntil(t, 5*time.Second, "the stopped provider's offer gone from the renter's book", func() bool { return !rn.hasOffer(t, p.d.peerID) }, p, rn)
+	p.start(t)
 	waitUntil(t, 10*time.Second, "the restarted provider offering", func() bool {
 		var st node.OfferShowResult
 		r := p.cli(t, "offer", "show", "--json")

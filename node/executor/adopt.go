@@ -152,11 +152,15 @@ func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 	return j, nil
 }
 
-// exitedResult is the engine's record of a container that exited.
+// exitedResult is the engine's record of a container that exited: its
+// exit code, start and finish (no output hash).
 func exitedResult(st *container.State) Result {
 	r := Result{ExitCode: st.ExitCode, OOMKilled: st.OOMKilled}
 	r.StartedAt, _ = time.Parse(time.RFC3339Nano, st.StartedAt)
 	r.FinishedAt, _ = time.Parse(time.RFC3339Nano, st.FinishedAt)
+	// Docker stamps StartedAt once the process is running, which for a
+	// job that exits at once can be after FinishedAt; a job never ends
+	// before it starts.
 	if r.FinishedAt.Before(r.StartedAt) {
 		r.FinishedAt = r.StartedAt
 	}

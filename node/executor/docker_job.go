@@ -109,16 +109,8 @@ func (j *dockerJob) watch() {
 	case err != nil:
 		j.waitErr = fmt.Errorf("executor: inspect job %s: %w", j.spec.JobID, err)
 	default:
-		st := info.State
-		j.res.ExitCode, j.res.OOMKilled = st.ExitCode, st.OOMKilled
-		j.res.StartedAt, _ = time.Parse(time.RFC3339Nano, st.StartedAt)
-		j.res.FinishedAt, _ = time.Parse(time.RFC3339Nano, st.FinishedAt)
-		// Docker stamps StartedAt once the process is running, which for a
-		// job that exits at once can be after FinishedAt; a job never ends
-		// before it starts.
-		if j.res.FinishedAt.Before(j.res.StartedAt) {
-			j.res.FinishedAt = j.res.StartedAt
-		}
+		r := exitedResult(info.State)
+		j.res.ExitCode, j.res.OOMKilled, j.res.StartedAt, j.res.FinishedAt = r.ExitCode, r.OOMKilled, r.StartedAt, r.FinishedAt
 	}
 }
 

@@ -2,7 +2,6 @@ package offers
 
 import (
 	"context"
-	"crypto/rand"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,9 +9,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/p2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	libp2ptest "github.com/libp2p/go-libp2p/core/test"
 )
 
 // An offer published before the provider had peers (the first one after a
@@ -176,12 +175,12 @@ func TestFetchesOnConnectAreBounded(t *testing.T) {
 	}
 	const distinct = 1000
 	events := make(chan p2p.PeerEvent, distinct+100)
-	repeat := randomPeer(t)
+	repeat := libp2ptest.RandPeerIDFatal(t)
 	for range 100 {
 		events <- p2p.PeerEvent{Type: "connected", Peer: repeat}
 	}
 	for range distinct {
-		events <- p2p.PeerEvent{Type: "connected", Peer: randomPeer(t)}
+		events <- p2p.PeerEvent{Type: "connected", Peer: libp2ptest.RandPeerIDFatal(t)}
 	}
 	done := make(chan struct{})
 	go func() { m.connectLoop(ctx, events, fetch); close(done) }()
@@ -197,16 +196,4 @@ func TestFetchesOnConnectAreBounded(t *testing.T) {
 	if n := len(fetched); n > 1+connectFetchParallel+connectFetchQueue {
 		t.Errorf("%d peers fetched after %d connections, want at most %d", n, distinct+100, 1+connectFetchParallel+connectFetchQueue)
 	}
-}
-
-func randomPeer(t testing.TB) peer.ID {
-	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }

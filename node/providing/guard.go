@@ -32,6 +32,9 @@ const (
 type Store interface {
 	// ForEach calls fn with every job ID and raw record.
 	ForEach(fn func(jobID string, raw []byte) error) error
+	// Get decodes jobID's record into v, in a read-only transaction; an
+	// error if there is none.
+	Get(jobID string, v any) error
 	// Update runs fn in one read-write transaction.
 	Update(fn func(tx Tx) error) error
 }
@@ -110,13 +113,10 @@ func (pj *Provider) saveVoucher(jobID string, raw, v []byte) error {
 // LeaseState is the persisted state of jobID's lease; false if there is
 // no readable record of it.
 func (pj *Provider) LeaseState(jobID string) (string, bool) {
-	var raw []byte
-	_ = pj.store.ForEach(func(k string, v []byte) error {
-		if k == jobID {
-			raw = v
-		}
-		return nil
-	})
+	var raw json.RawMessage // as stored: ReadRecord reads the older form too
+	if pj.store.Get(jobID, &raw) != nil {
+		return "", false
+	}
 	rec, err := ReadRecord(raw)
 	if err != nil {
 		return "", false

@@ -264,17 +264,13 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	}
 	// The same award again (a renter whose reply was lost) gets the same
 	// lease; any other award for this job is refused by the claim.
-	pj.mu.Lock()
-	if al, dup := pj.leases[l.JobID]; dup {
-		pj.mu.Unlock()
+	if al := pj.lookup(l.JobID); al != nil {
 		if _, held, err := auction.ReadLease(al.raw); err == nil && bytes.Equal(held.Body, sl.Body) {
 			return al.raw, nil
 		}
 		if !pj.supersede(al, l) {
 			return nil, errors.New("a lease for this job exists already")
 		}
-	} else {
-		pj.mu.Unlock()
 	}
 	if err := sl.CounterSign(pj.key); err != nil {
 		return nil, err
@@ -324,13 +320,21 @@ func (pj *Provider) forget(jobID string) {
 // release frees a settled lease's GPUs: the scheduler's part, then the
 // adapter's, and launches whatever waited for those GPUs.
 func (pj *Provider) release(jobID string) {
-	acts := pj.sched.Release(jobID, time.Now())
-	pj.mu.Lock()
-	if al, ok := pj.leases[jobID]; ok {
-		delete(pj.leases, jobID)
-		close(al.done)
+	pj.freed(pj.lookup(jobID), pj.sched.Release(jobID, time.Now()))
+}
+
+// freed is the adapter's part of releasing al, once the scheduler has
+// freed its GPUs: it drops al (unless another lease of its job holds it
+// now) and carries out acts, the launches of what waited for those GPUs.
+func (pj *Provider) freed(al *activeLease, acts []sched.Action) {
+	if al != nil {
+		pj.mu.Lock()
+		if pj.leases[al.lease.JobID] == al {
+			delete(pj.leases, al.lease.JobID)
+			close(al.done)
+		}
+		pj.mu.Unlock()
 	}
-	pj.mu.Unlock()
 	pj.do(acts)
 	pj.poke()
 	pj.p.Refresh()
@@ -368,7 +372,9 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	if al.lease.Renter != l.Renter {
 		return false
 	}
-	if state, ok := pj.LeaseState(l.JobID); !ok || state != LeaseAwarded {
+	// The scheduler's state, not the record's: it starts a lease before
+	// the start is recorded (checkStart).
+	if in, ok := pj.sched.Lease(l.JobID, time.Now()); !ok || in.State != sched.Awarded {
 		return false // started: the renter has it
 	}
 	if err := pj.saveLease(l.JobID, al.raw, LeaseExpired); err != nil {
@@ -381,13 +387,7 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 		// Started meanwhile: it ends as its run decides.
 		return false
 	}
-	pj.mu.Lock()
-	if held, ok := pj.leases[l.JobID]; ok && held == al {
-		delete(pj.leases, l.JobID)
-		close(al.done)
-	}
-	pj.mu.Unlock()
-	pj.do(acts)
+	pj.freed(al, acts)
 	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
 	return true
 }

@@ -1,7 +1,6 @@
 package providing
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,21 +147,24 @@ func (pj *Provider) Restore(now time.Time) (Restored, error) {
 		id  string
 		rec Record
 	}
-	var opens []open
+	// The running jobs first: they hold their GPUs now, and a reservation
+	// is held again around them, as it was before.
+	var opens, waiting []open
 	err := pj.store.ForEach(func(jobID string, raw []byte) error {
-		if rec, err := ReadRecord(raw); err == nil && (rec.State == LeaseAwarded || rec.State == LeaseStarted || rec.State == LeaseLaunched) {
+		rec, err := ReadRecord(raw)
+		switch {
+		case err != nil:
+		case rec.State == LeaseLaunched:
 			opens = append(opens, open{jobID, rec})
+		case rec.State == LeaseAwarded || rec.State == LeaseStarted:
+			waiting = append(waiting, open{jobID, rec})
 		}
 		return nil
 	})
 	if err != nil {
 		return Restored{}, err
 	}
-	// The running jobs first: they hold their GPUs now, and a reservation
-	// is held again around them, as it was before.
-	slices.SortStableFunc(opens, func(a, b open) int {
-		return cmp.Compare(b2i(a.rec.State != LeaseLaunched), b2i(b.rec.State != LeaseLaunched))
-	})
+	opens = append(opens, waiting...)
 	var r Restored
 	for _, o := range opens {
 		if o.rec.State == LeaseLaunched {
@@ -189,13 +191,6 @@ func (pj *Provider) Restore(now time.Time) (Restored, error) {
 		r.Ended = append(r.Ended, o.id)
 	}
 	return r, nil
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // settleInterrupted journals the end of a lease the last run held and this

@@ -246,7 +246,6 @@ func (pj *Provider) running(al *activeLease, job executor.Job, m *meter, since t
 type heartbeat struct {
 	samplers atomic.Pointer[map[string]*attest.Sampler]
 	done     chan struct{}
-	once     sync.Once
 }
 
 func (pj *Provider) heartbeats(send func(wire.Event) error) *heartbeat {
@@ -272,7 +271,7 @@ func (pj *Provider) heartbeats(send func(wire.Event) error) *heartbeat {
 }
 
 func (hb *heartbeat) telemetry(sm map[string]*attest.Sampler) { hb.samplers.Store(&sm) }
-func (hb *heartbeat) stop()                                   { hb.once.Do(func() { close(hb.done) }) }
+func (hb *heartbeat) stop()                                   { close(hb.done) }
 
 // follow does what a running job needs until it ends, for a job this run
 // started or one adopted after a restart: it streams the job's output to
@@ -589,12 +588,19 @@ func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
 }
 
 // onPaid tells the scheduler what a lease's best voucher covers.
-// Each better voucher is kept in the lease's record too, so that a
-// provider that crashed settles by it (see Restore).
+// A better voucher that pays for another billing interval is kept in the
+// lease's record too, so that a provider that crashed settles by it (see
+// Restore): an honest renter's every voucher, while a renter sending
+// ever so slightly better ones costs a write per interval, not one each.
 func (pj *Provider) onPaid(al *activeLease) func(auction.Credits, []byte) {
+	var kept time.Duration // what the voucher last kept from this stream covers
 	return func(total auction.Credits, voucher []byte) {
-		if err := pj.saveVoucher(al.lease.JobID, al.raw, voucher); err != nil && !pj.crashed() {
-			pj.log.Warn("voucher not kept in the lease's record", "job", al.lease.JobID, "err", err)
+		if covers := sched.CoveredBy(al.lease, total); covers > kept {
+			if err := pj.saveVoucher(al.lease.JobID, al.raw, voucher); err == nil {
+				kept = covers
+			} else if !pj.crashed() {
+				pj.log.Warn("voucher not kept in the lease's record", "job", al.lease.JobID, "err", err)
+			}
 		}
 		if pj.sched.PaidTotal(al.lease.JobID, total) == nil {
 			pj.poke()

@@ -72,8 +72,7 @@ func (o RecoverOptions) withDefaults() RecoverOptions {
 // ownAnswer is one peer's answer to "what do you hold of my feed?".
 type ownAnswer struct {
 	peer peer.ID
-	head ledgerHead
-	has  bool
+	head ledgerHead // zero Seq: the peer holds nothing of it
 	err  error
 }
 
@@ -220,6 +219,10 @@ func (f *Feeds) askOwnHead(ctx context.Context, p peer.ID) ownAnswer {
 		return a
 	}
 	defer done()
+	// The asking may end (enough answers, or Wait) while this peer is
+	// silent: reset the stream then, so that the read below ends with it
+	// and not at the stream's deadline, holding Stop up meanwhile.
+	defer context.AfterFunc(ctx, func() { _ = s.Reset() })()
 	self := f.host.ID().String()
 	if a.err = writeMsg(s, syncRequest{Kind: "head", Author: self}); a.err != nil {
 		return a
@@ -236,7 +239,7 @@ func (f *Feeds) askOwnHead(ctx context.Context, p peer.ID) ownAnswer {
 	switch {
 	case len(hs) == 0:
 	case len(hs) == 1 && hs[0].Author == self && validHead(hs[0]):
-		a.head, a.has = hs[0], true
+		a.head = hs[0]
 	default:
 		a.err = errors.New("ledger sync: peer answered a head not asked for")
 	}
@@ -253,7 +256,7 @@ func (f *Feeds) fetchOwn(ctx context.Context, answers []ownAnswer) {
 	slices.SortFunc(holders, func(a, b ownAnswer) int { return cmp.Compare(b.head.Seq, a.head.Seq) })
 	for _, a := range holders {
 		ours, _, err := f.store.Head(self)
-		if err != nil || !a.has || a.head.Seq <= ours.Seq {
+		if err != nil || a.head.Seq <= ours.Seq {
 			return // sorted: nobody further holds more
 		}
 		for ours.Seq < a.head.Seq && ctx.Err() == nil {
@@ -274,7 +277,7 @@ func (f *Feeds) fetchOwn(ctx context.Context, answers []ownAnswer) {
 func (f *Feeds) reportForks(answers []ownAnswer, kept ledger.Head) {
 	self := f.host.ID().String()
 	for _, a := range answers {
-		if !a.has {
+		if a.head.Seq == 0 {
 			continue
 		}
 		on := false

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +19,8 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -273,4 +278,109 @@ func TestStopDuringRecoveryRefusesAppends(t *testing.T) {
 		t.Fatalf("A appended seq %d although its feed was never recovered", h.Seq)
 	}
 	stop()
+}
+
+// ownFeedLiar is a peer whose sync handler answers a "head" request with
+// head (or, stall set, answers nothing until the asker gives up), serves
+// no entries, and counts the ranges it was asked for. Other requests it
+// closes at once, so that only the recovery meets the stall.
+type ownFeedLiar struct {
+	*feedNode
+	mu     sync.Mutex
+	ranges []syncRange
+}
+
+func newOwnFeedLiar(t *testing.T, ctx context.Context, head []ledgerHead, stall bool) *ownFeedLiar {
+	l := &ownFeedLiar{feedNode: newFeedNode(t, ctx)}
+	l.h.LibP2P().SetStreamHandler(l.h.ProtocolID(ledgerSyncProto), func(s network.Stream) {
+		defer s.Close()
+		var req syncRequest
+		if err := readMsg(s, maxMsgFrame, &req); err != nil {
+			return
+		}
+		switch {
+		case stall && req.Kind == "head":
+			_, _ = io.Copy(io.Discard, s) // until the asker's deadline closes it
+		case req.Kind == "head":
+			b, _ := json.Marshal(head)
+			_ = p2p.WriteFrame(s, b, len(b))
+		case req.Kind == "ranges":
+			l.mu.Lock()
+			l.ranges = append(l.ranges, req.Ranges...)
+			l.mu.Unlock()
+			for range req.Ranges {
+				_ = p2p.WriteFrame(s, nil, 1) // holds nothing of it
+			}
+		}
+	})
+	return l
+}
+
+// TestRecoveryBoundedAgainstLyingPeers: A, on an empty ledger, asks four
+// peers for its own feed. B holds it (300 entries); one liar claims it
+// reaches seq 10^12 and serves nothing, one answers with another author's
+// head, one never answers. A fetches the liar's claim once, in one bounded
+// request, and gives up on it (entries are A's own signed ones: nobody can
+// make up the rest); the other author's head is refused; the silent peer
+// holds the appends up for Wait, not for its whole exchange timeout; and
+// A continues its real chain from B.
+func TestRecoveryBoundedAgainstLyingPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	const n = 300
+	chain := signedChain(t, key, n, "real")
+	b := newFeedNode(t, ctx)
+	if errs, err := b.f.store.AppendBatch(chain); err != nil || errorsIn(errs) {
+		t.Fatal(err, errs)
+	}
+	self, _ := peer.IDFromPrivateKey(key)
+	last := chain[n-1].CID().String()
+	huge := newOwnFeedLiar(t, ctx, []ledgerHead{{Author: self.String(), Seq: 1_000_000_000_000, CID: last}}, false)
+	other := newFeedNode(t, ctx).h.ID().String()
+	// Longer than any claim of A's own: taken, it would be fetched first.
+	wrong := newOwnFeedLiar(t, ctx, []ledgerHead{{Author: other, Seq: 2_000_000_000_000, CID: last}}, false)
+	silent := newOwnFeedLiar(t, ctx, nil, true)
+
+	// Settle short, Wait shorter than syncTimeout: only Wait ends the
+	// asking while the silent peer's question is open.
+	rec := RecoverOptions{Await: true, Settle: 300 * time.Millisecond, Wait: 2 * time.Second}
+	a, _ := startFeedNode(t, ctx, key, filepath.Join(t.TempDir(), "ledger.db"), rec, quietLog)
+	for _, p := range []*feedNode{huge.feedNode, wrong.feedNode, silent.feedNode, b} {
+		link(t, ctx, a, p)
+	}
+	start := time.Now()
+	if _, err := a.f.Append(ledger.TypeOutcome, []byte(`{"n":"after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	t.Logf("the first append waited %v", d)
+	if d >= syncTimeout-time.Second {
+		t.Fatalf("the first append waited %v: the silent peer held it up past Wait (%v)", d, rec.Wait)
+	}
+	head := headOf(a, self.String())
+	e, _, err := a.f.store.Get(head.CID)
+	if head.Seq != n+1 || err != nil || e.Prev != last {
+		t.Fatalf("A's head = seq %d (prev %v, err %v), want seq %d on the real chain's head %s", head.Seq, e, err, n+1, last)
+	}
+	huge.mu.Lock()
+	asked := slices.Clone(huge.ranges)
+	huge.mu.Unlock()
+	wrong.mu.Lock()
+	fromWrong := len(wrong.ranges)
+	wrong.mu.Unlock()
+	if fromWrong != 0 {
+		t.Fatalf("A fetched its own feed from a peer that answered with another author's head")
+	}
+	if len(asked) != 1 || asked[0].From != 1 || asked[0].To-asked[0].From+1 > maxSyncEntries {
+		t.Fatalf("the liar claiming 10^12 entries was asked for %+v, want one range of at most %d from seq 1", asked, maxSyncEntries)
+	}
+	noProofAnywhere(t, self.String(), a, b)
+	// The silent peer's question ended with the asking: it does not hold
+	// the node's stop up until its exchange times out.
+	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	defer scancel()
+	if err := a.f.Stop(sctx); err != nil {
+		t.Fatalf("stop after the recovery: %v", err)
+	}
 }

@@ -102,6 +102,11 @@ type Event struct {
 	// LogRun names the provider's copy of the output that Offset counts
 	// in: a provider that restarted and adopted the running job follows
 	// its output from then on, its offsets from 0 again.
+	//
+	// Both came after /job/1 was first used, and decoding is strict
+	// (Read): a renter built before them takes a provider's log event for
+	// a broken stream, so renters must be upgraded no later than
+	// providers.
 	LogRun string `json:"log_run,omitempty"`
 }
 

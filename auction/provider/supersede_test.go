@@ -1,0 +1,51 @@
+package provider
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// Supersede frees an award that was never started and leaves no ended
+// mark, so that its job can be claimed again; a started lease is left as
+// it is.
+func TestSupersede(t *testing.T) {
+	s := newSched(1, WithRetention(time.Hour))
+	mustClaim(t, s, "j", auction.Silver, t0, 0)
+	if _, ok := s.Supersede("j", at(time.Minute)); !ok {
+		t.Fatal("an unstarted award was not superseded")
+	}
+	if _, ok := s.Lease("j", at(time.Minute)); ok || len(s.Commitments(at(time.Minute))) != 0 {
+		t.Fatal("a superseded award still holds its GPU")
+	}
+	if st, ok := s.Ended("j"); ok {
+		t.Fatalf("a superseded award left an ended mark (%s)", st)
+	}
+	if _, ok := s.Supersede("j", at(time.Minute)); ok {
+		t.Fatal("superseded twice")
+	}
+	// The renter's new award for the job claims the same GPU.
+	mustClaim(t, s, "j", auction.Silver, at(time.Minute), 0)
+	if _, err := s.Start("j", at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if acts, ok := s.Supersede("j", at(2*time.Minute)); ok || acts != nil {
+		t.Fatalf("a started lease was superseded: %s", show(acts))
+	}
+	if in, ok := s.Lease("j", at(2*time.Minute)); !ok || in.State != Started {
+		t.Fatalf("the started lease is %+v, %v", in.State, ok)
+	}
+	// Its release marks it ended for the whole retention: the superseded
+	// award's release left nothing to forget it early.
+	s.Release("j", at(30*time.Minute))
+	mustClaim(t, s, "k", auction.Silver, at(80*time.Minute), 0)
+	s.Release("k", at(80*time.Minute))
+	if st, ok := s.Ended("j"); !ok || st != Ended {
+		t.Fatalf("j ended as %q %v within its retention", st, ok)
+	}
+	if _, err := s.Claim(mkLease("j", auction.Silver, 1, at(80*time.Minute), time.Hour), []int{0}, at(80*time.Minute)); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("a job that ran claimed again: %v", err)
+	}
+}
