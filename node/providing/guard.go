@@ -146,7 +146,13 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 		return nil, fmt.Errorf("the owner's policy no longer allows this job: %s", why)
 	}
 	// Once: a second start, or one after the start deadline, is refused by
-	// the scheduler, which decides it atomically.
+	// the scheduler, which decides it atomically. Under startMu, so that
+	// supersede cannot settle an award that starts as it does.
+	pj.startMu.Lock()
+	defer pj.startMu.Unlock()
+	if al.superseded {
+		return nil, errors.New("no active lease for this job: this lease was superseded by another")
+	}
 	acts, err := pj.sched.Start(al.lease.JobID, time.Now())
 	switch {
 	case errors.Is(err, sched.ErrStarted):

@@ -44,6 +44,7 @@ type Provider struct {
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
 	dead         atomic.Bool                      // SimulateCrash: write nothing, touch no container
+	startMu      sync.Mutex                       // an award is started (checkStart) or superseded, one at a time
 	stopping     atomic.Bool                      // Shutdown: no more quotes or awards
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
@@ -101,6 +102,9 @@ type activeLease struct {
 	// begun (a reservation waiting for its window): nothing to stop yet.
 	cancelled  chan struct{}
 	cancelOnce sync.Once
+	// superseded: its renter's new award for the job replaced it before
+	// it started (supersede); guarded by Provider.startMu.
+	superseded bool
 	// logRun names this process's copy of the job's output, which log
 	// offsets count in (wire.Event.LogRun): a job adopted after a restart
 	// is followed from the adoption on, its offsets from 0 again.
@@ -372,8 +376,11 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	if al.lease.Renter != l.Renter {
 		return false
 	}
-	// The scheduler's state, not the record's: it starts a lease before
-	// the start is recorded (checkStart).
+	// Under startMu, which checkStart holds from the scheduler's start to
+	// its record: an award is either started or superseded, never both
+	// (settled here and run there).
+	pj.startMu.Lock()
+	defer pj.startMu.Unlock()
 	if in, ok := pj.sched.Lease(l.JobID, time.Now()); !ok || in.State != sched.Awarded {
 		return false // started: the renter has it
 	}
@@ -384,9 +391,9 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	pj.settle(al, nil, false)
 	acts, ok := pj.sched.Supersede(l.JobID, time.Now())
 	if !ok {
-		// Started meanwhile: it ends as its run decides.
-		return false
+		return false // expired meanwhile: the tick settles and frees it
 	}
+	al.superseded = true
 	pj.freed(al, acts)
 	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
 	return true
