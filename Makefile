@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz soak clean
+.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz soak sim clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -40,6 +40,7 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 20m ./node/offers
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 10m ./node/replicate
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./testnet/sim
 
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
@@ -50,6 +51,11 @@ soak: ## the fault soak: 8 daemons in containers, kill -9, clean stops, partitio
 	@mkdir -p build
 	GLEANER_SOAK_DURATION=$(DURATION) GLEANER_SOAK_SEED=$(SEED) GLEANER_SOAK_REPORT=$(CURDIR)/build/soak-report.json \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFaultSoak$$' -benchtime 1x -v -timeout 60m ./testnet
+
+PROVIDERS ?= 200
+DAYS      ?= 7
+sim: build ## the market simulator on the traces: PROVIDERS (200) for DAYS (7) with SEED (1); report in build/sim (docs/SIM.md)
+	./bin/gleaner sim --providers $(PROVIDERS) --days $(DAYS) --seed $(SEED) --out build/sim
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p
@@ -66,6 +72,7 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedEntry$$' -fuzztime $(FUZZTIME) ./ledger
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeClaim$$' -fuzztime $(FUZZTIME) ./attest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedSample$$' -fuzztime $(FUZZTIME) ./attest
+	$(GO) test -run '^$$' -fuzz '^FuzzReadDemandCSV$$' -fuzztime $(FUZZTIME) ./testnet/sim
 
 clean: ## remove build output
 	rm -rf bin build

@@ -27,6 +27,9 @@ type BidEngine struct {
 	Peak *Calendar
 	// Validity is how long a bid stands; 0 means DefaultBidValidity.
 	Validity time.Duration
+	// Hash names a spec (nil: SpecHash). The market simulator passes a
+	// memo of it, for the specs its own memo parsed.
+	Hash func(*JobSpec) ([]byte, error)
 }
 
 // Bid engine limits.
@@ -99,7 +102,11 @@ func (e *BidEngine) Quote(spec *JobSpec, offer *Offer, util float64, now time.Ti
 	if validity <= 0 {
 		validity = DefaultBidValidity
 	}
-	hash, err := SpecHash(spec)
+	specHash := e.Hash
+	if specHash == nil {
+		specHash = SpecHash
+	}
+	hash, err := specHash(spec)
 	if err != nil {
 		return decline(ReasonBadSpec)
 	}

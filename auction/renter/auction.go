@@ -61,7 +61,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if req.JobID == "" || req.BillingSec <= 0 {
 		return res, errors.New("renter: a request needs a job ID and a positive billing interval")
 	}
-	sent, err := sentSpec(req.SpecYAML)
+	sent, err := a.sentSpec(req.SpecYAML)
 	if err != nil {
 		return res, err
 	}

@@ -18,12 +18,12 @@ type quotedSpec struct {
 	hash []byte
 }
 
-func sentSpec(specYAML []byte) (quotedSpec, error) {
-	spec, err := auction.ParseJobSpec(specYAML)
+func (a *Auctioneer) sentSpec(specYAML []byte) (quotedSpec, error) {
+	spec, err := a.parse(specYAML)
 	if err != nil {
 		return quotedSpec{}, fmt.Errorf("renter: the spec sent to providers: %w", err)
 	}
-	hash, err := auction.SpecHash(spec)
+	hash, err := a.hash(spec)
 	return quotedSpec{spec, hash}, err
 }
 

@@ -91,6 +91,8 @@ type Auctioneer struct {
 	quoteWait  time.Duration
 	awardWait  time.Duration
 	nonces     io.Reader
+	parse      func([]byte) (*auction.JobSpec, error)
+	hash       func(*auction.JobSpec) ([]byte, error)
 
 	newcomerEvery int
 	smallRounds   atomic.Uint64 // small-job rounds that ranked a bid, with newcomers possible
@@ -119,6 +121,14 @@ func WithDeadlines(quote, award time.Duration) Option {
 // WithNonces sets the source of the quote nonces (default crypto/rand), so
 // that a simulation is reproducible.
 func WithNonces(r io.Reader) Option { return func(a *Auctioneer) { a.nonces = r } }
+
+// WithSpecParser sets how the auctioneer reads the spec it sends, as the
+// providers will, and names it (defaults auction.ParseJobSpec and
+// auction.SpecHash). The simulator passes memos of both: the same bytes
+// go to every candidate of every round.
+func WithSpecParser(parse func([]byte) (*auction.JobSpec, error), hash func(*auction.JobSpec) ([]byte, error)) Option {
+	return func(a *Auctioneer) { a.parse, a.hash = parse, hash }
+}
 
 // New returns an auctioneer for the renter id, asking providers through t
 // and choosing among the offers of book. Defaults are applied after the
@@ -154,6 +164,12 @@ func New(id Identity, t Transport, book Offers, opts ...Option) (*Auctioneer, er
 	}
 	if a.nonces == nil {
 		a.nonces = rand.Reader
+	}
+	if a.parse == nil {
+		a.parse = auction.ParseJobSpec
+	}
+	if a.hash == nil {
+		a.hash = auction.SpecHash
 	}
 	if a.newcomerEvery == 0 {
 		a.newcomerEvery = DefaultNewcomerEvery

@@ -60,6 +60,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rpcCommand(),
 			versionCommand(),
 			testnetCommand(),
+			simCommand(),
 			completionCommand(),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {

@@ -117,10 +117,6 @@ func newActiveLease(l *auction.Lease, raw []byte) *activeLease {
 		logRun: fmt.Sprintf("%016x", rand.Uint64())}
 }
 
-// maxBillingSec bounds the interval a provider works before the next
-// voucher is due (and what one unpaid interval can cost it).
-const maxBillingSec = 3600
-
 // New makes the provider's adapter; bg is the market's background context.
 func New(bg context.Context, c Config) *Provider {
 	var opts []sched.Option
@@ -171,49 +167,15 @@ func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 	if pj.stopping.Load() {
 		return wire.QuoteReply{Decline: errStopping.Error()}
 	}
-	spec, err := auction.ParseJobSpec(req.Spec)
-	if err != nil {
-		return wire.QuoteReply{Decline: "bad job spec: " + err.Error()}
-	}
-	offer := pj.p.Current()
-	if offer == nil {
-		return wire.QuoteReply{Decline: "not offering right now"}
-	}
-	now := time.Now()
-	// The owner's pricing, signed into the offer, sets the price: the
-	// period in force over the job's window and a surge with utilisation
-	// up to the owner's cap, never above the renter's max_price
-	// (auction.BidEngine.Quote). Renters check the same floor, so what
-	// they ask for is what is quoted; an offer without pricing quotes
-	// its floors.
-	// The surge follows the load when the job would run: a reservation
-	// for next week is not dearer because the machine is busy today.
-	loadAt := now
-	if spec.Tier == auction.Gold && spec.Start.After(now) {
-		loadAt = spec.Start
-	}
-	bid, decl := pj.engine.Quote(spec, offer, pj.sched.LoadAt(spec.Tier, loadAt, now), now)
-	if decl != nil {
-		return wire.QuoteReply{Decline: decl.Reason}
-	}
-	bid.JobID, bid.Nonce = req.JobID, req.Nonce
-	start := time.Unix(bid.Start, 0)
-	plan, err := pj.sched.Plan(bid.GPUs, spec.Tier, sched.Span{Start: start, End: start.Add(time.Duration(bid.DurationSec) * time.Second)}, now)
-	if err != nil {
-		return wire.QuoteReply{Decline: auction.ReasonBusy}
-	}
-	if bid.GPUHashes, err = pj.sched.Hashes(plan); err != nil {
-		return wire.QuoteReply{Decline: "GPU inventory changed; ask again"}
-	}
-	sb, err := auction.SignBid(&bid, pj.key)
-	if err != nil {
-		return wire.QuoteReply{Decline: "cannot sign bid: " + err.Error()}
-	}
-	raw, err := sb.Marshal()
-	if err != nil {
-		return wire.QuoteReply{Decline: err.Error()}
-	}
-	return wire.QuoteReply{Bid: raw}
+	raw, decline := pj.desk().Quote(req.Spec, req.JobID, req.Nonce, pj.p.Current(), time.Now())
+	return wire.QuoteReply{Bid: raw, Decline: decline}
+}
+
+// desk is the scheduler's answer to quotes and awards (auction/provider),
+// the same code the market simulator runs.
+func (pj *Provider) desk() *sched.Desk {
+	h := pj.p.Market().Host()
+	return &sched.Desk{Engine: &pj.engine, Sched: pj.sched, Key: pj.key, Self: h.ID().String(), Network: h.Network()}
 }
 
 // HandleAward serves /lease/1: an award gets the co-signed lease or a
@@ -241,31 +203,11 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	if pj.stopping.Load() {
 		return nil, errStopping
 	}
-	l, sl, err := auction.DecodeSignedLease(proposal, false)
+	aw, err := pj.desk().CheckAward(proposal, from, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	me := pj.p.Market().Host().ID().String()
-	if l.Provider != me || l.Renter != from || l.Network != pj.p.Market().Host().Network() {
-		return nil, errors.New("the lease names other parties or another network")
-	}
-	bid, _, err := auction.DecodeSignedBid(l.Bid, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("the lease's bid: %w", err)
-	}
-	if l.BillingSec > maxBillingSec {
-		return nil, fmt.Errorf("billing interval %d s: at most %d", l.BillingSec, maxBillingSec)
-	}
-	if bid.Provider != me {
-		return nil, errors.New("the lease's bid is not ours")
-	}
-	if err := sched.HonoursBid(l, bid, time.Now()); err != nil {
-		return nil, err
-	}
-	want, err := pj.sched.Indexes(bid.GPUHashes)
-	if err != nil {
-		return nil, errors.New("the GPUs of our bid are no longer in this machine")
-	}
+	l, sl, want := aw.Lease, aw.Signed, aw.GPUs
 	// The same award again (a renter whose reply was lost) gets the same
 	// lease; any other award for this job is refused by the claim.
 	if al := pj.lookup(l.JobID); al != nil {

@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// simNetwork names the simulated network in every offer, bid and lease.
+const simNetwork = "sim"
+
+// offerHorizon is how far ahead an offer lists windows and bookings, as
+// node's publisher does (offers.OfferHorizon).
+const offerHorizon = 7 * 24 * time.Hour
+
+// bookingsGap is the least time between two publishes for bookings, as
+// node's publisher coalesces them.
+const bookingsGap = 10 * time.Second
+
+// Sizes of messages the simulation counts without building each one: a
+// voucher (one real one is ~190 bytes: lease CID, lane, nonce, total, two
+// peer IDs, a signature), a feed head, a settlement and a rating entry.
+const (
+	voucherBytes    = 200
+	headBytes       = 160
+	settlementBytes = 420
+	ratingBytes     = 300
+)
+
+// Config is the decentralised market's side of a run: the node's
+// defaults where node has one, else what a renter in a simulated week
+// would choose; docs/SIM.md lists each.
+type Config struct {
+	Seed          uint64
+	Candidates    int           // K: quotes asked per round (node: 5)
+	QuoteDeadline time.Duration // node: 3 s
+	AwardDeadline time.Duration // node: 10 s
+	Billing       time.Duration // the lease's billing interval
+	Pull          time.Duration // launch to running: the image pull and start
+	Notice        time.Duration // bronze preemption notice
+	Checkpoint    time.Duration // a job keeps its progress at multiples of this
+	Patience      time.Duration // a job not placed within this gives up
+	Retry         time.Duration // the wait between re-auctions
+	StartDeadline time.Duration // an award not started by then expires
+	OfferTTL      time.Duration // node: 1 h, re-announced at 11/12
+	// TelemetryTimeout is how long a renter waits for the first signed
+	// telemetry before it gives a lease up.
+	TelemetryTimeout time.Duration
+	// VerifyShare is the share of fake results a renter's verification
+	// (canaries, replicas) catches.
+	VerifyShare float64
+	Reputation  time.Duration // how often a renter recomputes reputation
+	Network     Network
+}
+
+// DefaultConfig is the market as node runs it, with the renter's
+// patience and retry matched to the baselines'.
+func DefaultConfig() Config {
+	return Config{Seed: 1, Candidates: 5, QuoteDeadline: 3 * time.Second, AwardDeadline: 10 * time.Second,
+		Billing: 15 * time.Minute, Pull: 20 * time.Second, Notice: 30 * time.Second, Checkpoint: 10 * time.Minute,
+		Patience: 6 * time.Hour, Retry: 5 * time.Minute, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
+		TelemetryTimeout: 2 * time.Minute, VerifyShare: 0.5, Reputation: 6 * time.Hour, Network: DefaultNetwork()}
+}
+
+// Progress is what a running simulation reports about every simulated
+// hour.
+type Progress struct {
+	Now      time.Duration // virtual time since Epoch
+	Stop     time.Duration
+	Finished int // jobs whose outcome is known
+	Jobs     int
+}
+
+// MarketStats are the market run's own counters, beside its Strategy.
+type MarketStats struct {
+	Rounds           int64 `json:"rounds"`
+	StartFailed      int64 `json:"start_failed"`
+	UnpaidStops      int64 `json:"unpaid_stops"`
+	ReputationPasses int64 `json:"reputation_passes"`
+	Ratings          int64 `json:"ratings"`
+	// BusiestNodeGossip is the gossip a renter subscribed to every shard
+	// receives, bytes per second.
+	BusiestNodeGossip float64 `json:"busiest_node_gossip_bytes_per_s"`
+	finished          int
+}
+
+type market struct {
+	cfg        Config
+	net        Network
+	supply     *Supply
+	demand     *Demand
+	w          *world
+	stop       time.Duration
+	ctx        context.Context
+	providers  []*simProvider
+	renters    []*simRenter
+	byPeer     map[string]*simProvider
+	jobs       map[string]*simJob
+	outcomes   []Outcome
+	book       *book
+	traffic    traffic
+	ratings    []ledger.Rating
+	nRatings   int64
+	stats      MarketStats
+	continents []string
+	countries  []string
+	specs      specMemo
+	err        error
+}
+
+// fail records the first internal error; the run reports it.
+func (m *market) fail(err error) {
+	if m.err == nil {
+		m.err = err
+	}
+}
+
+// keyFor is a node's key, drawn from the seed so that peer IDs (and so
+// every tie broken by them) repeat.
+func (m *market) keyFor(kind string, idx int) (crypto.PrivKey, string, error) {
+	key, _, err := crypto.GenerateEd25519Key(rand.NewChaCha8(seed32(m.cfg.Seed, kind, fmt.Sprint(idx))))
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, "", err
+	}
+	return key, id.String(), nil
+}
+
+func seed32(seed uint64, parts ...string) [32]byte {
+	var s [32]byte
+	for i := range 4 {
+		binary.LittleEndian.PutUint64(s[8*i:], hash64(seed+uint64(i), parts...))
+	}
+	return s
+}
+
+func (m *market) renterOf(j *simJob) *simRenter { return j.renter }
+
+// baseRTT is the round trip between two continents, without jitter.
+func (m *market) baseRTT(a, b string) time.Duration {
+	one := m.net.Latency
+	if a != b {
+		one *= time.Duration(m.net.CrossFactor)
+	}
+	return 2 * one
+}
+
+// rtt is one exchange's round trip, its jitter drawn from what it is.
+func (m *market) rtt(a, b, job, provider string, salt []byte) time.Duration {
+	j := time.Duration(unit(hash64(m.cfg.Seed, "rtt", job, provider, string(salt))) * float64(m.net.Jitter))
+	return m.baseRTT(a, b) + 2*j
+}
+
+// lost draws whether an exchange's message is dropped.
+func (m *market) lost(job, provider string, salt []byte) bool {
+	return m.net.Loss > 0 && unit(hash64(m.cfg.Seed, "loss", job, provider, string(salt))) < m.net.Loss
+}
+
+// ledgerAppend is one entry in author's feed: its head is gossiped to
+// every node on the ledger topic.
+func (m *market) ledgerAppend(string, int64) {
+	m.traffic.mu.Lock()
+	m.traffic.heads += headBytes
+	m.traffic.mu.Unlock()
+}
+
+// countriesBut lists every supply country except c (a job that must run
+// in c denies the others: placement names continents only).
+func (m *market) countriesBut(c string) []string {
+	return slices.DeleteFunc(slices.Clone(m.countries), func(x string) bool { return x == c })
+}
+
+func isContinent(r string) bool { return len(r) == 2 && strings.ToLower(r) == r }

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// MarketName is the decentralised market's Strategy.Name.
+const MarketName = "market"
+
+// RunMarket runs the decentralised market on s and d for horizon seconds:
+// every provider and renter a node of the real market code, in virtual
+// time. progress, if not nil, hears about every simulated hour.
+func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Progress)) (Strategy, MarketStats, error) {
+	if len(s.Providers) == 0 {
+		return Strategy{}, MarketStats{}, errors.New("no providers")
+	}
+	stop := time.Duration(horizon) * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &market{cfg: cfg, net: cfg.Network, supply: s, demand: d, w: newWorld(stop), stop: stop, ctx: ctx,
+		byPeer: map[string]*simProvider{}, jobs: map[string]*simJob{}, outcomes: make([]Outcome, len(d.Jobs)),
+		book: newBook(s), traffic: traffic{gossip: map[string]int64{}}}
+	conts, countries := map[string]bool{}, map[string]bool{}
+	for _, p := range s.Providers {
+		conts[p.Continent], countries[p.Country] = true, true
+	}
+	m.continents = keysOf(conts)
+	m.countries = keysOf(countries)
+	for i := range s.Providers {
+		p, err := newSimProvider(m, i)
+		if err != nil {
+			return Strategy{}, MarketStats{}, err
+		}
+		m.providers = append(m.providers, p)
+		m.byPeer[p.id] = p
+		m.book.index[p.id] = i
+		// Providers come up over the first minute, as a testnet does.
+		m.w.after(time.Duration(hash64(cfg.Seed, "up", p.id)%60)*time.Second, p.reannounce)
+	}
+	renters := len(d.Renters)
+	for _, j := range d.Jobs {
+		renters = max(renters, j.Renter+1)
+	}
+	for i := range renters {
+		r, err := newSimRenter(m, i)
+		if err != nil {
+			return Strategy{}, MarketStats{}, err
+		}
+		m.renters = append(m.renters, r)
+	}
+	for i := range d.Jobs {
+		j := &d.Jobs[i]
+		sj := &simJob{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter], exclude: map[string]bool{}}
+		m.jobs[sj.id] = sj
+		m.outcomes[i].Job = i
+		if j.Submit >= horizon {
+			continue
+		}
+		// Offers need a minute to arrive: nothing is submitted before.
+		m.w.at(max(time.Duration(j.Submit)*time.Second, time.Minute), func() { sj.renter.place(sj) })
+	}
+	m.w.run(func(now time.Duration) {
+		if progress != nil {
+			progress(Progress{Now: now, Stop: stop, Finished: m.stats.finished, Jobs: len(d.Jobs)})
+		}
+	})
+	m.atHorizon(cancel)
+	if m.err != nil {
+		return Strategy{}, MarketStats{}, m.err
+	}
+	m.stats.Ratings = m.nRatings
+	m.stats.BusiestNodeGossip = m.busiestNode(horizon)
+	st := Strategy{Name: MarketName, Outcomes: m.outcomes, Messages: m.trafficTotals()}
+	return st, m.stats, nil
+}
+
+// atHorizon ends the run: leases still running stop where they are (their
+// GPU-hours so far count), coroutines waiting on the clock are woken with
+// a cancelled context so none is left behind, and every job still open
+// is marked as cut off by the horizon.
+func (m *market) atHorizon(cancel context.CancelFunc) {
+	for _, p := range m.providers {
+		ids := make([]string, 0, len(p.leases))
+		for id := range p.leases {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			p.end(id, endHorizon)
+		}
+	}
+	cancel()
+	m.w.drain()
+	for _, j := range m.jobs {
+		if !j.settled {
+			j.renter.finish(j, "horizon")
+		}
+	}
+}
+
+// trafficTotals is what the run sent. GossipBytes counts what every node
+// received: each published message reaches each subscriber of its topic
+// GossipDegree times (gossipsub's mesh, duplicates included). Providers
+// subscribe to their own continent's offer shard, renters to every shard
+// (a renter that buys anywhere must), every node to the ledger's heads.
+func (m *market) trafficTotals() Traffic {
+	t := &m.traffic
+	var all, recv int64
+	for _, c := range keysOf(t.gossip) {
+		all += t.gossip[c]
+	}
+	for _, p := range m.providers {
+		recv += t.gossip[p.sp.Continent]
+	}
+	recv += int64(len(m.renters)) * all
+	recv += int64(len(m.providers)+len(m.renters)) * t.heads
+	return Traffic{Messages: t.messages, Bytes: t.bytes, GossipBytes: recv * m.net.GossipDegree}
+}
+
+// busiestNode is the gossip the busiest node receives per second: a
+// renter, subscribed to every shard and the ledger topic.
+func (m *market) busiestNode(horizon int64) float64 {
+	var all int64
+	for _, c := range keysOf(m.traffic.gossip) {
+		all += m.traffic.gossip[c]
+	}
+	return float64((all+m.traffic.heads)*m.net.GossipDegree) / float64(horizon)
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The simulator is only worth its numbers if it runs the market code the
+// node runs. This test reads both sides' sources and fails when either
+// stops calling the shared code: node's /auction/1 and /lease/1 handlers
+// must answer through auction/provider's Desk and claim through its
+// Scheduler, node's renter must auction through auction/renter's Place,
+// and the simulator's nodes must call exactly those.
+func TestSimDrivesTheNodesMarketCode(t *testing.T) {
+	root := filepath.Join("..", "..")
+	cases := []struct {
+		file, fn string
+		want     []string
+	}{
+		{"node/providing/provider.go", "quote", []string{"pj.desk().Quote"}},
+		{"node/providing/provider.go", "accept", []string{"pj.desk().CheckAward", "pj.sched.Claim", "sl.CounterSign"}},
+		{"node/providing/provider.go", "desk", []string{}},
+		{"node/renter_auction.go", "run", []string{"r.auc.Place"}},
+		{"testnet/sim/sprovider.go", "quote", []string{"p.desk.Quote"}},
+		{"testnet/sim/sprovider.go", "award", []string{"p.desk.CheckAward", "p.sched.Claim", "aw.Signed.CounterSign"}},
+		{"testnet/sim/srenter.go", "place", []string{"renter.New", "a.Place"}},
+	}
+	for _, c := range cases {
+		calls, lits := callsIn(t, filepath.Join(root, c.file), c.fn)
+		for _, w := range c.want {
+			if !slices.Contains(calls, w) {
+				t.Errorf("%s: %s no longer calls %s (it calls %s)", c.file, c.fn, w, strings.Join(calls, ", "))
+			}
+		}
+		if c.fn == "desk" && !slices.Contains(lits, "sched.Desk") {
+			t.Errorf("%s: desk does not build an auction/provider Desk", c.file)
+		}
+	}
+	// Both sides' desks and auctioneers come from the same packages.
+	for _, f := range []string{"node/providing/provider.go", "testnet/sim/sprovider.go"} {
+		if !importsPath(t, filepath.Join(root, f), "github.com/gleaner-net/gleaner/auction/provider") {
+			t.Errorf("%s does not import auction/provider", f)
+		}
+	}
+	for _, f := range []string{"node/renter_auction.go", "testnet/sim/srenter.go"} {
+		if !importsPath(t, filepath.Join(root, f), "github.com/gleaner-net/gleaner/auction/renter") {
+			t.Errorf("%s does not import auction/renter", f)
+		}
+	}
+}
+
+// callsIn lists the calls (as source text, "x.y.Z") and composite
+// literal types made inside the function or method fn of file.
+func callsIn(t *testing.T, file, fn string) (calls, lits []string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != fn || fd.Body == nil {
+			continue
+		}
+		found = true
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.CallExpr:
+				calls = append(calls, exprText(x.Fun))
+			case *ast.CompositeLit:
+				lits = append(lits, exprText(x.Type))
+			}
+			return true
+		})
+	}
+	if !found {
+		t.Fatalf("%s has no function %s", file, fn)
+	}
+	return calls, lits
+}
+
+func exprText(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.SelectorExpr:
+		return exprText(x.X) + "." + x.Sel.Name
+	case *ast.CallExpr:
+		return exprText(x.Fun) + "()"
+	case *ast.StarExpr:
+		return exprText(x.X)
+	case *ast.IndexExpr:
+		return exprText(x.X)
+	}
+	return "?"
+}
+
+func importsPath(t *testing.T, file, path string) bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range f.Imports {
+		if strings.Trim(im.Path.Value, `"`) == path {
+			return true
+		}
+	}
+	return false
+}

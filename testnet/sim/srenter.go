@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"gopkg.in/yaml.v3"
+)
+
+// simRenter is one renter node: the real auctioneer (auction/renter)
+// over the in-memory transport, its own reputation view of providers,
+// and node's follow duties (start, pay per interval, re-auction from the
+// last checkpoint) in virtual time.
+type simRenter struct {
+	m         *market
+	idx       int
+	key       crypto.PrivKey
+	id        string
+	continent string
+	behaviour Behaviour
+	trust     *simTrust
+	nonces    io.Reader
+	transport *transport
+}
+
+// simJob is one job's life across leases.
+type simJob struct {
+	idx      int
+	j        *Job
+	id       string
+	renter   *simRenter
+	done     time.Duration // progress kept, per GPU
+	exclude  map[string]bool
+	payGen   int
+	settled  bool
+	attempts int
+	// holder is the provider of the job's current lease; a lease's end
+	// counts only from its holder (an award whose start failed may still
+	// expire there after the job moved on).
+	holder string
+}
+
+func (j *simJob) work() time.Duration      { return time.Duration(j.j.Duration) * time.Second }
+func (j *simJob) remaining() time.Duration { return j.work() - j.done }
+func (j *simJob) out() *Outcome            { return &j.renter.m.outcomes[j.idx] }
+
+func newSimRenter(m *market, idx int) (*simRenter, error) {
+	key, id, err := m.keyFor("renter", idx)
+	if err != nil {
+		return nil, err
+	}
+	conts := m.continents
+	r := &simRenter{m: m, idx: idx, key: key, id: id, continent: conts[idx%len(conts)],
+		nonces: rand.NewChaCha8(seed32(m.cfg.Seed, "nonces", id))}
+	if idx < len(m.demand.Renters) {
+		r.behaviour = m.demand.Renters[idx]
+	}
+	r.trust = newSimTrust(m, r)
+	r.transport = &transport{m: m, renter: r, round: map[string]time.Duration{}}
+	return r, nil
+}
+
+// spec is the job spec for what is left of j, as a renter's node sends it.
+func (r *simRenter) spec(j *simJob) ([]byte, *auction.JobSpec, error) {
+	rem := max(j.remaining().Truncate(time.Second), time.Minute)
+	s := &auction.JobSpec{
+		Name: "sim", Image: "registry.sim/job:1", Tier: j.j.Tier, MaxPrice: j.j.MaxPrice,
+		Resources: auction.Resources{GPUs: j.j.GPUs, Models: j.j.Models},
+		// The lease is the expected work plus a margin for the pull and
+		// a slow start, as a renter that knows its job would ask.
+		Duration:       auction.JobDuration{Expected: rem, Max: (rem*11/10 + 5*time.Minute).Truncate(time.Second)},
+		AllowSimulated: true, Workload: "batch",
+	}
+	if s.Tier == auction.Gold {
+		start := At(j.j.Start)
+		if j.attempts > 0 || !start.After(r.m.w.Now()) {
+			// A reservation that was lost is run on demand: its window
+			// cannot be honoured any more.
+			s.Tier, s.MaxPrice = auction.Silver, j.j.MaxPrice
+		} else {
+			s.Start = start
+		}
+	}
+	if s.Tier == auction.Gold {
+		s.Duration.Max = s.Duration.Expected.Truncate(time.Second) + time.Minute
+	}
+	switch reg := j.j.Region; {
+	case reg == "":
+	case isContinent(reg):
+		s.Placement.Regions = []string{reg}
+	default:
+		s.Placement.DenyCountries = r.m.countriesBut(reg)
+	}
+	raw, err := yaml.Marshal(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	parsed, err := auction.ParseJobSpec(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("job %s: %w", j.id, err)
+	}
+	return raw, parsed, nil
+}
+
+// place auctions what is left of j, as a coroutine: the auctioneer's
+// Place with the retry policy of the run (Config.Retry, Config.Patience).
+func (r *simRenter) place(j *simJob) {
+	r.m.w.spawn(func() {
+		specYAML, spec, err := r.spec(j)
+		if err != nil {
+			r.m.fail(err)
+			return
+		}
+		a, err := renter.New(renter.Identity{Peer: r.id, Network: simNetwork, Key: r.key}, r.transport, r.m.book.view(spec),
+			renter.WithClock(r.m.w), renter.WithSpecParser(r.m.specs.parse, r.m.specs.hash), renter.WithTrust(r.trust), renter.WithNonces(r.nonces),
+			renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline))
+		if err != nil {
+			r.m.fail(err)
+			return
+		}
+		j.attempts++
+		req := renter.Request{JobID: j.id, SpecYAML: specYAML, Spec: spec, Exclude: j.exclude,
+			BillingSec: int64(r.m.cfg.Billing / time.Second)}
+		pol := renter.Policy{MaxReauctions: int(r.m.cfg.Patience / r.m.cfg.Retry), Backoff: r.m.cfg.Retry, MaxBackoff: r.m.cfg.Retry,
+			Rand: rand.New(rand.NewPCG(hash64(r.m.cfg.Seed, "jitter", j.id), uint64(j.attempts)))}
+		res, err := a.Place(r.m.ctx, req, pol)
+		r.m.stats.Rounds += int64(res.Attempt + res.Races + 1)
+		if r.m.ctx.Err() != nil {
+			r.finish(j, "horizon")
+			return
+		}
+		if err != nil {
+			why := "no capacity: " + err.Error()
+			if !errors.Is(err, renter.ErrNoMatch) {
+				why = err.Error()
+			}
+			r.finish(j, why)
+			return
+		}
+		p := r.m.byPeer[res.Lease.Provider]
+		j.holder = p.id
+		r.m.ledgerAppend(r.id, int64(len(res.Raw)))
+		// The start follows the award by half a round trip.
+		r.m.w.after(r.m.rtt(r.continent, p.sp.Continent, j.id, p.id, nil)/2, func() {
+			if err := p.start(j.id); err != nil {
+				r.m.stats.StartFailed++
+				j.holder = ""
+				j.exclude[p.id] = true
+				r.place(j)
+			}
+		})
+	})
+}
+
+// running is the provider's word that the job's container runs: the
+// renter pays the first interval at once and every interval after.
+func (r *simRenter) running(j *simJob, p *simProvider, l *auction.Lease) {
+	j.payGen++
+	gen := j.payGen
+	per := sched.IntervalPrice(l)
+	var total auction.Credits
+	var pay func()
+	pay = func() {
+		if j.payGen != gen {
+			return
+		}
+		total += per
+		r.m.traffic.add(voucherBytes)
+		oneWay := r.m.rtt(r.continent, p.sp.Continent, j.id, p.id, nil) / 2
+		t := total
+		r.m.w.after(oneWay, func() { p.paid(j.id, t) })
+		if r.behaviour == NonPayer {
+			return // one interval, then nothing
+		}
+		r.m.w.after(time.Duration(l.BillingSec)*time.Second, pay)
+	}
+	pay()
+	if p.sp.Behaviour == Skip {
+		// No telemetry comes: the renter gives the lease up once its
+		// telemetry deadline passes.
+		r.m.w.after(r.m.cfg.TelemetryTimeout, func() {
+			if j.payGen == gen {
+				p.end(j.id, endStopped)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// ended is the provider's word that the job's lease is over: the renter
+// records the stint, rates the provider and, unless the work is done,
+// auctions what is left from the last checkpoint, never again on this
+// provider (as node does after a preemption or a loss).
+func (r *simRenter) ended(j *simJob, st stint) {
+	if j.holder != st.provider.id || j.settled {
+		return // a lease the job had already left
+	}
+	j.holder = ""
+	j.payGen++ // no more vouchers for this lease
+	m := r.m
+	p := st.provider
+	work := st.worked
+	useful := time.Duration(0)
+	completed, accepted := false, false
+	score := 1.0
+	switch {
+	case p.sp.Behaviour == Skip || p.sp.Behaviour == Fake:
+		// Nothing was computed. A fake's exit looks like success; the
+		// renter's verification (a canary or replica) catches it with
+		// VerifyShare.
+		if st.why == endExited && p.sp.Behaviour == Fake {
+			if unit(hash64(m.cfg.Seed, "verify", j.id, p.id)) >= m.cfg.VerifyShare {
+				accepted = true
+			}
+		}
+		score = 0
+		if accepted {
+			score = 1 // undetected
+		}
+	case st.why == endExited:
+		useful = min(work, j.remaining())
+		completed = useful >= j.remaining()
+	default:
+		useful = min(work.Truncate(m.cfg.Checkpoint), j.remaining())
+		if st.why == endAbandoned || st.why == endLeaseEnd {
+			score = 0
+		}
+	}
+	if st.started {
+		g := int64(st.lease.GPUs)
+		startS, endS := int64(st.start/time.Second), int64(st.end/time.Second)
+		ran := endS - startS
+		u := min(int64(useful/time.Second)*g, ran*g)
+		o := j.out()
+		o.Runs = append(o.Runs, Run{Provider: p.idx, GPUs: st.lease.GPUs, Start: startS,
+			End: endS, Useful: u, Lost: ran*g - u, Price: st.lease.Price, Paid: st.paid,
+			Preempted: st.why == endPreempted})
+		o.Done += u
+		j.done += time.Duration(u/g) * time.Second
+		if j.j.Tier == auction.Gold && len(o.Runs) == 1 && st.why != endPreempted &&
+			absDur(st.start-time.Duration(j.j.Start)*time.Second) <= time.Minute && completed {
+			o.Honoured = true
+		}
+		r.trust.rate(p.id, st.paid, score)
+		if st.why == endUnpaid {
+			m.stats.UnpaidStops++
+		}
+	}
+	switch {
+	case completed || j.remaining() <= 0:
+		r.finish(j, "")
+	case accepted:
+		r.finish(j, "accepted a fake result (not caught by verification)")
+	case st.why == endHorizon || m.w.now >= m.stop:
+		r.finish(j, "horizon")
+	default:
+		j.exclude[p.id] = true
+		r.place(j)
+	}
+}
+
+// finish records j's outcome.
+func (r *simRenter) finish(j *simJob, why string) {
+	if j.settled {
+		return
+	}
+	j.settled = true
+	o := j.out()
+	o.Reason = why
+	if why == "" {
+		o.Completed, o.Finished = true, r.m.w.secs()
+	}
+	r.m.stats.finished++
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
