@@ -100,7 +100,7 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 		}
 	}
 	switch {
-	case o.Supply.Providers < 1 || o.Supply.Providers > 200_000:
+	case o.SupplyFile == "" && (o.Supply.Providers < 1 || o.Supply.Providers > 200_000):
 		return o, usagef("for example: gleaner sim --providers 1000", "--providers %d: use 1 to 200000", o.Supply.Providers)
 	case o.Demand.Renters < 1 || o.Demand.Renters > 100_000:
 		return o, usagef("for example: gleaner sim --renters 100", "--renters %d: use 1 to 100000", o.Demand.Renters)
@@ -112,6 +112,9 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 		return o, usagef("for example: gleaner sim --loss 0.01", "--loss %v: use 0 up to (not including) 1", o.Market.Network.Loss)
 	case o.Market.Network.Latency < 0 || o.Market.Network.Latency > 10*time.Second:
 		return o, usagef("for example: gleaner sim --latency 40ms", "--latency %v: use 0 to 10s", o.Market.Network.Latency)
+	}
+	if err := o.Market.Validate(); err != nil {
+		return o, usagef("docs/SIM.md lists the options", "%v", err)
 	}
 	for _, b := range o.Baselines {
 		if !contains(sim.BaselineNames(), b) {

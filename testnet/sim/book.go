@@ -20,11 +20,14 @@ type book struct {
 	all     []int
 	views   map[string][]int // cache: the candidate providers of a (models, region) key
 	sp      []Provider
+	cursor  []int // per provider, its first window not yet over (time only moves on)
+	now     func() int64
+	whole   bool // tests: hand every round the whole book
 }
 
-func newBook(s *Supply) *book {
+func newBook(s *Supply, now func() int64) *book {
 	b := &book{offers: make([]*auction.Offer, len(s.Providers)), index: map[string]int{}, byModel: map[string][]int{},
-		views: map[string][]int{}, sp: s.Providers}
+		views: map[string][]int{}, sp: s.Providers, cursor: make([]int, len(s.Providers)), now: now}
 	for i, p := range s.Providers {
 		k := strings.ToLower(p.Model)
 		b.byModel[k] = append(b.byModel[k], i)
@@ -43,11 +46,28 @@ func (b *book) put(o *auction.Offer) {
 func (b *book) view(spec *auction.JobSpec) *bookView {
 	key := strings.Join(spec.Resources.Models, "|") + "/" + strings.Join(spec.Placement.Regions, "|")
 	idx, ok := b.views[key]
+	if b.whole {
+		idx, ok = b.all, true
+	}
 	if !ok {
 		idx = b.candidates(spec)
 		b.views[key] = idx
 	}
-	return &bookView{b: b, idx: idx}
+	// A job that starts now (silver, bronze) cannot use a provider
+	// outside its window, which the auctioneer's calendar check rejects
+	// anyway: the view leaves those out, so the check runs on fewer.
+	return &bookView{b: b, idx: idx, startsNow: spec.Tier != auction.Gold && !b.whole}
+}
+
+// openNow reports whether provider i's windows hold the present second.
+func (b *book) openNow(i int) bool {
+	ws, now := b.sp[i].Windows, b.now()
+	c := b.cursor[i]
+	for c < len(ws) && ws[c].End <= now {
+		c++
+	}
+	b.cursor[i] = c
+	return c < len(ws) && ws[c].Start <= now
 }
 
 func (b *book) candidates(spec *auction.JobSpec) []int {
@@ -74,15 +94,16 @@ func (b *book) candidates(spec *auction.JobSpec) []int {
 }
 
 type bookView struct {
-	b   *book
-	idx []int
+	b         *book
+	idx       []int
+	startsNow bool
 }
 
 // Snapshot is renter.Offers': a fresh slice of the shared offers.
 func (v *bookView) Snapshot() []*auction.Offer {
 	out := make([]*auction.Offer, 0, len(v.idx))
 	for _, i := range v.idx {
-		if o := v.b.offers[i]; o != nil {
+		if o := v.b.offers[i]; o != nil && (!v.startsNow || v.b.openNow(i)) {
 			out = append(out, o)
 		}
 	}

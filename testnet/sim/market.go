@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -65,9 +67,38 @@ type Config struct {
 // patience and retry matched to the baselines'.
 func DefaultConfig() Config {
 	return Config{Seed: 1, Candidates: 5, QuoteDeadline: 3 * time.Second, AwardDeadline: 10 * time.Second,
-		Billing: 15 * time.Minute, Pull: 20 * time.Second, Notice: 30 * time.Second, Checkpoint: 10 * time.Minute,
+		Billing: 5 * time.Minute, Pull: 20 * time.Second, Notice: 30 * time.Second, Checkpoint: 10 * time.Minute,
 		Patience: 6 * time.Hour, Retry: 5 * time.Minute, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
 		TelemetryTimeout: 2 * time.Minute, VerifyShare: 0.5, Reputation: 6 * time.Hour, Network: DefaultNetwork()}
+}
+
+// Validate refuses a configuration the market cannot run as node would:
+// each message names the option (its YAML key under market:).
+func (c Config) Validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("market."+f, a...) }
+	switch {
+	case c.Candidates < 1 || c.Candidates > 100:
+		return bad("candidates %d: use 1 to 100", c.Candidates)
+	case c.QuoteDeadline <= 0 || c.AwardDeadline <= 0:
+		return bad("quotedeadline and awarddeadline must be positive")
+	case c.Billing < time.Second || c.Billing > sched.MaxBillingSec*time.Second:
+		return bad("billing %v: use 1s to %v (a provider refuses a longer interval)", c.Billing, sched.MaxBillingSec*time.Second)
+	case c.Retry <= 0 || c.Patience < c.Retry:
+		return bad("retry %v must be positive and at most market.patience (%v)", c.Retry, c.Patience)
+	case c.OfferTTL < 12*time.Second:
+		return bad("offerttl %v: at least 12s (an offer is re-announced at 11/12 of it)", c.OfferTTL)
+	case c.Pull < 0 || c.Notice < 0 || c.StartDeadline <= 0 || c.TelemetryTimeout <= 0:
+		return bad("pull and notice may not be negative; startdeadline and telemetrytimeout must be positive")
+	case c.Checkpoint <= 0 || c.Reputation <= 0:
+		return bad("checkpoint and reputation must be positive")
+	case c.VerifyShare < 0 || c.VerifyShare > 1:
+		return bad("verifyshare %v: use 0 to 1", c.VerifyShare)
+	case c.Network.Latency < 0 || c.Network.Jitter < 0 || c.Network.GossipDelay < 0 || c.Network.CrossFactor < 1 || c.Network.GossipDegree < 1:
+		return bad("network: latency, jitter and gossipdelay may not be negative; crossfactor and gossipdegree are at least 1")
+	case c.Network.Loss < 0 || c.Network.Loss >= 1:
+		return bad("network.loss %v: use 0 up to (not including) 1", c.Network.Loss)
+	}
+	return nil
 }
 
 // Progress is what a running simulation reports about every simulated
@@ -101,7 +132,7 @@ type market struct {
 	stop       time.Duration
 	ctx        context.Context
 	providers  []*simProvider
-	renters    []*simRenter
+	renters    map[int]*simRenter // only those that submit a job
 	byPeer     map[string]*simProvider
 	jobs       map[string]*simJob
 	outcomes   []Outcome
@@ -109,6 +140,7 @@ type market struct {
 	traffic    traffic
 	ratings    []ledger.Rating
 	nRatings   int64
+	tracks     map[string]renter.TrackRecord
 	stats      MarketStats
 	continents []string
 	countries  []string

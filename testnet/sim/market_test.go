@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
+	"strings"
+	"time"
 	"testing"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -80,5 +83,49 @@ func TestMarketDeterministic(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed gave two different runs")
+	}
+}
+
+// The book's views (by model and region, and only providers open now for
+// a job that starts now) only spare the auctioneer work: with the whole
+// book in every round, the run comes out the same.
+func TestBookViewsChangeNothing(t *testing.T) {
+	s, d, h := mkWorld(4, 8, 50, 2)
+	a, _, err := RunMarket(DefaultConfig(), s, d, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wholeBook = true
+	defer func() { wholeBook = false }()
+	b, _, err := RunMarket(DefaultConfig(), s, d, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only how many offers a failed round counted differs.
+	known := regexp.MustCompile(`[0-9]+ offers known`)
+	for i := range a.Outcomes {
+		x, y := a.Outcomes[i], b.Outcomes[i]
+		x.Reason, y.Reason = known.ReplaceAllString(x.Reason, "offers known"), known.ReplaceAllString(y.Reason, "offers known")
+		if !reflect.DeepEqual(x, y) {
+			t.Fatalf("job %d: the book's views changed its outcome:\n%+v\n%+v", i, x, y)
+		}
+	}
+}
+
+// A configuration the market cannot run is refused by name, before any
+// coroutine could divide by zero or spin at one instant.
+func TestMarketConfigRefused(t *testing.T) {
+	s, d, h := mkWorld(1, 2, 3, 1)
+	for name, mutate := range map[string]func(*Config){
+		"market.retry":    func(c *Config) { c.Retry = 0 },
+		"market.offerttl": func(c *Config) { c.OfferTTL = 0 },
+		"market.billing":  func(c *Config) { c.Billing = 2 * time.Hour },
+		"network.loss":    func(c *Config) { c.Network.Loss = 1 },
+	} {
+		c := DefaultConfig()
+		mutate(&c)
+		if _, _, err := RunMarket(c, s, d, h, nil); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v, want an error naming it", name, err)
+		}
 	}
 }

@@ -290,14 +290,14 @@ func incomeSpread(rates []float64) IncomeMetrics {
 	}
 }
 
-// renterCount is how many renters there are: every behaviour listed and
-// every renter index a job names.
+// renterCount is how many renters submit a job: the renter nodes a run
+// has (one that submits nothing has no node).
 func renterCount(d *Demand) int {
-	n := len(d.Renters)
+	seen := map[int]bool{}
 	for _, j := range d.Jobs {
-		n = max(n, j.Renter+1)
+		seen[j.Renter] = true
 	}
-	return n
+	return len(seen)
 }
 
 // nearestRank is the p-th percentile (p in whole percent) of ascending

@@ -2,11 +2,17 @@ package sim
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"slices"
 	"time"
 )
+
+// wholeBook, set by a test, hands every round the whole offer book
+// instead of the providers that could suit the job.
+var wholeBook bool
 
 // MarketName is the decentralised market's Strategy.Name.
 const MarketName = "market"
@@ -18,12 +24,17 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 	if len(s.Providers) == 0 {
 		return Strategy{}, MarketStats{}, errors.New("no providers")
 	}
+	if err := cfg.Validate(); err != nil {
+		return Strategy{}, MarketStats{}, err
+	}
 	stop := time.Duration(horizon) * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := &market{cfg: cfg, net: cfg.Network, supply: s, demand: d, w: newWorld(stop), stop: stop, ctx: ctx,
-		byPeer: map[string]*simProvider{}, jobs: map[string]*simJob{}, outcomes: make([]Outcome, len(d.Jobs)),
-		book: newBook(s), traffic: traffic{gossip: map[string]int64{}}}
+		byPeer: map[string]*simProvider{}, tracks: map[string]renter.TrackRecord{}, jobs: map[string]*simJob{}, outcomes: make([]Outcome, len(d.Jobs)),
+		traffic: traffic{gossip: map[string]int64{}}}
+	m.book = newBook(s, m.w.secs)
+	m.book.whole = wholeBook
 	conts, countries := map[string]bool{}, map[string]bool{}
 	for _, p := range s.Providers {
 		conts[p.Continent], countries[p.Country] = true, true
@@ -41,19 +52,17 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 		// Providers come up over the first minute, as a testnet does.
 		m.w.after(time.Duration(hash64(cfg.Seed, "up", p.id)%60)*time.Second, p.reannounce)
 	}
-	renters := len(d.Renters)
-	for _, j := range d.Jobs {
-		renters = max(renters, j.Renter+1)
-	}
-	for i := range renters {
-		r, err := newSimRenter(m, i)
-		if err != nil {
-			return Strategy{}, MarketStats{}, err
-		}
-		m.renters = append(m.renters, r)
-	}
+	// A renter node exists for every renter that submits a job.
+	m.renters = map[int]*simRenter{}
 	for i := range d.Jobs {
 		j := &d.Jobs[i]
+		if m.renters[j.Renter] == nil {
+			r, err := newSimRenter(m, j.Renter)
+			if err != nil {
+				return Strategy{}, MarketStats{}, err
+			}
+			m.renters[j.Renter] = r
+		}
 		sj := &simJob{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter], exclude: map[string]bool{}}
 		m.jobs[sj.id] = sj
 		m.outcomes[i].Job = i

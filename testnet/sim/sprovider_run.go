@@ -31,8 +31,9 @@ func (p *simProvider) do(acts []sched.Action) {
 		case sched.Preempt:
 			// The job gets its notice (SIGTERM, grace) and ships its
 			// checkpoint; the renter hears at once.
+			// The container runs on through the notice and may finish
+			// its work in it (its planned exit still stands).
 			pl.ending = true
-			pl.gen++
 			p.m.w.after(a.Notice, func() { p.end(a.JobID, endPreempted) })
 		}
 	}
@@ -71,7 +72,7 @@ func (p *simProvider) planExit(pl *provLease) {
 	g := pl.gen
 	left := pl.job.remaining() - pl.worked
 	p.m.w.after(max(left, 0), func() {
-		if pl.gen == g && !pl.ending && !pl.paused {
+		if pl.gen == g && p.leases[pl.l.JobID] == pl && !pl.paused {
 			p.end(pl.l.JobID, endExited)
 		}
 	})
@@ -128,15 +129,20 @@ func (p *simProvider) end(jobID string, why endKind) {
 		ran = now - pl.start
 	}
 	l := pl.l
-	owed := auction.Credits(int64(l.Price) * int64(l.GPUs) * int64(ran/time.Second) / 3600)
-	settled := min(pl.total, owed)
-	if why != endAbandoned && settled > 0 {
-		p.m.ledgerAppend(p.id, settlementBytes)
+	// Settled as node settles: the billed running time (paused time
+	// excluded) at the lease's price, capped by the best voucher.
+	var billed time.Duration
+	if in, ok := p.sched.Lease(jobID, p.m.w.Now()); ok {
+		billed = in.Ran
 	}
+	settled, _ := sched.Charge(l, billed, pl.total)
 	if why == endAbandoned {
-		// An abandoned job's provider keeps what it was paid ahead; it
-		// settles nothing more.
-		settled = min(pl.total, owed)
+		// An abandoner walks away with the vouchers it holds: the
+		// interval paid ahead is its gain.
+		settled = pl.total
+	}
+	if settled > 0 {
+		p.m.ledgerAppend(p.id, settlementBytes)
 	}
 	p.do(p.sched.Release(jobID, p.m.w.Now()))
 	p.changed()

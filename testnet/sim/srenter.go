@@ -41,6 +41,7 @@ type simJob struct {
 	payGen   int
 	settled  bool
 	attempts int
+	spent    int // re-auctions spent so far, carried over as node does (Policy.Attempt)
 	// holder is the provider of the job's current lease; a lease's end
 	// counts only from its holder (an award whose start failed may still
 	// expire there after the job moved on).
@@ -63,7 +64,7 @@ func newSimRenter(m *market, idx int) (*simRenter, error) {
 		r.behaviour = m.demand.Renters[idx]
 	}
 	r.trust = newSimTrust(m, r)
-	r.transport = &transport{m: m, renter: r, round: map[string]time.Duration{}}
+	r.transport = &transport{m: m, renter: r, round: map[string]time.Duration{}, nonce: map[string]string{}}
 	return r, nil
 }
 
@@ -128,9 +129,17 @@ func (r *simRenter) place(j *simJob) {
 		j.attempts++
 		req := renter.Request{JobID: j.id, SpecYAML: specYAML, Spec: spec, Exclude: j.exclude,
 			BillingSec: int64(r.m.cfg.Billing / time.Second)}
-		pol := renter.Policy{MaxReauctions: int(r.m.cfg.Patience / r.m.cfg.Retry), Backoff: r.m.cfg.Retry, MaxBackoff: r.m.cfg.Retry,
+		// Each placement may wait Patience for a match; re-auctions are
+		// counted across placements and a job sent back (preempted,
+		// lost) first waits patiently for the book, as node's renter does.
+		pol := renter.Policy{MaxReauctions: j.spent + int(r.m.cfg.Patience/r.m.cfg.Retry), Attempt: j.spent,
+			Backoff: r.m.cfg.Retry, MaxBackoff: r.m.cfg.Retry,
 			Rand: rand.New(rand.NewPCG(hash64(r.m.cfg.Seed, "jitter", j.id), uint64(j.attempts)))}
+		if j.attempts > 1 {
+			pol.Patience = renter.DefaultPatience
+		}
 		res, err := a.Place(r.m.ctx, req, pol)
+		j.spent = res.Attempt
 		r.m.stats.Rounds += int64(res.Attempt + res.Races + 1)
 		if r.m.ctx.Err() != nil {
 			r.finish(j, "horizon")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
@@ -41,6 +42,15 @@ func (t *simTrust) Score(provider string) float64 {
 
 func (t *simTrust) Convicted(string) bool { return false }
 
+// Track is renter.Tracker's, which opens one small-job round in ten to
+// newcomers: the provider's leases with an outcome, everyone's, as the
+// replicated ledger shows them. The simulator runs no separate probes, so
+// a lease whose result its renter accepted counts as a probe passed and
+// one it caught or gave up as a probe failed.
+func (t *simTrust) Track(provider string) renter.TrackRecord {
+	return t.m.tracks[provider]
+}
+
 func (t *simTrust) RTT(provider string) (time.Duration, bool) {
 	p := t.m.byPeer[provider]
 	if p == nil {
@@ -55,6 +65,14 @@ func (t *simTrust) rate(provider string, paid auction.Credits, score float64) {
 	t.mu.Lock()
 	t.paid[provider] += paid
 	t.mu.Unlock()
+	tr := t.m.tracks[provider]
+	tr.Leases++
+	if score >= 1 {
+		tr.ProbesPassed++
+	} else {
+		tr.ProbesFailed++
+	}
+	t.m.tracks[provider] = tr
 	t.m.nRatings++
 	t.m.ratings = append(t.m.ratings, ledger.Rating{Rater: t.r.id, Subject: provider,
 		Lease: fmt.Sprint("lease-", t.m.nRatings), Paid: paid, Score: score, Time: t.m.w.Now().Unix()})

@@ -53,6 +53,7 @@ type transport struct {
 	// run in goroutines of their own, hence the lock.
 	mu    sync.Mutex
 	round map[string]time.Duration
+	nonce map[string]string // the round's nonce, per job: a new round starts from 0
 }
 
 var _ renter.Transport = (*transport)(nil)
@@ -69,6 +70,9 @@ func (t *transport) Quote(_ context.Context, provider, jobID string, nonce, spec
 	wait := rtt
 	if lost {
 		wait = t.m.cfg.QuoteDeadline
+	}
+	if t.nonce[jobID] != string(nonce) {
+		t.nonce[jobID], t.round[jobID] = string(nonce), 0
 	}
 	t.round[jobID] = max(t.round[jobID], wait)
 	t.mu.Unlock()
@@ -89,6 +93,7 @@ func (t *transport) Award(ctx context.Context, provider string, proposal []byte)
 	t.mu.Lock()
 	quotes := t.round[job]
 	delete(t.round, job)
+	delete(t.nonce, job)
 	t.mu.Unlock()
 	t.m.traffic.add(int64(len(proposal) + frameOverhead))
 	rtt := t.m.rtt(t.renter.continent, p.sp.Continent, job, provider, proposal[len(proposal)-8:])
