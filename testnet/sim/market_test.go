@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 )
