@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"container/heap"
 	"math/rand/v2"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -27,48 +28,20 @@ type blEvent struct {
 	ver     int
 }
 
-// blHeap is a binary min-heap of events by (at, seq).
+// blHeap is a min-heap (container/heap) of events by (at, seq).
 type blHeap []blEvent
 
-func (h blHeap) less(i, j int) bool {
+func (h blHeap) Len() int { return len(h) }
+func (h blHeap) Less(i, j int) bool {
 	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].seq < h[j].seq
 }
-
-func (h *blHeap) push(e blEvent) {
-	*h = append(*h, e)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !q.less(i, up) {
-			break
-		}
-		q[i], q[up] = q[up], q[i]
-		i = up
-	}
-}
-
-func (h *blHeap) pop() blEvent {
-	q := *h
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	for i := 0; ; {
-		small, l, r := i, 2*i+1, 2*i+2
-		if l < len(q) && q.less(l, small) {
-			small = l
-		}
-		if r < len(q) && q.less(r, small) {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		q[i], q[small] = q[small], q[i]
-		i = small
-	}
-	*h = q
-	return top
+func (h blHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *blHeap) Push(x any)   { *h = append(*h, x.(blEvent)) }
+func (h *blHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // blActive is one run in progress.
@@ -128,7 +101,7 @@ func (b *baselineSim) central() bool { return b.name == BaselineCentralOnline }
 func (b *baselineSim) push(e blEvent) {
 	e.seq = b.seq
 	b.seq++
-	b.events.push(e)
+	heap.Push(&b.events, e)
 }
 
 func (b *baselineSim) run() {
@@ -148,7 +121,7 @@ func (b *baselineSim) run() {
 		}
 	}
 	for len(b.events) > 0 {
-		e := b.events.pop()
+		e := heap.Pop(&b.events).(blEvent)
 		if e.at > h {
 			break
 		}
