@@ -164,7 +164,7 @@ func checkCheatersBehind(sr *StrategyReport) (float64, bool, string) {
 		if day < 0 {
 			day = len(row.DailyIncomePerOfferedGPUHour)
 		}
-		if day > 1 {
+		if row.BehindFromDay < 0 || day > 1 {
 			late = append(late, describeLag(row))
 		}
 		if day > worstDay {

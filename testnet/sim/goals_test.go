@@ -97,3 +97,14 @@ func TestGoalsEdges(t *testing.T) {
 		t.Errorf("never behind: %+v", g)
 	}
 }
+
+// A one-day run whose cheaters never fall behind has not met the goal,
+// though the days simulated (1) are within its one-day limit.
+func TestGoalCheatersNeverBehindInOneDay(t *testing.T) {
+	never := []AdversaryRow{{Side: "provider", Behaviour: "skip", Providers: 2, BehindFromDay: -1,
+		DailyIncomePerOfferedGPUHour: make([]float64, 1)}}
+	by := rpGoalsByKey(EvaluateGoals([]StrategyReport{{Name: "market", Metrics: rpGoodMetrics(), Adversaries: never}}))
+	if g := by["cheaters-behind/market"]; g.Met {
+		t.Errorf("cheaters never behind in a one-day run: reported met: %+v", g)
+	}
+}
