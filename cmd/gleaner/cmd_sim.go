@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,20 +118,11 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 		return o, usagef("docs/SIM.md lists the options", "%v", err)
 	}
 	for _, b := range o.Baselines {
-		if !contains(sim.BaselineNames(), b) {
+		if !slices.Contains(sim.BaselineNames(), b) {
 			return o, usagef("one of "+strings.Join(sim.BaselineNames(), ", "), "--baselines: unknown baseline %q", b)
 		}
 	}
 	return o, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // parseAdversaries reads "skip=0.05,nonpayer=0.1": provider behaviours

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,20 +187,11 @@ func mapModels(spec string) ([]string, error) {
 		if !nameOK(name, "._+-") {
 			return nil, fmt.Errorf("%q is not a GPU model code", code)
 		}
-		if !containsString(out, name) {
+		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
 	return out, nil
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // finishConverted sorts jobs by submit, keeps opt.MaxJobs of them at

@@ -29,12 +29,12 @@ const bookingsGap = 10 * time.Second
 
 // Sizes of messages the simulation counts without building each one: a
 // voucher (one real one is ~190 bytes: lease CID, lane, nonce, total, two
-// peer IDs, a signature), a feed head, a settlement and a rating entry.
+// peer IDs, a signature) and a feed head. Ledger entries themselves are
+// fetched by the peers that want them, not gossiped, so only their heads
+// count toward gossip.
 const (
-	voucherBytes    = 200
-	headBytes       = 160
-	settlementBytes = 420
-	ratingBytes     = 300
+	voucherBytes = 200
+	headBytes    = 160
 )
 
 // Config is the decentralised market's side of a run: the node's
@@ -177,8 +177,6 @@ func seed32(seed uint64, parts ...string) [32]byte {
 	return s
 }
 
-func (m *market) renterOf(j *simJob) *simRenter { return j.renter }
-
 // baseRTT is the round trip between two continents, without jitter.
 func (m *market) baseRTT(a, b string) time.Duration {
 	one := m.net.Latency
@@ -199,9 +197,9 @@ func (m *market) lost(job, provider string, salt []byte) bool {
 	return m.net.Loss > 0 && unit(hash64(m.cfg.Seed, "loss", job, provider, string(salt))) < m.net.Loss
 }
 
-// ledgerAppend is one entry in author's feed: its head is gossiped to
-// every node on the ledger topic.
-func (m *market) ledgerAppend(string, int64) {
+// feedAppend is one entry in a node's feed (a lease, a settlement, a
+// rating): its new head is gossiped to every node on the ledger topic.
+func (m *market) feedAppend() {
 	m.traffic.mu.Lock()
 	m.traffic.heads += headBytes
 	m.traffic.mu.Unlock()

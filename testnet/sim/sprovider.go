@@ -177,7 +177,7 @@ func (p *simProvider) award(proposal []byte, from string) ([]byte, string) {
 	}
 	job := p.m.jobs[aw.Lease.JobID]
 	p.leases[aw.Lease.JobID] = &provLease{l: aw.Lease, job: job}
-	p.m.ledgerAppend(p.id, int64(len(raw)))
+	p.m.feedAppend()
 	p.do(victims)
 	p.changed()
 	p.reschedule()

@@ -49,7 +49,7 @@ func (p *simProvider) running(jobID string, gen int) {
 		return
 	}
 	pl.running, pl.since, pl.start = true, p.m.w.now, p.m.w.now
-	p.m.renterOf(pl.job).running(pl.job, p, pl.l)
+	pl.job.renter.running(pl.job, p, pl.l)
 	p.planExit(pl)
 	if p.sp.Behaviour == Abandon {
 		// It walks away somewhere in the first half of the work.
@@ -142,14 +142,14 @@ func (p *simProvider) end(jobID string, why endKind) {
 		settled = pl.total
 	}
 	if settled > 0 {
-		p.m.ledgerAppend(p.id, settlementBytes)
+		p.m.feedAppend()
 	}
 	p.do(p.sched.Release(jobID, p.m.w.Now()))
 	p.changed()
 	p.reschedule()
 	st := stint{provider: p, lease: l, start: pl.start, end: now, ran: ran, worked: worked, paid: settled,
 		started: pl.running, why: why}
-	p.m.renterOf(pl.job).ended(pl.job, st)
+	pl.job.renter.ended(pl.job, st)
 }
 
 // stint is one lease's run as the renter learns of it.

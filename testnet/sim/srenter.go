@@ -155,7 +155,7 @@ func (r *simRenter) place(j *simJob) {
 		}
 		p := r.m.byPeer[res.Lease.Provider]
 		j.holder = p.id
-		r.m.ledgerAppend(r.id, int64(len(res.Raw)))
+		r.m.feedAppend()
 		// The start follows the award by half a round trip.
 		r.m.w.after(r.m.rtt(r.continent, p.sp.Continent, j.id, p.id, nil)/2, func() {
 			if err := p.start(j.id); err != nil {

@@ -76,5 +76,5 @@ func (t *simTrust) rate(provider string, paid auction.Credits, score float64) {
 	t.m.nRatings++
 	t.m.ratings = append(t.m.ratings, ledger.Rating{Rater: t.r.id, Subject: provider,
 		Lease: fmt.Sprint("lease-", t.m.nRatings), Paid: paid, Score: score, Time: t.m.w.Now().Unix()})
-	t.m.ledgerAppend(t.r.id, ratingBytes)
+	t.m.feedAppend()
 }

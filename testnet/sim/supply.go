@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,7 +273,7 @@ func CheckFeasible(s *Supply, d *Demand) error {
 		a := asks[k]
 		modelFound, regionFound, most := len(a.models) == 0, a.region == "", 0
 		for _, p := range s.Providers {
-			mOK := len(a.models) == 0 || containsString(a.models, p.Model)
+			mOK := len(a.models) == 0 || slices.Contains(a.models, p.Model)
 			rOK := a.region == "" || a.region == p.Continent || a.region == p.Country
 			modelFound, regionFound = modelFound || mOK, regionFound || rOK
 			if mOK && rOK {
