@@ -116,3 +116,27 @@ func TestSimBadInput(t *testing.T) {
 		}
 	}
 }
+
+// `gleaner sim convert` writes a trace as the canonical demand CSV, which
+// `gleaner sim --demand` reads back; an unknown trace is a usage error.
+func TestSimConvertFromTheCLI(t *testing.T) {
+	traces := tracesFor(t)
+	out := filepath.Join(t.TempDir(), "serving.csv")
+	r := gleaner(t, "sim", "convert", "--from", "alibaba-v2025", "--max-jobs", "40", "--traces", traces, "--out", out)
+	mustOK(t, r, "gleaner sim convert")
+	if !strings.Contains(r.stdout, "wrote 40 jobs") {
+		t.Errorf("stdout: %s", r.stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines != 41 {
+		t.Errorf("%d lines, want a header and 40 jobs", lines)
+	}
+	mustOK(t, gleaner(t, "sim", "--demand", out, "--providers", "20", "--days", "0.25", "--baselines", "central-online",
+		"--traces", traces, "--out", t.TempDir()), "gleaner sim --demand <converted>")
+	if r := gleaner(t, "sim", "convert", "--from", "borg", "--out", out); r.code != 2 || !strings.Contains(r.stderr, `"borg"`) {
+		t.Errorf("unknown trace: exit %d, %q", r.code, r.stderr)
+	}
+}
