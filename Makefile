@@ -41,6 +41,7 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 10m ./node/replicate
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./testnet/sim
+	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem -timeout 10m ./node/data
 
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
