@@ -74,6 +74,7 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeClaim$$' -fuzztime $(FUZZTIME) ./attest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedSample$$' -fuzztime $(FUZZTIME) ./attest
 	$(GO) test -run '^$$' -fuzz '^FuzzReadDemandCSV$$' -fuzztime $(FUZZTIME) ./testnet/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzExportBlock$$' -fuzztime $(FUZZTIME) ./node/data
 
 clean: ## remove build output
 	rm -rf bin build
