@@ -97,7 +97,7 @@ func BenchmarkExport(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dst := filepath.Join(dir, strconv.Itoa(i))
-		if err := Export(context.Background(), dag, c, dst); err != nil {
+		if err := Export(context.Background(), dag, c, dst, ExportLimits{MaxBytes: 1 << 40, MaxEntries: 10}); err != nil {
 			b.Fatal(err)
 		}
 		os.Remove(dst)

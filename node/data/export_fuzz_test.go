@@ -38,11 +38,16 @@ func FuzzExportBlock(f *testing.F) {
 		}
 		ctx := context.Background()
 		dag := mdtest.Mock()
+		// The leaf the seeds link to is present, so a hostile name that
+		// slips past the checks has something real to write.
+		if err := dag.Add(ctx, leaf); err != nil {
+			t.Fatal(err)
+		}
 		if err := dag.Add(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		parent := t.TempDir()
-		_ = Export(ctx, dag, n.Cid(), filepath.Join(parent, "out"))
+		_ = Export(ctx, dag, n.Cid(), filepath.Join(parent, "out"), testLimits)
 		entries, err := os.ReadDir(parent)
 		if err != nil {
 			t.Fatal(err)

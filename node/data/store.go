@@ -31,11 +31,19 @@ type Store struct {
 	dag   ipld.DAGService
 	quota int64
 
-	// mu orders GC against writes: a block written while GC marks could
-	// be swept before the pin that needs it is recorded.
+	// gcMu keeps GC out while something writes blocks it means to pin:
+	// Add holds it shared from the first block to the pin, GC holds it
+	// exclusively, so a fresh DAG is never swept before its pin exists.
+	gcMu sync.RWMutex
+	// mu guards used, so two writers of the same new block cannot both
+	// count it.
 	mu   sync.RWMutex
 	used int64 // bytes of block data stored, kept in step with Put and Delete
 }
+
+// MaxBlockBytes is the largest block the store accepts: bitswap's own
+// limit, and far above the 256 KiB chunks an import writes.
+const MaxBlockBytes = 2 << 20
 
 var pinPrefix = ds.NewKey("/pins")
 
@@ -63,7 +71,14 @@ func OpenStore(dir string, quota int64) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close waits for a running GC and writes, then closes the database.
+func (s *Store) Close() error {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.db.Close()
+}
 
 // Blockstore is the store's blocks, for an exchange (bitswap) to serve from
 // and fetch into.
@@ -84,26 +99,33 @@ func (s *Store) Quota() int64 { return s.quota }
 
 // Add imports the file or tree at path and pins it, so that GC keeps it.
 func (s *Store) Add(ctx context.Context, path string) (cid.Cid, error) {
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
 	c, err := Import(ctx, s.dag, path, CIDv1)
 	if err != nil {
 		return cid.Undef, err
 	}
-	return c, s.Pin(ctx, c)
+	return c, s.pin(ctx, c)
 }
 
 // Pin records c as a root that GC keeps. It does not fetch anything: a pin
 // of a DAG whose blocks are not all here keeps those that are.
 func (s *Store) Pin(ctx context.Context, c cid.Cid) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	return s.pin(ctx, c)
+}
+
+func (s *Store) pin(ctx context.Context, c cid.Cid) error {
+	if !c.Defined() {
+		return errors.New("pin: no CID given")
+	}
 	return s.db.Put(ctx, pinPrefix.ChildString(c.String()), nil)
 }
 
 // Unpin forgets the root c; its blocks go at the next GC unless another
 // pin reaches them. Unpinning what is not pinned is not an error.
 func (s *Store) Unpin(ctx context.Context, c cid.Cid) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.db.Delete(ctx, pinPrefix.ChildString(c.String()))
 }
 
@@ -121,7 +143,7 @@ func (s *Store) Pins(ctx context.Context) ([]cid.Cid, error) {
 		}
 		c, err := cid.Decode(ds.RawKey(r.Key).BaseNamespace())
 		if err != nil {
-			return nil, fmt.Errorf("pin %q in the data store: %w", r.Key, err)
+			continue // Pin writes only decodable CIDs; a damaged key pins nothing
 		}
 		pins = append(pins, c)
 	}
@@ -138,78 +160,91 @@ type GCResult struct {
 // multihash, so marking is by multihash too: the same bytes under CIDv0
 // and CIDv1 are one block.
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
 	pins, err := s.Pins(ctx)
 	if err != nil {
 		return GCResult{}, err
 	}
-	marked := map[string]bool{}
+	keep := map[string]bool{}    // multihashes: what the blockstore is keyed by
+	visited := map[string]bool{} // full CIDs
+	// Walking is by full CID: the same bytes reached first as raw (no
+	// links) must still be read as dag-pb where another pin names them so.
 	getLinks := func(ctx context.Context, c cid.Cid) ([]*ipld.Link, error) {
+		if c.Type() == cid.Raw {
+			return nil, nil // file data: nothing below it, no need to read it
+		}
 		links, err := merkledag.GetLinksDirect(s.dag)(ctx, c)
-		if ipld.IsNotFound(err) {
-			return nil, nil // a partial DAG keeps what it has
+		if err != nil && ctx.Err() == nil {
+			// Missing or undecodable: keep the block, know nothing below.
+			return nil, nil
 		}
 		return links, err
 	}
 	for _, p := range pins {
 		err := merkledag.Walk(ctx, getLinks, p, func(c cid.Cid) bool {
-			k := string(c.Hash())
-			if marked[k] {
-				return false
+			if visited[c.KeyString()] {
+				return false // a shared subtree is read once, however many link to it
 			}
-			marked[k] = true
+			visited[c.KeyString()] = true
+			keep[string(c.Hash())] = true
 			return true
 		})
 		if err != nil {
 			return GCResult{}, fmt.Errorf("mark from pin %s: %w", p, err)
 		}
 	}
-	keys, err := s.bs.AllKeysChan(ctx)
+	walkCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	keys, err := s.bs.AllKeysChan(walkCtx)
 	if err != nil {
 		return GCResult{}, err
 	}
-	var out GCResult
 	var doomed []cid.Cid
 	for c := range keys {
-		if !marked[string(c.Hash())] {
+		if !keep[string(c.Hash())] {
 			doomed = append(doomed, c)
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out GCResult
 	for _, c := range doomed {
-		n, err := s.bs.GetSize(ctx, c)
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if err := s.deleteLocked(ctx, c); err != nil {
+		n, err := s.deleteLocked(ctx, c)
+		if err != nil {
 			return out, err
 		}
 		out.Removed++
 		out.Freed += int64(n)
 	}
-	return out, ctx.Err()
+	return out, nil
 }
 
 // deleteLocked removes one block and its bytes from the count; s.mu is
 // held.
-func (s *Store) deleteLocked(ctx context.Context, c cid.Cid) error {
+func (s *Store) deleteLocked(ctx context.Context, c cid.Cid) (int, error) {
 	raw := s.bs.(*quotaBlockstore).Blockstore
 	n, err := raw.GetSize(ctx, c)
 	if ipld.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := raw.DeleteBlock(ctx, c); err != nil {
-		return err
+		return 0, err
 	}
 	s.used -= int64(n)
-	return nil
+	return n, nil
 }
 
 // measure sums the stored blocks' sizes, once at open.
 func (s *Store) measure(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	keys, err := s.bs.AllKeysChan(ctx)
 	if err != nil {
 		return 0, err
@@ -243,7 +278,16 @@ func (q *quotaBlockstore) PutMany(ctx context.Context, bs []blocks.Block) error 
 	defer q.s.mu.Unlock()
 	var add int64
 	fresh := bs[:0:0]
+	seen := map[string]bool{} // the same bytes twice in one batch are stored once
 	for _, b := range bs {
+		if len(b.RawData()) > MaxBlockBytes {
+			return fmt.Errorf("block %s is %d bytes, limit %d", b.Cid(), len(b.RawData()), MaxBlockBytes)
+		}
+		k := string(b.Cid().Hash())
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		has, err := q.Blockstore.Has(ctx, b.Cid())
 		if err != nil {
 			return err
@@ -269,5 +313,6 @@ func (q *quotaBlockstore) PutMany(ctx context.Context, bs []blocks.Block) error 
 func (q *quotaBlockstore) DeleteBlock(ctx context.Context, c cid.Cid) error {
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
-	return q.s.deleteLocked(ctx, c)
+	_, err := q.s.deleteLocked(ctx, c)
+	return err
 }

@@ -3,9 +3,9 @@
 // same CID here as there, and exports such a DAG back to files without ever
 // writing outside the target directory.
 //
-// This is the first part of issue 14 (inputs and outputs by CID); the
-// blockstore, bitswap exchange and the job wiring come next (see
-// docs/DATA.md).
+// Store keeps blocks and pins on disk. This is the first part of issue 14
+// (inputs and outputs by CID); the bitswap exchange and the job wiring
+// come next (see docs/DATA.md).
 package data
 
 import (
@@ -142,31 +142,76 @@ func importDir(ctx context.Context, dag ipld.DAGService, p string, l Layout) (ip
 	return n, dag.Add(ctx, n)
 }
 
+// ExportLimits bound what one Export may write. A DAG is a graph, not a
+// tree: a few hostile blocks whose links all name the same 256 KiB leaf
+// describe terabytes, so the limits count what is written, not what is
+// fetched.
+type ExportLimits struct {
+	MaxBytes   int64 // file data written, in all
+	MaxEntries int   // files and directories created, in all
+}
+
+// ErrTooLarge is wrapped by an Export that would pass its limits.
+var ErrTooLarge = errors.New("DAG exceeds the export limits")
+
 // Export writes the DAG under c to dst: a file DAG becomes the file dst, a
 // directory DAG the directory dst. Every link name is checked before
 // anything is written under it, so a DAG built by a hostile peer cannot
-// write outside dst.
-func Export(ctx context.Context, dag ipld.DAGService, c cid.Cid, dst string) error {
+// write outside dst, and lim bounds the bytes and entries written.
+func Export(ctx context.Context, dag ipld.DAGService, c cid.Cid, dst string, lim ExportLimits) error {
+	if lim.MaxBytes <= 0 || lim.MaxEntries <= 0 {
+		return fmt.Errorf("export limits %+v: both must be positive", lim)
+	}
 	n, err := dag.Get(ctx, c)
 	if err != nil {
 		return err
 	}
-	return exportNode(ctx, dag, n, dst)
+	e := &exporter{dag: dag, lim: lim}
+	return e.node(ctx, n, dst)
 }
 
-func exportNode(ctx context.Context, dag ipld.DAGService, n ipld.Node, dst string) error {
-	if isDir(n) {
-		return exportDir(ctx, dag, n, dst)
+type exporter struct {
+	dag     ipld.DAGService
+	lim     ExportLimits
+	bytes   int64
+	entries int
+}
+
+func (e *exporter) entry(dst string) error {
+	e.entries++
+	if e.entries > e.lim.MaxEntries {
+		return fmt.Errorf("%w: more than %d entries (at %s)", ErrTooLarge, e.lim.MaxEntries, dst)
 	}
-	r, err := uio.NewDagReader(ctx, n, dag)
+	return nil
+}
+
+func (e *exporter) node(ctx context.Context, n ipld.Node, dst string) error {
+	if err := e.entry(dst); err != nil {
+		return err
+	}
+	if isDir(n) {
+		return e.dir(ctx, n, dst)
+	}
+	r, err := uio.NewDagReader(ctx, n, e.dag)
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Cid(), err)
+	}
+	if int64(r.Size()) > e.lim.MaxBytes-e.bytes {
+		return fmt.Errorf("%w: %s says %d bytes, %d left of %d", ErrTooLarge, dst, r.Size(), e.lim.MaxBytes-e.bytes, e.lim.MaxBytes)
 	}
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	// The declared size is checked above; the copy is bounded too, in case
+	// the blocks hold more than the root declares.
+	left := e.lim.MaxBytes - e.bytes
+	n64, err := io.Copy(f, io.LimitReader(r, left+1))
+	e.bytes += n64
+	if err == nil && n64 > left {
+		err = fmt.Errorf("%w: %s holds more than the %d bytes left", ErrTooLarge, dst, left)
+	}
+	if err != nil {
 		f.Close()
 		return err
 	}
@@ -186,8 +231,8 @@ func isDir(n ipld.Node) bool {
 	return t == unixfs.TDirectory || t == unixfs.THAMTShard
 }
 
-func exportDir(ctx context.Context, dag ipld.DAGService, n ipld.Node, dst string) error {
-	dir, err := uio.NewDirectoryFromNode(dag, n)
+func (e *exporter) dir(ctx context.Context, n ipld.Node, dst string) error {
+	dir, err := uio.NewDirectoryFromNode(e.dag, n)
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Cid(), err)
 	}
@@ -198,11 +243,11 @@ func exportDir(ctx context.Context, dag ipld.DAGService, n ipld.Node, dst string
 		if err := CheckName(link.Name); err != nil {
 			return err
 		}
-		child, err := link.GetNode(ctx, dag)
+		child, err := link.GetNode(ctx, e.dag)
 		if err != nil {
 			return fmt.Errorf("%s: %w", link.Name, err)
 		}
-		return exportNode(ctx, dag, child, filepath.Join(dst, link.Name))
+		return e.node(ctx, child, filepath.Join(dst, link.Name))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir() + "/out"
-	if err := Export(ctx, dag, c, dst); err != nil {
+	if err := Export(ctx, dag, c, dst, testLimits); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(dst + "/model.bin")
@@ -89,7 +90,7 @@ func TestExportRoundTrip(t *testing.T) {
 // outside the target: a hostile peer builds such DAGs by hand.
 func TestExportRefusesEscapingNames(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"..", ".", "a/../../x", "/etc/passwd", ""} {
+	for _, name := range []string{"..", ".", "a/../../x", "/etc/passwd", "", `..\\x`, "a\x00b"} {
 		t.Run(name, func(t *testing.T) {
 			dag := mdtest.Mock()
 			leaf := merkledag.NodeWithData(unixfs.FilePBData([]byte("pwned\n"), 6))
@@ -104,7 +105,7 @@ func TestExportRefusesEscapingNames(t *testing.T) {
 				t.Fatal(err)
 			}
 			parent := t.TempDir()
-			err := Export(ctx, dag, dir.Cid(), filepath.Join(parent, "out"))
+			err := Export(ctx, dag, dir.Cid(), filepath.Join(parent, "out"), testLimits)
 			if !errors.Is(err, ErrUnsafePath) {
 				t.Fatalf("export of an entry named %q: %v, want ErrUnsafePath", name, err)
 			}
@@ -137,5 +138,61 @@ func writeFiles(t testing.TB, root string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+var testLimits = ExportLimits{MaxBytes: 1 << 30, MaxEntries: 10_000}
+
+// Four blocks whose links all name one leaf describe 174^2 chunks: the
+// export stops at its byte limit instead of filling the disk.
+func TestExportBoundsAmplification(t *testing.T) {
+	ctx := context.Background()
+	dag := mdtest.Mock()
+	leaf := merkledag.NodeWithData(unixfs.FilePBData(make([]byte, ChunkSize), ChunkSize))
+	if err := dag.Add(ctx, leaf); err != nil {
+		t.Fatal(err)
+	}
+	fanout := func(child *merkledag.ProtoNode, size uint64) *merkledag.ProtoNode {
+		fsn := unixfs.NewFSNode(unixfs.TFile)
+		n := new(merkledag.ProtoNode)
+		for i := 0; i < 174; i++ {
+			fsn.AddBlockSize(size)
+			if err := n.AddNodeLink("", child); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := fsn.GetBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.SetData(data)
+		if err := dag.Add(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	mid := fanout(leaf, ChunkSize)
+	root := fanout(mid, 174*ChunkSize)
+	dst := filepath.Join(t.TempDir(), "bomb")
+	err := Export(ctx, dag, root.Cid(), dst, ExportLimits{MaxBytes: 8 << 20, MaxEntries: 10})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("export of a %d GiB DAG under an 8 MiB limit: %v, want ErrTooLarge", 174*174*ChunkSize>>30, err)
+	}
+	if st, err := os.Stat(dst); err == nil && st.Size() > 8<<20 {
+		t.Fatalf("wrote %d bytes past the limit", st.Size())
+	}
+	// A directory of many entries stops at the entry limit.
+	dir := unixfs.EmptyDirNode()
+	for i := 0; i < 50; i++ {
+		if err := dir.AddNodeLink(fmt.Sprintf("f%02d", i), leaf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dag.Add(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	err = Export(ctx, dag, dir.Cid(), filepath.Join(t.TempDir(), "many"), ExportLimits{MaxBytes: 1 << 30, MaxEntries: 20})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("export of 50 entries under a limit of 20: %v, want ErrTooLarge", err)
 	}
 }
