@@ -28,6 +28,7 @@ type JobSpec struct {
 	Start          time.Time         // start: gold only, the reserved window's start (UTC)
 	Placement      Placement         // placement
 	Datasets       []string          // datasets: CIDs the job reads; providers caching them rank higher
+	Inputs         []Input           // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
 	Checkpoint     Checkpoint        // checkpoint
 	Retry          Retry             // retry
 	Workload       string            // workload: batch (default) or service

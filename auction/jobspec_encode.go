@@ -64,6 +64,9 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 	if len(s.Datasets) > 0 {
 		yAdd(root, "datasets", yStrList(s.Datasets, 0))
 	}
+	if len(s.Inputs) > 0 {
+		yAdd(root, "inputs", encodeInputs(s.Inputs))
+	}
 	if s.Checkpoint.Path != "" {
 		cp := yMap()
 		cp.Style = yaml.FlowStyle

@@ -57,6 +57,8 @@ var jobSpecSchema = []specField{
 	}},
 	{name: "datasets", typ: "list of CIDs", def: "none", help: "inputs; providers that cache them rank higher",
 		set: listVal(func(s *JobSpec) *[]string { return &s.Datasets }, MaxDatasets, true, validDataset)},
+	{name: "inputs", typ: "list of mappings", def: "none", help: "files the job reads, mounted read-only before it starts: `{cid: bafy..., path: /data}` (a DAG from any peer) or `{src: ./data, path: /data}` (a path here, imported at submit; relative to the spec file); at most 16, paths absolute and apart, not under /tmp /dev /proc /sys /etc",
+		set: setInputs},
 	{name: "checkpoint", typ: "mapping", help: "state that survives preemption and re-auction", sub: []specField{
 		{name: "path", typ: "path", def: "none", help: "absolute, clean path inside the container",
 			set: strVal(func(s *JobSpec) *string { return &s.Checkpoint.Path }, validCheckpoint)},

@@ -32,6 +32,12 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	if s.Tier != Gold && !s.Start.IsZero() {
 		return &SpecError{d.lines["start"], "start", "only gold reserves a window; remove start or use tier: gold"}
 	}
+	for i, in := range s.Inputs {
+		if s.Checkpoint.Path != "" && nested(in.Path, s.Checkpoint.Path) {
+			f := fmt.Sprintf("inputs[%d].path", i)
+			return &SpecError{d.lines["inputs"], f, fmt.Sprintf("%s overlaps checkpoint.path %s", in.Path, s.Checkpoint.Path)}
+		}
+	}
 	if s.Verify.Replicas > 1 && s.Verify.ExpectSHA256 != "" {
 		return &SpecError{d.lines["verify.replicas"], "verify", "use either replicas (compare providers) or expect_sha256 (a known answer), not both"}
 	}

@@ -234,7 +234,7 @@ func Rank(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) []Ranked
 	if spec.Placement.MaxRTT > 0 {
 		scale = spec.Placement.MaxRTT
 	}
-	want := datasetSpellings(spec.Datasets)
+	want := datasetSpellings(spec.dataCIDs())
 	out := make([]Ranked, 0, len(admitted))
 	for _, b := range admitted {
 		o := offers[b.Provider]

@@ -60,7 +60,11 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 }
 
 func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, error) {
-	j, err := a.n.renterJobs.submit([]byte(p.Spec), p.Secrets, SubmitOptions{Provider: p.Provider})
+	spec, err := a.n.resolveInputs(ctx, []byte(p.Spec))
+	if err != nil {
+		return nil, dataError(err)
+	}
+	j, err := a.n.renterJobs.submit(spec, p.Secrets, SubmitOptions{Provider: p.Provider})
 	if errors.Is(err, auction.ErrBadJobSpec) {
 		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
@@ -70,6 +71,8 @@ type Node struct {
 
 	host         *p2p.Host
 	store        *Store
+	data         *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
+	exchange     *data.Exchange
 	journal      *journal    // this node's records that callers need not wait for
 	known        *knownPeers // the peers it was connected to, kept across restarts (peers.go)
 	market       *market
@@ -140,8 +143,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.store = st
 	n.onClose(func(context.Context) error { return st.Close() })
+	if err := n.startData(); err != nil {
+		return err
+	}
 
 	if err := n.startHost(ctx); err != nil {
+		return err
+	}
+	if err := n.startExchange(); err != nil {
 		return err
 	}
 	// Before anything dials: the known peers' addresses are in the
@@ -234,6 +243,7 @@ func (n *Node) startRPC() error {
 	registerLedgerAPI(n.rpc, n)
 	registerRepAPI(n.rpc, n)
 	registerBalanceAPI(n.rpc, n)
+	registerDataAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

@@ -34,7 +34,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
-		Key: key, Exec: exec, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		Key: key, Exec: exec, Inputs: dataInputs{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, Log: n.log.With("part", "provider-jobs")})
 	// The offer advertises what the scheduler has sold, so renters do not

@@ -62,6 +62,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		last       string // why the last run ended, for a job auctioned again
 		notStarted int    // runs the provider could not start
 		pulls      int    // of them, for want of the image
+		inputFails int    // of them, for want of its inputs
 	)
 	for attempt := 0; ; {
 		// The auctioneer (auction/renter) runs the round and the
@@ -152,7 +153,10 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			if out.pull {
 				pulls++
 			}
-			if msg := notStartedLimit(spec.Image, notStarted, pulls, out.why); msg != "" {
+			if out.inputs {
+				inputFails++
+			}
+			if msg := notStartedLimit(spec.Image, notStarted, pulls, inputFails, out.why); msg != "" {
 				failed := withFailedStart(ex, lease.Provider, out.why)
 				r.update(id, msg, func(j *JobRecord) {
 					if j.State != StateCancelled {
@@ -193,8 +197,11 @@ const (
 // notStartedLimit is the job's failure once its providers could not start
 // it notStarted times, pulls of them for want of image; "" while it may be
 // auctioned again.
-func notStartedLimit(image string, notStarted, pulls int, last string) string {
+func notStartedLimit(image string, notStarted, pulls, inputFails int, last string) string {
 	switch {
+	case inputFails >= pullFailLimit:
+		return fmt.Sprintf("%d providers could not fetch the job's inputs (the last said: %s): check that a node holding each input is online and connected (gleaner data ls there, gleaner data pin here); nothing was charged",
+			inputFails, strings.TrimPrefix(last, "provider: "))
 	case pulls >= pullFailLimit:
 		return fmt.Sprintf("%d providers could not pull the image %q (the last said: %s): check that the reference exists and that its registry serves it without credentials; nothing was charged",
 			pulls, image, strings.TrimPrefix(last, "provider: "))

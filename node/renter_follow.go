@@ -25,6 +25,8 @@ type runEnd struct {
 	// notStarted: the provider could not start the job, so nothing ran
 	// and nothing is charged; pull: because it could not pull the image.
 	notStarted, pull bool
+	// inputs: not started because the provider could not fetch its inputs.
+	inputs bool
 	// lost: the provider could not be reached, or its stream broke, before
 	// the job ended; refused: the provider's refusal of the request, when
 	// it is one that followLease acts on (refusedNoLease, ...).
@@ -333,7 +335,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 				// provider's fault, and the job is auctioned again at once
 				// without it (see run for the bounds).
 				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error, notStarted: true,
-					pull: strings.HasPrefix(ev.Error, providing.PullFailed)}
+					pull: strings.HasPrefix(ev.Error, providing.PullFailed), inputs: strings.HasPrefix(ev.Error, providing.InputsFailed)}
 			}
 			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
 		}
@@ -345,7 +347,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 const lostAfter = 3 * heartbeatEvery
 
 func (r *renterJobs) onStatus(id string, ev wireEvent) {
-	state := map[string]string{"reserved": StateReserved, "pulling": StatePulling, "running": StateRunning,
+	state := map[string]string{"reserved": StateReserved, "fetching": StateFetching, "pulling": StatePulling, "running": StateRunning,
 		"preempting": StatePreempting, "paused": StatePaused}[ev.Status]
 	if state == "" {
 		return

@@ -23,6 +23,7 @@ const (
 	StateAuction    = "auction"
 	StateLeased     = "leased"
 	StateReserved   = "reserved" // gold: leased, waiting for its window
+	StateFetching   = "fetching" // the provider fetches the job's inputs; not billed
 	StatePulling    = "pulling"
 	StateRunning    = "running"
 	StatePreempting = "preempting"

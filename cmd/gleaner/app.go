@@ -57,6 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			jobCommand(),
 			ledgerCommand(),
 			repCommand(),
+			dataCommand(),
 			rpcCommand(),
 			versionCommand(),
 			testnetCommand(),

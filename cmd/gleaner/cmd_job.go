@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
 )
 
 func jobCommand() *cli.Command {
@@ -122,6 +123,9 @@ func jobSubmit(c *cli.Context, follow bool) error {
 	}
 	secrets, err := readSecrets(path, spec)
 	if err != nil {
+		return err
+	}
+	if spec, err = absoluteInputs(path, spec); err != nil {
 		return err
 	}
 	nc, err := dial(c)
@@ -434,4 +438,25 @@ func awaitVerdict(c *cli.Context, nc *nodeClient, first node.JobRecord) (node.Jo
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// absoluteInputs makes each input's src absolute, relative to the spec
+// file as secrets_file is: the daemon that imports it runs elsewhere. A
+// spec that does not parse is sent as it is, for the node to report with
+// its line.
+func absoluteInputs(specPath string, spec []byte) ([]byte, error) {
+	s, err := auction.ParseJobSpec(spec)
+	if err != nil || !s.Unresolved() {
+		return spec, nil
+	}
+	for i, in := range s.Inputs {
+		if in.Src != "" && !filepath.IsAbs(in.Src) {
+			abs, err := filepath.Abs(filepath.Join(filepath.Dir(specPath), in.Src))
+			if err != nil {
+				return nil, err
+			}
+			s.Inputs[i].Src = abs
+		}
+	}
+	return yaml.Marshal(s)
 }

@@ -116,6 +116,19 @@ func (s *Store) Pin(ctx context.Context, c cid.Cid) error {
 	return s.pin(ctx, c)
 }
 
+// fillAndPin runs fill, which writes the blocks of root's DAG (a fetch from
+// peers), and then pins root, with GC held off from the first block to the
+// pin, as Add does: a partly written DAG is never swept just before its pin
+// would have kept it. Nothing is pinned if fill fails.
+func (s *Store) fillAndPin(ctx context.Context, root cid.Cid, fill func(context.Context) error) error {
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	if err := fill(ctx); err != nil {
+		return err
+	}
+	return s.pin(ctx, root)
+}
+
 func (s *Store) pin(ctx context.Context, c cid.Cid) error {
 	if !c.Defined() {
 		return errors.New("pin: no CID given")

@@ -87,11 +87,14 @@ func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 	var id string
 	var rs jobResources
 	for _, c := range list {
-		if c.Labels[LabelRole] == roleHolder {
+		switch c.Labels[LabelRole] {
+		case roleHolder:
 			rs.holder = c.ID
-			continue
+		case "":
+			id = c.ID
 		}
-		id = c.ID
+		// Any other helper (an input filler that a crash left) is not
+		// the job, and is Reconcile's to remove.
 	}
 	if id == "" {
 		return nil, fmt.Errorf("%w: job %s", ErrNoJob, jobID)
@@ -168,7 +171,9 @@ func exitedResult(st *container.State) Result {
 }
 
 // findResources fills in the job's volumes and network from their labels
-// (the holder was found with the containers), so that Remove takes them.
+// (the holder was found with the containers), so that Remove takes them:
+// the quota volumes and the input volumes, which an adoption keeps as
+// they are (never filled again).
 func (d *Docker) findResources(ctx context.Context, owned filters.Args, rs *jobResources) error {
 	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: owned})
 	if err != nil {

@@ -145,6 +145,14 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 			return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
 		}
 	}
+	// Inputs first: filling them may take long, and a failure then costs
+	// no holder. The filler is gone before the job's container exists.
+	if len(spec.Inputs) > 0 {
+		if err := d.fillInputs(ctx, &spec, &rs); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("executor: inputs of job %s: %w", spec.JobID, err)
+		}
+	}
 	if vols := spec.quotaVolumes(); len(vols) > 0 {
 		if err := d.holdVolumes(ctx, &spec, vols, &rs); err != nil {
 			cleanup()
@@ -194,7 +202,7 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image:        s.Image,
 		Cmd:          s.Command,
-		Env:          s.environ(s.CheckpointPath),
+		Env:          s.environ(s.CheckpointPath, s.inputTargets()),
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -244,6 +252,8 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
 		})
 	}
+	// Inputs are read-only: the job's writes still go only where a quota is.
+	hc.Mounts = append(hc.Mounts, s.inputMounts()...)
 	return cfg, hc
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -48,7 +49,8 @@ func (p *Process) Kind() string { return "process" }
 func (p *Process) Unsafe() bool { return true }
 
 // Start runs spec.Command; the image is ignored. The job's working
-// directory, TMPDIR and checkpoint directory live under the executor's root.
+// directory, TMPDIR, checkpoint directory and inputs live under the
+// executor's root.
 func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
@@ -78,11 +80,16 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 			return nil, fmt.Errorf("executor: restore checkpoint of job %s: %w", spec.JobID, err)
 		}
 	}
+	inputs, err := processInputs(ctx, &spec, work)
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, fmt.Errorf("executor: inputs of job %s: %w", spec.JobID, err)
+	}
 	j := &processJob{spec: spec, work: work, ckpt: ckpt, logs: NewLogBuffer(p.logSize), done: make(chan struct{})}
 	j.logs.Write([]byte(unsafeBanner))
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = work
-	cmd.Env = append(spec.environ(ckpt), "PATH="+os.Getenv("PATH"), "HOME="+work,
+	cmd.Env = append(spec.environ(ckpt, inputs), "PATH="+os.Getenv("PATH"), "HOME="+work,
 		"TMPDIR="+filepath.Join(work, "tmp"), "GLEANER_UNSAFE_EXECUTOR=1")
 	j.out = newOutputHash()
 	cmd.Stdout, cmd.Stderr = j.out.tee(j.logs), j.logs
@@ -95,6 +102,36 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 	j.pid = cmd.Process.Pid
 	go j.wait(cmd)
 	return j, nil
+}
+
+// processInputs unpacks each of spec's inputs, checked as for Docker
+// (checkInputTar), into inputs/N of the job's work directory, and returns
+// the directories, which the job finds in its environment as
+// GLEANER_INPUT_N (EnvInputPrefix). A process has no mount namespace, so
+// it cannot see an input at its Target: a job meant to run under both
+// executors reads GLEANER_INPUT_N, which the Docker executor sets to the
+// Target. Nor is the tree read-only here: the job runs as the provider's
+// user, who owns the files; on `--network local` that is accepted.
+func processInputs(ctx context.Context, spec *Spec, work string) ([]string, error) {
+	dirs := make([]string, len(spec.Inputs))
+	for i, in := range spec.Inputs {
+		dir := filepath.Join(work, "inputs", strconv.Itoa(i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		err := readInput(ctx, in, func(r io.Reader) error {
+			if err := untarFrom(r, dir, "input"); err != nil {
+				return err
+			}
+			_, err := io.Copy(io.Discard, r) // to the stream's end, which tells the input is whole
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("input %d (%s, %d bytes): %w", i, in.Target, in.Bytes, err)
+		}
+		dirs[i] = dir
+	}
+	return dirs, nil
 }
 
 // Adopt implements Adopter: a process job cannot be taken over. Its

@@ -15,7 +15,13 @@ import (
 // must stay inside dir and only regular files and directories are made: a
 // checkpoint comes from another machine and is hostile until unpacked.
 func untar(data []byte, dir string) error {
-	tr := tar.NewReader(bytes.NewReader(data))
+	return untarFrom(bytes.NewReader(data), dir, "checkpoint")
+}
+
+// untarFrom unpacks the tar stream r into dir as untar does; what names
+// the tar in errors ("checkpoint", "input").
+func untarFrom(r io.Reader, dir, what string) error {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -29,7 +35,7 @@ func untar(data []byte, dir string) error {
 			continue
 		}
 		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("checkpoint entry %q escapes the checkpoint directory", h.Name)
+			return fmt.Errorf("%s entry %q escapes the %s directory", what, h.Name, what)
 		}
 		path := filepath.Join(dir, name)
 		switch h.Typeflag {
@@ -53,7 +59,7 @@ func untar(data []byte, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("checkpoint entry %q: only files and directories are restored", h.Name)
+			return fmt.Errorf("%s entry %q: only files and directories are restored", what, h.Name)
 		}
 	}
 }

@@ -35,6 +35,10 @@ type Spec struct {
 	// resumes on another provider.
 	Restore []byte
 
+	// Inputs are read-only file trees the job sees at their Targets,
+	// filled before the job starts (inputs.go); at most MaxInputs.
+	Inputs []Input
+
 	// Quotas, in MiB, of what the job can write (volume.go); each is a
 	// tmpfs, so its contents count against MemoryMiB too. Zero means the
 	// default.
@@ -83,6 +87,9 @@ func (s *Spec) validate() error {
 	case s.SimulatedGPUs && len(s.GPUUUIDs) == 0:
 		return bad("simulated GPUs without UUIDs")
 	}
+	if err := s.validateInputs(bad); err != nil {
+		return err
+	}
 	for k := range s.Secrets {
 		if _, dup := s.Env[k]; dup {
 			return bad("%q is both an env var and a secret", k)
@@ -113,9 +120,10 @@ func checkEnvName(k string) error {
 }
 
 // environ is the job's environment as KEY=VALUE, sorted for a stable
-// container config. checkpoint is where this executor put the checkpoint.
-func (s *Spec) environ(checkpoint string) []string {
-	env := make([]string, 0, len(s.Env)+len(s.Secrets)+4)
+// container config. checkpoint is where this executor put the checkpoint,
+// inputs where it put each input (EnvInputPrefix).
+func (s *Spec) environ(checkpoint string, inputs []string) []string {
+	env := make([]string, 0, len(s.Env)+len(s.Secrets)+len(inputs)+4)
 	for _, k := range sortedKeys(s.Env) {
 		env = append(env, k+"="+s.Env[k])
 	}
@@ -132,6 +140,7 @@ func (s *Spec) environ(checkpoint string) []string {
 	if checkpoint != "" {
 		env = append(env, EnvCheckpointPath+"="+checkpoint)
 	}
+	env = append(env, inputEnv(inputs)...)
 	return env
 }
 

@@ -222,12 +222,13 @@ func (d *Docker) ensureHolderImage(ctx context.Context) error {
 type jobResources struct {
 	network string   // the job's own network's ID, or ""
 	holder  string   // the volume holder's container ID, or ""
-	volumes []string // quota volumes, by name
+	filler  string   // the input filler's container ID while it exists, or ""
+	volumes []string // quota and input volumes, by name
 }
 
 // remove deletes rs after the job's container is gone: the holder first
 // (the daemon unmounts the tmpfs volumes when it stops, freeing their
-// memory), then the volumes, then the network, which Docker refuses to
+// memory) and the input filler if a failed fill left it, then the volumes, then the network, which Docker refuses to
 // remove while a container is attached. It tries everything and is
 // idempotent.
 func (d *Docker) removeResources(ctx context.Context, rs *jobResources) error {
@@ -236,6 +237,12 @@ func (d *Docker) removeResources(ctx context.Context, rs *jobResources) error {
 		err := d.cli.ContainerRemove(ctx, rs.holder, container.RemoveOptions{Force: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove volume holder: %w", err))
+		}
+	}
+	if rs.filler != "" {
+		err := d.cli.ContainerRemove(ctx, rs.filler, container.RemoveOptions{Force: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove input filler: %w", err))
 		}
 	}
 	for _, v := range rs.volumes {

@@ -28,11 +28,13 @@ import (
 // this adapter quotes and accepts over streams, persists lease states,
 // runs containers and carries out the actions the scheduler returns.
 type Provider struct {
-	p     *offers.Publisher
-	store Store
-	key   crypto.PrivKey
-	exec  executor.Executor // nil: this node cannot run jobs, so it never bids
-	sched *sched.Scheduler
+	p            *offers.Publisher
+	store        Store
+	key          crypto.PrivKey
+	exec         executor.Executor // nil: this node cannot run jobs, so it never bids
+	inputs       Inputs            // nil: jobs with inputs fail to start
+	inputTimeout time.Duration     // bounds fetchInputs (Config.InputFetchTimeout)
+	sched        *sched.Scheduler
 	// wrongAnswers: fault injection (Config.WrongAnswers).
 	wrongAnswers bool
 	engine       auction.BidEngine
@@ -62,6 +64,12 @@ type Config struct {
 	Key   crypto.PrivKey
 	// Exec runs the containers; nil: this node cannot run jobs and never bids.
 	Exec executor.Executor
+	// Inputs fetches and reads jobs' input DAGs; nil: a job with inputs
+	// fails to start.
+	Inputs Inputs
+	// InputFetchTimeout bounds the fetch of a job's inputs; 0 means
+	// DefaultInputFetchTimeout.
+	InputFetchTimeout time.Duration
 	// GPUs is read for telemetry; nil when the node has no GPUs.
 	GPUs attest.Source
 	// Record appends to this node's ledger feed, logging rather than
@@ -123,7 +131,7 @@ func New(bg context.Context, c Config) *Provider {
 	if c.StartDeadline > 0 {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
-	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, log: c.Log, bg: bg, tag: c.Tag,
+	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, inputs: c.Inputs, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn,
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
@@ -133,6 +141,9 @@ func New(bg context.Context, c Config) *Provider {
 	}
 	if pj.spawn == nil {
 		pj.spawn = func(f func()) { go f() }
+	}
+	if pj.inputTimeout <= 0 {
+		pj.inputTimeout = DefaultInputFetchTimeout
 	}
 	pj.sched.SetLaunchLead(defaultBegin)
 	return pj

@@ -141,6 +141,22 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	send := al.hub.send
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
+	// Inputs first, also for a reservation waiting for its window: its
+	// data is here by its start (cache warming), and a CID nobody serves
+	// fails before anything is billed.
+	if err := pj.fetchInputs(ctx, al, spec, &es, send); err != nil {
+		select {
+		case <-al.cancelled:
+			_ = send(wire.Event{Type: "exit", Status: "stopped", Error: "cancelled by the renter before it began"})
+			return nil, false
+		default:
+		}
+		if pj.bg.Err() != nil {
+			return nil, pj.saveLease(al.lease.JobID, al.raw, LeaseStarted) == nil // held again at the next start (Restore)
+		}
+		_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: InputsFailed + err.Error()})
+		return nil, false
+	}
 	var ready <-chan ahead // a reservation's job, made ready ahead
 	select {
 	case <-al.launch:

@@ -27,7 +27,30 @@ type Config struct {
 	Provider ProviderConfig `toml:"provider"`
 	Market   MarketConfig   `toml:"market"`
 	Trust    TrustConfig    `toml:"trust"`
+	Data     DataConfig     `toml:"data"`
 }
+
+// DataConfig bounds the node's content-addressed block store
+// (<repo>/data): job inputs, outputs and pinned datasets.
+type DataConfig struct {
+	// QuotaGiB is the most the store may hold on disk; a write that would
+	// pass it is refused, never half-done.
+	QuotaGiB int `toml:"quota_gib"`
+	// InputFetchTimeoutS bounds, as a provider, the fetch of a job's
+	// inputs before it starts: an input nobody serves fails the start
+	// after this long.
+	InputFetchTimeoutS int `toml:"input_fetch_timeout_s"`
+}
+
+// DefaultDataQuotaGiB is the block store's quota when config.toml does not
+// set one (repos made before the store existed): enough for a model and a
+// dataset, small next to a provider's disk.
+const DefaultDataQuotaGiB = 20
+
+// DefaultInputFetchTimeoutS is data.input_fetch_timeout_s when unset: long
+// enough for tens of GB from a home uplink, short enough that an input
+// nobody serves is re-auctioned within the half hour.
+const DefaultInputFetchTimeoutS = 1200
 
 // TrustConfig sets how this node, as a renter, checks providers' work.
 type TrustConfig struct {
@@ -112,6 +135,7 @@ func DefaultConfig(network string) Config {
 		},
 		Market: MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
 		Trust:  TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
+		Data:   DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS},
 	}
 }
 
@@ -125,7 +149,9 @@ const (
 // LoadConfig reads and validates a config file. Unknown keys are errors: a
 // misspelt setting must never be silently ignored.
 func LoadConfig(path string) (Config, error) {
-	var c Config
+	// Sections added after a repo was made keep their defaults when the
+	// file predates them; a key that is present is always validated.
+	c := Config{Data: DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS}}
 	md, err := toml.DecodeFile(path, &c)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -196,6 +222,12 @@ func (c Config) Validate() error {
 		if _, err := attest.ParseSimulateSpec(c.Provider.SimulateGPUs); err != nil {
 			return fmt.Errorf("provider.simulate_gpus: %v", err)
 		}
+	}
+	if c.Data.QuotaGiB < 1 {
+		return fmt.Errorf("data.quota_gib %d: at least 1 is needed (the block store for job inputs, outputs and datasets)", c.Data.QuotaGiB)
+	}
+	if t := c.Data.InputFetchTimeoutS; t < 5 || t > 86400 {
+		return fmt.Errorf("data.input_fetch_timeout_s %d: use 5 to 86400 (seconds)", t)
 	}
 	for _, cont := range c.Market.Continents {
 		if !slices.Contains(auction.Continents, cont) {

@@ -76,6 +76,15 @@ func (c Config) Render() string {
 	w("# path is relative to this repo directory.")
 	w("canary_spec = %s", strconv.Quote(c.Trust.CanarySpec))
 	w("canary_min_rate = %s", strconv.FormatFloat(c.Trust.CanaryMinRate, 'g', -1, 64))
+	w("")
+	w("[data]")
+	w("# The content-addressed block store in <repo>/data (job inputs and outputs, datasets pinned with")
+	w("# `gleaner data pin`). A write that would pass the quota is refused; `gleaner data gc` frees")
+	w("# what no pin holds.")
+	w("quota_gib = %d", c.Data.QuotaGiB)
+	w("# As a provider: how long to fetch a job's inputs before it starts (unbilled) before giving up;")
+	w("# the renter then auctions the job again elsewhere.")
+	w("input_fetch_timeout_s = %d", c.Data.InputFetchTimeoutS)
 	return b.String()
 }
 

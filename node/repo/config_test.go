@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -85,5 +86,35 @@ func TestBootstrapDefaults(t *testing.T) {
 	}
 	if _, err := ParseBootstrap(BootstrapFor(NetworkTestnet, nil)); err != nil {
 		t.Errorf("built-in list does not parse: %v", err)
+	}
+}
+
+// A config.toml written before the [data] section existed loads with the
+// default quota; a quota that is present is validated, never replaced.
+func TestDataQuotaDefaultsOnlyWhenAbsent(t *testing.T) {
+	full := DefaultConfig(NetworkLocal).Render()
+	cut := strings.Index(full, "[data]")
+	if cut < 0 {
+		t.Fatal("rendered config has no [data] section")
+	}
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.toml")
+	if err := os.WriteFile(old, []byte(full[:cut]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data.QuotaGiB != DefaultDataQuotaGiB {
+		t.Errorf("quota of a config without [data] = %d, want %d", c.Data.QuotaGiB, DefaultDataQuotaGiB)
+	}
+	zero := filepath.Join(dir, "zero.toml")
+	body := strings.Replace(full, fmt.Sprintf("quota_gib = %d", DefaultDataQuotaGiB), "quota_gib = 0", 1)
+	if err := os.WriteFile(zero, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(zero); err == nil || !strings.Contains(err.Error(), "data.quota_gib") {
+		t.Errorf("quota_gib = 0 accepted or not named: %v", err)
 	}
 }

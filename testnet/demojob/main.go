@@ -2,7 +2,7 @@
 // tests: a static binary, packaged FROM scratch, that reports where it runs
 // and can be told to sleep, fail or checkpoint.
 //
-//	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt]
+//	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data]
 //	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 package main
 
@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,7 +26,14 @@ func main() {
 	lines := flag.Int("lines", 3, "progress lines to print")
 	ckpt := flag.String("checkpoint", "", "directory to resume from and checkpoint to on SIGTERM")
 	answer := flag.Int("answer", 0, "known-answer mode: print sha256 iterated this many times over \"gleaner\" and exit")
+	read := flag.String("read", "", "print the sha256 of every file under this directory (a job input), and whether it is writable")
 	flag.Parse()
+	if *read != "" {
+		if err := readTree(*read); err != nil {
+			fmt.Println("read failed:", err)
+			os.Exit(1)
+		}
+	}
 	if *answer > 0 {
 		// Output that depends on nothing but the work: any honest provider
 		// prints the same bytes, so their hash is a known answer.
@@ -71,4 +79,39 @@ func main() {
 	}
 	fmt.Println("job finished")
 	os.Exit(*exit)
+}
+
+// readTree prints "input <rel> <sha256>" for each file under dir, in
+// name order, then whether a file could be created in any directory of
+// it: what a test compares against the files the renter gave.
+func readTree(dir string) error {
+	writable := []string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			if f, err := os.Create(filepath.Join(p, ".probe")); err == nil {
+				f.Close()
+				writable = append(writable, rel)
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("input %s %x\n", rel, sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(writable) > 0 {
+		fmt.Printf("input writable: yes (%s)\n", strings.Join(writable, " "))
+	} else {
+		fmt.Println("input writable: no")
+	}
+	return nil
 }

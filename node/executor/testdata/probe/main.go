@@ -73,6 +73,19 @@ func main() {
 			fmt.Println("checkpoint:", err)
 			os.Exit(3)
 		}
+	case "input": // input FILE DIR: print FILE, then try to write in DIR
+		input(os.Args[2], os.Args[3])
+	case "watch": // watch FILE N MS: print FILE as "read i: ..." every MS ms, N times
+		n, ms := atoi(os.Args[3]), atoi(os.Args[4])
+		for i := 1; i <= n; i++ {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			b, err := os.ReadFile(os.Args[2])
+			if err != nil {
+				fmt.Printf("read %d: error %v\n", i, err)
+				continue
+			}
+			fmt.Printf("read %d: %s\n", i, b)
+		}
 	case "serve": // serve PORT: answer every TCP connection with "pong"
 		serve(os.Args[2])
 	case "dial": // dial HOST:PORT: one connection, 3 s to connect
@@ -228,6 +241,27 @@ func writable(path string) bool {
 	f.Close()
 	os.Remove(f.Name())
 	return true
+}
+
+// inputResult is what input reports, as one JSON line.
+type inputResult struct {
+	Read     string // FILE's contents
+	ReadErr  string
+	WriteErr string // why a file could not be created in DIR; "" if it was
+	Env      string // GLEANER_INPUT_0
+}
+
+func input(file, dir string) {
+	r := inputResult{Env: os.Getenv("GLEANER_INPUT_0")}
+	b, err := os.ReadFile(file)
+	r.Read = string(b)
+	if err != nil {
+		r.ReadErr = err.Error()
+	}
+	if err := os.WriteFile(filepath.Join(dir, "x"), []byte("x"), 0o600); err != nil {
+		r.WriteErr = err.Error()
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
 }
 
 func serve(port string) {

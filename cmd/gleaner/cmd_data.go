@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+var fetchTimeoutFlag = &cli.DurationFlag{
+	Name:  "timeout",
+	Usage: "give up when the DAG is not complete after this long (no peer serves it, or too slowly)",
+	Value: node.DefaultFetchTimeout,
+}
+
+func dataCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "data",
+		Usage: "content-addressed files: add, fetch, pin and free job data and datasets",
+		Description: `Files are stored as IPFS-compatible UnixFS blocks in <repo>/data, up to
+data.quota_gib in config.toml. The same files give the same CID as
+'ipfs add --cid-version=1'. Blocks travel between gleaner nodes with bitswap
+over the node's libp2p connections; each is checked against its CID, so a
+peer cannot serve wrong bytes. Pinned DAGs are announced in the DHT, so other
+nodes can fetch them from this one.`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "import a file or directory and pin it; prints its CID",
+				ArgsUsage: "<path>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return usagef("example: gleaner data add ./weights", "data add needs exactly one path")
+					}
+					abs, err := filepath.Abs(c.Args().First())
+					if err != nil {
+						return err
+					}
+					var r node.DataFetchResult
+					if err := callCmd(c, "data_add", node.DataPathParams{Path: abs}, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintln(w, r.CID)
+						fmt.Fprintf(c.App.ErrWriter, "added %s (%s), pinned\n", abs, size(r.Bytes))
+					})
+				},
+			},
+			{
+				Name:      "pin",
+				Usage:     "fetch a DAG from the peers that have it and keep it",
+				ArgsUsage: "<cid>",
+				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag},
+				Action: func(c *cli.Context) error {
+					cidArg, err := oneCID(c, "pin")
+					if err != nil {
+						return err
+					}
+					p, err := cidParams(c, cidArg)
+					if err != nil {
+						return err
+					}
+					var r node.DataFetchResult
+					if err := callCmd(c, "data_pin", p, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) { fmt.Fprintf(w, "pinned %s (%s%s)\n", r.CID, size(r.Bytes), fetchedNote(r)) })
+				},
+			},
+			{
+				Name:      "get",
+				Usage:     "fetch a DAG and write it out as files",
+				ArgsUsage: "<cid> <new-path>",
+				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 2 {
+						return usagef("example: gleaner data get bafybei... ./results", "data get needs a CID and a path that does not exist yet")
+					}
+					p, err := cidParams(c, c.Args().Get(0))
+					if err != nil {
+						return err
+					}
+					dir, err := filepath.Abs(c.Args().Get(1))
+					if err != nil {
+						return err
+					}
+					var r node.DataFetchResult
+					if err := callCmd(c, "data_get", node.DataGetParams{DataCIDParams: p, Dir: dir}, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintf(w, "wrote %s to %s (%s%s)\n", r.CID, r.Path, size(r.Bytes), fetchedNote(r))
+					})
+				},
+			},
+			{
+				Name:  "ls",
+				Usage: "the pinned DAGs and the store's use of its quota",
+				Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					var r node.DataListResult
+					if err := callCmd(c, "data_ls", struct{}{}, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintf(w, "store: %s used of %s\n", size(r.UsedBytes), size(r.QuotaBytes))
+						if len(r.Pins) == 0 {
+							fmt.Fprintln(w, "no pins (gleaner data add <path> or gleaner data pin <cid>)")
+							return
+						}
+						rows := [][]string{{"CID", "SIZE"}}
+						for _, p := range r.Pins {
+							rows = append(rows, []string{p.CID, size(p.Bytes)})
+						}
+						table(w, rows)
+					})
+				},
+			},
+			{
+				Name:      "rm",
+				Usage:     "unpin a DAG and free its blocks that no other pin holds",
+				ArgsUsage: "<cid>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					cidArg, err := oneCID(c, "rm")
+					if err != nil {
+						return err
+					}
+					var r node.DataGCResult
+					if err := callCmd(c, "data_rm", node.DataCIDParams{CID: cidArg}, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintf(w, "unpinned %s; freed %s (%d blocks), %s in use\n", r.CID, size(r.FreedBytes), r.RemovedBlocks, size(r.UsedBytes))
+					})
+				},
+			},
+			{
+				Name:  "gc",
+				Usage: "free every block that no pin holds",
+				Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					var r node.DataGCResult
+					if err := callCmd(c, "data_gc", struct{}{}, &r); err != nil {
+						return err
+					}
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintf(w, "freed %s (%d blocks), %s in use\n", size(r.FreedBytes), r.RemovedBlocks, size(r.UsedBytes))
+					})
+				},
+			},
+		},
+	}
+}
+
+func oneCID(c *cli.Context, verb string) (string, error) {
+	if c.Args().Len() != 1 {
+		return "", usagef("CIDs: gleaner data ls", "data %s needs exactly one CID", verb)
+	}
+	return c.Args().First(), nil
+}
+
+func cidParams(c *cli.Context, cidArg string) (node.DataCIDParams, error) {
+	d := c.Duration("timeout")
+	if d < time.Second || d > 24*time.Hour {
+		return node.DataCIDParams{}, usagef("for example --timeout 30m", "--timeout %s: use 1s to 24h", d)
+	}
+	return node.DataCIDParams{CID: cidArg, TimeoutS: int(d / time.Second)}, nil
+}
+
+func fetchedNote(r node.DataFetchResult) string {
+	if r.Fetched {
+		return ", fetched from peers"
+	}
+	return ", all here already"
+}
+
+// size prints bytes in binary units, as quotas are set.
+func size(b int64) string { return units.BytesSize(float64(b)) }

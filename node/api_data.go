@@ -1,0 +1,264 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/ipfs/go-cid"
+)
+
+// Application error codes of the data namespace (docs/RPC.md).
+const (
+	CodeDataQuota      = -32040 // the block store's quota (data.quota_gib) would be passed
+	CodeDataUnservable = -32041 // no peer served a block of the DAG in time
+	CodeDataNotPinned  = -32042 // data_rm of a CID that is not pinned here
+	CodeDataRefused    = -32043 // the DAG is unsafe to write out (a name like .., or larger than the limits)
+)
+
+var (
+	errDataQuota      = &rpc.Error{Code: CodeDataQuota, Message: "the block store's quota would be passed"}
+	errDataUnservable = &rpc.Error{Code: CodeDataUnservable, Message: "no peer served the data in time"}
+	errDataNotPinned  = &rpc.Error{Code: CodeDataNotPinned, Message: "not pinned on this node"}
+	errDataRefused    = &rpc.Error{Code: CodeDataRefused, Message: "refused to write the DAG out"}
+)
+
+// DefaultFetchTimeout bounds data_pin and data_get when the call gives no
+// timeout: long enough for a large dataset from a slow peer, short enough
+// that a CID nobody serves fails within minutes rather than never.
+const DefaultFetchTimeout = 10 * time.Minute
+
+// DataPathParams name a file or directory on this node's machine.
+type DataPathParams struct {
+	Path string `json:"path"`
+}
+
+// Validate wants an absolute path: the daemon's working directory is not
+// the caller's, so a relative one would name some other file.
+func (p DataPathParams) Validate() error {
+	if p.Path == "" {
+		return errors.New("path: give the file or directory to add")
+	}
+	if !filepath.IsAbs(p.Path) {
+		return fmt.Errorf("path %q: must be absolute (the CLI makes it so)", p.Path)
+	}
+	return nil
+}
+
+// DataCIDParams name one DAG; timeout_s bounds a fetch (default 600).
+type DataCIDParams struct {
+	CID      string `json:"cid"`
+	TimeoutS int    `json:"timeout_s,omitempty"`
+}
+
+// Validate checks the CID's syntax and the timeout's range.
+func (p DataCIDParams) Validate() error {
+	if _, err := parseDataCID(p.CID); err != nil {
+		return err
+	}
+	if p.TimeoutS < 0 || p.TimeoutS > 86400 {
+		return fmt.Errorf("timeout_s %d: use 1 to 86400, or leave it out for %d", p.TimeoutS, int(DefaultFetchTimeout.Seconds()))
+	}
+	return nil
+}
+
+func (p DataCIDParams) timeout() time.Duration {
+	if p.TimeoutS == 0 {
+		return DefaultFetchTimeout
+	}
+	return time.Duration(p.TimeoutS) * time.Second
+}
+
+// DataGetParams name a DAG and a directory entry to write it to.
+type DataGetParams struct {
+	DataCIDParams
+	Dir string `json:"dir"`
+}
+
+// Validate wants an absolute destination that does not exist yet, in a
+// directory that does: get never merges into or overwrites what is there.
+func (p DataGetParams) Validate() error {
+	if err := p.DataCIDParams.Validate(); err != nil {
+		return err
+	}
+	if p.Dir == "" || !filepath.IsAbs(p.Dir) {
+		return fmt.Errorf("dir %q: give an absolute path that does not exist yet (the CLI makes it absolute)", p.Dir)
+	}
+	return nil
+}
+
+func parseDataCID(s string) (cid.Cid, error) {
+	if s == "" {
+		return cid.Undef, errors.New("cid: give a content ID, for example bafybei... (from gleaner data add)")
+	}
+	c, err := cid.Decode(s)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("cid %q is not a content ID: %v", s, err)
+	}
+	return c, nil
+}
+
+// DataPin is one pinned DAG.
+type DataPin struct {
+	CID   string `json:"cid"`
+	Bytes int64  `json:"bytes"` // the DAG's size as stored and sent: every block it links
+}
+
+// DataListResult is data_ls's result.
+type DataListResult struct {
+	UsedBytes  int64     `json:"used_bytes"`
+	QuotaBytes int64     `json:"quota_bytes"`
+	Pins       []DataPin `json:"pins"`
+}
+
+// DataFetchResult is data_add's, data_pin's and data_get's result.
+type DataFetchResult struct {
+	CID     string `json:"cid"`
+	Bytes   int64  `json:"bytes"`
+	Blocks  int    `json:"blocks,omitempty"`
+	Fetched bool   `json:"fetched"` // some blocks came from peers
+	Path    string `json:"path,omitempty"`
+}
+
+// DataGCResult is data_gc's and data_rm's result.
+type DataGCResult struct {
+	CID           string `json:"cid,omitempty"`
+	RemovedBlocks int    `json:"removed_blocks"`
+	FreedBytes    int64  `json:"freed_bytes"`
+	UsedBytes     int64  `json:"used_bytes"`
+}
+
+type dataAPI struct{ n *Node }
+
+func registerDataAPI(s *rpc.Server, n *Node) {
+	a := dataAPI{n}
+	rpc.Register(s, "data_add", rpc.MethodDoc{
+		Summary:     "Import a file or directory on this node's machine into the block store and pin it.",
+		Description: "The CID is the one `ipfs add --cid-version=1` gives for the same files. path must be absolute.",
+		ParamNames:  []string{"path"},
+		Errors:      []*rpc.Error{errDataQuota},
+	}, a.Add)
+	rpc.Register(s, "data_pin", rpc.MethodDoc{
+		Summary:     "Fetch a DAG from the peers that have it (every block verified against its CID) and pin it.",
+		Description: "Blocks already here are not fetched again. timeout_s defaults to 600.",
+		ParamNames:  []string{"cid", "timeout_s"},
+		Errors:      []*rpc.Error{errDataQuota, errDataUnservable},
+	}, a.Pin)
+	rpc.Register(s, "data_ls", rpc.MethodDoc{Summary: "The pinned DAGs, and the store's use and quota."}, a.List)
+	rpc.Register(s, "data_rm", rpc.MethodDoc{
+		Summary:    "Unpin a DAG and free the blocks no other pin holds.",
+		ParamNames: []string{"cid"},
+		Errors:     []*rpc.Error{errDataNotPinned},
+	}, a.Remove)
+	rpc.Register(s, "data_gc", rpc.MethodDoc{Summary: "Free every block that no pin holds."}, a.GC)
+	rpc.Register(s, "data_get", rpc.MethodDoc{
+		Summary:     "Fetch a DAG (as data_pin does) and write it out as files at dir, which must not exist yet.",
+		Description: "Names such as .. or containing / are refused, and nothing is written outside dir.",
+		ParamNames:  []string{"cid", "dir", "timeout_s"},
+		Errors:      []*rpc.Error{errDataQuota, errDataUnservable, errDataRefused},
+	}, a.Get)
+}
+
+func (a dataAPI) Add(ctx context.Context, p DataPathParams) (DataFetchResult, error) {
+	if _, err := os.Stat(p.Path); err != nil {
+		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("path: %v", err)}
+	}
+	c, err := a.n.data.Add(ctx, p.Path)
+	if err != nil {
+		return DataFetchResult{}, dataError(err)
+	}
+	size, err := a.n.data.Size(ctx, c)
+	if err != nil {
+		return DataFetchResult{}, err
+	}
+	a.n.provideData(c)
+	return DataFetchResult{CID: c.String(), Bytes: size}, nil
+}
+
+func (a dataAPI) Pin(ctx context.Context, p DataCIDParams) (DataFetchResult, error) {
+	c, _ := parseDataCID(p.CID)
+	return a.n.fetchData(ctx, c, p.timeout())
+}
+
+func (a dataAPI) List(ctx context.Context, _ struct{}) (DataListResult, error) {
+	pins, err := a.n.data.Pins(ctx)
+	if err != nil {
+		return DataListResult{}, err
+	}
+	res := DataListResult{UsedBytes: a.n.data.Used(), QuotaBytes: a.n.data.Quota(), Pins: []DataPin{}}
+	for _, c := range pins {
+		// A pin whose root is not here yet (a fetch cut short) lists with
+		// size 0 rather than hiding the pin.
+		size, _ := a.n.data.Size(ctx, c)
+		res.Pins = append(res.Pins, DataPin{CID: c.String(), Bytes: size})
+	}
+	return res, nil
+}
+
+func (a dataAPI) Remove(ctx context.Context, p DataCIDParams) (DataGCResult, error) {
+	c, _ := parseDataCID(p.CID)
+	pinned, err := a.n.data.Pinned(ctx, c)
+	if err != nil {
+		return DataGCResult{}, err
+	}
+	if !pinned {
+		return DataGCResult{}, &rpc.Error{Code: CodeDataNotPinned, Message: p.CID + " is not pinned on this node (gleaner data ls lists what is)"}
+	}
+	if err := a.n.data.Unpin(ctx, c); err != nil {
+		return DataGCResult{}, err
+	}
+	res, err := a.GC(ctx, struct{}{})
+	res.CID = c.String()
+	return res, err
+}
+
+func (a dataAPI) GC(ctx context.Context, _ struct{}) (DataGCResult, error) {
+	r, err := a.n.data.GC(ctx)
+	if err != nil {
+		return DataGCResult{}, err
+	}
+	return DataGCResult{RemovedBlocks: r.Removed, FreedBytes: r.Freed, UsedBytes: a.n.data.Used()}, nil
+}
+
+func (a dataAPI) Get(ctx context.Context, p DataGetParams) (DataFetchResult, error) {
+	if _, err := os.Lstat(p.Dir); err == nil {
+		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s exists already; give a new name (get never overwrites)", p.Dir)}
+	}
+	if st, err := os.Stat(filepath.Dir(p.Dir)); err != nil || !st.IsDir() {
+		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s: its parent is not a directory", p.Dir)}
+	}
+	c, _ := parseDataCID(p.CID)
+	res, err := a.n.fetchData(ctx, c, p.timeout())
+	if err != nil {
+		return res, err
+	}
+	// The store's quota bounds what a DAG may write out: no more than it
+	// could hold, however many times its blocks are linked.
+	lim := data.ExportLimits{MaxBytes: a.n.data.Quota(), MaxEntries: maxInputEntries}
+	if err := data.Export(ctx, a.n.data.DAG(), c, p.Dir, lim); err != nil {
+		return res, dataError(err)
+	}
+	res.Path = p.Dir
+	return res, nil
+}
+
+// dataError gives the store's and exchange's errors their codes.
+func dataError(err error) error {
+	switch {
+	case errors.Is(err, auction.ErrBadJobSpec):
+		return &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+	case errors.Is(err, data.ErrQuota):
+		return &rpc.Error{Code: CodeDataQuota, Message: err.Error() + " (raise data.quota_gib in config.toml, or free space with gleaner data rm / gc)"}
+	case errors.Is(err, data.ErrNotFound):
+		return &rpc.Error{Code: CodeDataUnservable, Message: err.Error()}
+	case errors.Is(err, data.ErrUnsafePath), errors.Is(err, data.ErrTooLarge):
+		return &rpc.Error{Code: CodeDataRefused, Message: err.Error()}
+	}
+	return err
+}

@@ -1,0 +1,168 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/ipfs/go-cid"
+	"gopkg.in/yaml.v3"
+)
+
+// DataDir is the block store's directory inside the repo.
+const DataDir = "data"
+
+// reprovideEvery re-announces every pin in the DHT, whose provider records
+// expire after 48 h.
+const reprovideEvery = 12 * time.Hour
+
+// startData opens the content-addressed block store (job inputs and
+// outputs and the datasets an owner pins, bounded by data.quota_gib).
+func (n *Node) startData() error {
+	st, err := data.OpenStore(filepath.Join(n.repo.Dir, DataDir), int64(n.cfg.Data.QuotaGiB)<<30)
+	if err != nil {
+		return err
+	}
+	n.data = st
+	n.onClose(func(context.Context) error { return st.Close() })
+	return nil
+}
+
+// startExchange serves and fetches blocks with bitswap on the node's host,
+// namespaced to its network, with the DHT as the content router. It runs
+// once the host is up; its close runs before the store's.
+func (n *Node) startExchange() error {
+	x, err := data.NewExchange(n.bg, data.ExchangeConfig{
+		Host:           n.host.LibP2P(),
+		ProtocolPrefix: n.host.ProtocolID("data"),
+		Router:         n.host.DHT(),
+		Store:          n.data,
+		Log:            n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.exchange = x
+	n.onClose(func(context.Context) error { return x.Close() })
+	n.tasks.Go(n.reprovideLoop)
+	return nil
+}
+
+// fetchData brings the DAG under c into the store, from peers where it
+// is not all here, and pins it.
+func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration) (DataFetchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := n.exchange.Fetch(ctx, c, nil)
+	if err != nil {
+		return DataFetchResult{}, dataError(err)
+	}
+	size, err := n.data.Size(ctx, c)
+	if err != nil {
+		return DataFetchResult{}, err
+	}
+	n.provideData(c)
+	return DataFetchResult{CID: c.String(), Bytes: size, Blocks: r.Blocks, Fetched: r.Peers > 0}, nil
+}
+
+// provideData announces c in the DHT in the background: a DHT put takes
+// seconds and may fail on a small network, neither of which is the
+// caller's concern (the next reprovide tries again).
+func (n *Node) provideData(c cid.Cid) {
+	n.tasks.Go(func() {
+		ctx, cancel := context.WithTimeout(n.bg, time.Minute)
+		defer cancel()
+		if err := n.exchange.Provide(ctx, c); err != nil && n.bg.Err() == nil {
+			n.log.Debug("data: provide failed; retried at the next reprovide", "cid", c, "err", err)
+		}
+	})
+}
+
+func (n *Node) reprovideLoop() {
+	t := time.NewTicker(reprovideEvery)
+	defer t.Stop()
+	for {
+		pins, _ := n.data.Pins(n.bg) // an error here is retried at the next tick
+		for _, c := range pins {     // one at a time: a reprovide is background work
+			ctx, cancel := context.WithTimeout(n.bg, time.Minute)
+			err := n.exchange.Provide(ctx, c)
+			cancel()
+			if err != nil && n.bg.Err() == nil {
+				n.log.Debug("data: reprovide failed", "cid", c, "err", err)
+			}
+		}
+		select {
+		case <-n.bg.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// resolveInputs imports the inputs a spec names by a path on this
+// machine (src) into the store, pins and announces them, and returns the
+// spec with their CIDs in place of the paths: providers are sent CIDs
+// only. A spec that does not parse is returned as it is, for submit to
+// report with its line; one without src inputs is returned unchanged.
+func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, error) {
+	spec, err := auction.ParseJobSpec(specYAML)
+	if err != nil || !spec.Unresolved() {
+		return specYAML, nil
+	}
+	for i := range spec.Inputs {
+		in := &spec.Inputs[i]
+		if in.Src == "" {
+			continue
+		}
+		field := fmt.Sprintf("inputs[%d].src", i)
+		if !filepath.IsAbs(in.Src) {
+			return nil, fmt.Errorf("%w: %s %q: relative to what? Over the API give an absolute path (gleaner job run makes it relative to the spec file)", auction.ErrBadJobSpec, field, in.Src)
+		}
+		st, err := os.Stat(in.Src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", auction.ErrBadJobSpec, field, err)
+		}
+		// A directory's entries appear at the input's path; a single file
+		// appears under its own name there (a volume is a directory).
+		var c cid.Cid
+		if st.IsDir() {
+			c, err = n.data.Add(ctx, in.Src)
+		} else {
+			c, err = n.data.AddWrapped(ctx, in.Src)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", field, in.Src, err)
+		}
+		n.provideData(c)
+		n.log.Info("job input imported", "src", in.Src, "cid", c)
+		in.CID, in.Src = c.String(), ""
+	}
+	return yaml.Marshal(spec)
+}
+
+// dataInputs gives the provider's job runner (node/providing) the node's
+// exchange and store: a job's inputs are fetched, kept pinned (a cache
+// that later jobs and other nodes use, announced in the DHT) and streamed
+// into its volumes.
+type dataInputs struct{ n *Node }
+
+func (d dataInputs) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
+	if _, err := d.n.exchange.Fetch(ctx, c, nil); err != nil {
+		return 0, err
+	}
+	d.n.provideData(c)
+	return d.n.data.Size(ctx, c)
+}
+
+func (d dataInputs) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error {
+	return data.WriteTar(ctx, d.n.data.DAG(), c, w, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries})
+}
+
+// maxInputEntries bounds the files and directories of one input: a
+// million is more than any dataset laid out sensibly has.
+const maxInputEntries = 1 << 20

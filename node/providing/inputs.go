@@ -1,0 +1,86 @@
+package providing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/ipfs/go-cid"
+)
+
+// Inputs brings a job's input DAGs to this node and reads them out: the
+// node's block exchange and store (node/data).
+type Inputs interface {
+	// Fetch gets the whole DAG under c into the store, checking every
+	// block against its CID, and keeps it there; it returns the DAG's size.
+	Fetch(ctx context.Context, c cid.Cid) (int64, error)
+	// Tar writes the DAG under c as a tar stream, bounded by max bytes.
+	Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error
+}
+
+// DefaultInputFetchTimeout bounds the fetch of a job's inputs before it
+// starts (Config.InputFetchTimeout): the lease's clock runs meanwhile
+// (unbilled, but the window is the renter's), and an input nobody serves
+// must fail the start within minutes, not at the lease's end.
+const DefaultInputFetchTimeout = 20 * time.Minute
+
+// errNoInputs: a job with inputs on a node that cannot fetch any.
+var errNoInputs = errors.New("this provider cannot fetch job inputs")
+
+// fetchInputs gets every input of spec into the store before the job
+// starts and fills es.Inputs with their mounts. The fetch is not billed:
+// the meter starts when the container runs. It ends early when the renter
+// cancels or ctx ends.
+func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auction.JobSpec, es *executor.Spec, send func(wire.Event) error) error {
+	if len(spec.Inputs) == 0 {
+		return nil
+	}
+	if spec.Unresolved() {
+		// The renter's node replaces src by CIDs before the auction; a
+		// spec that still names a path on the renter's machine was not
+		// made by one, and names nothing this node could fetch.
+		return errors.New("an input names a path on the renter's machine (src), not a CID")
+	}
+	if pj.inputs == nil {
+		return errNoInputs
+	}
+	ctx, cancel := context.WithTimeout(ctx, pj.inputTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-al.cancelled:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = send(wire.Event{Type: "status", Status: "fetching", Error: fmt.Sprintf("%d input(s)", len(spec.Inputs))})
+	for i, in := range spec.Inputs {
+		c, err := cid.Decode(in.CID)
+		if err != nil {
+			return fmt.Errorf("inputs[%d]: %v", i, err)
+		}
+		began := time.Now()
+		size, err := pj.inputs.Fetch(ctx, c)
+		if err != nil {
+			return fmt.Errorf("inputs[%d] %s: %w", i, in.CID, err)
+		}
+		pj.log.Info("job input fetched", "job", al.lease.JobID, "cid", in.CID, "bytes", size, "took", time.Since(began).Round(time.Millisecond))
+		es.Inputs = append(es.Inputs, executor.Input{
+			Target: in.Path,
+			Bytes:  max(size, 1),
+			// The store holds the DAG from here on (Fetch pinned it).
+			Tar: func(ctx context.Context, w io.Writer) error { return pj.inputs.Tar(ctx, c, w, size) },
+		})
+	}
+	return nil
+}
+
+// InputsFailed starts the not-started error of a job whose inputs this
+// provider could not fetch. Like a failed pull it fails alike on every
+// provider when nobody serves the data, so the renter counts it apart.
+const InputsFailed = "the job's inputs could not be fetched: "
