@@ -29,6 +29,7 @@ type JobSpec struct {
 	Placement      Placement         // placement
 	Datasets       []string          // datasets: CIDs the job reads; providers caching them rank higher
 	Inputs         []Input           // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
+	Outputs        Outputs           // outputs: the results volume, returned by CID (jobspec_outputs.go)
 	Checkpoint     Checkpoint        // checkpoint
 	Retry          Retry             // retry
 	Workload       string            // workload: batch (default) or service

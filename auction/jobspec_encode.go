@@ -67,6 +67,7 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 	if len(s.Inputs) > 0 {
 		yAdd(root, "inputs", encodeInputs(s.Inputs))
 	}
+	encodeOutputs(root, s.Outputs)
 	if s.Checkpoint.Path != "" {
 		cp := yMap()
 		cp.Style = yaml.FlowStyle

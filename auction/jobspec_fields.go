@@ -59,6 +59,12 @@ var jobSpecSchema = []specField{
 		set: listVal(func(s *JobSpec) *[]string { return &s.Datasets }, MaxDatasets, true, validDataset)},
 	{name: "inputs", typ: "list of mappings", def: "none", help: "files the job reads, mounted read-only before it starts: `{cid: bafy..., path: /data}` (a DAG from any peer) or `{src: ./data, path: /data}` (a path here, imported at submit; relative to the spec file); at most 16, paths absolute and apart, not under /tmp /dev /proc /sys /etc",
 		set: setInputs},
+	{name: "outputs", typ: "mapping", help: "the job's results, returned by CID when it ends (`gleaner job fetch`)", sub: []specField{
+		{name: "path", typ: "path", def: "none", help: "absolute, clean path the job writes its results under, apart from the inputs and the checkpoint",
+			set: setOutputPath},
+		{name: "max_size", typ: "size", def: "1GiB", help: "the volume's quota, 1MiB..64GiB, such as 512MiB or 10GiB; held in the provider's memory until the job ends, and counted in the job's",
+			set: setOutputSize},
+	}},
 	{name: "checkpoint", typ: "mapping", help: "state that survives preemption and re-auction", sub: []specField{
 		{name: "path", typ: "path", def: "none", help: "absolute, clean path inside the container",
 			set: strVal(func(s *JobSpec) *string { return &s.Checkpoint.Path }, validCheckpoint)},

@@ -38,6 +38,9 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 			return &SpecError{d.lines["inputs"], f, fmt.Sprintf("%s overlaps checkpoint.path %s", in.Path, s.Checkpoint.Path)}
 		}
 	}
+	if err := d.checkOutputs(); err != nil {
+		return err
+	}
 	if s.Verify.Replicas > 1 && s.Verify.ExpectSHA256 != "" {
 		return &SpecError{d.lines["verify.replicas"], "verify", "use either replicas (compare providers) or expect_sha256 (a known answer), not both"}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ipfs/go-cid"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
@@ -48,6 +49,11 @@ type Settlement struct {
 	Charged *auction.Credits `json:"charged,omitempty"`
 	// Refund is Total - Charged: the prepaid part the renter keeps.
 	Refund auction.Credits `json:"refund,omitempty"`
+	// Outputs is the CID of the job's results (its spec's outputs volume,
+	// imported as a UnixFS directory when it ended): signed here by the
+	// provider, so that what the renter fetches is what the provider
+	// answered.
+	Outputs string `json:"outputs,omitempty"`
 }
 
 // Paid is what the renter paid on the lease: Charged, or for an entry
@@ -67,6 +73,9 @@ func (s *Settlement) Paid() auction.Credits {
 func (s *Settlement) Check(provider string) error {
 	if s.Lease == "" || s.Renter == "" || s.Total < 0 {
 		return fmt.Errorf("settlement: lease %q, renter %q, total %d", s.Lease, s.Renter, s.Total)
+	}
+	if err := checkOutputs(s.Outputs); err != nil {
+		return fmt.Errorf("settlement: %w", err)
 	}
 	switch {
 	case s.Charged == nil && s.Refund != 0:
@@ -124,6 +133,8 @@ type Outcome struct {
 	// paid, so that an outcome weighs even when the provider never settled
 	// (a provider that abandoned the job).
 	Voucher []byte `json:"voucher,omitempty"`
+	// Outputs is the CID of the results the provider reported.
+	Outputs string `json:"outputs,omitempty"`
 }
 
 // Check validates an outcome journaled by renter: a known result, and a
@@ -131,6 +142,9 @@ type Outcome struct {
 func (o *Outcome) Check(renter string) error {
 	if o.Lease == "" || o.Provider == "" || !o.Result.Valid() {
 		return fmt.Errorf("outcome: lease %q, provider %q, result %q", o.Lease, o.Provider, o.Result)
+	}
+	if err := checkOutputs(o.Outputs); err != nil {
+		return fmt.Errorf("outcome: %w", err)
 	}
 	if len(o.Voucher) == 0 {
 		return nil
@@ -280,6 +294,20 @@ func CheckPayload(e *Entry) error {
 			return err
 		}
 		return d.Check()
+	}
+	return nil
+}
+
+// checkOutputs accepts no outputs, or one CID of a sane length.
+func checkOutputs(s string) error {
+	if s == "" {
+		return nil
+	}
+	if len(s) > 128 {
+		return fmt.Errorf("outputs: a CID of %d characters", len(s))
+	}
+	if _, err := cid.Decode(s); err != nil {
+		return fmt.Errorf("outputs %q: %v", s, err)
 	}
 	return nil
 }

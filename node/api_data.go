@@ -157,6 +157,7 @@ func registerDataAPI(s *rpc.Server, n *Node) {
 		Errors:     []*rpc.Error{errDataNotPinned},
 	}, a.Remove)
 	rpc.Register(s, "data_gc", rpc.MethodDoc{Summary: "Free every block that no pin holds."}, a.GC)
+	rpc.Register(s, "data_fetching", rpc.MethodDoc{Summary: "The fetches in flight (data_pin, data_get, job_fetch, a provider's job inputs) and how far each has come."}, a.Fetching)
 	rpc.Register(s, "data_get", rpc.MethodDoc{
 		Summary:     "Fetch a DAG (as data_pin does) and write it out as files at dir, which must not exist yet.",
 		Description: "Names such as .. or containing / are refused, and nothing is written outside dir.",
@@ -261,4 +262,30 @@ func dataError(err error) error {
 		return &rpc.Error{Code: CodeDataRefused, Message: err.Error()}
 	}
 	return err
+}
+
+// DataFetching is one fetch in flight.
+type DataFetching struct {
+	CID        string    `json:"cid"`
+	Blocks     int64     `json:"blocks"`
+	Bytes      int64     `json:"bytes"`
+	TotalBytes int64     `json:"total_bytes,omitempty"` // the DAG's size, once its root is here
+	Since      time.Time `json:"since"`
+}
+
+func (a dataAPI) Fetching(ctx context.Context, _ struct{}) ([]DataFetching, error) {
+	out := []DataFetching{}
+	a.n.fetching.Range(func(k, v any) bool {
+		p := v.(*fetchProgress)
+		f := DataFetching{CID: k.(string), Blocks: p.blocks.Load(), Bytes: p.bytes.Load(), Since: p.since}
+		if c, err := cid.Decode(f.CID); err == nil {
+			// The root is the first block fetched; until then the size is unknown.
+			if has, _ := a.n.data.Blockstore().Has(ctx, c); has {
+				f.TotalBytes, _ = a.n.data.Size(ctx, c)
+			}
+		}
+		out = append(out, f)
+		return true
+	})
+	return out, nil
 }

@@ -73,6 +73,7 @@ type Node struct {
 	store        *Store
 	data         *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange     *data.Exchange
+	fetching     sync.Map    // CID string -> *fetchProgress: fetches in flight (node_data.go)
 	journal      *journal    // this node's records that callers need not wait for
 	known        *knownPeers // the peers it was connected to, kept across restarts (peers.go)
 	market       *market
@@ -244,6 +245,7 @@ func (n *Node) startRPC() error {
 	registerRepAPI(n.rpc, n)
 	registerBalanceAPI(n.rpc, n)
 	registerDataAPI(n.rpc, n)
+	registerJobFetchAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -50,7 +51,32 @@ func (n *Node) startExchange() error {
 	n.exchange = x
 	n.onClose(func(context.Context) error { return x.Close() })
 	n.tasks.Go(n.reprovideLoop)
+	n.tasks.Go(n.retentionLoop)
 	return nil
+}
+
+// retentionEvery is how often lapsed pins (outputs past their retention
+// window) are dropped and their blocks collected.
+const retentionEvery = 10 * time.Minute
+
+// retentionLoop unpins what lapsed and collects it, at the start (a node
+// that was down past a window) and then every retentionEvery.
+func (n *Node) retentionLoop() {
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		if lapsed, err := n.data.ExpirePins(n.bg, time.Now()); err != nil {
+			n.log.Warn("data: expiring pins failed", "err", err)
+		} else if len(lapsed) > 0 {
+			r, err := n.data.GC(n.bg)
+			n.log.Info("data: outputs past their retention deleted", "pins", len(lapsed), "freed_bytes", r.Freed, "err", err)
+		}
+		select {
+		case <-n.bg.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // fetchData brings the DAG under c into the store, from peers where it
@@ -58,7 +84,13 @@ func (n *Node) startExchange() error {
 func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration) (DataFetchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := n.exchange.Fetch(ctx, c, nil)
+	p := &fetchProgress{since: time.Now()}
+	n.fetching.Store(c.String(), p)
+	defer n.fetching.CompareAndDelete(c.String(), p)
+	r, err := n.exchange.Fetch(ctx, c, func(fp data.FetchProgress) {
+		p.blocks.Store(int64(fp.Blocks))
+		p.bytes.Store(fp.Bytes)
+	})
 	if err != nil {
 		return DataFetchResult{}, dataError(err)
 	}
@@ -145,13 +177,14 @@ func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, erro
 	return yaml.Marshal(spec)
 }
 
-// dataInputs gives the provider's job runner (node/providing) the node's
+// nodeData gives the provider's job runner (node/providing) the node's
 // exchange and store: a job's inputs are fetched, kept pinned (a cache
 // that later jobs and other nodes use, announced in the DHT) and streamed
-// into its volumes.
-type dataInputs struct{ n *Node }
+// into its volumes; its outputs are imported, pinned for the retention
+// window and announced, so that the renter can fetch them.
+type nodeData struct{ n *Node }
 
-func (d dataInputs) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
+func (d nodeData) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
 	if _, err := d.n.exchange.Fetch(ctx, c, nil); err != nil {
 		return 0, err
 	}
@@ -159,10 +192,42 @@ func (d dataInputs) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
 	return d.n.data.Size(ctx, c)
 }
 
-func (d dataInputs) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error {
+func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error {
 	return data.WriteTar(ctx, d.n.data.DAG(), c, w, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries})
 }
 
 // maxInputEntries bounds the files and directories of one input: a
 // million is more than any dataset laid out sensibly has.
 const maxInputEntries = 1 << 20
+
+func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time) (cid.Cid, []string, error) {
+	res, err := d.n.data.AddTarUntil(ctx, r, data.ExportLimits{MaxBytes: auction.MaxOutputBytes, MaxEntries: maxInputEntries}, until)
+	if err != nil {
+		return cid.Undef, nil, err
+	}
+	d.n.provideData(res.Root)
+	return res.Root, res.Skipped, nil
+}
+
+// fetchProgress is one fetch in flight, for data_fetching.
+type fetchProgress struct {
+	since         time.Time
+	blocks, bytes atomic.Int64
+}
+
+// heldDatasets are the DAGs this node keeps for good (the owner's pins
+// and the inputs it fetched for jobs), for its offer. Renters' outputs,
+// whose pins lapse, are nobody else's data and are left out.
+func (n *Node) heldDatasets() []string {
+	pins, err := n.data.Pins(n.bg)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(pins))
+	for _, c := range pins {
+		if until, ok, err := n.data.PinExpiry(n.bg, c); err == nil && ok && until.IsZero() {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}

@@ -34,12 +34,16 @@ func (n *Node) startJobs(ctx context.Context) error {
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
-		Key: key, Exec: exec, Inputs: dataInputs{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
+		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, Log: n.log.With("part", "provider-jobs")})
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
+	// And the datasets it holds, for renters' placement (ranking's
+	// locality term, `market offers 'dataset=...'`).
+	n.provider.SetDatasets(n.heldDatasets)
 	// The scheduler sees the inventory as it is now, then every change;
 	// an owner reclaiming a GPU preempts the bronze leases on it.
 	n.provider.WatchAvailability(pj.SetAvailability, func(a attest.Availability) {

@@ -134,7 +134,11 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 				}
 			})
 		}
-		r.recordOutcome(cid, lease.Provider, out, voucher)
+		var outputs string
+		if j, _ := r.get(id); j != nil {
+			outputs = j.Outputs
+		}
+		r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
 		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
 		if out.state != "" {
 			r.update(id, out.why, func(j *JobRecord) {
@@ -376,11 +380,11 @@ func peerRTT(m *market, provider string) (time.Duration, bool) {
 
 // recordOutcome journals how the run ended, as the renter saw it: the
 // evidence reputation is later computed from.
-func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte) {
+func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte, outputs string) {
 	if v, err := ledger.ReadVoucher(voucher); err != nil || v.Lease != leaseCID {
 		voucher = nil // a run that ended before its first voucher cites none, not the last run's
 	}
-	payload, err := json.Marshal(ledger.Outcome{Lease: leaseCID, Provider: provider, Result: out.result, Detail: out.why, Voucher: voucher})
+	payload, err := json.Marshal(ledger.Outcome{Lease: leaseCID, Provider: provider, Result: out.result, Detail: out.why, Voucher: voucher, Outputs: outputs})
 	if err == nil {
 		_ = r.journal.enqueue(ledger.TypeOutcome, payload)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ipfs/go-cid"
 	"slices"
 	"strings"
 	"time"
@@ -300,9 +301,12 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			var disputed string
 			r.update(id, "", func(j *JobRecord) {
 				t := ev.Time.UTC()
-				j.ExitCode, j.EndedAt, j.PullMS, j.Output = &code, &t, ev.PullMS, ""
+				j.ExitCode, j.EndedAt, j.PullMS, j.Output, j.Outputs = &code, &t, ev.PullMS, "", ""
 				if _, err := auction.ParseSHA256(ev.Output); err == nil {
 					j.Output = ev.Output // anything else is no answer at all
+				}
+				if c, err := cid.Decode(ev.Outputs); err == nil && len(ev.Outputs) <= 128 {
+					j.Outputs = c.String()
 				}
 				if ev.Charged != nil { // the provider's word, checked against this node's own bound
 					disputed = recordCharge(j, *ev.Charged, end)

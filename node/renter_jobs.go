@@ -98,6 +98,9 @@ type JobRecord struct {
 	Telemetry *ledger.TelemetrySummary `json:"telemetry,omitempty"`
 	// Output is the sha256 of the job's stdout, as its provider reported.
 	Output string `json:"output_sha256,omitempty"`
+	// Outputs is the CID of the job's results (its spec's outputs), as
+	// its provider's settlement names them: `gleaner job fetch` gets them.
+	Outputs string `json:"outputs,omitempty"`
 	// Verified is the outcome of verify: in the spec: passed, failed,
 	// inconclusive or "not compared"; empty until decided.
 	Verified string `json:"verified,omitempty"`

@@ -66,7 +66,7 @@ nodes can fetch them from this one.`,
 						return err
 					}
 					var r node.DataFetchResult
-					if err := callCmd(c, "data_pin", p, &r); err != nil {
+					if err := callFetching(c, "data_pin", p, &r, cidArg); err != nil {
 						return err
 					}
 					return emit(c, r, func(w io.Writer) { fmt.Fprintf(w, "pinned %s (%s%s)\n", r.CID, size(r.Bytes), fetchedNote(r)) })
@@ -90,7 +90,7 @@ nodes can fetch them from this one.`,
 						return err
 					}
 					var r node.DataFetchResult
-					if err := callCmd(c, "data_get", node.DataGetParams{DataCIDParams: p, Dir: dir}, &r); err != nil {
+					if err := callFetching(c, "data_get", node.DataGetParams{DataCIDParams: p, Dir: dir}, &r, p.CID); err != nil {
 						return err
 					}
 					return emit(c, r, func(w io.Writer) {
@@ -182,3 +182,43 @@ func fetchedNote(r node.DataFetchResult) string {
 
 // size prints bytes in binary units, as quotas are set.
 func size(b int64) string { return units.BytesSize(float64(b)) }
+
+func jobFetchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fetch",
+		Usage:     "download a job's outputs (its spec's outputs: volume) into a new directory",
+		ArgsUsage: "<job-id> <new-dir>",
+		Description: `The provider imports the job's outputs volume when the job ends and names
+its CID in its signed settlement. fetch gets every block of that CID (from
+the provider, or any node holding it), checks each against the CID, and
+writes the files. A fetch cut short (Ctrl-C, a crash) resumes: blocks already
+here are not fetched again. Providers keep outputs for their retention
+window (data.output_retention_hours, a week by default).`,
+		Flags: []cli.Flag{jsonFlag, fetchTimeoutFlag},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 2 {
+				return usagef("example: gleaner job fetch finetune-3f2a9c ./results", "job fetch needs a job ID and a directory that does not exist yet")
+			}
+			id := c.Args().Get(0)
+			dir, err := filepath.Abs(c.Args().Get(1))
+			if err != nil {
+				return err
+			}
+			p, err := cidParams(c, "bafkqaaa") // checks --timeout
+			if err != nil {
+				return err
+			}
+			var j node.JobRecord
+			if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
+				return err
+			}
+			var r node.DataFetchResult
+			if err := callFetching(c, "job_fetch", node.JobFetchParams{ID: id, Dir: dir, TimeoutS: p.TimeoutS}, &r, j.Outputs); err != nil {
+				return err
+			}
+			return emit(c, r, func(w io.Writer) {
+				fmt.Fprintf(w, "wrote the outputs of %s (%s, %s) to %s\n", id, r.CID, size(r.Bytes), r.Path)
+			})
+		},
+	}
+}

@@ -94,6 +94,7 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					}
 					return emit(c, j, func(w io.Writer) { fmt.Fprintf(w, "job %s: %s\n", j.ID, j.State) })
 				}},
+			jobFetchCommand(),
 			{Name: "explain", Usage: "why the auction came out as it did: funnel, quotes, ranking, clearing price", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)

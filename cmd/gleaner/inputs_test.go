@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,4 +139,45 @@ func nobodyCID(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return cid.NewCidV1(cid.Raw, mh).String()
+}
+
+// TestPlacementPrefersTheDataHolder: two providers at the same price, one
+// holding the job's input. Its offer lists the dataset, `market offers
+// 'dataset=CID'` finds it alone, and the auction awards the job to it.
+func TestPlacementPrefersTheDataHolder(t *testing.T) {
+	requireDocker(t)
+	plain := provider(t, "plain", "1xRTX4090")
+	holder := provider(t, "holder", "1xRTX4090", "--bootstrap", plain.d.addrs[0])
+	dir := filepath.Join(t.TempDir(), "dataset")
+	writeTree(t, dir)
+	r := holder.cli(t, "data", "add", dir)
+	mustOK(t, r, "holder: data add")
+	ds := strings.TrimSpace(r.stdout)
+	rn := renter(t, plain, holder)
+
+	var found node.MarketOffersResult
+	waitUntil(t, 30*time.Second, "the holder's offer lists the dataset", func() bool {
+		r := rn.cli(t, "market", "offers", "dataset="+ds, "--json")
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &found) == nil && len(found.Offers) > 0
+	}, plain, holder, rn)
+	if len(found.Offers) != 1 || found.Offers[0].Provider != holder.d.peerID {
+		t.Fatalf("dataset=%s finds %d offers, want only the holder's", ds, len(found.Offers))
+	}
+	spec := fmt.Sprintf("name: near-data\nimage: %s\ncommand: [\"-read\", \"/in\", \"-lines\", \"1\"]\nresources: {gpus: 1}\n"+
+		"tier: silver\nmax_price: 1.00\nduration: {max: 10m}\nallow_simulated: true\ninputs: [{cid: %s, path: /in}]\n", testnet.DemoImage, ds)
+	id := rn.submit(t, spec, "")
+	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, plain, holder, rn)
+	if j.State != node.StateCompleted || j.Provider != holder.d.peerID {
+		t.Fatalf("job %s: %s on %s (holder %s, plain %s): %s", id, j.State, j.Provider, holder.d.peerID, plain.d.peerID, j.Error)
+	}
+	// Not a coin toss: the ranking credited the holder's cache, and only it.
+	var ex node.JobExplain
+	decodeJSON(t, rn.cli(t, "job", "explain", id, "--json"), "job explain", &ex)
+	loc := map[string]float64{}
+	for _, r := range ex.Ranked {
+		loc[r.Bid.Provider] = r.Parts.Locality
+	}
+	if loc[holder.d.peerID] != 1 || loc[plain.d.peerID] != 0 || len(ex.Ranked) != 2 {
+		t.Errorf("locality in the ranking: %v, want 1 for the holder and 0 for the other", loc)
+	}
 }

@@ -84,6 +84,8 @@ func BenchmarkFetch(b *testing.B) {
 			}
 			dir := b.TempDir()
 			b.SetBytes(size)
+			stop := peakHeap(b) // seeders' and fetcher's heap together
+			defer stop()
 			b.ResetTimer()
 			var elapsed time.Duration
 			for i := 0; i < b.N; i++ {

@@ -10,6 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 )
@@ -70,10 +71,11 @@ var _ Adopter = (*Docker)(nil)
 // Adopt takes over jobID's container, which an earlier process of this
 // executor's owner started, if it still runs (or is paused): the returned
 // job's Logs follow its output from now on, and Wait, Stop, Pause,
-// Resume, CopyCheckpoint and Remove work as for a job Start returned. A
-// container that exited meanwhile is an *ExitedError; none, one that
-// never started, or one that is not the owner's (another instance's, see
-// Owner) is ErrNoJob. Adopt never changes a container it refuses.
+// Resume, CopyCheckpoint, CopyOutputs and Remove work as for a job Start
+// returned. A container that exited meanwhile is an *ExitedError; none,
+// one that never started, or one that is not the owner's (another
+// instance's, see Owner) is ErrNoJob. Adopt never changes a container it
+// refuses.
 func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 	if d.owner.Instance == "" {
 		return nil, fmt.Errorf("%w: job %s (this executor has no owner to prove it ours)", ErrNoJob, jobID)
@@ -119,7 +121,7 @@ func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 		return nil, fmt.Errorf("executor: adopt job %s: %w", jobID, err)
 	}
 	spec := Spec{JobID: jobID, LeaseCID: info.Config.Labels[LabelLease], Image: info.Config.Image,
-		CheckpointPath: envOf(info.Config.Env, EnvCheckpointPath)}
+		CheckpointPath: envOf(info.Config.Env, EnvCheckpointPath), OutputPath: outputMount(info.Mounts, jobID)}
 	j := newDockerJob(d, id, rs, spec, Result{})
 	j.adopted, j.startedAt, j.paused = true, started, st.Paused
 	// The engine refuses to attach to a frozen container: it is thawed for
@@ -190,6 +192,17 @@ func (d *Docker) findResources(ctx context.Context, owned filters.Args, rs *jobR
 		rs.network = nets[0].ID
 	}
 	return nil
+}
+
+// outputMount is where the job's container mounts its output volume, or
+// "" for a job without one: the path CopyOutputs reads.
+func outputMount(mounts []container.MountPoint, jobID string) string {
+	for _, m := range mounts {
+		if m.Type == mount.TypeVolume && m.Name == outputVolume(jobID) {
+			return m.Destination
+		}
+	}
+	return ""
 }
 
 func envOf(env []string, name string) string {

@@ -202,7 +202,7 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image:        s.Image,
 		Cmd:          s.Command,
-		Env:          s.environ(s.CheckpointPath, s.inputTargets()),
+		Env:          s.environ(s.CheckpointPath, s.inputTargets(), s.OutputPath),
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -220,7 +220,8 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 		// outlives the job.
 		LogConfig: container.LogConfig{Type: "none"},
 		// Every writable mount has a quota (volume.go): /tmp and /dev/shm
-		// are tmpfs mounts of their own, the checkpoint a held tmpfs volume.
+		// are tmpfs mounts of their own, the checkpoint and the outputs
+		// held tmpfs volumes.
 		Tmpfs: map[string]string{
 			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", s.scratchMiB(), inodes(s.scratchMiB())),
 		},
@@ -228,8 +229,10 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 		IpcMode:     "private", // its own /dev/shm, which no other container can join
 		NetworkMode: "none",
 		Resources: container.Resources{
-			Memory:     s.MemoryMiB << 20,
-			MemorySwap: s.MemoryMiB << 20, // equal to Memory: no swap on top
+			// MemoryMiB, plus OutputMiB for the output volume's pages,
+			// which are charged to the job (outputs.go).
+			Memory:     s.memoryLimitMiB() << 20,
+			MemorySwap: s.memoryLimitMiB() << 20, // equal to Memory: no swap on top
 			NanoCPUs:   int64(s.CPUs * 1e9),
 			PidsLimit:  &pids,
 		},

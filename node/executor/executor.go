@@ -5,9 +5,10 @@
 // wherever it can.
 //
 // Lifecycle: Start returns a Job that is already running; the caller Waits,
-// optionally copies the checkpoint out, and Removes the job. Nothing of the
-// renter's survives Remove. After a provider restart, Reconcile removes what
-// an earlier run left behind for jobs whose leases are gone.
+// optionally copies the checkpoint and the outputs out, and Removes the
+// job. Nothing of the renter's survives Remove. After a provider restart,
+// Reconcile removes what an earlier run left behind for jobs whose leases
+// are gone.
 package executor
 
 import (
@@ -28,6 +29,9 @@ var (
 	// ErrNoCheckpoint is returned by CopyCheckpoint for a spec without a
 	// checkpoint path.
 	ErrNoCheckpoint = errors.New("executor: job has no checkpoint path")
+	// ErrNoOutputs is returned by CopyOutputs for a spec without an
+	// output path.
+	ErrNoOutputs = errors.New("executor: job has no output path")
 	// ErrUnsafeNetwork refuses the process executor on any network but local.
 	ErrUnsafeNetwork = errors.New("executor: the process executor is allowed only on the local network")
 )
@@ -61,6 +65,10 @@ const (
 	EnvGPUUUIDs       = "GLEANER_GPU_UUIDS"       // comma-separated leased GPU UUIDs
 	EnvCheckpointPath = "GLEANER_CHECKPOINT_PATH" // where to write the checkpoint
 	EnvJobID          = "GLEANER_JOB_ID"
+	// EnvOutputs is where to write the job's results: Spec.OutputPath
+	// under Docker, a directory of the job's work directory under the
+	// process executor. Unset for a spec without an output path.
+	EnvOutputs = "GLEANER_OUTPUTS"
 )
 
 // Executor starts jobs and cleans up after earlier runs.
@@ -109,6 +117,14 @@ type Job interface {
 	// CopyCheckpoint returns a tar stream of Spec.CheckpointPath; it works
 	// after the job has exited and until Remove.
 	CopyCheckpoint(ctx context.Context) (io.ReadCloser, error)
+	// CopyOutputs returns a tar stream of Spec.OutputPath, with names
+	// relative to it and prefixed "./" as CopyCheckpoint's are ("./" for
+	// the directory itself, "./a/b" below it, directories ending in "/").
+	// It works before the job begins, while it runs (what the job is
+	// writing meanwhile may be torn) and after it exits, until Remove.
+	// The tree is the job's work: what it holds (links, modes, names) is
+	// as untrusted as the job. ErrNoOutputs for a spec without OutputPath.
+	CopyOutputs(ctx context.Context) (io.ReadCloser, error)
 	// Remove deletes the job and all its storage, stopping it if needed.
 	// It is idempotent.
 	Remove(ctx context.Context) error

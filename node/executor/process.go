@@ -49,8 +49,8 @@ func (p *Process) Kind() string { return "process" }
 func (p *Process) Unsafe() bool { return true }
 
 // Start runs spec.Command; the image is ignored. The job's working
-// directory, TMPDIR, checkpoint directory and inputs live under the
-// executor's root.
+// directory, TMPDIR, checkpoint directory, inputs and outputs directory
+// (EnvOutputs; no quota) live under the executor's root.
 func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
@@ -62,11 +62,14 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
 	}
-	ckpt := ""
+	ckpt, outs := "", ""
 	if spec.CheckpointPath != "" {
 		ckpt = filepath.Join(work, "checkpoint")
 	}
-	for _, dir := range []string{filepath.Join(work, "tmp"), ckpt} {
+	if spec.OutputPath != "" {
+		outs = filepath.Join(work, "outputs")
+	}
+	for _, dir := range []string{filepath.Join(work, "tmp"), ckpt, outs} {
 		if dir != "" {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				os.RemoveAll(work)
@@ -85,11 +88,11 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 		os.RemoveAll(work)
 		return nil, fmt.Errorf("executor: inputs of job %s: %w", spec.JobID, err)
 	}
-	j := &processJob{spec: spec, work: work, ckpt: ckpt, logs: NewLogBuffer(p.logSize), done: make(chan struct{})}
+	j := &processJob{spec: spec, work: work, ckpt: ckpt, outs: outs, logs: NewLogBuffer(p.logSize), done: make(chan struct{})}
 	j.logs.Write([]byte(unsafeBanner))
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = work
-	cmd.Env = append(spec.environ(ckpt, inputs), "PATH="+os.Getenv("PATH"), "HOME="+work,
+	cmd.Env = append(spec.environ(ckpt, inputs, outs), "PATH="+os.Getenv("PATH"), "HOME="+work,
 		"TMPDIR="+filepath.Join(work, "tmp"), "GLEANER_UNSAFE_EXECUTOR=1")
 	j.out = newOutputHash()
 	cmd.Stdout, cmd.Stderr = j.out.tee(j.logs), j.logs
@@ -162,12 +165,12 @@ func (p *Process) Reconcile(ctx context.Context, keep func(jobID string) bool) (
 }
 
 type processJob struct {
-	spec       Spec
-	work, ckpt string
-	pid        int
-	logs       *LogBuffer
-	out        *outputHash
-	done       chan struct{} // closed once res is final
+	spec             Spec
+	work, ckpt, outs string // outs: the outputs directory, "" for none
+	pid              int
+	logs             *LogBuffer
+	out              *outputHash
+	done             chan struct{} // closed once res is final
 
 	mu  sync.Mutex // guards res
 	res Result

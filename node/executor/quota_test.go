@@ -45,9 +45,9 @@ type writeResult struct {
 }
 
 // Every place a job can write stops it at its quota with ENOSPC, for bytes
-// and for files: the checkpoint volume, /tmp and /dev/shm. Each job asks for
-// 4 times its quota, and has memory enough that the cgroup is not what
-// stops it.
+// and for files: the checkpoint volume, /tmp, /dev/shm and the output
+// volume. Each job asks for 4 times its quota, and has memory enough that
+// the cgroup is not what stops it.
 func TestDockerWriteQuotas(t *testing.T) {
 	d := needDocker(t)
 	for _, c := range []struct {
@@ -63,6 +63,8 @@ func TestDockerWriteQuotas(t *testing.T) {
 		{"scratch bytes", []string{"fill", "/tmp", "32"}, func(s *Spec) { s.ScratchMiB = 8 }, 8 << 20, "bytes", true},
 		{"scratch files", []string{"files", "/tmp", "1024"}, func(s *Spec) { s.ScratchMiB = 1 }, 256, "files", false},
 		{"shm bytes", []string{"fill", "/dev/shm", "32"}, func(s *Spec) { s.ShmMiB = 8 }, 8 << 20, "bytes", true},
+		{"output bytes", []string{"fill", "/out", "32"}, func(s *Spec) { s.OutputPath, s.OutputMiB = "/out", 8 }, 8 << 20, "bytes", true},
+		{"output files", []string{"files", "/out", "1024"}, func(s *Spec) { s.OutputPath, s.OutputMiB = "/out", 1 }, 256, "files", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec := testSpec(t, c.args...)
@@ -141,22 +143,24 @@ func TestDockerCheckpointQuotaHoldsAfterExit(t *testing.T) {
 	}
 }
 
-// Seen from inside, the job can write to exactly three mounts, each a
-// tmpfs of the size the spec set; nothing else stores what it writes (the
-// kernel's mqueue is bounded by RLIMIT_MSGQUEUE, and Docker binds /dev/null
-// over masked paths such as /proc/keys), and nothing reaches the daemon's
-// disk.
+// Seen from inside, the job can write to exactly four mounts (the
+// checkpoint, /tmp, /dev/shm and the outputs), each a tmpfs of the size the
+// spec set: the root filesystem stays read-only, nothing else stores what
+// it writes (the kernel's mqueue is bounded by RLIMIT_MSGQUEUE, and Docker
+// binds /dev/null over masked paths such as /proc/keys), and nothing
+// reaches the daemon's disk.
 func TestDockerEveryWritableMountHasAQuota(t *testing.T) {
 	d := needDocker(t)
 	spec := testSpec(t, "mounts")
 	spec.CheckpointPath, spec.CheckpointMiB, spec.ScratchMiB, spec.ShmMiB = "/ckpt", 4, 8, 16
+	spec.OutputPath, spec.OutputMiB = "/outputs", 2
 	var ms []struct {
 		Path, FSType, Options string
 		SizeBytes             int64
 		CharDevice            bool
 	}
 	runProbe(t, d, spec, &ms)
-	want := map[string]int64{"/ckpt": 4 << 20, "/tmp": 8 << 20, "/dev/shm": 16 << 20}
+	want := map[string]int64{"/ckpt": 4 << 20, "/tmp": 8 << 20, "/dev/shm": 16 << 20, "/outputs": 2 << 20}
 	seen := map[string]bool{}
 	for _, m := range ms {
 		t.Logf("writable: %s %s %s (%d bytes, device %v)", m.Path, m.FSType, m.Options, m.SizeBytes, m.CharDevice)

@@ -39,6 +39,18 @@ type Spec struct {
 	// filled before the job starts (inputs.go); at most MaxInputs.
 	Inputs []Input
 
+	// OutputPath is an absolute, clean path in the container where the
+	// job writes its results, or "" for none; CopyOutputs returns what it
+	// holds, while the job runs and after it exits (outputs.go). The job
+	// finds it in EnvOutputs too.
+	OutputPath string
+	// OutputMiB bounds OutputPath, 0..MaxOutputMiB; 0 with OutputPath set
+	// means DefaultOutputMiB. Unlike the quotas below, it does not come out
+	// of MemoryMiB: the output volume is a tmpfs too, whose pages count
+	// against the job's memory, so the executor raises the container's
+	// memory limit by OutputMiB (outputs.go, "Memory", says why).
+	OutputMiB int
+
 	// Quotas, in MiB, of what the job can write (volume.go); each is a
 	// tmpfs, so its contents count against MemoryMiB too. Zero means the
 	// default.
@@ -90,6 +102,9 @@ func (s *Spec) validate() error {
 	if err := s.validateInputs(bad); err != nil {
 		return err
 	}
+	if err := s.validateOutputs(bad); err != nil {
+		return err
+	}
 	for k := range s.Secrets {
 		if _, dup := s.Env[k]; dup {
 			return bad("%q is both an env var and a secret", k)
@@ -121,9 +136,10 @@ func checkEnvName(k string) error {
 
 // environ is the job's environment as KEY=VALUE, sorted for a stable
 // container config. checkpoint is where this executor put the checkpoint,
-// inputs where it put each input (EnvInputPrefix).
-func (s *Spec) environ(checkpoint string, inputs []string) []string {
-	env := make([]string, 0, len(s.Env)+len(s.Secrets)+len(inputs)+4)
+// inputs where it put each input (EnvInputPrefix), outputs where the job
+// writes its results ("" for none).
+func (s *Spec) environ(checkpoint string, inputs []string, outputs string) []string {
+	env := make([]string, 0, len(s.Env)+len(s.Secrets)+len(inputs)+5)
 	for _, k := range sortedKeys(s.Env) {
 		env = append(env, k+"="+s.Env[k])
 	}
@@ -141,6 +157,9 @@ func (s *Spec) environ(checkpoint string, inputs []string) []string {
 		env = append(env, EnvCheckpointPath+"="+checkpoint)
 	}
 	env = append(env, inputEnv(inputs)...)
+	if outputs != "" {
+		env = append(env, EnvOutputs+"="+outputs)
+	}
 	return env
 }
 

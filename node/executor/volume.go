@@ -21,9 +21,8 @@ import (
 // Quotas on what a job can write.
 //
 // The job's root filesystem is read-only, so it can write only where the
-// executor mounts something writable: /tmp, /dev/shm, and the checkpoint
-// path (and, later, output paths: anything returned by Spec.quotaVolumes).
-// Every one of them is a tmpfs with a size, so a job that writes too much
+// executor mounts something writable: /tmp, /dev/shm, the checkpoint path
+// and the output path (anything returned by Spec.quotaVolumes). Every one of them is a tmpfs with a size, so a job that writes too much
 // gets ENOSPC and the provider's disk never sees a byte of it. Pages of a
 // tmpfs are charged to the memory cgroup of the process that writes them,
 // so what a job keeps there also counts against its memory limit.
@@ -79,12 +78,16 @@ type quotaVolume struct {
 	mib    int
 }
 
-// quotaVolumes are the job's volumes that outlive its process; output
-// volumes will be added here and get the same quota and holder.
+// quotaVolumes are the job's volumes that outlive its process, each with
+// its quota and kept by the holder: the checkpoint and the outputs
+// (outputs.go).
 func (s *Spec) quotaVolumes() []quotaVolume {
 	var vs []quotaVolume
 	if s.CheckpointPath != "" {
 		vs = append(vs, quotaVolume{name: "gleaner-ckpt-" + s.JobID, target: s.CheckpointPath, mib: s.checkpointMiB()})
+	}
+	if s.OutputPath != "" {
+		vs = append(vs, quotaVolume{name: outputVolume(s.JobID), target: s.OutputPath, mib: s.outputMiB()})
 	}
 	return vs
 }

@@ -55,6 +55,9 @@ type Publisher struct {
 	// bookings is what the provider has sold from now on (its scheduler's
 	// silver and gold commitments); nil: nothing is ever booked.
 	bookings func(now time.Time) []auction.Booking
+	// datasets lists the CIDs this node holds pinned (its job-input cache
+	// and the owner's datasets), for the offer's Datasets; nil: none.
+	datasets func() []string
 	// reached is how many of the topic's peers the last publication went
 	// to; reachAt when one last went out again for peers that joined.
 	reached int
@@ -119,6 +122,30 @@ func (p *Publisher) SetBookings(f func(now time.Time) []auction.Booking) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bookings = f
+}
+
+// SetDatasets makes f the source of the offer's Datasets: at most
+// auction.MaxDatasets CIDs this node holds and serves. A change is
+// published like a change of bookings.
+func (p *Publisher) SetDatasets(f func() []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.datasets = f
+}
+
+// heldDatasets is the datasets source's answer, capped and sorted so that
+// an unchanged store gives an unchanged offer. Called with p.mu held.
+func (p *Publisher) heldDatasets() []string {
+	if p.datasets == nil {
+		return nil
+	}
+	ds := p.datasets()
+	slices.Sort(ds)
+	ds = slices.Compact(ds)
+	if len(ds) > auction.MaxDatasets {
+		ds = ds[:auction.MaxDatasets]
+	}
+	return ds
 }
 
 // Refresh asks Run to compare the bookings with the offer's at once
@@ -269,7 +296,15 @@ func (p *Publisher) bookingsDue() bool {
 	p.publishMu.Lock()
 	recent := time.Since(p.lastPublish) < bookingsGap
 	p.publishMu.Unlock()
-	return !recent && p.bookingsChanged()
+	return !recent && (p.bookingsChanged() || p.datasetsChanged())
+}
+
+// datasetsChanged reports whether the store's pins differ from the
+// published offer's datasets.
+func (p *Publisher) datasetsChanged() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current != nil && p.datasets != nil && !slices.Equal(p.heldDatasets(), p.current.Datasets)
 }
 
 // Publish signs the current offer, or a withdrawal if the node offered
@@ -411,6 +446,7 @@ func (p *Publisher) build() (*auction.Offer, string) {
 		Addrs:     addrStrings(p.m.host.Addrs()),
 		Calendar:  &s.Calendar,
 		Pricing:   s.OfferPricing(),
+		Datasets:  p.heldDatasets(),
 	}, ""
 }
 

@@ -131,7 +131,7 @@ func (pj *Provider) lost(al *activeLease, m *meter, ran time.Duration, why error
 		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 	}
 	total, best := m.settled()
-	pj.settleRun(al, total, best, ran, false)
+	pj.settleRun(al, total, best, ran, false, "")
 }
 
 // ranBetween is the billable part of a run from start to end: within the

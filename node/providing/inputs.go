@@ -13,14 +13,18 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-// Inputs brings a job's input DAGs to this node and reads them out: the
-// node's block exchange and store (node/data).
-type Inputs interface {
+// Data brings a job's input DAGs to this node and reads them out, and
+// keeps its outputs: the node's block exchange and store (node/data).
+type Data interface {
 	// Fetch gets the whole DAG under c into the store, checking every
 	// block against its CID, and keeps it there; it returns the DAG's size.
 	Fetch(ctx context.Context, c cid.Cid) (int64, error)
 	// Tar writes the DAG under c as a tar stream, bounded by max bytes.
 	Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error
+	// KeepOutputs imports a tar stream of a job's results as a UnixFS
+	// directory, pinned until until, and returns its CID and the entries
+	// it skipped (links, devices).
+	KeepOutputs(ctx context.Context, r io.Reader, until time.Time) (root cid.Cid, skipped []string, err error)
 }
 
 // DefaultInputFetchTimeout bounds the fetch of a job's inputs before it
@@ -46,7 +50,7 @@ func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auct
 		// made by one, and names nothing this node could fetch.
 		return errors.New("an input names a path on the renter's machine (src), not a CID")
 	}
-	if pj.inputs == nil {
+	if pj.data == nil {
 		return errNoInputs
 	}
 	ctx, cancel := context.WithTimeout(ctx, pj.inputTimeout)
@@ -65,7 +69,7 @@ func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auct
 			return fmt.Errorf("inputs[%d]: %v", i, err)
 		}
 		began := time.Now()
-		size, err := pj.inputs.Fetch(ctx, c)
+		size, err := pj.data.Fetch(ctx, c)
 		if err != nil {
 			return fmt.Errorf("inputs[%d] %s: %w", i, in.CID, err)
 		}
@@ -74,7 +78,7 @@ func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auct
 			Target: in.Path,
 			Bytes:  max(size, 1),
 			// The store holds the DAG from here on (Fetch pinned it).
-			Tar: func(ctx context.Context, w io.Writer) error { return pj.inputs.Tar(ctx, c, w, size) },
+			Tar: func(ctx context.Context, w io.Writer) error { return pj.data.Tar(ctx, c, w, size) },
 		})
 	}
 	return nil
@@ -84,3 +88,39 @@ func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auct
 // provider could not fetch. Like a failed pull it fails alike on every
 // provider when nobody serves the data, so the renter counts it apart.
 const InputsFailed = "the job's inputs could not be fetched: "
+
+// DefaultOutputRetention is how long a job's outputs stay pinned for its
+// renter when Config.OutputRetention is 0.
+const DefaultOutputRetention = 7 * 24 * time.Hour
+
+// outputImportTimeout bounds the import of a job's outputs after it
+// exits. The GPUs are held meanwhile and the run is not billed for it.
+const outputImportTimeout = 15 * time.Minute
+
+// keepOutputs imports the exited job's outputs volume, if its spec has
+// one, pinned for the retention window, and returns its CID. It runs on
+// a node that is stopping too: the results exist only in the volume,
+// which goes with the job.
+func (pj *Provider) keepOutputs(al *activeLease, job executor.Job) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(pj.bg), outputImportTimeout)
+	defer cancel()
+	rc, err := job.CopyOutputs(ctx)
+	if errors.Is(err, executor.ErrNoOutputs) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	if pj.data == nil {
+		return "", errors.New("this provider cannot keep outputs")
+	}
+	began := time.Now()
+	root, skipped, err := pj.data.KeepOutputs(ctx, rc, time.Now().Add(pj.retention))
+	if err != nil {
+		return "", err
+	}
+	pj.log.Info("job outputs kept", "job", al.lease.JobID, "cid", root, "took", time.Since(began).Round(time.Millisecond),
+		"until", time.Now().Add(pj.retention).UTC().Format(time.RFC3339), "skipped", skipped)
+	return root.String(), nil
+}

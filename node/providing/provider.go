@@ -32,7 +32,8 @@ type Provider struct {
 	store        Store
 	key          crypto.PrivKey
 	exec         executor.Executor // nil: this node cannot run jobs, so it never bids
-	inputs       Inputs            // nil: jobs with inputs fail to start
+	data         Data              // nil: jobs with inputs fail to start, outputs are not kept
+	retention    time.Duration     // how long outputs are kept (Config.OutputRetention)
 	inputTimeout time.Duration     // bounds fetchInputs (Config.InputFetchTimeout)
 	sched        *sched.Scheduler
 	// wrongAnswers: fault injection (Config.WrongAnswers).
@@ -64,9 +65,12 @@ type Config struct {
 	Key   crypto.PrivKey
 	// Exec runs the containers; nil: this node cannot run jobs and never bids.
 	Exec executor.Executor
-	// Inputs fetches and reads jobs' input DAGs; nil: a job with inputs
-	// fails to start.
-	Inputs Inputs
+	// Data fetches and reads jobs' input DAGs and keeps their outputs;
+	// nil: a job with inputs fails to start, and outputs are not kept.
+	Data Data
+	// OutputRetention is how long a job's outputs are kept for its renter
+	// to fetch; 0 means DefaultOutputRetention.
+	OutputRetention time.Duration
 	// InputFetchTimeout bounds the fetch of a job's inputs; 0 means
 	// DefaultInputFetchTimeout.
 	InputFetchTimeout time.Duration
@@ -131,7 +135,7 @@ func New(bg context.Context, c Config) *Provider {
 	if c.StartDeadline > 0 {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
-	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, inputs: c.Inputs, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
+	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn,
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
@@ -141,6 +145,9 @@ func New(bg context.Context, c Config) *Provider {
 	}
 	if pj.spawn == nil {
 		pj.spawn = func(f func()) { go f() }
+	}
+	if pj.retention <= 0 {
+		pj.retention = DefaultOutputRetention
 	}
 	if pj.inputTimeout <= 0 {
 		pj.inputTimeout = DefaultInputFetchTimeout

@@ -410,9 +410,19 @@ loop:
 	if pj.crashed() {
 		return
 	}
+	// Billing ends at the exit; the outputs are imported after it, before
+	// the settlement that names their CID.
+	ended := time.Now()
+	outputs, outErr := "", error(nil)
+	if w.err == nil {
+		outputs, outErr = pj.keepOutputs(al, job)
+		if outErr != nil {
+			pj.log.Warn("job outputs not kept", "job", al.lease.JobID, "err", outErr)
+		}
+	}
 	// Settled once, and recorded ended at once: a provider that restarts
 	// after this must not settle the lease a second time.
-	charged := pj.settle(al, m, unpaid)
+	charged := pj.settleAt(al, m, unpaid, ended, outputs)
 	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
 		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 	}
@@ -423,7 +433,7 @@ loop:
 	}
 	if preempted != "" {
 		pj.shipCheckpoint(job, send)
-		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged})
+		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged, Outputs: outputs})
 		return
 	}
 	status := "completed"
@@ -437,7 +447,12 @@ loop:
 	if pj.wrongAnswers && output != "" {
 		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
-	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged})
+	var note string
+	if outErr != nil {
+		note = "the outputs could not be kept: " + outErr.Error()
+	}
+	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged,
+		Outputs: outputs, Error: note})
 }
 
 // PullFailed begins the error of a not-started event (wire.StatusNotStarted)
@@ -489,6 +504,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress, CheckpointPath: spec.Checkpoint.Path,
+		OutputPath: spec.Outputs.Path, OutputMiB: int((spec.Outputs.MaxBytes + 1<<20 - 1) >> 20), // rounded up: the spec allows 1MiB..64GiB
 	}
 	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g < len(inv.GPUs) {
@@ -673,12 +689,17 @@ func (pj *Provider) sample(samplers map[string]*attest.Sampler) [][]byte {
 // the second (paused time excluded), capped by that voucher; the rest is
 // refunded. It returns the charge, which the exit event tells the renter.
 func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) auction.Credits {
+	return pj.settleAt(al, m, unpaid, time.Now(), "")
+}
+
+// settleAt settles the run as billed up to at, naming its outputs.
+func (pj *Provider) settleAt(al *activeLease, m *meter, unpaid bool, at time.Time, outputs string) auction.Credits {
 	var total auction.Credits
 	var best []byte
 	var ran time.Duration
 	if m != nil { // nil: the job never ran
 		total, best = m.settled()
-		if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); ok {
+		if in, ok := pj.sched.Lease(al.lease.JobID, at); ok {
 			ran = in.Ran
 		} else {
 			// Settled before release, so the scheduler still holds it;
@@ -687,15 +708,15 @@ func (pj *Provider) settle(al *activeLease, m *meter, unpaid bool) auction.Credi
 			ran = time.Duration(1<<63 - 1)
 		}
 	}
-	return pj.settleRun(al, total, best, ran, unpaid)
+	return pj.settleRun(al, total, best, ran, unpaid, outputs)
 }
 
 // settleRun journals the settlement of a run of ran by the best voucher
 // best (its total total; none: nothing is charged).
-func (pj *Provider) settleRun(al *activeLease, total auction.Credits, best []byte, ran time.Duration, unpaid bool) auction.Credits {
+func (pj *Provider) settleRun(al *activeLease, total auction.Credits, best []byte, ran time.Duration, unpaid bool, outputs string) auction.Credits {
 	charged, refund := sched.Charge(al.lease, ran, total)
 	payload, err := json.Marshal(ledger.Settlement{Lease: wire.LeaseCID(al.raw), Renter: al.lease.Renter, Total: total, Voucher: best, Unpaid: unpaid,
-		Charged: &charged, Refund: refund})
+		Charged: &charged, Refund: refund, Outputs: outputs})
 	if err == nil {
 		pj.record(ledger.TypeSettlement, payload)
 	}

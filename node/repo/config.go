@@ -40,6 +40,10 @@ type DataConfig struct {
 	// inputs before it starts: an input nobody serves fails the start
 	// after this long.
 	InputFetchTimeoutS int `toml:"input_fetch_timeout_s"`
+	// OutputRetentionH is how long, as a provider, a job's outputs are
+	// kept for its renter to fetch (`gleaner job fetch`); then they are
+	// unpinned and the next GC deletes them.
+	OutputRetentionH int `toml:"output_retention_hours"`
 }
 
 // DefaultDataQuotaGiB is the block store's quota when config.toml does not
@@ -51,6 +55,10 @@ const DefaultDataQuotaGiB = 20
 // enough for tens of GB from a home uplink, short enough that an input
 // nobody serves is re-auctioned within the half hour.
 const DefaultInputFetchTimeoutS = 1200
+
+// DefaultOutputRetentionH keeps outputs a week: a renter offline over a
+// weekend still finds them.
+const DefaultOutputRetentionH = 168
 
 // TrustConfig sets how this node, as a renter, checks providers' work.
 type TrustConfig struct {
@@ -135,7 +143,7 @@ func DefaultConfig(network string) Config {
 		},
 		Market: MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
 		Trust:  TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
-		Data:   DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS},
+		Data:   DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH},
 	}
 }
 
@@ -151,7 +159,7 @@ const (
 func LoadConfig(path string) (Config, error) {
 	// Sections added after a repo was made keep their defaults when the
 	// file predates them; a key that is present is always validated.
-	c := Config{Data: DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS}}
+	c := Config{Data: DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH}}
 	md, err := toml.DecodeFile(path, &c)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -228,6 +236,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Data.InputFetchTimeoutS; t < 5 || t > 86400 {
 		return fmt.Errorf("data.input_fetch_timeout_s %d: use 5 to 86400 (seconds)", t)
+	}
+	if h := c.Data.OutputRetentionH; h < 1 || h > 24*365 {
+		return fmt.Errorf("data.output_retention_hours %d: use 1 to 8760", h)
 	}
 	for _, cont := range c.Market.Continents {
 		if !slices.Contains(auction.Continents, cont) {

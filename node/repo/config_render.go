@@ -85,6 +85,8 @@ func (c Config) Render() string {
 	w("# As a provider: how long to fetch a job's inputs before it starts (unbilled) before giving up;")
 	w("# the renter then auctions the job again elsewhere.")
 	w("input_fetch_timeout_s = %d", c.Data.InputFetchTimeoutS)
+	w("# As a provider: how long a job's outputs are kept for its renter to fetch; then they are unpinned.")
+	w("output_retention_hours = %d", c.Data.OutputRetentionH)
 	return b.String()
 }
 

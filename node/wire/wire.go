@@ -108,6 +108,10 @@ type Event struct {
 	// a broken stream, so renters must be upgraded no later than
 	// providers.
 	LogRun string `json:"log_run,omitempty"`
+	// Outputs, on exit, is the CID of the job's results volume, as the
+	// provider's settlement names it ("" for a spec without outputs, or
+	// when they could not be imported; Error then says why).
+	Outputs string `json:"outputs,omitempty"`
 }
 
 // StatusNotStarted marks the error event of a job the provider could not

@@ -2,7 +2,7 @@
 // tests: a static binary, packaged FROM scratch, that reports where it runs
 // and can be told to sleep, fail or checkpoint.
 //
-//	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data]
+//	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data] [-write /outputs]
 //	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 package main
 
@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
 func main() {
@@ -27,7 +29,15 @@ func main() {
 	ckpt := flag.String("checkpoint", "", "directory to resume from and checkpoint to on SIGTERM")
 	answer := flag.Int("answer", 0, "known-answer mode: print sha256 iterated this many times over \"gleaner\" and exit")
 	read := flag.String("read", "", "print the sha256 of every file under this directory (a job input), and whether it is writable")
+	write := flag.String("write", "", "write results under this directory (a job's outputs): "+demoimage.ResultsDoc)
 	flag.Parse()
+	if *write != "" {
+		if err := demoimage.WriteResults(*write); err != nil {
+			fmt.Println("write failed:", err)
+			os.Exit(1)
+		}
+		fmt.Println("results written to", *write)
+	}
 	if *read != "" {
 		if err := readTree(*read); err != nil {
 			fmt.Println("read failed:", err)

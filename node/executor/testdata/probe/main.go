@@ -59,6 +59,8 @@ func main() {
 		fill(os.Args[2], atoi(os.Args[3]))
 	case "files": // files DIR N: create up to N empty files in DIR
 		files(os.Args[2], atoi(os.Args[3]))
+	case "write": // write DIR exit|hold NAME=SIZE...: write files (see write)
+		write(os.Args[2], os.Args[3] == "hold", os.Args[4:])
 	case "mounts": // every mount this process can write to
 		mounts()
 	case "resume": // print the restored checkpoint, then write the next one
@@ -300,4 +302,60 @@ func dial(addr string) {
 		r.Err = err.Error()
 	}
 	json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// treeResult is what write reports, as one JSON line.
+type treeResult struct {
+	Dir   string // where it wrote
+	Wrote int64  // bytes
+	Err   string // the error that stopped it, "" if it wrote everything
+}
+
+// write creates each NAME (a relative path, its directories made as
+// needed) in DIR with SIZE bytes of FileContent(NAME, SIZE); DIR "-" is
+// $GLEANER_OUTPUTS. With hold it then waits for SIGTERM and exits 0.
+func write(dir string, hold bool, specs []string) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM)
+	if dir == "-" {
+		dir = os.Getenv("GLEANER_OUTPUTS")
+	}
+	r := treeResult{Dir: dir}
+	for _, spec := range specs {
+		name, size, _ := strings.Cut(spec, "=")
+		p := filepath.Join(dir, name)
+		err := os.MkdirAll(filepath.Dir(p), 0o700)
+		if err == nil {
+			var n int
+			n, err = writeFile(p, FileContent(name, atoi(size)))
+			r.Wrote += int64(n)
+		}
+		if err != nil {
+			r.Err = err.Error()
+			break
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+	if hold {
+		<-c
+	}
+}
+
+func writeFile(p string, data []byte) (int, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// FileContent is what write puts in a file: NAME and a bar, repeated,
+// cut to size (the tests compute the same).
+func FileContent(name string, size int) []byte {
+	unit := name + "|"
+	return []byte(strings.Repeat(unit, size/len(unit)+1)[:size])
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/testnet"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+	mdtest "github.com/ipfs/boxo/ipld/merkledag/test"
+)
+
+// TestJobOutputsFetched: a job writes its results to its outputs volume;
+// the provider imports them when it exits and names their CID; the
+// renter fetches them with `job fetch`, gets exactly the files written
+// (the CID is the one `data add` gives for them), and fetches them again
+// after a crash of its daemon. The provider keeps them pinned until the
+// retention window ends.
+func TestJobOutputsFetched(t *testing.T) {
+	requireDocker(t)
+	p := provider(t, "provider", "1xRTX4090")
+	rn := renter(t, p)
+	spec := fmt.Sprintf("name: writes-outputs\nimage: %s\ncommand: [\"-write\", \"/outputs\", \"-lines\", \"1\"]\nresources: {gpus: 1}\n"+
+		"tier: silver\nmax_price: 1.00\nduration: {max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
+	id := rn.submit(t, spec, "")
+	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, rn)
+	if j.State != node.StateCompleted || j.Outputs == "" {
+		t.Fatalf("job %s: %s, outputs %q, error %q\n%s", id, j.State, j.Outputs, j.Error, tails([]*rnode{p, rn}))
+	}
+	if want := resultsCID(t); j.Outputs != want {
+		t.Errorf("outputs CID %s, want %s (the CID of the files the job wrote)", j.Outputs, want)
+	}
+
+	dir := filepath.Join(t.TempDir(), "results")
+	r := rn.cli(t, "job", "fetch", id, dir)
+	mustOK(t, r, "job fetch")
+	checkTree(t, dir, demoimage.Results())
+
+	rn.restart(t, syscall.SIGKILL)
+	again := filepath.Join(t.TempDir(), "again")
+	mustOK(t, rn.cli(t, "job", "fetch", id, again), "job fetch after the renter's crash")
+	checkTree(t, again, demoimage.Results())
+
+	var ls node.DataListResult
+	decodeJSON(t, p.cli(t, "data", "ls", "--json"), "provider: data ls", &ls)
+	if !hasPin(ls, j.Outputs) {
+		t.Errorf("the provider does not keep the outputs %s: %+v", j.Outputs, ls.Pins)
+	}
+	// A job without outputs says so.
+	plain := rn.submit(t, demoSpec("plain", "silver", "0s", 1, 0), "")
+	rn.waitJob(t, plain, 3*time.Minute, "the plain job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, rn)
+	if r := rn.cli(t, "job", "fetch", plain, filepath.Join(t.TempDir(), "x")); r.code == 0 || !strings.Contains(r.stderr, "no outputs") {
+		t.Errorf("job fetch of a job without outputs: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// resultsCID is the CID `gleaner data add` gives for the demo job's
+// results.
+func resultsCID(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, b := range demoimage.Results() {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := data.Import(context.Background(), mdtest.Mock(), dir, data.CIDv1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.String()
+}

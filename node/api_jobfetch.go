@@ -1,0 +1,66 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// CodeNoOutputs: job_fetch of a job that has no outputs (yet).
+const CodeNoOutputs = -32022
+
+// JobFetchParams name a job and a new directory for its outputs.
+type JobFetchParams struct {
+	ID       string `json:"id"`
+	Dir      string `json:"dir"`
+	TimeoutS int    `json:"timeout_s,omitempty"`
+}
+
+// Validate checks the ID's presence and the directory and timeout as
+// data_get does.
+func (p JobFetchParams) Validate() error {
+	if p.ID == "" {
+		return fmt.Errorf("id: give a job ID (gleaner job ls)")
+	}
+	return DataGetParams{DataCIDParams: DataCIDParams{CID: "bafkqaaa", TimeoutS: p.TimeoutS}, Dir: p.Dir}.Validate()
+}
+
+func registerJobFetchAPI(s *rpc.Server, n *Node) {
+	rpc.Register(s, "job_fetch", rpc.MethodDoc{
+		Summary: "Fetch a job's outputs (by the CID its provider's settlement names) and write them at dir, which must not exist yet.",
+		Description: "Every block is checked against the CID, so the files are exactly what the provider answered. Blocks already here " +
+			"are not fetched again: a fetch cut short resumes. The provider keeps outputs for its retention window (a week by default).",
+		ParamNames: []string{"id", "dir", "timeout_s"},
+		Errors:     []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
+	}, func(ctx context.Context, p JobFetchParams) (DataFetchResult, error) {
+		j, err := n.renterJobs.get(p.ID)
+		if err != nil {
+			return DataFetchResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		}
+		if j.Outputs == "" {
+			why := "its spec has no outputs: section"
+			if !terminal(j.State) {
+				why = "it has not ended (state " + j.State + ")"
+			} else if spec, err := auction.ParseJobSpec([]byte(j.Spec)); err == nil && spec.Outputs.Path != "" {
+				why = "its provider kept none (" + j.Error + ")"
+			}
+			return DataFetchResult{}, &rpc.Error{Code: CodeNoOutputs, Message: "job " + p.ID + " has no outputs: " + why}
+		}
+		// The provider holds them; connected, it is asked first.
+		if pid, err := peer.Decode(j.Provider); err == nil {
+			cctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			if len(n.host.LibP2P().Peerstore().Addrs(pid)) == 0 && n.host.DHT().RoutingTable().Size() > 0 {
+				if ai, err := n.host.DHT().FindPeer(cctx, pid); err == nil {
+					n.host.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
+				}
+			}
+			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
+			cancel()
+		}
+		return dataAPI{n}.Get(ctx, DataGetParams{DataCIDParams: DataCIDParams{CID: j.Outputs, TimeoutS: p.TimeoutS}, Dir: p.Dir})
+	})
+}
