@@ -16,25 +16,28 @@ import (
 // field is documented, with its YAML name, in JobSpecFields; the zero value
 // of an optional field means "no constraint" unless its doc says otherwise.
 type JobSpec struct {
-	Name           string            // name: a label for the renter, 1..64 of A-Z a-z 0-9 . _ -
-	Image          string            // image: OCI reference, [registry/]path[:tag][@digest]
-	Command        []string          // command: argv; empty runs the image's entrypoint
-	Env            map[string]string // env: environment for the container
-	SecretsFile    string            // secrets_file: read by the renter's node, sent to the provider only
-	Resources      Resources         // resources
-	Tier           Tier              // tier: gold, silver or bronze
-	MaxPrice       Credits           // max_price: per GPU-hour; never exceeded
-	Duration       JobDuration       // duration
-	Start          time.Time         // start: gold only, the reserved window's start (UTC)
-	Placement      Placement         // placement
-	Datasets       []string          // datasets: CIDs the job reads; providers caching them rank higher
-	Inputs         []Input           // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
-	Outputs        Outputs           // outputs: the results volume, returned by CID (jobspec_outputs.go)
-	Checkpoint     Checkpoint        // checkpoint
-	Retry          Retry             // retry
-	Workload       string            // workload: batch (default) or service
-	AllowSimulated bool              // allow_simulated: accept simulated GPUs (local testnets)
-	Verify         Verify            // verify
+	Name        string            // name: a label for the renter, 1..64 of A-Z a-z 0-9 . _ -
+	Image       string            // image: OCI reference, [registry/]path[:tag][@digest]
+	Command     []string          // command: argv; empty runs the image's entrypoint
+	Env         map[string]string // env: environment for the container
+	SecretsFile string            // secrets_file: read by the renter's node, sent to the provider only
+	// registry_auth_file: credentials for a private image's registry, read by
+	// the CLI and sent to the winning provider only
+	RegistryAuthFile string
+	Resources        Resources   // resources
+	Tier             Tier        // tier: gold, silver or bronze
+	MaxPrice         Credits     // max_price: per GPU-hour; never exceeded
+	Duration         JobDuration // duration
+	Start            time.Time   // start: gold only, the reserved window's start (UTC)
+	Placement        Placement   // placement
+	Datasets         []string    // datasets: CIDs the job reads; providers caching them rank higher
+	Inputs           []Input     // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
+	Outputs          Outputs     // outputs: the results volume, returned by CID (jobspec_outputs.go)
+	Checkpoint       Checkpoint  // checkpoint
+	Retry            Retry       // retry
+	Workload         string      // workload: batch (default) or service
+	AllowSimulated   bool        // allow_simulated: accept simulated GPUs (local testnets)
+	Verify           Verify      // verify
 
 	// relStart: start was given relative ("+2h") and resolved against the
 	// clock when parsed; see StartWasRelative.

@@ -29,6 +29,9 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 	if s.SecretsFile != "" {
 		yAdd(root, "secrets_file", yStr(s.SecretsFile))
 	}
+	if s.RegistryAuthFile != "" {
+		yAdd(root, "registry_auth_file", yStr(s.RegistryAuthFile))
+	}
 	res := yMap()
 	res.Style = yaml.FlowStyle
 	yAdd(res, "gpus", yInt(s.Resources.GPUs))

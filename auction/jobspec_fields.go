@@ -23,6 +23,8 @@ var jobSpecSchema = []specField{
 	{name: "env", typ: "mapping", help: "environment variables; keys [A-Za-z_][A-Za-z0-9_]*, values taken as written", set: setEnv},
 	{name: "secrets_file", typ: "path", help: "KEY=VALUE file read by the renter's node and sent to the provider only, never gossiped or logged",
 		set: strVal(func(s *JobSpec) *string { return &s.SecretsFile }, validArg)},
+	{name: "registry_auth_file", typ: "path", help: "credentials for a private image (lines username=, password= or identity_token=, and optionally server=), relative to the spec; read by the CLI, sent to the winning provider only, never stored or logged",
+		set: strVal(func(s *JobSpec) *string { return &s.RegistryAuthFile }, validArg)},
 	{name: "resources", typ: "mapping", required: true, help: "what one lease needs", sub: []specField{
 		{name: "gpus", typ: "integer", required: true, help: "GPUs, 1..16, all on one provider",
 			set: intVal(func(s *JobSpec) *int { return &s.Resources.GPUs }, 1, maxJobGPUs)},

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"sort"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -21,6 +22,17 @@ type JobSubmitParams struct {
 	Spec     string            `json:"spec" doc:"the job spec as YAML (see docs/JOBS.md)"`
 	Secrets  map[string]string `json:"secrets,omitempty" doc:"environment secrets, sent to the winning provider only, never stored"`
 	Provider string            `json:"provider,omitempty" doc:"award only to this provider (peer ID): a canary, or a job for a provider you trust"`
+	// RegistryAuth: credentials for a private image, sent to the winning
+	// provider only, never stored (the spec's registry_auth_file).
+	RegistryAuth *wire.RegistryAuth `json:"registry_auth,omitempty" doc:"credentials for the spec's private image (username+password or identity_token, optional server); sent to the winning provider only, never stored"`
+}
+
+// Validate bounds the credentials.
+func (p JobSubmitParams) Validate() error {
+	if p.RegistryAuth != nil {
+		return p.RegistryAuth.Validate()
+	}
+	return nil
 }
 
 // JobIDParams name one job.
@@ -64,7 +76,7 @@ func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, erro
 	if err != nil {
 		return nil, dataError(err)
 	}
-	j, err := a.n.renterJobs.submit(spec, p.Secrets, SubmitOptions{Provider: p.Provider})
+	j, err := a.n.renterJobs.submit(spec, p.Secrets, SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
 	if errors.Is(err, auction.ErrBadJobSpec) {
 		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
 	}

@@ -37,6 +37,11 @@ type QuoteOutcome = renter.QuoteOutcome
 // blame, not they. A re-auction is patient with a book that has not
 // caught up (renter.Policy.Patience).
 func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
+	defer func() { // the credentials live as long as the job's auctions, in memory only
+		r.mu.Lock()
+		delete(r.registryAuth, id)
+		r.mu.Unlock()
+	}()
 	exclude := map[string]bool{}
 	left := map[string]string{} // excluded provider -> why the job left it, for the explain
 	var ckpt []byte
@@ -207,7 +212,7 @@ func notStartedLimit(image string, notStarted, pulls, inputFails int, last strin
 		return fmt.Sprintf("%d providers could not fetch the job's inputs (the last said: %s): check that a node holding each input is online and connected (gleaner data ls there, gleaner data pin here); nothing was charged",
 			inputFails, strings.TrimPrefix(last, "provider: "))
 	case pulls >= pullFailLimit:
-		return fmt.Sprintf("%d providers could not pull the image %q (the last said: %s): check that the reference exists and that its registry serves it without credentials; nothing was charged",
+		return fmt.Sprintf("%d providers could not pull the image %q (the last said: %s): check that the reference exists and, for a private registry, that the spec's registry_auth_file holds credentials it accepts; nothing was charged",
 			pulls, image, strings.TrimPrefix(last, "provider: "))
 	case notStarted >= maxNotStarted:
 		return fmt.Sprintf("%d providers could not start the job (the last said: %s); nothing was charged",

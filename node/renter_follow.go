@@ -38,7 +38,10 @@ type runEnd struct {
 // follow1 starts the leased job on the provider and follows it to its
 // end (followLease).
 func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
-	start := &jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt}
+	r.mu.Lock()
+	auth := r.registryAuth[id]
+	r.mu.Unlock()
+	start := &jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth}
 	return r.followLease(id, spec, l, leaseRaw, start, false)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"log/slog"
 	"sync"
 	"time"
@@ -124,6 +125,9 @@ var errStopping = errors.New("this node is stopping")
 type SubmitOptions struct {
 	Provider string // award only to this provider
 	Canary   bool
+	// RegistryAuth: the image's registry credentials, kept in memory
+	// only (like secrets) and sent with the start to the winner.
+	RegistryAuth *wire.RegistryAuth
 }
 
 // JobEvent is what job_follow streams: state changes and log output.
@@ -162,7 +166,11 @@ type renterJobs struct {
 
 	resuming []string // leased when this node last stopped: resume follows them again
 
-	mu     sync.Mutex // guards jobs, logs, subs, groups
+	// registryAuth are the credentials of jobs submitted with them, in
+	// memory only, by job ID; guarded by mu.
+	registryAuth map[string]*wire.RegistryAuth
+
+	mu     sync.Mutex // guards jobs, logs, subs, groups, registryAuth
 	groups map[string]*sync.Mutex
 	jobs   map[string]*JobRecord
 	logs   map[string]*jobLog // retained output, persisted in batches (renter_logs.go)
@@ -174,7 +182,7 @@ type renterJobs struct {
 func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
 	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
 		spawn: func(f func()) bool { go f(); return true },
-		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
+		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
 	var resume []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
@@ -260,6 +268,11 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 		}
 	}
 	for _, id := range ids {
+		if opt.RegistryAuth != nil {
+			r.mu.Lock()
+			r.registryAuth[id] = opt.RegistryAuth
+			r.mu.Unlock()
+		}
 		if !r.spawn(func() { r.run(id, spec, specYAML, secrets) }) {
 			return nil, errStopping
 		}

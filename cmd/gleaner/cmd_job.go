@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
@@ -126,6 +127,10 @@ func jobSubmit(c *cli.Context, follow bool) error {
 	if err != nil {
 		return err
 	}
+	auth, err := readRegistryAuth(path, spec)
+	if err != nil {
+		return err
+	}
 	if spec, err = absoluteInputs(path, spec); err != nil {
 		return err
 	}
@@ -133,12 +138,19 @@ func jobSubmit(c *cli.Context, follow bool) error {
 	if err != nil {
 		return err
 	}
-	return submitAndFollow(c, nc, spec, secrets, follow)
+	return submitAndFollow(c, nc, spec, submitExtras{secrets: secrets, registryAuth: auth}, follow)
 }
 
-func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, secrets map[string]string, follow bool) error {
+// submitExtras are what a job is sent with besides its spec, read from
+// the files the spec names; none of it is stored.
+type submitExtras struct {
+	secrets      map[string]string
+	registryAuth *wire.RegistryAuth
+}
+
+func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitExtras, follow bool) error {
 	var j node.JobRecord
-	params := node.JobSubmitParams{Spec: string(spec), Secrets: secrets}
+	params := node.JobSubmitParams{Spec: string(spec), Secrets: extras.secrets, RegistryAuth: extras.registryAuth}
 	if c.Command.Name == "run" || c.Command.Name == "submit" {
 		params.Provider = c.String("provider")
 	}
@@ -460,4 +472,50 @@ func absoluteInputs(specPath string, spec []byte) ([]byte, error) {
 		}
 	}
 	return yaml.Marshal(s)
+}
+
+// readRegistryAuth loads registry_auth_file (relative to the spec), if
+// the spec names one: lines username=, password=, identity_token= and
+// server=, as secrets_file is written. Blank lines and # comments are
+// skipped; anything else is an error naming the line, never its value.
+func readRegistryAuth(specPath string, spec []byte) (*wire.RegistryAuth, error) {
+	s, err := auction.ParseJobSpec(spec)
+	if err != nil || s.RegistryAuthFile == "" {
+		return nil, nil // a bad spec is reported by the node, with its line
+	}
+	file := s.RegistryAuthFile
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(filepath.Dir(specPath), file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usagef("the file holds lines such as username=ana and password=...", "registry_auth_file: %v", err)
+	}
+	a := &wire.RegistryAuth{}
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		var dst *string
+		switch strings.TrimSpace(k) {
+		case "username":
+			dst = &a.Username
+		case "password":
+			dst = &a.Password
+		case "identity_token":
+			dst = &a.IdentityToken
+		case "server":
+			dst = &a.Server
+		}
+		if !ok || dst == nil {
+			return nil, usagef("keys: username, password, identity_token, server", "registry_auth_file %s line %d: want key=value", file, n+1)
+		}
+		*dst = v
+	}
+	if err := a.Validate(); err != nil {
+		return nil, usagef("", "registry_auth_file %s: %v", file, err)
+	}
+	return a, nil
 }

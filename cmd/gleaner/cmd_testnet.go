@@ -176,7 +176,7 @@ func demoJob(c *cli.Context, l *testnet.Local, path string) error {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "\nnode %d rents a GPU: gleaner job run %s\n", last, path)
-	if err := submitAndFollow(c, &nodeClient{Client: cl, dir: l.Procs[last].Repo}, spec, nil, true); err != nil {
+	if err := submitAndFollow(c, &nodeClient{Client: cl, dir: l.Procs[last].Repo}, spec, submitExtras{}, true); err != nil {
 		return err
 	}
 	showTrust(c, cl, last)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	mdtest "github.com/ipfs/boxo/ipld/merkledag/test"
-	ipld "github.com/ipfs/go-ipld-format"
 )
 
 // benchMiB is the file the benchmarks import: 64 MiB by default, so that
@@ -162,41 +161,6 @@ func BenchmarkStoreAdd(b *testing.B) {
 		}
 		b.StartTimer()
 		if _, err := s.Add(context.Background(), p); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		s.Close()
-		b.StartTimer()
-	}
-}
-
-// BenchmarkStoreAddBatched is BenchmarkStoreAdd with the import's blocks
-// written through ipld's BufferedDAG (8 MiB batches, one synced leveldb
-// write each) instead of one synced Put per block: what Add would gain
-// from batching its writes, measured without changing Add.
-func BenchmarkStoreAddBatched(b *testing.B) {
-	p, size := benchFile(b)
-	b.SetBytes(size)
-	stop := peakHeap(b)
-	defer stop()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		s, err := OpenStore(filepath.Join(b.TempDir(), strconv.Itoa(i)), 4*size)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		ctx := context.Background()
-		dag := ipld.NewBufferedDAG(ctx, s.DAG())
-		c, err := Import(ctx, dag, p, CIDv1)
-		if err == nil {
-			err = dag.Commit()
-		}
-		if err == nil {
-			err = s.Pin(ctx, c)
-		}
-		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -40,7 +40,8 @@ const (
 	// server prepares for one peer before that peer has taken them: two of
 	// the largest blocks, so a MaxBlockBytes block can always be queued
 	// while the one before it is on the wire. More buys throughput on long
-	// links at the cost of memory per connected peer.
+	// links at the cost of memory per connected peer (8 MiB measured no
+	// faster over loopback on two cores, and held more heap).
 	DefaultMaxOutstandingBytesPerPeer = 2 * MaxBlockBytes
 	// DefaultMaxQueuedWantsPerPeer is how many wantlist entries the server
 	// keeps for one peer; the rest are dropped. A gleaner fetcher never
@@ -61,7 +62,10 @@ const (
 // enough that the blocks received but not yet written stay bounded.
 const fetchWindow = 128
 
-// putBatch is how many received blocks one store write takes at most.
+// putBatch is how many received blocks one store write takes at most:
+// each write is one synced leveldb batch (8 MiB of 256 KiB chunks), so
+// the fsync is paid per batch, not per block. 64 measured no faster and
+// doubled leveldb's batch buffer.
 const putBatch = 32
 
 // ExchangeConfig is what NewExchange needs.
@@ -135,6 +139,10 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 		bitswap.TaskWorkerCount(orDefault(cfg.TaskWorkers, DefaultTaskWorkers)),
 		bitswap.EngineTaskWorkerCount(orDefault(cfg.TaskWorkers, DefaultTaskWorkers)),
 		bitswap.EngineBlockstoreWorkerCount(orDefault(cfg.BlockstoreWorkers, DefaultBlockstoreWorkers)),
+		// The duplicate-block statistics ask the store Has for every
+		// received block, in a goroutine each; nothing here reads them,
+		// and the fetch checks what it stores anyway.
+		bitswap.WithoutDuplicatedBlockStats(),
 		// DONT_HAVE answers let a fetcher move on from a peer at once
 		// instead of at a timeout (boxo's default; stated, not assumed).
 		bitswap.SetSendDontHaves(true),

@@ -37,6 +37,9 @@ type Docker struct {
 	holderMu    sync.Mutex // guards holderReady; held while building the image
 	holderReady bool       // the volume holder image exists
 
+	privMu  sync.Mutex      // guards private
+	private map[string]bool // IDs of images this Docker pulled with RegistryAuth (registryauth.go)
+
 	netMu    sync.Mutex // guards mtu and mtuKnown
 	mtu      string     // the default bridge's MTU option, "" for Docker's default
 	mtuKnown bool
@@ -127,7 +130,7 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 		return nil, err
 	}
 	var res Result
-	pulled, took, err := d.ensureImage(ctx, spec.Image, hooks.OnPull)
+	pulled, took, err := d.ensureImage(ctx, spec.Image, spec.RegistryAuth, hooks.OnPull)
 	if err != nil {
 		return nil, err
 	}
@@ -260,17 +263,29 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	return cfg, hc
 }
 
-// ensureImage pulls ref unless the engine already has it.
-func (d *Docker) ensureImage(ctx context.Context, ref string, onPull func(PullProgress)) (pulled bool, took time.Duration, err error) {
-	if _, err := d.cli.ImageInspect(ctx, ref); err == nil {
-		return false, 0, nil
-	} else if !cerrdefs.IsNotFound(err) {
-		return false, 0, fmt.Errorf("executor: inspect image %s: %w", ref, err)
+// ensureImage pulls ref unless the engine already has it. With auth it
+// always pulls, and without it pulls again an image this Docker pulled
+// with credentials: see RegistryAuth for why.
+func (d *Docker) ensureImage(ctx context.Context, ref string, auth *RegistryAuth, onPull func(PullProgress)) (pulled bool, took time.Duration, err error) {
+	if auth == nil {
+		if img, err := d.cli.ImageInspect(ctx, ref); err == nil {
+			if !d.pulledPrivately(img.ID) {
+				return false, 0, nil
+			}
+		} else if !cerrdefs.IsNotFound(err) {
+			return false, 0, fmt.Errorf("executor: inspect image %s: %w", ref, err)
+		}
+	}
+	var opts image.PullOptions
+	if auth != nil {
+		if opts.RegistryAuth, err = encodeRegistryAuth(auth, ref); err != nil {
+			return false, 0, fmt.Errorf("executor: pull %s: registry_auth: %w", ref, ErrBadSpec)
+		}
 	}
 	t0 := time.Now()
-	rc, err := d.cli.ImagePull(ctx, ref, image.PullOptions{})
+	rc, err := d.cli.ImagePull(ctx, ref, opts)
 	if err != nil {
-		return false, 0, fmt.Errorf("executor: pull %s: %w", ref, err)
+		return false, 0, pullError(ref, auth, opts.RegistryAuth, err.Error(), err)
 	}
 	defer rc.Close()
 	// The pull runs as long as the stream is read; errors arrive in it.
@@ -288,14 +303,21 @@ func (d *Docker) ensureImage(ctx context.Context, ref string, onPull func(PullPr
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return false, 0, fmt.Errorf("executor: pull %s: %w", ref, err)
+			return false, 0, pullError(ref, auth, opts.RegistryAuth, err.Error(), err)
 		}
 		if m.Error != "" {
-			return false, 0, fmt.Errorf("executor: pull %s: %s", ref, m.Error)
+			return false, 0, pullError(ref, auth, opts.RegistryAuth, m.Error, nil)
 		}
 		if onPull != nil {
 			onPull(PullProgress{Image: ref, Layer: m.ID, Status: m.Status, Current: m.ProgressDetail.Current, Total: m.ProgressDetail.Total})
 		}
+	}
+	if auth != nil {
+		img, err := d.cli.ImageInspect(ctx, ref)
+		if err != nil {
+			return false, 0, fmt.Errorf("executor: inspect image %s after pull: %w", ref, err)
+		}
+		d.markPrivate(img.ID)
 	}
 	return true, time.Since(t0), nil
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path"
@@ -18,6 +19,11 @@ type Spec struct {
 	Command  []string // appended to the image's entrypoint, as `docker run IMAGE CMD...`
 	Env      map[string]string
 	Secrets  Secrets // passed as environment, never printed or logged
+	// RegistryAuth are credentials for pulling Image from a private
+	// registry; nil pulls anonymously. Like Secrets, never printed, logged
+	// or put in an error (registryauth.go, which also says when a present
+	// image is pulled again).
+	RegistryAuth *RegistryAuth
 
 	GPUUUIDs      []string
 	SimulatedGPUs bool // no device request; the job sees GLEANER_SIMULATED_GPUS=1
@@ -79,6 +85,10 @@ func (s Secrets) GoString() string { return "executor.Secrets" + s.String() }
 // LogValue keeps slog from printing the values.
 func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
+// MarshalJSON keeps encoding/json (and slog's JSON handler, which marshals
+// a logged Spec) from writing the values.
+func (s Secrets) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
 var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // validate rejects a spec that would run without the limits the lease fixed
@@ -103,6 +113,9 @@ func (s *Spec) validate() error {
 		return err
 	}
 	if err := s.validateOutputs(bad); err != nil {
+		return err
+	}
+	if err := s.validateRegistryAuth(bad); err != nil {
 		return err
 	}
 	for k := range s.Secrets {

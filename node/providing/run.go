@@ -141,6 +141,13 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	send := al.hub.send
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
+	if a := req.RegistryAuth; a != nil {
+		if err := a.Validate(); err != nil {
+			_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: PullFailed + err.Error()})
+			return nil, false
+		}
+		es.RegistryAuth = &executor.RegistryAuth{Username: a.Username, Password: a.Password, IdentityToken: a.IdentityToken, ServerAddress: a.Server}
+	}
 	// Inputs first, also for a reservation waiting for its window: its
 	// data is here by its start (cache warming), and a CID nobody serves
 	// fails before anything is billed.
@@ -217,7 +224,7 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	}
 	if job == nil {
 		_ = send(wire.Event{Type: "status", Status: "pulling"})
-		job, err = pj.exec.Start(ctx, es, executor.Hooks{})
+		job, err = pj.exec.Start(ctx, es, pullHooks(send))
 	}
 	if err != nil && pj.bg.Err() != nil {
 		// Stopping while the job was being started: nothing ran, and the

@@ -4,7 +4,10 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -77,7 +80,53 @@ type JobRequest struct {
 	// Nonce is echoed by every signed telemetry sample of this run, so
 	// samples cannot be replayed from another run or forged in advance.
 	Nonce []byte `json:"nonce,omitempty"`
+	// RegistryAuth are the credentials for the spec's image, sent to the
+	// winner only (never in a quote request), over the stream's
+	// encryption; the renter keeps them in memory only.
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
 }
+
+// RegistryAuth are credentials for a private image registry. Printing one
+// (fmt, slog) shows the user name only.
+type RegistryAuth struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	IdentityToken string `json:"identity_token,omitempty"`
+	Server        string `json:"server,omitempty"`
+}
+
+// MaxRegistryAuthField bounds each field: a token is a few KiB at most.
+const MaxRegistryAuthField = 8 << 10
+
+// Validate bounds the fields and wants a user with a password, or a token.
+func (a *RegistryAuth) Validate() error {
+	for _, f := range []string{a.Username, a.Password, a.IdentityToken, a.Server} {
+		if len(f) > MaxRegistryAuthField {
+			return fmt.Errorf("registry credentials: a field over %d bytes", MaxRegistryAuthField)
+		}
+	}
+	if (a.Username == "") != (a.Password == "") && a.IdentityToken == "" {
+		return errors.New("registry credentials: give username and password, or identity_token")
+	}
+	if a.Username == "" && a.Password == "" && a.IdentityToken == "" {
+		return errors.New("registry credentials: empty")
+	}
+	return nil
+}
+
+// String shows who, never the secret.
+func (a *RegistryAuth) String() string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprintf("registry credentials for user %q at %q (redacted)", a.Username, a.Server)
+}
+
+// GoString is String, so that %#v redacts too.
+func (a *RegistryAuth) GoString() string { return a.String() }
+
+// LogValue keeps slog from printing the fields.
+func (a *RegistryAuth) LogValue() slog.Value { return slog.StringValue(a.String()) }
 
 // Event is what a provider streams back on /job/1 while a job runs;
 // the renter turns it into JobEvents for job_follow.
