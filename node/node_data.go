@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
 )
 
@@ -44,6 +45,13 @@ func (n *Node) startExchange() error {
 		Router:         n.host.DHT(),
 		Store:          n.data,
 		Log:            n.log,
+		// A peer that sends wrong bytes is cut off and held off for a
+		// while (p2p's disconnect hold), so that it cannot keep a fetch
+		// busy with garbage.
+		OnBadPeer: func(p peer.ID) {
+			n.log.Warn("data: disconnecting a peer that sent blocks whose bytes match no CID asked for", "peer", p)
+			n.tasks.Go(func() { _ = n.host.Disconnect(p) })
+		},
 	})
 	if err != nil {
 		return err

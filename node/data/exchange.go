@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/ipfs/boxo/bitswap"
 	"github.com/ipfs/boxo/bitswap/client"
@@ -84,6 +85,10 @@ type ExchangeConfig struct {
 	Store *Store
 	// Log receives warnings about misbehaving peers; nil is slog.Default().
 	Log *slog.Logger
+	// OnBadPeer is called (from bitswap's receive path; it must not block)
+	// when a peer has sent BadBlockStrikes blocks nobody asked for: the
+	// node disconnects it and holds it off. Nil: only logged.
+	OnBadPeer func(peer.ID)
 
 	// Server bounds; zero means the Default* constants above.
 	MaxOutstandingBytesPerPeer int  // bytes prepared for one peer and not yet sent
@@ -109,6 +114,13 @@ type Exchange struct {
 	// (what a peer sending wrong bytes under a CID produces) is told apart
 	// from a late duplicate.
 	wanted map[string]int
+	// strikes counts, by peer, the unasked-for blocks each sent since its
+	// last report (strike); bounded by maxStruck.
+	strikes   map[peer.ID]int
+	onBadPeer func(peer.ID)
+	// recent: blocks no fetch wants any more, by key, and when they stopped
+	// being wanted (rememberWanted); guarded by mu.
+	recent map[string]time.Time
 }
 
 // NewExchange starts bitswap on cfg.Host. ctx bounds bitswap's background
@@ -126,6 +138,9 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 		store:  cfg.Store,
 		log:    cfg.Log,
 		wanted: map[string]int{},
+
+		onBadPeer: cfg.OnBadPeer,
+		recent:    map[string]time.Time{},
 	}
 	if x.log == nil {
 		x.log = slog.Default()
@@ -599,27 +614,86 @@ func (f *fetch) missing(cause error) error {
 func (f *fetch) forget() {
 	f.x.mu.Lock()
 	defer f.x.mu.Unlock()
+	now := time.Now()
 	for _, k := range f.asked {
 		if f.x.wanted[k]--; f.x.wanted[k] <= 0 {
 			delete(f.x.wanted, k)
+			f.x.rememberWanted(k, now)
 		}
 	}
+}
+
+// wantMemory is how long a block a fetch stopped wanting still counts as
+// asked for: a peer answering a cancelled want late sends good bytes, not
+// a strike. maxRemembered bounds that memory.
+const (
+	wantMemory    = 10 * time.Minute
+	maxRemembered = 1 << 16
+)
+
+// rememberWanted notes that k was wanted until now. Called with x.mu held.
+func (x *Exchange) rememberWanted(k string, now time.Time) {
+	if len(x.recent) >= maxRemembered {
+		for old, at := range x.recent {
+			if now.Sub(at) > wantMemory {
+				delete(x.recent, old)
+			}
+		}
+		if len(x.recent) >= maxRemembered {
+			x.recent = map[string]time.Time{} // all recent: forget rather than grow
+		}
+	}
+	x.recent[k] = now
+}
+
+// wasWanted: some fetch wants k, or wanted it within wantMemory. Called
+// with x.mu held.
+func (x *Exchange) wasWanted(k string) bool {
+	if x.wanted[k] > 0 {
+		return true
+	}
+	at, ok := x.recent[k]
+	return ok && time.Since(at) <= wantMemory
 }
 
 // unrequestedTracer warns of received blocks that no fetch asked for and
 // the store does not have: a peer that sends wrong bytes under a CID
 // produces exactly these, since bitswap names a received block by the hash
-// of its bytes. Bitswap drops them; nothing of them is stored.
-//
-// TODO(reputation): count these per peer and feed node/reputation, so
-// that a peer serving corrupt blocks is disconnected and avoided.
+// of its bytes. Bitswap drops them; nothing of them is stored. Each is a
+// strike against its sender; at BadBlockStrikes, OnBadPeer is told.
 type unrequestedTracer struct{ x *Exchange }
+
+// BadBlockStrikes is how many unasked-for blocks a peer may send before
+// OnBadPeer hears of it. One is enough: bitswap names a received block by
+// the hash of its bytes, so a block no fetch wants or wanted lately
+// (wasWanted) is wrong bytes for a CID, or spam, never a late good block.
+const BadBlockStrikes = 1
+
+// maxStruck bounds the peers whose strikes are remembered: a flood of
+// peer IDs cannot grow the map without end.
+const maxStruck = 1024
+
+// strike counts one bad block from p and reports whether it crossed the
+// limit (the count then starts again).
+func (x *Exchange) strike(p peer.ID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.strikes == nil || len(x.strikes) >= maxStruck && x.strikes[p] == 0 {
+		x.strikes = map[peer.ID]int{}
+	}
+	x.strikes[p]++
+	if x.strikes[p] < BadBlockStrikes {
+		return false
+	}
+	delete(x.strikes, p)
+	return true
+}
 
 func (t unrequestedTracer) MessageReceived(p peer.ID, msg bsmsg.BitSwapMessage) {
 	for _, b := range msg.Blocks() {
 		k := b.Cid().KeyString()
 		t.x.mu.Lock()
-		asked := t.x.wanted[k] > 0
+		asked := t.x.wasWanted(k)
 		t.x.mu.Unlock()
 		if asked {
 			continue
@@ -629,6 +703,9 @@ func (t unrequestedTracer) MessageReceived(p peer.ID, msg bsmsg.BitSwapMessage) 
 		}
 		t.x.log.Warn("bitswap: peer sent a block no fetch asked for (wrong bytes for a CID, or spam); dropped",
 			"peer", p, "block", b.Cid(), "bytes", len(b.RawData()))
+		if t.x.strike(p) && t.x.onBadPeer != nil {
+			t.x.onBadPeer(p)
+		}
 	}
 }
 
