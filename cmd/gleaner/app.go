@@ -64,20 +64,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			simCommand(),
 			completionCommand(),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usagef("see `gleaner --help`", "%v", err)
-		},
 		// Errors are reported by run, once, in one format.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	app.CommandNotFound = func(c *cli.Context, name string) {
-		notFound = usagef("see `gleaner --help` for the list of commands", "unknown command %q", name)
-	}
-	for _, c := range app.Commands {
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("see `gleaner "+c.Command.Name+" --help`", "%v", err)
-		}
-	}
+	prepareCommands(app)
 	return app
 }
 
@@ -93,5 +83,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && notFound != nil {
 		err = notFound
 	}
-	return report(stderr, err)
+	return reportAs(stderr, err, wantsJSON(args))
 }

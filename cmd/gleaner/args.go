@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -11,59 +12,123 @@ import (
 // urfave/cli v2 stops parsing flags at the first argument. It knows which
 // flags take a value from the command's own definitions; everything after
 // "--" stays an argument.
+//
+// It also lets the app's own flags (--repo) follow the subcommand,
+// `gleaner init --repo DIR`, by moving them ahead of it, and --json
+// precede it, `gleaner --json job ls`, by moving it to the leaf command
+// when that has the flag.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	out := []string{args[0]}
+	// Shell completion looks for its flag at the very end only.
+	const complete = "--generate-bash-completion"
+	if args[len(args)-1] == complete {
+		return append(interspersed(app, args[:len(args)-1]), complete)
+	}
+	var global, path, jsonFlags []string
 	cmds, flags := app.Commands, app.Flags
+	depth := 0
 	i := 1
 	var leaf *cli.Command
 	for i < len(args) {
 		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			out = append(out, a)
-			if takesValue(flags, a) && i+1 < len(args) {
-				out = append(out, args[i+1])
-				i++
+		if a == "--" {
+			break
+		}
+		if isFlag(a) {
+			n := 1
+			switch {
+			case depth > 0 && isGlobal(a):
+				if takesValue(app.Flags, a) && i+1 < len(args) {
+					n = 2
+				}
+				global = append(global, args[i:i+n]...)
+			case isJSON(a) && !hasFlag(flags, "json"):
+				jsonFlags = append(jsonFlags, a) // for the leaf, if it has it
+			default:
+				if takesValue(flags, a) && i+1 < len(args) {
+					n = 2
+				}
+				path = append(path, args[i:i+n]...)
 			}
-			i++
+			i += n
 			continue
 		}
 		next := findCommand(cmds, a)
 		if next == nil {
 			break
 		}
-		out = append(out, a)
+		path = append(path, a)
+		depth++
 		leaf, cmds, flags = next, next.Subcommands, next.Flags
 		i++
 	}
-	if leaf == nil || len(leaf.Subcommands) > 0 {
-		return args
+	if len(jsonFlags) > 0 && (leaf == nil || !hasFlag(leaf.Flags, "json")) {
+		path = append(path, jsonFlags...) // refused where it stands, as before
+		jsonFlags = nil
 	}
-	var fl, pos []string
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			fl = append(fl, a)
-			if takesValue(flags, a) && i+1 < len(args) {
-				fl = append(fl, args[i+1])
-				i++
+	rest := args[i:]
+	if leaf != nil && len(leaf.Subcommands) == 0 {
+		fl := jsonFlags
+		var pos []string
+		for ; i < len(args); i++ {
+			a := args[i]
+			if a == "--" {
+				pos = append(pos, args[i+1:]...)
+				break
 			}
-			continue
+			if isFlag(a) {
+				fs := &fl
+				vf := flags
+				if isGlobal(a) && !hasFlag(flags, flagName(a)) {
+					fs, vf = &global, app.Flags
+				}
+				*fs = append(*fs, a)
+				if takesValue(vf, a) && i+1 < len(args) {
+					*fs = append(*fs, args[i+1])
+					i++
+				}
+				continue
+			}
+			pos = append(pos, a)
 		}
-		pos = append(pos, a)
+		rest = fl
+		if len(pos) > 0 && !slices.ContainsFunc(fl, isHelp) { // `job status ID --help`: the help
+
+			rest = append(append(rest, "--"), pos...)
+		}
+	} else {
+		path = append(path, jsonFlags...)
 	}
-	out = append(out, fl...)
-	if len(pos) > 0 {
-		out = append(out, "--")
-		out = append(out, pos...)
+	out := append([]string{args[0]}, global...)
+	out = append(out, path...)
+	return append(out, rest...)
+}
+
+func isFlag(a string) bool { return strings.HasPrefix(a, "-") && len(a) > 1 }
+
+// flagName is the name in a flag token: "--repo=x" -> "repo".
+func flagName(a string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
+}
+
+// isGlobal reports whether flag token a is one of the app's own flags,
+// which may be given after the subcommand: --repo.
+func isGlobal(a string) bool { return flagName(a) == "repo" }
+
+func isJSON(a string) bool { return flagName(a) == "json" }
+
+func isHelp(a string) bool { return a == "--help" || a == "-h" || a == "-help" }
+
+func hasFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
 	}
-	return out
+	return false
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

@@ -158,10 +158,12 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		return err
 	}
 	if !follow {
+		// Only the ID on stdout, for ID=$(gleaner job submit spec.yaml).
 		return emit(c, j, func(w io.Writer) {
-			fmt.Fprintf(w, "submitted job %s\nfollow it: gleaner job logs -f %s\n", j.ID, j.ID)
+			fmt.Fprintln(w, j.ID)
+			fmt.Fprintf(c.App.ErrWriter, "submitted job %s\nfollow it: gleaner job logs -f %s\n", j.ID, j.ID)
 			for _, r := range j.Replicas[min(len(j.Replicas), 1):] {
-				fmt.Fprintf(w, "replica:   %s (gleaner job status %s)\n", r, r)
+				fmt.Fprintf(c.App.ErrWriter, "replica:   %s (gleaner job status %s)\n", r, r)
 			}
 		})
 	}

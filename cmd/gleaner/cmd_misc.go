@@ -21,7 +21,10 @@ array (by position). List every method with its parameters:
 
    gleaner rpc rpc.discover
    gleaner rpc node_info
-   gleaner rpc node_ping '{"peer":"12D3KooW...","count":2}'`,
+   gleaner rpc node_ping '{"peer":"12D3KooW...","count":2}'
+
+The output is JSON with or without --json.`,
+		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() < 1 || c.Args().Len() > 2 {
 				return usagef("for example: gleaner rpc node_info", "rpc needs a method name and optionally one JSON params argument")

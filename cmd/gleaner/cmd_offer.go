@@ -45,7 +45,7 @@ func offerCall(c *cli.Context, method string, params any) error {
 	}
 	var res node.OfferShowResult
 	if err := callCmd(c, method, params, &res); err != nil {
-		return err
+		return withFlagNames(err, offerParamFlags)
 	}
 	return emit(c, res, func(w io.Writer) { printOfferShow(w, res) })
 }

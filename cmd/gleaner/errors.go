@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -38,30 +39,55 @@ func withHint(err error, hint string) error { return &hinted{err: err, hint: hin
 
 // report prints err as one line plus an optional hint, never a stack trace,
 // and returns the exit code.
-func report(w io.Writer, err error) int {
+func report(w io.Writer, err error) int { return reportAs(w, err, false) }
+
+// reportAs is report; asJSON prints the same as one JSON object instead
+// (see reportJSON), for a command line with --json.
+func reportAs(w io.Writer, err error, asJSON bool) int {
 	if err == nil {
 		return exitOK
 	}
+	f := classify(err)
+	if asJSON {
+		reportJSON(w, f)
+		return f.Code
+	}
+	fmt.Fprintf(w, "gleaner: %s\n", f.Message)
+	if f.Hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", f.Hint)
+	}
+	return f.Code
+}
+
+// failure is an error as the CLI reports it: its exit code, a one-line
+// message, an optional hint and, for an error of the node's API, the
+// JSON-RPC code (in --json output only: the text never shows it).
+type failure struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+	RPCCode int    `json:"rpc_code,omitempty"`
+}
+
+func classify(err error) failure {
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(w, "gleaner: %s\n", ue.msg)
-		if ue.hint != "" {
-			fmt.Fprintf(w, "hint: %s\n", ue.hint)
-		}
-		return exitUsage
+		return failure{Code: exitUsage, Message: ue.msg, Hint: ue.hint}
 	}
+	f := failure{Code: exitFailure, Message: err.Error()}
 	var re *rpc.Error
 	if errors.As(err, &re) {
-		fmt.Fprintf(w, "gleaner: %s (code %d)\n", re.Message, re.Code)
+		// rpc.Error's own text ends in "(code N)": the message alone,
+		// with whatever the CLI wrapped it in.
+		f.Message = strings.ReplaceAll(f.Message, re.Error(), re.Message)
+		f.RPCCode = re.Code
 		if re.Code == rpc.CodeInvalidParams || re.Code == node.CodeBadJobSpec {
-			return exitUsage
+			f.Code = exitUsage
 		}
-		return exitFailure
 	}
-	fmt.Fprintf(w, "gleaner: %s\n", err)
 	var h *hinted
 	if errors.As(err, &h) && h.hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", h.hint)
+		f.Hint = h.hint
 	}
-	return exitFailure
+	return f
 }

@@ -211,7 +211,7 @@ func TestOfferAndMarketFromTheCLI(t *testing.T) {
 		t.Fatalf("offer show before set:\n%s", r.stdout)
 	}
 	r = gleaner(t, "--repo", prov, "offer", "set", "--price.bronze", "cheap")
-	if r.code != 2 || !strings.Contains(r.stderr, "price_bronze") {
+	if r.code != 2 || !strings.Contains(r.stderr, "--price.bronze") {
 		t.Fatalf("bad price: exit %d, stderr %q; want exit 2 naming the field", r.code, r.stderr)
 	}
 	mustOK(t, gleaner(t, "--repo", prov, "offer", "set", "--region", "eu/DE", "--price.bronze", "0.45",
