@@ -39,6 +39,9 @@ type InfoResult struct {
 	UptimeSec    float64   `json:"uptime_s"`
 	Reachability string    `json:"reachability"`
 	Peers        int       `json:"peers"`
+	// Bootstrap is how reaching the bootstrap list went; absent on a
+	// network without one (local).
+	Bootstrap *BootstrapStatus `json:"bootstrap,omitempty"`
 }
 
 // PeerResult describes one connected peer.
@@ -157,6 +160,7 @@ func (a nodeAPI) Info(ctx context.Context, _ struct{}) (InfoResult, error) {
 		UptimeSec:    time.Since(a.n.started).Round(time.Millisecond).Seconds(),
 		Reachability: h.Reachability(),
 		Peers:        len(h.Peers()),
+		Bootstrap:    a.n.bootStatus(),
 	}, nil
 }
 

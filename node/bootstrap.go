@@ -22,6 +22,11 @@ func ParseBootstrap(entries []string) ([]ma.Multiaddr, error) { return repo.Pars
 // A name that does not resolve is skipped and reported, never fatal: one
 // dead bootstrap entry must not keep a node off the network.
 func ResolveBootstrap(ctx context.Context, addrs []ma.Multiaddr) ([]peer.AddrInfo, []error) {
+	return ResolveBootstrapWith(ctx, madns.DefaultResolver, addrs)
+}
+
+// ResolveBootstrapWith is ResolveBootstrap through resolver r.
+func ResolveBootstrapWith(ctx context.Context, r *madns.Resolver, addrs []ma.Multiaddr) ([]peer.AddrInfo, []error) {
 	var flat []ma.Multiaddr
 	var errs []error
 	for _, m := range addrs {
@@ -29,7 +34,7 @@ func ResolveBootstrap(ctx context.Context, addrs []ma.Multiaddr) ([]peer.AddrInf
 			flat = append(flat, m)
 			continue
 		}
-		res, err := madns.DefaultResolver.Resolve(ctx, m)
+		res, err := r.Resolve(ctx, m)
 		if err != nil || len(res) == 0 {
 			errs = append(errs, fmt.Errorf("bootstrap %s did not resolve: %v", m, err))
 			continue

@@ -27,6 +27,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	ma "github.com/multiformats/go-multiaddr"
+	madns "github.com/multiformats/go-multiaddr-dns"
 )
 
 // Version is the gleaner release; the linker sets it for release builds.
@@ -56,6 +57,9 @@ type Options struct {
 	// StartDeadline is how long a provider holds an award's GPUs for its
 	// renter to start it (default DefaultStartDeadline). Tests shorten it.
 	StartDeadline time.Duration
+	// DNSResolver resolves /dnsaddr bootstrap names; nil is the system's.
+	// Tests point it at a DNS server of their own.
+	DNSResolver *madns.Resolver
 	// OfferTTL is how long a published offer stays valid (default 1 h); it
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.
@@ -73,9 +77,10 @@ type Node struct {
 	store        *Store
 	data         *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange     *data.Exchange
-	fetching     sync.Map    // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal      *journal    // this node's records that callers need not wait for
-	known        *knownPeers // the peers it was connected to, kept across restarts (peers.go)
+	boot         *bootstrapper // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
+	fetching     sync.Map      // CID string -> *fetchProgress: fetches in flight (node_data.go)
+	journal      *journal      // this node's records that callers need not wait for
+	known        *knownPeers   // the peers it was connected to, kept across restarts (peers.go)
 	market       *market
 	provider     *provider
 	providerJobs *providing.Provider
@@ -88,6 +93,7 @@ type Node struct {
 	rpc          *rpc.Server
 	httpSrv      *http.Server
 	url          string
+	metrics      *nodeMetrics // nil while metrics.address is "" (node_metrics.go)
 	started      time.Time
 	newRepo      bool // neither node.db nor ledger.db existed at Start
 
@@ -163,7 +169,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// Dialled once every protocol is served, so that a peer identifies
 	// the whole node.
 	n.tasks.Go(func() { n.known.reconnect(n.bg, known) })
-	return n.startRPC()
+	if n.boot != nil {
+		n.tasks.Go(func() { n.boot.run(n.bg) })
+	}
+	if err := n.startRPC(); err != nil {
+		return err
+	}
+	return n.startMetrics()
 }
 
 func (n *Node) startHost(ctx context.Context) error {
@@ -206,12 +218,22 @@ func (n *Node) hostOptions(ctx context.Context) ([]p2p.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	peers, errs := ResolveBootstrap(ctx, boot)
+	peers, errs := ResolveBootstrapWith(ctx, n.resolver(), boot)
+	fallback, err := bootstrapFallback(c.P2P.BootstrapFallback)
+	if err != nil {
+		return nil, err
+	}
+	if len(peers) == 0 {
+		peers = fallback
+	}
+	if len(boot) > 0 {
+		n.boot = &bootstrapper{n: n, entries: boot, fallback: fallback, resolver: n.resolver(), status: BootstrapStatus{Entries: len(boot)}}
+	}
 	for _, e := range errs {
 		n.log.Warn("bootstrap entry skipped", "err", e)
 	}
 	if c.Network == NetworkTestnet && len(peers) == 0 {
-		n.log.Warn("no testnet bootstrap peer could be resolved; the node will only find peers that dial it or that you connect to (gleaner connect <multiaddr>)")
+		n.log.Warn("no testnet bootstrap peer could be resolved yet; retrying with backoff (gleaner id shows why), and meanwhile the node finds only peers that dial it or that you connect to (gleaner connect <multiaddr>)")
 	}
 	opts := []p2p.Option{
 		p2p.Network(c.Network),
@@ -253,7 +275,7 @@ func (n *Node) startRPC() error {
 	}
 	n.url = "http://" + ln.Addr().String()
 	n.httpSrv = &http.Server{
-		Handler:           n.rpc.Handler(),
+		Handler:           n.instrumentRPC(n.rpc.Handler()),
 		ReadHeaderTimeout: 5 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}

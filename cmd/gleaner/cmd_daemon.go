@@ -30,7 +30,9 @@ override config.toml for this run only. One daemon per repo.
    gleaner daemon
    gleaner daemon --init --network testnet       create the repo first if needed
    gleaner daemon --listen /ip4/127.0.0.1/tcp/0 --rpc 127.0.0.1:0
-   gleaner daemon --relay                        serve as a public bootstrap/relay node`,
+   gleaner daemon --relay                        serve as a public bootstrap/relay node
+   gleaner daemon --metrics 127.0.0.1:4032 --log-format json
+                                                 Prometheus metrics, JSON logs (docs/OPERATIONS.md)`,
 		Flags: []cli.Flag{
 			networkFlag,
 			&cli.StringSliceFlag{Name: "listen", Usage: "p2p listen multiaddr (repeatable), e.g. /ip4/0.0.0.0/tcp/4030"},
@@ -41,7 +43,9 @@ override config.toml for this run only. One daemon per repo.
 			&cli.BoolFlag{Name: "mdns", Usage: "find LAN peers through mDNS (default: on for the local network)"},
 			&cli.StringFlag{Name: "simulate-gpus", Usage: "on a machine without a GPU, sell labelled simulated ones, e.g. 2xRTX4090 or 1xH100,2xA100-80GB"},
 			&cli.BoolFlag{Name: "init", Usage: "create the repo first when it does not exist"},
+			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:4032 (port 0 = any free port; \"\" = off); overrides metrics.address"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "the log lines on stderr: text (key=value) or json (one object a line)"},
 			jsonFlag,
 		},
 		Action: runDaemon,
@@ -52,7 +56,7 @@ func runDaemon(c *cli.Context) error {
 	if c.Args().Present() {
 		return usagef("see `gleaner daemon --help`", "unexpected argument %q", c.Args().First())
 	}
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"))
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
 	if err != nil {
 		return err
 	}
@@ -129,6 +133,9 @@ func applyDaemonFlags(c *cli.Context, cfg *node.Config) error {
 	if c.IsSet("rpc-allow-remote") {
 		cfg.RPC.AllowRemote = c.Bool("rpc-allow-remote")
 	}
+	if c.IsSet("metrics") {
+		cfg.Metrics.Address = c.String("metrics")
+	}
 	if c.Bool("relay") {
 		cfg.P2P.RelayService = true
 		cfg.P2P.DHTMode = "server"
@@ -157,13 +164,17 @@ func printReady(c *cli.Context, n *node.Node) error {
 		Network string   `json:"network"`
 		Addrs   []string `json:"addrs"`
 		RPCURL  string   `json:"rpc_url"`
+		Metrics string   `json:"metrics_url,omitempty"`
 		Repo    string   `json:"repo"`
-	}{"ready", h.ID().String(), n.Network(), addrs, n.RPCURL(), n.Repo().Dir}
+	}{"ready", h.ID().String(), n.Network(), addrs, n.RPCURL(), n.MetricsURL(), n.Repo().Dir}
 	return emit(c, out, func(w io.Writer) {
 		fmt.Fprintf(w, "gleaner daemon ready\n")
 		fmt.Fprintf(w, "peer ID:  %s\n", out.PeerID)
 		fmt.Fprintf(w, "network:  %s\n", out.Network)
 		fmt.Fprintf(w, "rpc:      %s\n", out.RPCURL)
+		if out.Metrics != "" {
+			fmt.Fprintf(w, "metrics:  %s\n", out.Metrics)
+		}
 		for _, a := range out.Addrs {
 			fmt.Fprintf(w, "listen:   %s\n", a)
 		}
@@ -171,10 +182,17 @@ func printReady(c *cli.Context, n *node.Node) error {
 	})
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		return nil, usagef("use debug, info, warn or error", "--log-level %q is not a level", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("use text or json", "--log-format %q is not a format", format)
 }

@@ -31,6 +31,14 @@ func idCommand() *cli.Command {
 				fmt.Fprintf(w, "uptime:        %s\n", (time.Duration(info.UptimeSec) * time.Second).String())
 				fmt.Fprintf(w, "reachability:  %s\n", info.Reachability)
 				fmt.Fprintf(w, "peers:         %d\n", info.Peers)
+				if b := info.Bootstrap; b != nil && !b.Connected {
+					fmt.Fprintf(w, "bootstrap:     not reached after %d tries: %s\n", b.Tries, b.LastError)
+					if !b.NextTry.IsZero() {
+						fmt.Fprintf(w, "               next try in %s; meanwhile: gleaner connect <multiaddr>\n", time.Until(b.NextTry).Round(time.Second))
+					}
+				} else if info.Peers == 0 && b == nil {
+					fmt.Fprintln(w, "               (no bootstrap list: on --network local, peers come through mDNS or gleaner connect)")
+				}
 				for _, a := range info.Addrs {
 					fmt.Fprintf(w, "address:       %s\n", a)
 				}

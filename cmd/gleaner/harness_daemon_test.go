@@ -112,3 +112,23 @@ func TestCrashedDaemonLeavesNoStuckLock(t *testing.T) {
 	}
 	mustOK(t, gleaner(t, "--repo", repo, "id"), "id after restart")
 }
+
+// A daemon whose bootstrap name cannot be resolved says so in `gleaner
+// id`, with when it tries again, instead of a bare "peers: 0".
+func TestIDSaysWhyBootstrapFailed(t *testing.T) {
+	repo := initRepo(t)
+	startDaemon(t, repo, "--bootstrap", "/dnsaddr/bootstrap.nowhere.invalid")
+	var out string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		r := gleaner(t, "--repo", repo, "id")
+		mustOK(t, r, "id")
+		if out = r.stdout; strings.Contains(out, "bootstrap:     not reached") {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(out, "bootstrap:     not reached") || !strings.Contains(out, "did not resolve") || !strings.Contains(out, "next try in") {
+		t.Fatalf("gleaner id does not say why there are no peers:\n%s", out)
+	}
+}

@@ -28,6 +28,18 @@ type Config struct {
 	Market   MarketConfig   `toml:"market"`
 	Trust    TrustConfig    `toml:"trust"`
 	Data     DataConfig     `toml:"data"`
+	Metrics  MetricsConfig  `toml:"metrics"`
+}
+
+// MetricsConfig holds the Prometheus endpoint's settings: a listener of
+// its own, apart from the RPC API, that serves /metrics without a token.
+type MetricsConfig struct {
+	// Address is where /metrics is served (host:port; port 0 = any free
+	// port); "" = no metrics endpoint.
+	Address string `toml:"address"`
+	// AllowRemote admits a non-loopback Address: the metrics say what
+	// this node runs and earns to anyone who can reach the port.
+	AllowRemote bool `toml:"allow_remote"`
 }
 
 // DataConfig bounds the node's content-addressed block store
@@ -83,12 +95,15 @@ type MarketConfig struct {
 
 // P2PConfig holds the libp2p host's settings.
 type P2PConfig struct {
-	Listen       []string `toml:"listen"`
-	Bootstrap    []string `toml:"bootstrap"`
-	MDNS         bool     `toml:"mdns"`
-	NATTraversal bool     `toml:"nat_traversal"`
-	RelayService bool     `toml:"relay_service"`
-	DHTMode      string   `toml:"dht_mode"`
+	Listen    []string `toml:"listen"`
+	Bootstrap []string `toml:"bootstrap"`
+	// BootstrapFallback are plain /p2p addresses dialled when no
+	// bootstrap name resolves (DNS down or blocked).
+	BootstrapFallback []string `toml:"bootstrap_fallback"`
+	MDNS              bool     `toml:"mdns"`
+	NATTraversal      bool     `toml:"nat_traversal"`
+	RelayService      bool     `toml:"relay_service"`
+	DHTMode           string   `toml:"dht_mode"`
 }
 
 // RPCConfig holds the local JSON-RPC endpoint's settings.
@@ -130,9 +145,10 @@ func DefaultConfig(network string) Config {
 				fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultP2PPort),
 				fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultP2PPort),
 			},
-			MDNS:         network == NetworkLocal,
-			NATTraversal: network != NetworkLocal,
-			DHTMode:      "auto",
+			BootstrapFallback: []string{},
+			MDNS:              network == NetworkLocal,
+			NATTraversal:      network != NetworkLocal,
+			DHTMode:           "auto",
 		},
 		RPC: RPCConfig{Address: fmt.Sprintf("127.0.0.1:%d", DefaultRPCPort), AllowedOrigins: []string{}},
 		Limits: LimitsConfig{
@@ -196,6 +212,14 @@ func (c Config) Validate() error {
 	if _, err := ParseBootstrap(c.P2P.Bootstrap); err != nil {
 		return fmt.Errorf("p2p.bootstrap: %w", err)
 	}
+	for _, f := range c.P2P.BootstrapFallback {
+		if m, err := ma.NewMultiaddr(f); err != nil || IsDNSAddr(m) {
+			return fmt.Errorf("p2p.bootstrap_fallback: %q: want a plain address ending in /p2p/<peer-id>, not a name to resolve", f)
+		}
+	}
+	if _, err := ParseBootstrap(c.P2P.BootstrapFallback); err != nil {
+		return fmt.Errorf("p2p.bootstrap_fallback: %w", err)
+	}
 	switch c.P2P.DHTMode {
 	case "auto", "server", "client":
 	default:
@@ -210,6 +234,9 @@ func (c Config) Validate() error {
 	}
 	if !IsLoopback(host) && !c.RPC.AllowRemote {
 		return fmt.Errorf("rpc.address %q is not a loopback address; anyone who can reach it and has the token controls this node, so set rpc.allow_remote = true (or --rpc-allow-remote) if you really mean it", c.RPC.Address)
+	}
+	if err := c.Metrics.validate(); err != nil {
+		return err
 	}
 	for _, o := range c.RPC.AllowedOrigins {
 		if _, err := rpc.CanonicalOrigin(o); err != nil {
@@ -250,6 +277,26 @@ func (c Config) Validate() error {
 	}
 	if r := c.Trust.CanaryMinRate; !(r >= 0 && r <= 1) {
 		return fmt.Errorf("trust.canary_min_rate %v: use a probability, 0 to 1 (0 means the default %v)", r, DefaultCanaryMinRate)
+	}
+	return nil
+}
+
+// DefaultMetricsPort is the port docs and examples use for metrics.address.
+const DefaultMetricsPort = 4032
+
+func (m MetricsConfig) validate() error {
+	if m.Address == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(m.Address)
+	if err != nil {
+		return fmt.Errorf("metrics.address %q: want host:port, for example 127.0.0.1:%d, or \"\" for no metrics endpoint", m.Address, DefaultMetricsPort)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("metrics.address %q: bad port", m.Address)
+	}
+	if !IsLoopback(host) && !m.AllowRemote {
+		return fmt.Errorf("metrics.address %q is not a loopback address; the metrics tell anyone who can reach it what this node runs and earns, so set metrics.allow_remote = true if you really mean it (and firewall the port to your Prometheus)", m.Address)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ func (c Config) Render() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# gleaner node configuration. Edit it, then restart `gleaner daemon`.")
-	w("# Command-line flags (--network, --listen, --bootstrap, --rpc) override these values for one run.")
+	w("# Command-line flags (--network, --listen, --bootstrap, --rpc, --metrics) override these values for one run.")
 	w("")
 	w("# Which network to join. Nodes of different networks never talk to each other.")
 	w("#   \"local\"   - nodes on this machine or LAN, found through mDNS; for tests and demos")
@@ -25,6 +25,10 @@ func (c Config) Render() string {
 	w("# Peers to join the network through (multiaddrs ending in /p2p/<peer-id>, or /dnsaddr/...).")
 	w("# Empty means the network's built-in list (the public testnet has one; \"local\" uses mDNS).")
 	w("bootstrap = %s", quoteList(c.P2P.Bootstrap))
+	w("# Plain addresses (ending in /p2p/<peer-id>) dialled when no bootstrap name resolves, for a")
+	w("# host whose DNS is down or filtered. The node retries the bootstrap list with backoff until")
+	w("# it reaches one peer (gleaner id says why it has not).")
+	w("bootstrap_fallback = %s", quoteList(c.P2P.BootstrapFallback))
 	w("# Find other nodes on the LAN through multicast DNS.")
 	w("mdns = %t", c.P2P.MDNS)
 	w("# AutoNAT, UPnP/NAT-PMP port mapping, hole punching and relays, so a node behind a home")
@@ -87,6 +91,14 @@ func (c Config) Render() string {
 	w("input_fetch_timeout_s = %d", c.Data.InputFetchTimeoutS)
 	w("# As a provider: how long a job's outputs are kept for its renter to fetch; then they are unpinned.")
 	w("output_retention_hours = %d", c.Data.OutputRetentionH)
+	w("")
+	w("[metrics]")
+	w("# Prometheus metrics at http://<address>/metrics, on a listener of their own (no token),")
+	w("# e.g. \"127.0.0.1:%d\". \"\" = off. `gleaner daemon --metrics ADDR` overrides it.", DefaultMetricsPort)
+	w("address = %s", strconv.Quote(c.Metrics.Address))
+	w("# Allow a non-loopback address above: the metrics tell anyone who can reach the port what this")
+	w("# node runs and earns, so firewall it to your Prometheus.")
+	w("allow_remote = %t", c.Metrics.AllowRemote)
 	return b.String()
 }
 

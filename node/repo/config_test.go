@@ -14,6 +14,7 @@ func TestRenderedConfigRoundTrips(t *testing.T) {
 		want := DefaultConfig(network)
 		want.P2P.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4030/p2p/12D3KooWGzh8ZGDbq8FWRzcBHPwSsjWJQRGxvSgNi3VQq3rzw6tK"}
 		want.RPC.AllowedOrigins = []string{"https://dash.example:8443"}
+		want.Metrics.Address = "127.0.0.1:4032"
 		path := filepath.Join(t.TempDir(), ConfigFile)
 		if err := os.WriteFile(path, []byte(want.Render()), 0o600); err != nil {
 			t.Fatal(err)
@@ -116,5 +117,45 @@ func TestDataQuotaDefaultsOnlyWhenAbsent(t *testing.T) {
 	}
 	if _, err := LoadConfig(zero); err == nil || !strings.Contains(err.Error(), "data.quota_gib") {
 		t.Errorf("quota_gib = 0 accepted or not named: %v", err)
+	}
+}
+
+func TestMetricsRefusesRemoteAddress(t *testing.T) {
+	c := DefaultConfig(NetworkLocal)
+	if c.Metrics.Address != "" {
+		t.Fatalf("metrics on by default: %q", c.Metrics.Address)
+	}
+	for _, ok := range []string{"", "127.0.0.1:4032", "localhost:0", "[::1]:4032"} {
+		c.Metrics.Address = ok
+		if err := c.Validate(); err != nil {
+			t.Errorf("metrics.address %q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0.0.0.0:4032", "192.0.2.7:4032", ":4032"} {
+		c.Metrics.Address, c.Metrics.AllowRemote = bad, false
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "metrics.address") || !strings.Contains(err.Error(), "allow_remote") {
+			t.Errorf("metrics.address %q without allow_remote: got %v", bad, err)
+		}
+		c.Metrics.AllowRemote = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("metrics.address %q with allow_remote: %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"4032", "127.0.0.1:port", "127.0.0.1"} {
+		c.Metrics.Address, c.Metrics.AllowRemote = bad, false
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "metrics.address") {
+			t.Errorf("metrics.address %q: got %v, want an error naming metrics.address", bad, err)
+		}
+	}
+	// A config file from before [metrics] existed loads with it off.
+	path := filepath.Join(t.TempDir(), ConfigFile)
+	body := strings.SplitN(DefaultConfig(NetworkLocal).Render(), "\n[metrics]", 2)[0]
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(path)
+	if err != nil || got.Metrics != (MetricsConfig{}) {
+		t.Fatalf("config without [metrics]: %+v, %v", got.Metrics, err)
 	}
 }

@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestMetricsCollectorReportsSnapshot(t *testing.T) {
+	reg := NewRegistry("1.2.3", "local")
+	reg.MustRegister(NewCollector(func(s *Snapshot) {
+		s.Peers = 3
+		s.Jobs = map[string]int{"running": 2, "failed": 0}
+		s.HasData, s.DataUsedBytes, s.DataQuota = true, 10, 1<<30
+	}))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = m.GetGauge().GetValue()
+		}
+	}
+	for key, v := range map[string]float64{
+		"gleaner_peers": 3, "gleaner_jobs,state=running": 2, "gleaner_jobs,state=failed": 0,
+		"gleaner_data_store_bytes,kind=used": 10, "gleaner_data_store_bytes,kind=quota": 1 << 30,
+		"gleaner_build_info,go_version=" + runtime.Version() + ",network=local,version=1.2.3": 1,
+	} {
+		if g, ok := got[key]; !ok || g != v {
+			t.Errorf("%s = %v (%v), want %v", key, g, ok, v)
+		}
+	}
+	for key := range got {
+		if strings.HasPrefix(key, "gleaner_gpu_") || strings.HasPrefix(key, "gleaner_earned") {
+			t.Errorf("%s reported for a part not read", key)
+		}
+	}
+}
+
+func TestMetricsServerServesOnlyMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Serve(ln, NewRegistry("1.2.3", "local"), nil)
+	defer s.Shutdown(context.Background())
+	for path, code := range map[string]int{"/metrics": 200, "/": 404, "/debug/pprof/": 404} {
+		resp, err := http.Get(strings.TrimSuffix(s.URL(), "/metrics") + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
+		}
+	}
+}
