@@ -303,6 +303,11 @@ func (r *renterJobs) update(id string, note string, f func(j *JobRecord)) {
 	if err := r.save(&c); err != nil {
 		r.log.Error("job record not saved", "job", id, "err", err)
 	}
+	if c.State != prev {
+		// One line per transition in the daemon's log, for owners who
+		// watch logs rather than RPC.
+		r.log.Info("job state", "job", id, "from", prev, "to", c.State, "provider", c.Provider, "note", note)
+	}
 	if c.State != prev || note != "" {
 		r.publish(JobEvent{JobID: id, Type: "state", State: c.State, Note: note, Time: time.Now().UTC()})
 	}

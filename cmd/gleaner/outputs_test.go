@@ -34,6 +34,13 @@ func TestJobOutputsFetched(t *testing.T) {
 	if j.State != node.StateCompleted || j.Outputs == "" {
 		t.Fatalf("job %s: %s, outputs %q, error %q\n%s", id, j.State, j.Outputs, j.Error, tails([]*rnode{p, rn}))
 	}
+	// Each transition is a line in the daemons' logs.
+	if !strings.Contains(rn.tail(), `msg="job state" part=renter-jobs job=`+id+` from=running to=completed`) {
+		t.Errorf("the renter's log has no line for the job's completion:\n%s", rn.tail())
+	}
+	if !strings.Contains(p.tail(), `msg="lease state"`) || !strings.Contains(p.tail(), `from=launched to=ended`) {
+		t.Errorf("the provider's log has no lease transitions:\n%s", p.tail())
+	}
 	if want := resultsCID(t); j.Outputs != want {
 		t.Errorf("outputs CID %s, want %s (the CID of the files the job wrote)", j.Outputs, want)
 	}

@@ -82,13 +82,20 @@ func (pj *Provider) saveLease(jobID string, raw []byte, state string) error {
 		return errCrashed
 	}
 	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC()}
-	return pj.store.Update(func(tx Tx) error {
+	var from string
+	err := pj.store.Update(func(tx Tx) error {
 		var old Record
 		if tx.Get(jobID, &old) == nil && bytes.Equal(old.Lease, raw) {
-			rec.Voucher = old.Voucher
+			rec.Voucher, from = old.Voucher, old.State
 		}
 		return tx.Put(jobID, rec)
 	})
+	if err == nil && from != state {
+		// One line per transition in the daemon's log (a state written
+		// again is not one).
+		pj.log.Info("lease state", "job", jobID, "from", from, "to", state)
+	}
+	return err
 }
 
 // saveVoucher keeps v, the best voucher so far of the lease raw's run,
