@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,28 +70,7 @@ func (s *dnsaddrServer) resolver(t testing.TB) *madns.Resolver {
 // /dnsaddr/<name>, resolved through r.
 func startBootstrapping(t testing.TB, ctx context.Context, name string, r *madns.Resolver) *Node {
 	t.Helper()
-	cfg := DefaultConfig(NetworkLocal)
-	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
-	cfg.P2P.Bootstrap = []string{"/dnsaddr/" + name}
-	cfg.RPC.Address = "127.0.0.1:0"
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "joiner"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog, DNSResolver: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = n.Stop(sctx)
-	})
-	return n
+	return startNodeWith(t, ctx, func(c *Config) { c.P2P.Bootstrap = []string{"/dnsaddr/" + name} }, Options{DNSResolver: r})
 }
 
 // A node started while its bootstrap name does not resolve says why in

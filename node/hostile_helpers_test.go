@@ -69,11 +69,18 @@ func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hos
 // names its simulated GPUs ("" for none). It stops when the test ends.
 func startTestNode(t testing.TB, ctx context.Context, simulate string, opts Options) *Node {
 	t.Helper()
+	return startNodeWith(t, ctx, func(c *Config) { c.Provider.SimulateGPUs = simulate }, opts)
+}
+
+// startNodeWith is startTestNode with the loopback config changed by
+// edit first (bootstrap, metrics, quotas).
+func startNodeWith(t testing.TB, ctx context.Context, edit func(*Config), opts Options) *Node {
+	t.Helper()
 	cfg := DefaultConfig(NetworkLocal)
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
 	cfg.RPC.Address = "127.0.0.1:0"
-	cfg.Provider.SimulateGPUs = simulate
+	edit(&cfg)
 	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
 	if err != nil {
 		t.Fatal(err)

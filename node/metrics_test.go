@@ -24,30 +24,9 @@ import (
 // addr ("" = off).
 func startMetricsNode(t *testing.T, ctx context.Context, addr, simulate string, quotaGiB int) *Node {
 	t.Helper()
-	cfg := DefaultConfig(NetworkLocal)
-	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
-	cfg.RPC.Address = "127.0.0.1:0"
-	cfg.Metrics.Address = addr
-	cfg.Provider.SimulateGPUs = simulate
-	cfg.Data.QuotaGiB = quotaGiB
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		_ = n.Stop(sctx)
-	})
-	return n
+	return startNodeWith(t, ctx, func(c *Config) {
+		c.Metrics.Address, c.Provider.SimulateGPUs, c.Data.QuotaGiB = addr, simulate, quotaGiB
+	}, Options{})
 }
 
 func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
