@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -119,6 +120,25 @@ func TestProbeAndDigestChecks(t *testing.T) {
 	} {
 		if d.Check() == nil {
 			t.Errorf("digest with %s accepted", name)
+		}
+	}
+}
+
+// A provider's settlement and a renter's outcome may name outputs only by
+// a CID: anything else a hostile author writes there is refused.
+func TestOutputsMustBeACID(t *testing.T) {
+	const good = "bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"
+	for _, c := range []struct {
+		outputs string
+		ok      bool
+	}{{"", true}, {good, true}, {"not-a-cid", false}, {"/etc/passwd", false}, {good + strings.Repeat("a", 200), false}} {
+		s := Settlement{Lease: "l", Renter: "r", Outputs: c.outputs}
+		if err := s.Check("p"); (err == nil) != c.ok {
+			t.Errorf("settlement with outputs %.20q: %v, want ok=%v", c.outputs, err, c.ok)
+		}
+		o := Outcome{Lease: "l", Provider: "p", Result: OutcomeCompleted, Outputs: c.outputs}
+		if err := o.Check("r"); (err == nil) != c.ok {
+			t.Errorf("outcome with outputs %.20q: %v, want ok=%v", c.outputs, err, c.ok)
 		}
 	}
 }
