@@ -62,8 +62,21 @@ func (p DataCIDParams) Validate() error {
 	if _, err := parseDataCID(p.CID); err != nil {
 		return err
 	}
-	if p.TimeoutS < 0 || p.TimeoutS > 86400 {
-		return fmt.Errorf("timeout_s %d: use 1 to 86400, or leave it out for %d", p.TimeoutS, int(DefaultFetchTimeout.Seconds()))
+	return validFetchTimeout(p.TimeoutS)
+}
+
+// validFetchTimeout bounds timeout_s of every call that fetches a DAG.
+func validFetchTimeout(s int) error {
+	if s < 0 || s > 86400 {
+		return fmt.Errorf("timeout_s %d: use 1 to 86400, or leave it out for %d", s, int(DefaultFetchTimeout.Seconds()))
+	}
+	return nil
+}
+
+// validNewDir wants an absolute path for a get to create.
+func validNewDir(dir string) error {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return fmt.Errorf("dir %q: give an absolute path that does not exist yet (the CLI makes it absolute)", dir)
 	}
 	return nil
 }
@@ -87,10 +100,7 @@ func (p DataGetParams) Validate() error {
 	if err := p.DataCIDParams.Validate(); err != nil {
 		return err
 	}
-	if p.Dir == "" || !filepath.IsAbs(p.Dir) {
-		return fmt.Errorf("dir %q: give an absolute path that does not exist yet (the CLI makes it absolute)", p.Dir)
-	}
-	return nil
+	return validNewDir(p.Dir)
 }
 
 func parseDataCID(s string) (cid.Cid, error) {

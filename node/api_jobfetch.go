@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -26,7 +25,10 @@ func (p JobFetchParams) Validate() error {
 	if p.ID == "" {
 		return fmt.Errorf("id: give a job ID (gleaner job ls)")
 	}
-	return DataGetParams{DataCIDParams: DataCIDParams{CID: "bafkqaaa", TimeoutS: p.TimeoutS}, Dir: p.Dir}.Validate()
+	if err := validFetchTimeout(p.TimeoutS); err != nil {
+		return err
+	}
+	return validNewDir(p.Dir)
 }
 
 func registerJobFetchAPI(s *rpc.Server, n *Node) {
@@ -53,11 +55,7 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 		// The provider holds them; connected, it is asked first.
 		if pid, err := peer.Decode(j.Provider); err == nil {
 			cctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			if len(n.host.LibP2P().Peerstore().Addrs(pid)) == 0 && n.host.DHT().RoutingTable().Size() > 0 {
-				if ai, err := n.host.DHT().FindPeer(cctx, pid); err == nil {
-					n.host.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
-				}
-			}
+			learnAddrs(cctx, n.host, pid)
 			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
 			cancel()
 		}

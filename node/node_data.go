@@ -227,15 +227,13 @@ type fetchProgress struct {
 // and the inputs it fetched for jobs), for its offer. Renters' outputs,
 // whose pins lapse, are nobody else's data and are left out.
 func (n *Node) heldDatasets() []string {
-	pins, err := n.data.Pins(n.bg)
+	pins, err := n.data.LastingPins(n.bg)
 	if err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(pins))
-	for _, c := range pins {
-		if until, ok, err := n.data.PinExpiry(n.bg, c); err == nil && ok && until.IsZero() {
-			out = append(out, c.String())
-		}
+	out := make([]string, len(pins))
+	for i, c := range pins {
+		out[i] = c.String()
 	}
 	return out
 }

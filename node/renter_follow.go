@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/ipfs/go-cid"
 	"slices"
 	"strings"
@@ -449,12 +450,18 @@ func (r *renterJobs) dialProvider(ctx context.Context, pid peer.ID) (network.Str
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	h := r.m.Host()
+	learnAddrs(ctx, h, pid)
+	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto))
+}
+
+// learnAddrs looks pid's addresses up in the DHT when the peerstore has
+// none (as right after a restart), for the next dial.
+func learnAddrs(ctx context.Context, h *p2p.Host, pid peer.ID) {
 	if len(h.LibP2P().Peerstore().Addrs(pid)) == 0 && h.DHT().RoutingTable().Size() > 0 {
 		if ai, err := h.DHT().FindPeer(ctx, pid); err == nil {
 			h.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
 		}
 	}
-	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto))
 }
 
 // dialTimeout bounds one dial of a provider.

@@ -166,11 +166,17 @@ func oneCID(c *cli.Context, verb string) (string, error) {
 }
 
 func cidParams(c *cli.Context, cidArg string) (node.DataCIDParams, error) {
+	s, err := timeoutSeconds(c)
+	return node.DataCIDParams{CID: cidArg, TimeoutS: s}, err
+}
+
+// timeoutSeconds is --timeout, checked, in the API's whole seconds.
+func timeoutSeconds(c *cli.Context) (int, error) {
 	d := c.Duration("timeout")
 	if d < time.Second || d > 24*time.Hour {
-		return node.DataCIDParams{}, usagef("for example --timeout 30m", "--timeout %s: use 1s to 24h", d)
+		return 0, usagef("for example --timeout 30m", "--timeout %s: use 1s to 24h", d)
 	}
-	return node.DataCIDParams{CID: cidArg, TimeoutS: int(d / time.Second)}, nil
+	return int(d / time.Second), nil
 }
 
 func fetchedNote(r node.DataFetchResult) string {
@@ -204,7 +210,7 @@ window (data.output_retention_hours, a week by default).`,
 			if err != nil {
 				return err
 			}
-			p, err := cidParams(c, "bafkqaaa") // checks --timeout
+			timeout, err := timeoutSeconds(c)
 			if err != nil {
 				return err
 			}
@@ -213,7 +219,7 @@ window (data.output_retention_hours, a week by default).`,
 				return err
 			}
 			var r node.DataFetchResult
-			if err := callFetching(c, "job_fetch", node.JobFetchParams{ID: id, Dir: dir, TimeoutS: p.TimeoutS}, &r, j.Outputs); err != nil {
+			if err := callFetching(c, "job_fetch", node.JobFetchParams{ID: id, Dir: dir, TimeoutS: timeout}, &r, j.Outputs); err != nil {
 				return err
 			}
 			return emit(c, r, func(w io.Writer) {

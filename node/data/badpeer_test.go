@@ -16,14 +16,7 @@ import (
 // peer is never reported.
 func TestExchangeReportsABadPeer(t *testing.T) {
 	src := testTree(t)
-	evil := newXNode(t, testPrefix, 64<<20)
-	root, err := evil.s.Add(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evil.x.Close()
-	evil.s.bs = corruptBlockstore{evil.s.bs}
-	evil.start(testPrefix)
+	evil, root := corruptPeer(t, src)
 	honest := newXNode(t, testPrefix, 64<<20)
 	if _, err := honest.s.Add(context.Background(), src); err != nil {
 		t.Fatal(err)

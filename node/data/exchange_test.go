@@ -336,23 +336,29 @@ func (c corruptBlockstore) Get(ctx context.Context, k cid.Cid) (blocks.Block, er
 	return blocks.NewBlockWithCid(data, k)
 }
 
-func TestExchangeWrongBlocks(t *testing.T) {
-	src := testTree(t)
+// corruptPeer is a node holding src whose exchange serves from a
+// blockstore that alters what it reads (the store under it is intact).
+func corruptPeer(t *testing.T, src string) (*xnode, cid.Cid) {
+	t.Helper()
 	evil := newXNode(t, testPrefix, 64<<20)
 	root, err := evil.s.Add(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The evil peer's exchange serves from a blockstore that alters what
-	// it reads; the store under it is intact.
 	evil.x.Close()
 	evil.s.bs = corruptBlockstore{evil.s.bs}
 	evil.start(testPrefix)
+	return evil, root
+}
+
+func TestExchangeWrongBlocks(t *testing.T) {
+	src := testTree(t)
+	evil, root := corruptPeer(t, src)
 
 	b := newXNode(t, testPrefix, 64<<20)
 	connect(t, b.h, evil.h)
 	start := time.Now()
-	_, err = b.x.Fetch(fetchCtx(t, 3*time.Second), root, nil)
+	_, err := b.x.Fetch(fetchCtx(t, 3*time.Second), root, nil)
 	notFound(t, err, root, start, 3*time.Second)
 	if b.s.Used() != 0 {
 		t.Fatalf("fetcher stored %d bytes of corrupt blocks", b.s.Used())

@@ -36,6 +36,11 @@ const maxSkippedNames = 16
 // checks them (no "..", no absolute names); lim bounds the file bytes and
 // entries read. GC is held off until the pin.
 func (s *Store) AddTar(ctx context.Context, r io.Reader, lim ExportLimits) (TarResult, error) {
+	return s.addTar(ctx, r, lim, s.pin)
+}
+
+// addTar imports r and pins its root with pin, GC held off in between.
+func (s *Store) addTar(ctx context.Context, r io.Reader, lim ExportLimits, pin func(context.Context, cid.Cid) error) (TarResult, error) {
 	if lim.MaxBytes <= 0 || lim.MaxEntries <= 0 {
 		return TarResult{}, fmt.Errorf("tar limits %+v: both must be positive", lim)
 	}
@@ -45,7 +50,7 @@ func (s *Store) AddTar(ctx context.Context, r io.Reader, lim ExportLimits) (TarR
 	if err != nil {
 		return res, err
 	}
-	return res, s.pin(ctx, res.Root)
+	return res, pin(ctx, res.Root)
 }
 
 // tarDir is a directory being assembled from tar entries, which may come

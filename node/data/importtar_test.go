@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,11 +18,7 @@ import (
 func TestAddTarKeepsTheCID(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "out")
-	big := make([]byte, 2*ChunkSize+5)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range big {
-		big[i] = byte(rng.Uint32())
-	}
+	big := []byte(noise(5, 2*ChunkSize+5))
 	writeFiles(t, src, map[string]string{"model/weights.bin": string(big), "metrics.json": "{}", "logs/empty": ""})
 	st := openStore(t, filepath.Join(t.TempDir(), "store"), 1<<30)
 	want, err := st.Add(ctx, src)
@@ -131,6 +126,9 @@ func TestOutputPinsLapse(t *testing.T) {
 	}
 	if until, ok, _ := st.PinExpiry(ctx, kept.Root); !ok || !until.Equal(now.Add(time.Hour)) {
 		t.Errorf("kept's pin lapses at %v (pinned %v)", until, ok)
+	}
+	if got, err := st.LastingPins(ctx); err != nil || len(got) != 1 || !got[0].Equals(lasting.Root) {
+		t.Fatalf("LastingPins = %v, %v; want only %s (the others lapse)", got, err, lasting.Root)
 	}
 	lapsed, err := st.ExpirePins(ctx, now)
 	if err != nil || len(lapsed) != 1 || !lapsed[0].Equals(gone.Root) {

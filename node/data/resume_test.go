@@ -3,7 +3,6 @@ package data
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -46,11 +45,7 @@ func TestExchangeFetchResumesAfterAKill(t *testing.T) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := make([]byte, 40*ChunkSize)
-	rng := rand.New(rand.NewPCG(9, 9))
-	for i := range body {
-		body[i] = byte(rng.Uint32())
-	}
+	body := []byte(noise(9, 40*ChunkSize))
 	if err := os.WriteFile(filepath.Join(src, "shard.bin"), body, 0o644); err != nil {
 		t.Fatal(err)
 	}

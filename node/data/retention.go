@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -20,22 +19,15 @@ import (
 // AddTarUntil is AddTar with a pin that lapses at until, unless the root
 // was pinned to last before.
 func (s *Store) AddTarUntil(ctx context.Context, r io.Reader, lim ExportLimits, until time.Time) (TarResult, error) {
-	if lim.MaxBytes <= 0 || lim.MaxEntries <= 0 {
-		return TarResult{}, fmt.Errorf("tar limits %+v: both must be positive", lim)
-	}
-	s.gcMu.RLock()
-	defer s.gcMu.RUnlock()
-	res, err := importTar(ctx, s.dag, r, lim)
-	if err != nil {
-		return res, err
-	}
-	key := pinPrefix.ChildString(res.Root.String())
-	if v, err := s.db.Get(ctx, key); err == nil && len(v) == 0 {
-		return res, nil // pinned to last already
-	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(until.Unix()))
-	return res, s.db.Put(ctx, key, b[:])
+	return s.addTar(ctx, r, lim, func(ctx context.Context, root cid.Cid) error {
+		key := pinPrefix.ChildString(root.String())
+		if v, err := s.db.Get(ctx, key); err == nil && len(v) == 0 {
+			return nil // pinned to last already
+		}
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(until.Unix()))
+		return s.db.Put(ctx, key, b[:])
+	})
 }
 
 // PinExpiry is when the pin of c lapses; zero for a lasting pin, ok false
@@ -79,6 +71,29 @@ func (s *Store) ExpirePins(ctx context.Context, now time.Time) ([]cid.Cid, error
 			return out, err
 		}
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// LastingPins lists the roots whose pin does not lapse (the owner's pins,
+// a node's fetched inputs), in one pass over the pins.
+func (s *Store) LastingPins(ctx context.Context) ([]cid.Cid, error) {
+	res, err := s.db.Query(ctx, query.Query{Prefix: pinPrefix.String()})
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var out []cid.Cid
+	for r := range res.Next() {
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		if len(r.Value) != 0 {
+			continue // lapses: a renter's outputs
+		}
+		if c, err := cid.Decode(ds.RawKey(r.Key).BaseNamespace()); err == nil {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,11 +51,7 @@ func readTar(t *testing.T, b []byte) (files map[string][]byte, dirs []string) {
 func TestWriteTarOfATree(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
-	big := make([]byte, 3*ChunkSize+77)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range big {
-		big[i] = byte(rng.Uint32())
-	}
+	big := []byte(noise(3, 3*ChunkSize+77))
 	writeFiles(t, src, map[string]string{"a/b/c.txt": "deep\n", "empty": "", "model.bin": string(big)})
 	dag := mdtest.Mock()
 	c, err := Import(ctx, dag, src, CIDv1)

@@ -32,24 +32,33 @@ type testRegistry struct {
 
 func startRegistry(t *testing.T) *testRegistry {
 	t.Helper()
+	r := &testRegistry{}
+	r.addr = serveRegistry(t, func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
+				r.manifestPulls.Add(1)
+			}
+			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+				r.blobPulls.Add(1)
+			}
+			reg.ServeHTTP(w, req)
+		})
+	})
+	return r
+}
+
+// serveRegistry serves an in-memory registry on loopback behind wrap
+// (counting, auth) until the test ends, and returns its host:port.
+func serveRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &testRegistry{addr: l.Addr().String()}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
-			r.manifestPulls.Add(1)
-		}
-		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
-			r.blobPulls.Add(1)
-		}
-		reg.ServeHTTP(w, req)
-	})}
+	srv := &http.Server{Handler: wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0))))}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return r
+	return l.Addr().String()
 }
 
 func TestDockerPullsAbsentImage(t *testing.T) {

@@ -8,10 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -20,7 +17,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/google/go-containerregistry/pkg/registry"
 )
 
 const (
@@ -41,34 +37,29 @@ type privateRegistry struct {
 
 func startPrivateRegistry(t *testing.T) *privateRegistry {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &privateRegistry{addr: l.Addr().String()}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		manifest := (req.Method == http.MethodGet || req.Method == http.MethodHead) && strings.Contains(req.URL.Path, "/manifests/")
-		if u, p, ok := req.BasicAuth(); !ok || u != privUser || p != privPass {
-			r.refused.Add(1)
-			if manifest {
-				r.refusedManifests.Add(1)
+	r := &privateRegistry{}
+	r.addr = serveRegistry(t, func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			manifest := (req.Method == http.MethodGet || req.Method == http.MethodHead) && strings.Contains(req.URL.Path, "/manifests/")
+			if u, p, ok := req.BasicAuth(); !ok || u != privUser || p != privPass {
+				r.refused.Add(1)
+				if manifest {
+					r.refusedManifests.Add(1)
+				}
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
 			}
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		r.authed.Add(1)
-		if manifest {
-			r.authedManifests.Add(1)
-		}
-		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
-			r.authedBlobPulls.Add(1)
-		}
-		reg.ServeHTTP(w, req)
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+			r.authed.Add(1)
+			if manifest {
+				r.authedManifests.Add(1)
+			}
+			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+				r.authedBlobPulls.Add(1)
+			}
+			reg.ServeHTTP(w, req)
+		})
+	})
 	return r
 }
 
