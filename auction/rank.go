@@ -113,6 +113,11 @@ type Ranked struct {
 	Parts     ScoreParts    `json:"parts"`
 	RTT       time.Duration `json:"rtt"`
 	RTTKnown  bool          `json:"rtt_known"`
+	// RTTSource says where RTT came from, for `job explain`: the
+	// auctioneer sets it (auction/renter: "measured" in this round's quote
+	// exchange, "peerstore" for the node's earlier measurements); Rank,
+	// which sees only Env.RTT, leaves it empty.
+	RTTSource string `json:"rtt_source,omitempty"`
 }
 
 // ScoreBid is the Ranked of bid b with parts against maxPrice (the spec's

@@ -37,6 +37,40 @@ type EntryView struct {
 	Lease    *auction.Lease `json:"lease,omitempty"`
 	LeaseCID string         `json:"lease_cid,omitempty"` // what settlements and outcomes cite
 	Bytes    int            `json:"payload_bytes"`
+	// Amount is the money an entry carries, and AmountIs what it is: a
+	// settlement's charge, a lease's price per GPU-hour, an outcome's
+	// voucher total (what the renter signed for the lease).
+	Amount   *auction.Credits `json:"amount,omitempty" doc:"micro-credits (auction.Credits; 1 credit = 1000000); amount_is says of what"`
+	AmountIs string           `json:"amount_is,omitempty" doc:"charged, price per GPU-hour, or voucher total"`
+}
+
+// Amount kinds (EntryView.AmountIs).
+const (
+	AmountCharged  = "charged"
+	AmountPerHour  = "price per GPU-hour"
+	AmountVouchers = "voucher total"
+)
+
+// entryAmount is the money e carries, if any.
+func entryAmount(e *ledger.Entry, l *auction.Lease) (*auction.Credits, string) {
+	switch e.Type {
+	case ledger.TypeLease:
+		if l != nil {
+			return &l.Price, AmountPerHour
+		}
+	case ledger.TypeSettlement:
+		if s, err := ledger.DecodePayload[ledger.Settlement](e.Payload); err == nil {
+			paid := s.Paid()
+			return &paid, AmountCharged
+		}
+	case ledger.TypeOutcome:
+		if o, err := ledger.DecodePayload[ledger.Outcome](e.Payload); err == nil && len(o.Voucher) > 0 {
+			if v, _, err := ledger.DecodeSignedVoucher(o.Voucher); err == nil {
+				return &v.Total, AmountVouchers
+			}
+		}
+	}
+	return nil, ""
 }
 
 // HistoryParams select one author's feed (default: this node's).
@@ -149,6 +183,7 @@ func viewEntry(e *ledger.Entry, se *ledger.SignedEntry) EntryView {
 			v.Lease, v.LeaseCID = l, sl.CID().String()
 		}
 	}
+	v.Amount, v.AmountIs = entryAmount(e, v.Lease)
 	return v
 }
 
@@ -186,33 +221,46 @@ const FaucetCredits auction.Credits = 100_000_000
 // BalanceResult is ledger_balance's result. Every amount is in
 // micro-credits (auction.Credits: 1 credit = 1,000,000), summed exactly.
 type BalanceResult struct {
-	Faucet   auction.Credits            `json:"faucet" doc:"micro-credits (auction.Credits; 1 credit = 1000000)"`
-	Earned   auction.Credits            `json:"earned" doc:"micro-credits: settlements this node recorded as a provider"`
-	Spent    auction.Credits            `json:"spent" doc:"micro-credits: settlements others recorded for this node's leases as a renter"`
-	Balance  auction.Credits            `json:"balance" doc:"micro-credits: faucet + earned - spent"`
-	ByDay    map[string]auction.Credits `json:"earned_by_day,omitempty" doc:"micro-credits earned per UTC day"`
-	SpentFor map[string]auction.Credits `json:"spent_by_lease,omitempty" doc:"micro-credits spent per lease CID"`
+	Faucet     auction.Credits            `json:"faucet" doc:"micro-credits (auction.Credits; 1 credit = 1000000)"`
+	Earned     auction.Credits            `json:"earned" doc:"micro-credits: the settlements in this node's own feed, as a provider"`
+	Spent      auction.Credits            `json:"spent" doc:"micro-credits: this node's leases as a renter, each by its provider's settlement, or until that replicates the charge the provider reported, or the vouchers signed (ledger_spend)"`
+	Balance    auction.Credits            `json:"balance" doc:"micro-credits: faucet + earned - spent"`
+	ByDay      map[string]auction.Credits `json:"earned_by_day,omitempty" doc:"micro-credits earned per UTC day"`
+	SpentFor   map[string]auction.Credits `json:"spent_by_lease,omitempty" doc:"micro-credits spent per lease CID"`
+	SpentByJob map[string]auction.Credits `json:"spent_by_job,omitempty" doc:"micro-credits spent per job name (the spec's name)"`
 }
 
 func registerBalanceAPI(s *rpc.Server, n *Node) {
-	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease, from settlements proven by renter-signed vouchers; each counts what it charged, not the prepaid part it refunded."},
+	registerEarningsAPI(s, n)
+	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease and per job name; each lease counts what it was charged, not the prepaid part refunded, and what was just paid is in it at once."},
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
-			self := n.host.ID().String()
-			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}}
-			// The proven settlements the reputation pass has folded in
-			// already: no second walk over the whole ledger per call.
-			// What moved is each settlement's charge, not the voucher
-			// total it refunded part of (ledger.Settlement.Paid).
-			for _, st := range n.rep.settlements() {
-				paid := st.Settlement.Paid()
-				if st.By == self {
-					res.Earned += paid
-					res.ByDay[time.Unix(st.Time, 0).UTC().Format("2006-01-02")] += paid
+			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}, SpentByJob: map[string]auction.Credits{}}
+			// Read from this node's own records, not the reputation
+			// pass: that is cached for 5 s and waits for the provider's
+			// settlement to replicate, so a balance read just after a
+			// job showed only part of what it cost.
+			earned, err := n.earnings(time.Time{}, time.Now())
+			if err != nil {
+				return res, err
+			}
+			for _, j := range earned.Jobs {
+				if j.Settled {
+					res.Earned += j.Earned
+					res.ByDay[j.Day] += j.Earned
 				}
-				if st.Settlement.Renter == self {
-					res.Spent += paid
-					res.SpentFor[st.Settlement.Lease] += paid
+			}
+			spent, jobs, err := n.spentLeases()
+			if err != nil {
+				return res, err
+			}
+			for _, sp := range spent {
+				res.Spent += sp.amount
+				res.SpentFor[sp.lease] += sp.amount
+				name := jobs[sp.l.JobID].Name
+				if name == "" {
+					name = "(job " + sp.l.JobID + ")"
 				}
+				res.SpentByJob[name] += sp.amount
 			}
 			res.Balance = res.Faucet + res.Earned - res.Spent
 			return res, nil

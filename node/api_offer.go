@@ -79,6 +79,53 @@ type GPUStatus struct {
 	Withdrawn string `json:"withdrawn,omitempty"`
 	// Stopping: over the owner's hard limit, every job on it is stopped.
 	Stopping string `json:"stopping,omitempty"`
+	// Lease is the lease holding it now, if any: a GPU can be offered
+	// and leased at once (the offer says which spans are booked).
+	Lease *GPULease `json:"lease,omitempty"`
+}
+
+// GPULease is the lease on one GPU as the provider's scheduler holds it.
+type GPULease struct {
+	JobID  string       `json:"job_id"`
+	Renter string       `json:"renter"`
+	Tier   auction.Tier `json:"tier"`
+	// State: awarded (GPUs held, not started), reserved (a gold lease
+	// waiting for its window), running, paused (a voucher is late) or
+	// ending (preempted, expiring or stopped, not yet released).
+	State string          `json:"state"`
+	Price auction.Credits `json:"price" doc:"micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	Start time.Time       `json:"start"`
+	Until time.Time       `json:"until" doc:"the lease's end: its job is stopped then"`
+}
+
+// gpuLeases maps each GPU index to the lease that holds it.
+func (n *Node) gpuLeases(now time.Time) map[int]*GPULease {
+	out := map[int]*GPULease{}
+	if n.providerJobs == nil {
+		return out
+	}
+	for _, in := range n.providerJobs.Leases(now) {
+		state := "awarded"
+		switch {
+		case in.Ending != 0:
+			state = "ending"
+		case in.Paused:
+			state = "paused"
+		case in.Running:
+			state = "running"
+		case in.Lease.Tier == auction.Gold && now.Unix() < in.Lease.Start:
+			state = "reserved"
+		}
+		gl := &GPULease{JobID: in.Lease.JobID, Renter: in.Lease.Renter, Tier: in.Lease.Tier, State: state, Price: in.Lease.Price,
+			Start: time.Unix(in.Lease.Start, 0).UTC(), Until: time.Unix(in.Lease.End, 0).UTC()}
+		for _, g := range in.GPUs {
+			// A running lease shows over a reservation waiting on the same GPU.
+			if cur, ok := out[g]; !ok || cur.State == "reserved" || cur.State == "awarded" {
+				out[g] = gl
+			}
+		}
+	}
+	return out
 }
 
 // OfferShowResult is offer_show's result.
@@ -98,6 +145,9 @@ type offerAPI struct{ n *Node }
 
 func registerOfferAPI(s *rpc.Server, n *Node) {
 	a := offerAPI{n}
+	// Offered GPU-time is recorded from the start: the fill rate's
+	// denominator (earnings_offered.go).
+	n.tasks.Go(func() { n.recordOffered(n.bg) })
 	rpc.Register(s, "offer_show", rpc.MethodDoc{
 		Summary: "This node's offer: whether it is offered (and if not, why), the signed offer, the owner's settings and each GPU's state.",
 	}, a.Show)
@@ -128,8 +178,10 @@ func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error)
 	for _, i := range p.Availability.Available {
 		offered[i] = true
 	}
+	leases := a.n.gpuLeases(time.Now())
 	for i, g := range p.Availability.Inventory.GPUs {
-		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i], Stopping: p.Availability.Stop[i]})
+		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i], Stopping: p.Availability.Stop[i],
+			Lease: leases[g.Index]})
 	}
 	return res, nil
 }

@@ -268,6 +268,7 @@ func (n *Node) startRPC() error {
 	registerBalanceAPI(n.rpc, n)
 	registerDataAPI(n.rpc, n)
 	registerJobFetchAPI(n.rpc, n)
+	registerDoctorAPI(n.rpc, n)
 
 	ln, err := net.Listen("tcp", n.cfg.RPC.Address)
 	if err != nil {

@@ -91,8 +91,10 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
 	}
-	bids, outcomes := a.requestQuotes(ctx, req.JobID, nonce, req.SpecYAML, sent, cands)
+	bids, outcomes, probes := a.requestQuotes(ctx, req.JobID, nonce, req.SpecYAML, sent, cands, a.probeWait(spec))
 	ex.Quotes = outcomes
+	rtts := newRoundRTT(a.trust.RTT, cands, probes, spec.Placement.MaxRTT > 0)
+	env.RTT = rtts.rtt // admission and ranking use what was just measured
 	offers := make(map[string]*auction.Offer, len(cands))
 	for _, o := range cands {
 		offers[o.Provider] = o
@@ -105,8 +107,8 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	}
 	env.Now = a.clock.Now() // the quotes took time: admission sees bids as they stand now
 	admitted, notAdmitted := auction.AdmitBids(spec, plain, offers, env)
-	ex.NotAdmitted = notAdmitted
 	ranked := auction.Rank(spec, admitted, offers, env)
+	ex.NotAdmitted = rtts.explain(ex.Quotes, notAdmitted, ranked)
 	ex.Ranked = ranked // dropProvider below copies; this stays the full ranking
 	newcomer := a.newcomers(spec, req, ranked)
 	if newcomer != nil {

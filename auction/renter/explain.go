@@ -3,6 +3,7 @@ package renter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 )
@@ -45,6 +46,12 @@ type QuoteOutcome struct {
 	Bid      auction.Credits `json:"bid_price,omitempty" doc:"the signed bid's price: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
 	Declined string          `json:"declined,omitempty"`
 	Error    string          `json:"error,omitempty"` // unreachable, too late, or a bad bid ("bad bid: ...")
+	// RTT is the round trip this round used for the provider, RTTSource
+	// where it came from (RTTMeasured, RTTPeerstore; "" and no RTT when
+	// unknown), and RTTError why this round's probe got no answer.
+	RTT       time.Duration `json:"rtt,omitempty" doc:"nanoseconds"`
+	RTTSource string        `json:"rtt_source,omitempty"`
+	RTTError  string        `json:"rtt_error,omitempty"`
 }
 
 // AwardOutcome is one award tried: the lease at Price was co-signed, or

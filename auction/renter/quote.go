@@ -52,16 +52,27 @@ type signedBid struct {
 var errQuoteDeadline = errors.New("no answer before the quote deadline")
 
 // requestQuotes asks every candidate at once and waits at most the quote
-// deadline; silence is recorded as an error, never waited out. Outcomes
-// and bids are in the order of cands, so that a round is reproducible.
-func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer) ([]signedBid, []QuoteOutcome) {
+// deadline; silence is recorded as an error, never waited out. With a
+// Prober, each candidate's RTT is measured alongside its quote, within
+// rttWait, and probes[i] is cands[i]'s; nil without one. Outcomes and bids
+// are in the order of cands, so that a round is reproducible.
+func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer, rttWait time.Duration) ([]signedBid, []QuoteOutcome, []probe) {
 	ctx, cancel := withTimeout(a.clock, ctx, a.quoteWait, errQuoteDeadline)
 	defer cancel()
 	// Each goroutine writes only its own index of these.
 	got := make([]*signedBid, len(cands))
 	outcomes := make([]QuoteOutcome, len(cands))
+	var probes []probe
+	if a.prober != nil {
+		probes = make([]probe, len(cands))
+	}
 	var wg sync.WaitGroup
 	for i, o := range cands {
+		if probes != nil {
+			// Its own exchange, not the quote's reply, so that the time
+			// the provider takes to price the job does not count.
+			wg.Go(func() { probes[i] = a.measure(ctx, o.Provider, rttWait) })
+		}
 		wg.Go(func() {
 			out := &outcomes[i]
 			out.Provider = o.Provider
@@ -92,7 +103,7 @@ func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, spe
 			bids = append(bids, *b)
 		}
 	}
-	return bids, outcomes
+	return bids, outcomes, probes
 }
 
 // checkBid admits a quote's bytes as a bid of this round: it decodes and

@@ -93,6 +93,8 @@ type Auctioneer struct {
 	nonces     io.Reader
 	parse      func([]byte) (*auction.JobSpec, error)
 	hash       func(*auction.JobSpec) ([]byte, error)
+	prober     Prober        // nil: RTTs are trust's alone (rtt.go)
+	rttWait    time.Duration // a probe's deadline; see probeWait
 
 	newcomerEvery int
 	smallRounds   atomic.Uint64 // small-job rounds that ranked a bid, with newcomers possible

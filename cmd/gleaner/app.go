@@ -24,7 +24,7 @@ Getting started:
    gleaner testnet up --nodes 5     a whole local network on this machine
 
 Every command accepts --json for scripts. Exit codes: 0 success, 1 failure,
-2 usage error. Set GLEANER_REPO or --repo to use another repo directory.`
+2 usage error, 130 interrupted (Ctrl-C while a job goes on). Set GLEANER_REPO or --repo to use another repo directory.`
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
@@ -56,10 +56,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			marketCommand(),
 			jobCommand(),
 			ledgerCommand(),
+			earningsCommand(),
+			spendCommand(),
 			repCommand(),
 			dataCommand(),
 			rpcCommand(),
 			versionCommand(),
+			doctorCommand(),
 			testnetCommand(),
 			simCommand(),
 			completionCommand(),

@@ -174,6 +174,17 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		fmt.Fprintf(c.App.ErrWriter, "job %s submitted; auction running\n", j.ID)
 	}
 	final, err := followJob(c, nc, j.ID, true)
+	if c.Context.Err() != nil {
+		// Ctrl-C stops the following, not the job: say where it stands.
+		state := final.State
+		if state == "" {
+			state = "unknown"
+		}
+		return &interruptedError{
+			msg:  fmt.Sprintf("interrupted; job %s goes on (state %s)", j.ID, state),
+			hint: fmt.Sprintf("follow it again: gleaner job logs -f %s; stop it: gleaner job cancel %s", j.ID, j.ID),
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -385,14 +396,15 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 			default:
 				fmt.Fprintf(w, "  %s  bid %s per GPU-hour\n", shortID(q.Provider), credits(q.Bid))
 			}
+			fmt.Fprintf(w, "  %s  rtt %s\n", strings.Repeat(" ", len(shortID(q.Provider))), quoteRTT(q))
 		}
 	}
 	for i, r := range ex.Ranked {
 		c := r.Credit
-		fmt.Fprintf(w, "rank %d: %s effective %s = bid %s - quality %s (reputation %.2f: %s, rtt %.2f: %s, locality %.2f: %s)\n",
+		fmt.Fprintf(w, "rank %d: %s effective %s = bid %s - quality %s (reputation %.2f: %s, rtt %.2f: %s [%s], locality %.2f: %s)\n",
 			i+1, shortID(r.Bid.Provider), credits(r.Effective), credits(r.Bid.Price), credits(c.Total()),
 			r.Parts.Reputation, auction.FormatCredits(c.Reputation), r.Parts.RTT, auction.FormatCredits(c.RTT),
-			r.Parts.Locality, auction.FormatCredits(c.Locality))
+			rankedRTT(r), r.Parts.Locality, auction.FormatCredits(c.Locality))
 	}
 	for _, a := range ex.Awards {
 		switch {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
@@ -49,16 +48,19 @@ freezes the author's feed everywhere and can be checked offline.
 			}},
 			{Name: "history", Usage: "a feed's newest entries", Flags: []cli.Flag{
 				&cli.StringFlag{Name: "author", Usage: "peer ID (default: this node)"},
-				&cli.IntFlag{Name: "limit", Value: 50, Usage: "entries to show"}, jsonFlag},
+				&cli.IntFlag{Name: "limit", Value: 50, Usage: "entries to show (1 to 1000)"}, jsonFlag},
 				Action: func(c *cli.Context) error {
+					if err := checkLimit(c, 1000); err != nil {
+						return err
+					}
 					var es []node.EntryView
 					if err := callCmd(c, "ledger_history", node.HistoryParams{Author: c.String("author"), Limit: c.Int("limit")}, &es); err != nil {
 						return err
 					}
 					return emit(c, es, func(w io.Writer) {
-						rows := [][]string{{"SEQ", "TYPE", "TIME", "CID"}}
+						rows := [][]string{{"SEQ", "TYPE", "TIME", "AMOUNT", "CID"}}
 						for _, e := range es {
-							rows = append(rows, []string{strconv.FormatUint(e.Seq, 10), e.Type, e.Time.Local().Format("2006-01-02 15:04:05"), e.CID})
+							rows = append(rows, []string{strconv.FormatUint(e.Seq, 10), e.Type, e.Time.Local().Format("2006-01-02 15:04:05"), entryAmount(e), e.CID})
 						}
 						table(w, rows)
 					})
@@ -70,9 +72,12 @@ freezes the author's feed everywhere and can be checked offline.
 				}
 				return emit(c, b, func(w io.Writer) {
 					fmt.Fprintf(w, "balance: %s (faucet %s + earned %s - spent %s)\n", credits(b.Balance),
-						auction.FormatCredits(b.Faucet), auction.FormatCredits(b.Earned), auction.FormatCredits(b.Spent))
+						credits(b.Faucet), credits(b.Earned), credits(b.Spent))
 					for _, day := range slices.Sorted(maps.Keys(b.ByDay)) {
 						fmt.Fprintf(w, "  earned %s: %s\n", day, credits(b.ByDay[day]))
+					}
+					for _, job := range slices.Sorted(maps.Keys(b.SpentByJob)) {
+						fmt.Fprintf(w, "  spent on %s: %s\n", job, credits(b.SpentByJob[job]))
 					}
 					for _, lease := range slices.Sorted(maps.Keys(b.SpentFor)) {
 						fmt.Fprintf(w, "  spent on lease %s: %s\n", lease, credits(b.SpentFor[lease]))
@@ -127,4 +132,16 @@ freezes the author's feed everywhere and can be checked offline.
 				}},
 		},
 	}
+}
+
+// entryAmount is an entry's money with its unit and what it is; "" for
+// an entry that carries none.
+func entryAmount(e node.EntryView) string {
+	if e.Amount == nil {
+		return ""
+	}
+	if e.AmountIs == node.AmountPerHour {
+		return credits(*e.Amount) + " per GPU-hour"
+	}
+	return credits(*e.Amount) + " " + e.AmountIs
 }

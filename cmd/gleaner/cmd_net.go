@@ -31,14 +31,7 @@ func idCommand() *cli.Command {
 				fmt.Fprintf(w, "uptime:        %s\n", (time.Duration(info.UptimeSec) * time.Second).String())
 				fmt.Fprintf(w, "reachability:  %s\n", info.Reachability)
 				fmt.Fprintf(w, "peers:         %d\n", info.Peers)
-				if b := info.Bootstrap; b != nil && !b.Connected {
-					fmt.Fprintf(w, "bootstrap:     not reached after %d tries: %s\n", b.Tries, b.LastError)
-					if !b.NextTry.IsZero() {
-						fmt.Fprintf(w, "               next try in %s; meanwhile: gleaner connect <multiaddr>\n", time.Until(b.NextTry).Round(time.Second))
-					}
-				} else if info.Peers == 0 && b == nil {
-					fmt.Fprintln(w, "               (no bootstrap list: on --network local, peers come through mDNS or gleaner connect)")
-				}
+				whyNoPeers(w, info, "bootstrap:     ", "               ")
 				for _, a := range info.Addrs {
 					fmt.Fprintf(w, "address:       %s\n", a)
 				}
@@ -62,7 +55,15 @@ func peersCommand() *cli.Command {
 			}
 			return emit(c, peers, func(w io.Writer) {
 				if len(peers) == 0 {
-					fmt.Fprintln(w, "no peers connected (try `gleaner connect <multiaddr>`, or wait for discovery)")
+					fmt.Fprintln(w, "no peers connected")
+					// Why, when the node knows: the bootstrap's last error
+					// and its next try, or that only mDNS and connect find
+					// peers on this network.
+					var info node.InfoResult
+					if callCmd(c, "node_info", nil, &info) == nil && whyNoPeers(w, info, "bootstrap peers ", "") {
+						return
+					}
+					fmt.Fprintln(w, "try `gleaner connect <multiaddr>`, or wait for discovery")
 					return
 				}
 				rows := [][]string{{"PEER ID", "DIRECTION", "TRANSPORT", "LATENCY", "ADDRESS"}}
@@ -148,4 +149,22 @@ func pingCommand() *cli.Command {
 			})
 		},
 	}
+}
+
+// whyNoPeers explains an unconnected node: the bootstrap peers not reached
+// (with the last error and when it tries again), or the absence of any
+// bootstrap list. It reports whether it printed anything.
+func whyNoPeers(w io.Writer, info node.InfoResult, first, rest string) bool {
+	if b := info.Bootstrap; b != nil && !b.Connected {
+		fmt.Fprintf(w, "%snot reached after %d tries: %s\n", first, b.Tries, b.LastError)
+		if !b.NextTry.IsZero() {
+			fmt.Fprintf(w, "%snext try in %s; meanwhile: gleaner connect <multiaddr>\n", rest, time.Until(b.NextTry).Round(time.Second))
+		}
+		return true
+	}
+	if info.Peers == 0 && info.Bootstrap == nil {
+		fmt.Fprintf(w, "%s(no bootstrap list: on --network local, peers come through mDNS or gleaner connect)\n", rest)
+		return true
+	}
+	return false
 }

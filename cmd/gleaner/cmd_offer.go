@@ -87,7 +87,7 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 		if g.Simulated {
 			model += " (simulated)"
 		}
-		state := "offered"
+		state := "offered, free"
 		switch {
 		case g.Stopping != "":
 			state = "STOPPING ITS JOBS: " + g.Stopping
@@ -95,6 +95,12 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 			state = "withdrawn: " + g.Withdrawn
 		case !g.Offered:
 			state = "not offered"
+		}
+		if l := g.Lease; l != nil {
+			// Leased is said first: a withdrawn GPU may still run a
+			// silver or gold lease out.
+			state = fmt.Sprintf("leased: job %s, %s, %s at %s per GPU-hour, until %s; %s", l.JobID, l.Tier, l.State,
+				credits(l.Price), l.Until.Local().Format(time.DateTime), state)
 		}
 		rows = append(rows, []string{fmt.Sprint(g.Index), model, fmt.Sprintf("%.0f GiB", float64(g.VRAMMiB)/1024),
 			fmt.Sprintf("%d°C", g.TempC), fmt.Sprintf("%.0f W", g.PowerW), state})

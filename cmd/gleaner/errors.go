@@ -15,7 +15,16 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitInterrupted is the shell's 128+SIGINT: the user stopped the
+	// command, not the work it started.
+	exitInterrupted = 130
 )
+
+// interruptedError is Ctrl-C (or SIGTERM) while a command waited on work
+// that goes on without it, such as a job that keeps running.
+type interruptedError struct{ msg, hint string }
+
+func (e *interruptedError) Error() string { return e.msg }
 
 // usageError marks a mistake in how the command was called (exit code 2).
 type usageError struct{ msg, hint string }
@@ -73,6 +82,10 @@ func classify(err error) failure {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return failure{Code: exitUsage, Message: ue.msg, Hint: ue.hint}
+	}
+	var ie *interruptedError
+	if errors.As(err, &ie) {
+		return failure{Code: exitInterrupted, Message: ie.msg, Hint: ie.hint}
 	}
 	f := failure{Code: exitFailure, Message: err.Error()}
 	var re *rpc.Error

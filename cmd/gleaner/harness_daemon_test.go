@@ -114,7 +114,8 @@ func TestCrashedDaemonLeavesNoStuckLock(t *testing.T) {
 }
 
 // A daemon whose bootstrap name cannot be resolved says so in `gleaner
-// id`, with when it tries again, instead of a bare "peers: 0".
+// id` and `gleaner peers`, with when it tries again, instead of a bare
+// "peers: 0".
 func TestIDSaysWhyBootstrapFailed(t *testing.T) {
 	repo := initRepo(t)
 	startDaemon(t, repo, "--bootstrap", "/dnsaddr/bootstrap.nowhere.invalid")
@@ -130,5 +131,11 @@ func TestIDSaysWhyBootstrapFailed(t *testing.T) {
 	}
 	if !strings.Contains(out, "bootstrap:     not reached") || !strings.Contains(out, "did not resolve") || !strings.Contains(out, "next try in") {
 		t.Fatalf("gleaner id does not say why there are no peers:\n%s", out)
+	}
+	r := gleaner(t, "--repo", repo, "peers")
+	mustOK(t, r, "peers")
+	if !strings.Contains(r.stdout, "no peers connected") || !strings.Contains(r.stdout, "bootstrap peers not reached") ||
+		!strings.Contains(r.stdout, "did not resolve") {
+		t.Fatalf("gleaner peers does not say why there are no peers:\n%s", r.stdout)
 	}
 }

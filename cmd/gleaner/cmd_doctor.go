@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/urfave/cli/v2"
+)
+
+const doctorHelp = `Checks whether this host can run a node that others can reach and rent
+from, and prints each check as pass, warn, fail or skip, with the fix:
+
+   repo            the repo, identity.key and rpc.token are yours alone (not group/world-readable)
+   disk            free space where the repo and the block store (<repo>/data) live
+   docker          the Docker engine answers and is new enough (API 1.40, Docker 19.03)
+   gpu             the NVIDIA driver (NVML) and its GPUs; without one, says the host can
+                   offer only simulated GPUs
+   nvidia runtime  Docker has the nvidia runtime
+   gpu container   nvidia-smi sees the GPUs inside a container (--gpu-image; run only when
+                   the runtime exists and the image is already here: doctor never pulls)
+   listen          the running node's listen addresses
+   nat             AutoNAT's answer: can peers dial this node directly?
+   clock           the clock skew against connected peers (warn over 2 s, fail over 30 s)
+
+listen, nat and clock need the daemon; without one they are skipped and the
+rest still run. Exit code 0 when no check failed (warnings included), 1 when
+one did. For scripts:
+
+   gleaner doctor --json | jq '.checks[] | select(.status != "pass")'`
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "doctor",
+		Usage:       "check this host and node: repo, disk, Docker, GPU, ports, NAT, clock",
+		Description: doctorHelp,
+		Flags: []cli.Flag{
+			jsonFlag,
+			&cli.StringFlag{Name: "gpu-image", Value: node.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
+		},
+		Action: func(c *cli.Context) error {
+			image := strings.TrimSpace(c.String("gpu-image"))
+			if image == "" {
+				return usagef("for example: --gpu-image "+node.DefaultGPUImage, "--gpu-image must name an image")
+			}
+			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+			defer cancel()
+			rep := runDoctor(ctx, c.String("repo"), image)
+			if err := emit(c, rep, func(w io.Writer) { printDoctor(w, rep) }); err != nil {
+				return err
+			}
+			if !rep.OK {
+				return withHint(fmt.Errorf("%d check(s) failed: %s", len(rep.failed()), strings.Join(rep.failed(), ", ")),
+					"do what each failed check's fix says, then run `gleaner doctor` again")
+			}
+			return nil
+		},
+	}
+}
+
+// doctorReport is doctor's output; --json prints it as is.
+type doctorReport struct {
+	OK     bool         `json:"ok"` // no check failed
+	Checks []node.Check `json:"checks"`
+}
+
+func (r doctorReport) failed() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if c.Status == node.StatusFail {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+func runDoctor(ctx context.Context, dir, image string) doctorReport {
+	checks := node.LocalChecks(ctx, node.DoctorOptions{RepoDir: dir, GPUImage: image})
+	checks = append(checks, daemonChecks(ctx, dir)...)
+	return doctorReport{OK: !node.Failed(checks), Checks: checks}
+}
+
+// daemonChecks asks the running daemon, if any, for what only it knows.
+func daemonChecks(ctx context.Context, dir string) []node.Check {
+	r, err := node.OpenRepo(dir)
+	if err != nil {
+		return node.DaemonSkipped("no repo at " + dir + " (see the repo check)")
+	}
+	url, err := r.URL()
+	if errors.Is(err, node.ErrNotRunning) {
+		return node.DaemonSkipped("daemon not running (start it with gleaner daemon)")
+	}
+	tok, terr := r.Token()
+	if err != nil || terr != nil {
+		return node.DaemonSkipped("cannot reach the daemon: " + errors.Join(err, terr).Error())
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var res node.DoctorResult
+	err = rpc.NewClient(url, tok).Call(cctx, "node_doctor", nil, &res)
+	switch {
+	case errors.Is(err, rpc.ErrUnreachable):
+		return node.DaemonSkipped("no daemon answers at " + url + " (it may have crashed; start it with gleaner daemon)")
+	case err != nil:
+		// An older daemon has no node_doctor: it cannot be judged, and
+		// that is worth a warning rather than a failed host.
+		out := node.DaemonSkipped("node_doctor: " + err.Error())
+		for i := range out {
+			out[i].Status, out[i].Fix = node.StatusWarn, "restart the daemon on this version of gleaner"
+		}
+		return out
+	}
+	return node.DaemonChecks(res)
+}
+
+func printDoctor(w io.Writer, r doctorReport) {
+	counts := map[string]int{}
+	rows := [][]string{}
+	for _, c := range r.Checks {
+		counts[c.Status]++
+		rows = append(rows, []string{strings.ToUpper(c.Status), c.Name, c.Detail})
+		if c.Fix != "" && c.Status != node.StatusPass {
+			rows = append(rows, []string{"", "", "fix: " + c.Fix})
+		}
+	}
+	table(w, rows)
+	fmt.Fprintf(w, "\n%d passed, %d warned, %d failed, %d skipped\n",
+		counts[node.StatusPass], counts[node.StatusWarn], counts[node.StatusFail], counts[node.StatusSkip])
+}

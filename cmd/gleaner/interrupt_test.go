@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+)
+
+// Ctrl-C on `job run` stops the following, not the job: the CLI exits 130
+// and says which job goes on, in which state, and how to follow or stop
+// it (it used to print "job ... running: " and nothing after it).
+func TestCtrlCOnJobRunSaysTheJobGoesOn(t *testing.T) {
+	requireDocker(t)
+	p := provider(t, "provider", "1xRTX4090")
+	rn := renter(t, p)
+	spec := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(spec, []byte(demoSpec("ctrl-c", "silver", "1s", 120, 0)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "--repo", rn.repo, "job", "run", spec)
+	cmd.Env = append(os.Environ(), "GLEANER_REPO=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	// Wait for the job to run, then press Ctrl-C.
+	var seen bytes.Buffer
+	running := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "] running") {
+				once = true
+				close(running)
+			}
+		}
+	}()
+	select {
+	case <-running:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("job run never showed the job running:\n%s\n%s", seen.String(), tails([]*rnode{p, rn}))
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("job run after Ctrl-C: %v, want exit code %d\n%s", err, exitInterrupted, seen.String())
+	}
+	out := seen.String()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-2], "gleaner: interrupted; job ") ||
+		!strings.Contains(lines[len(lines)-2], "(state running)") ||
+		!strings.HasPrefix(lines[len(lines)-1], "hint: follow it again: gleaner job logs -f ") {
+		t.Fatalf("job run after Ctrl-C ends with:\n%s\nwant the job, its state and a hint", out)
+	}
+
+	// The job did go on.
+	id := strings.Fields(strings.TrimPrefix(lines[len(lines)-2], "gleaner: interrupted; job "))[0]
+	rn.waitJob(t, id, 10*time.Second, "the job still running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p, rn)
+	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel")
+}
