@@ -3,21 +3,27 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
+
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // nodeMetrics is the node's Prometheus side (metrics.address): a registry
-// of its own, the RPC API's histogram and the /metrics listener.
+// of its own, the RPC API's histograms, the auction timings and the
+// /metrics listener.
 type nodeMetrics struct {
-	reg *prometheus.Registry
-	rpc *metrics.RPC
-	srv *metrics.Server
+	reg   *prometheus.Registry
+	rpc   *metrics.RPC
+	calls *metrics.Calls
+	srv   *metrics.Server
 }
 
 // jobStates are every renter job state, reported even when no job is in
@@ -41,18 +47,41 @@ func (n *Node) metricsRegistry() *nodeMetrics {
 	if n.metrics == nil {
 		reg := metrics.NewRegistry(Version, n.cfg.Network)
 		reg.MustRegister(metrics.NewCollector(n.readMetrics))
-		n.metrics = &nodeMetrics{reg: reg, rpc: metrics.NewRPC(reg)}
+		n.metrics = &nodeMetrics{reg: reg, rpc: metrics.NewRPC(reg), calls: metrics.NewCalls(reg)}
 	}
 	return n.metrics
 }
 
-// instrumentRPC wraps the RPC API's handler with its latency histogram
-// when metrics are on.
+// instrumentRPC wraps the RPC API's handler with its latency histogram,
+// and times each call by method, when metrics are on.
 func (n *Node) instrumentRPC(h http.Handler) http.Handler {
 	if !n.metricsOn() {
 		return h
 	}
-	return n.metricsRegistry().rpc.Wrap(h)
+	m := n.metricsRegistry()
+	if n.rpc != nil {
+		n.rpc.Observe(m.calls.RPC)
+	}
+	return m.rpc.Wrap(h)
+}
+
+// observeAuction records one auction (renterJobs.run's Place) begun at
+// start and ended with err, when this node's metrics are on. An auction
+// cut short by the node stopping is no outcome of the market's, and is
+// left out.
+func (r *renterJobs) observeAuction(start time.Time, err error) {
+	timer := r.auctionTimer.Load()
+	if timer == nil || (err != nil && r.bg.Err() != nil) {
+		return
+	}
+	outcome := metrics.AuctionAwarded
+	switch {
+	case errors.Is(err, renter.ErrNoMatch):
+		outcome = metrics.AuctionNoMatch
+	case err != nil:
+		outcome = metrics.AuctionFailed
+	}
+	timer.Auction(time.Since(start), outcome)
 }
 
 // startMetrics serves /metrics on metrics.address; Stop closes it first,
@@ -68,6 +97,9 @@ func (n *Node) startMetrics() error {
 	}
 	m.srv = srv
 	n.onStop(srv.Shutdown)
+	if r := n.renterJobs; r != nil {
+		r.auctionTimer.Store(m.calls)
+	}
 	n.log.Info("serving metrics", "url", srv.URL())
 	return nil
 }
@@ -112,6 +144,7 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 				s.GossipPeers[t] = len(ps.ListPeers(t))
 			}
 		}
+		readTraffic(h, s)
 	}
 	if n.market != nil {
 		s.OffersInBook = n.market.Book().Len()
@@ -155,6 +188,24 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 		}
 		s.HasLedger = true
 		s.BalanceMicro = int64(FaucetCredits) + s.EarnedMicro - s.SpentMicro
+	}
+}
+
+// readTraffic reports the host's traffic counters; their labels are the
+// host's own, bounded (p2p/traffic.go).
+func readTraffic(h *p2p.Host, s *metrics.Snapshot) {
+	st := h.StreamTraffic()
+	s.StreamBytes = make(map[metrics.StreamKey]uint64, 2*len(st))
+	for _, b := range st {
+		s.StreamBytes[metrics.StreamKey{Protocol: b.Protocol, Direction: "in"}] = b.In
+		s.StreamBytes[metrics.StreamKey{Protocol: b.Protocol, Direction: "out"}] = b.Out
+	}
+	gt := h.GossipTraffic()
+	s.GossipMessages = make(map[metrics.GossipKey]uint64, len(gt)*len(p2p.GossipEvents))
+	for _, t := range gt {
+		for i, ev := range p2p.GossipEvents {
+			s.GossipMessages[metrics.GossipKey{Topic: t.Topic, Event: ev}] = t.Counts[i]
+		}
 	}
 }
 

@@ -85,7 +85,9 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if last != "" && (rec.Pin == "" || !exclude[rec.Pin]) {
 			pol.Patience = renter.DefaultPatience
 		}
+		placed := time.Now()
 		res, err := r.auc.Place(r.bg, req, pol)
+		r.observeAuction(placed, err) // node_metrics.go
 		attempt = res.Attempt
 		ex := withLeft(res.Explain, left)
 		if err != nil {
@@ -256,10 +258,13 @@ func withFailedStart(ex *JobExplain, provider, why string) *JobExplain {
 }
 
 // newAuctioneer wires the auctioneer to this node's streams, offer book
-// and trust.
+// and trust, and has it measure each candidate's RTT alongside its quote
+// (node/rtt.go): the peerstore alone knows only the peers that DHT traffic
+// or a ping happened to reach.
 func (r *renterJobs) newAuctioneer() error {
 	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
-		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}))
+		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}),
+		renter.WithProber(newRTTProber(r.m.Host().LibP2P()), 0))
 	r.auc = auc
 	return err
 }
@@ -374,6 +379,9 @@ func offerSimulated(m *market, provider string) bool {
 	return false
 }
 
+// peerRTT is the peerstore's latency average for provider: what pings
+// (rttProber.Measure records each measurement there) and DHT requests
+// have measured, the RTT of a provider before it is asked for a quote.
 func peerRTT(m *market, provider string) (time.Duration, bool) {
 	pid, err := peer.Decode(provider)
 	if err != nil {

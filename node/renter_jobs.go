@@ -6,14 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gleaner-net/gleaner/node/wire"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/metrics"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
@@ -163,6 +165,10 @@ type renterJobs struct {
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
 
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
+
+	// auctionTimer times each auction when the node's metrics are on
+	// (node_metrics.go); nil otherwise.
+	auctionTimer atomic.Pointer[metrics.Calls]
 
 	resuming []string // leased when this node last stopped: resume follows them again
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	mh "github.com/multiformats/go-multihash"
 )
 
@@ -156,17 +155,6 @@ func (h *Host) connectAll(peers []peer.AddrInfo) {
 		}()
 	}
 	wg.Wait()
-}
-
-// startMDNS announces and discovers peers on the LAN under a service name
-// scoped to the network, so LAN nodes of other networks never answer.
-func (h *Host) startMDNS() error {
-	svc := mdns.NewMdnsService(h.h, "gleaner-"+h.cfg.network, mdnsNotifee{h})
-	if err := svc.Start(); err != nil {
-		return err
-	}
-	h.closer = append(h.closer, svc)
-	return nil
 }
 
 type mdnsNotifee struct{ h *Host }

@@ -89,6 +89,7 @@ func (h *Host) newPubSub() (*pubsub.PubSub, error) {
 		pubsub.WithPeerScore(h.peerScoreParams(), scoreThresholds),
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(h.scores.set), time.Second),
 		pubsub.WithLogger(h.log),
+		pubsub.WithRawTracer(h.traffic.gossip), // message counts by topic (traffic.go)
 	)
 }
 
@@ -98,6 +99,7 @@ func (h *Host) newPubSub() (*pubsub.PubSub, error) {
 func (h *Host) Join(name string, v pubsub.ValidatorEx, maxMsgBytes int) (*pubsub.Topic, error) {
 	topic := h.TopicName(name)
 	val := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		h.traffic.gossip.validating(from, m) // our own publishes, which raw tracers never see
 		if maxMsgBytes > 0 && len(m.Data) > maxMsgBytes {
 			return pubsub.ValidationReject
 		}

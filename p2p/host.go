@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -48,9 +50,10 @@ type Host struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	reach  atomic.Value // string: "unknown" | "public" | "private"
-	events eventHub
-	scores scoreBoard
+	reach   atomic.Value // string: "unknown" | "public" | "private"
+	events  eventHub
+	scores  scoreBoard
+	traffic *traffic // stream bytes and gossip messages (traffic.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -69,11 +72,12 @@ func New(ctx context.Context, opts ...Option) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := libp2p.New(lopts...)
+	tr := newTraffic(cfg.network)
+	h, err := libp2p.New(append(lopts, libp2p.BandwidthReporter(tr.streams))...)
 	if err != nil {
 		return nil, err
 	}
-	hh, err := newHost(ctx, h, cfg, gater)
+	hh, err := newHost(ctx, h, cfg, gater, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +99,12 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 	if err != nil {
 		return nil, err
 	}
-	return newHost(ctx, h, cfg, nil)
+	if !slices.Contains(h.Mux().Protocols(), ping.ID) {
+		// libp2p.New answers pings, a bare (mocknet) host does not; the
+		// renter measures each candidate's RTT by ping while it quotes.
+		ping.NewPingService(h)
+	}
+	return newHost(ctx, h, cfg, nil, newTraffic(cfg.network))
 }
 
 func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
@@ -187,9 +196,10 @@ func resourceLimits(maxMemory int64, maxFD int) rcmgr.ConcreteLimitConfig {
 	}.Build(limits.Scale(maxMemory, maxFD))
 }
 
-func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater) (hh *Host, err error) {
+func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater, tr *traffic) (hh *Host, err error) {
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	hh = &Host{cfg: cfg, h: h, log: cfg.log.With("network", cfg.network), gater: gater, ctx: hctx, cancel: cancel}
+	hh.traffic, tr.gossip.self = tr, h.ID()
 	hh.reach.Store("unknown")
 	defer func() {
 		if err != nil {
@@ -209,8 +219,10 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater)
 		return hh, err
 	}
 	if cfg.mdns {
-		if err := hh.startMDNS(); err != nil {
-			hh.log.Warn("mdns disabled", "err", err)
+		// The host does not listen yet (New listens last); the runner
+		// starts mDNS when addresses appear rather than failing now.
+		if err := hh.runMDNS(); err != nil {
+			return hh, err
 		}
 	}
 	hh.wg.Add(1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -41,4 +42,27 @@ func newMockHosts(t testing.TB, n int, latency time.Duration, opts ...Option) (m
 		_ = mn.Close()
 	})
 	return mn, hosts
+}
+
+// A mocknet host answers pings once wrapped, as a libp2p.New host does:
+// renters measure each candidate's RTT by ping while they quote, and a
+// simulated-latency cluster must measure its links, not fail every ping.
+func TestMockHostsAnswerPings(t *testing.T) {
+	const link = 15 * time.Millisecond
+	mn, hosts := newMockHosts(t, 2, link)
+	if err := mn.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mn.ConnectAllButSelf(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := <-ping.Ping(ctx, hosts[0].h, hosts[1].ID())
+	if r.Error != nil {
+		t.Fatalf("ping over mocknet: %v", r.Error)
+	}
+	if r.RTT < 2*link {
+		t.Fatalf("ping RTT %v over a %v one-way link: want at least %v", r.RTT, link, 2*link)
+	}
 }

@@ -17,6 +17,13 @@ type Snapshot struct {
 	Streams map[StreamKey]int
 	// GossipPeers is, per gossip topic joined, the peers seen on it.
 	GossipPeers map[string]int
+	// StreamBytes is the stream payload bytes since the host started, by
+	// protocol and direction ("in", "out"); protocols are the host's
+	// bounded labels (p2p.Host.StreamTraffic).
+	StreamBytes map[StreamKey]uint64
+	// GossipMessages counts gossip messages since the host started, by
+	// topic (the host's bounded labels) and event (p2p.GossipEvents).
+	GossipMessages map[GossipKey]uint64
 
 	// OffersInBook is the renter's offer book size (expired offers
 	// included until the next sweep).
@@ -52,8 +59,11 @@ type Snapshot struct {
 	EarnedMicro, SpentMicro, BalanceMicro int64
 }
 
-// StreamKey labels gleaner_p2p_streams.
+// StreamKey labels gleaner_p2p_streams and gleaner_p2p_stream_bytes_total.
 type StreamKey struct{ Protocol, Direction string }
+
+// GossipKey labels gleaner_gossip_messages_total.
+type GossipKey struct{ Topic, Event string }
 
 // GPUReading is one device's telemetry at scrape time.
 type GPUReading struct {
@@ -70,6 +80,7 @@ type Collector struct {
 	read func(*Snapshot)
 
 	peers, streams, gossipPeers      *prometheus.Desc
+	streamBytes, gossipMessages      *prometheus.Desc
 	offers, offerPublished           *prometheus.Desc
 	jobs, jobLeases                  *prometheus.Desc
 	leases, leasesActive             *prometheus.Desc
@@ -92,6 +103,8 @@ func NewCollector(read func(*Snapshot)) *Collector {
 	c.peers = d("peers", "Peers connected.")
 	c.streams = d("p2p_streams", "Open libp2p streams by protocol and direction.", "protocol", "direction")
 	c.gossipPeers = d("gossip_topic_peers", "Peers seen on each gossip topic this node joined.", "topic")
+	c.streamBytes = d("p2p_stream_bytes_total", "libp2p stream payload bytes by protocol and direction (in, out).", "protocol", "direction")
+	c.gossipMessages = d("gossip_messages_total", "Gossip messages by topic and what became of them.", "topic", "event")
 	c.offers = d("offers_in_book", "Offers in the renter's book (expired ones until the next sweep).")
 	c.offerPublished = d("offer_published", "1 while this node has a live offer of its own out, else 0.")
 	c.jobs = d("jobs", "The renter's jobs by state.", "state")
@@ -130,6 +143,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for topic, v := range s.GossipPeers {
 		g(c.gossipPeers, float64(v), topic)
+	}
+	for k, v := range s.StreamBytes {
+		ch <- prometheus.MustNewConstMetric(c.streamBytes, prometheus.CounterValue, float64(v), k.Protocol, k.Direction)
+	}
+	for k, v := range s.GossipMessages {
+		ch <- prometheus.MustNewConstMetric(c.gossipMessages, prometheus.CounterValue, float64(v), k.Topic, k.Event)
 	}
 	g(c.offers, float64(s.OffersInBook))
 	g(c.offerPublished, b2f(s.OfferPublished))

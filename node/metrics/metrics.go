@@ -1,12 +1,14 @@
 // Package metrics serves a node's Prometheus metrics: a registry of its
 // own (never the global default one, so that several nodes in one process
 // do not collide), a collector that reads the node's state at scrape time
-// (Snapshot), the RPC API's latency histogram (RPC) and the /metrics
-// listener (Server).
+// (Snapshot), the RPC API's HTTP latency histogram (RPC), per-method call
+// and auction timings (Calls) and the /metrics listener (Server).
 //
 // The collector instruments nothing: every gauge is read from state the
-// node keeps anyway, when Prometheus asks, so the hot paths of the other
-// packages pay nothing for metrics.
+// node keeps anyway, and the traffic counters from the atomic counts the
+// p2p host keeps, when Prometheus asks, so the hot paths of the other
+// packages pay at most an atomic add for metrics. Only Calls observes as
+// things happen, once per call or auction.
 package metrics
 
 import (

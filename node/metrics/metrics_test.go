@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMetricsCollectorReportsSnapshot(t *testing.T) {
@@ -61,6 +62,72 @@ func TestMetricsServerServesOnlyMetrics(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != code {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
+		}
+	}
+}
+
+func TestMetricsTrafficAreCounters(t *testing.T) {
+	reg := NewRegistry("1.2.3", "local")
+	reg.MustRegister(NewCollector(func(s *Snapshot) {
+		s.StreamBytes = map[StreamKey]uint64{{Protocol: "/gleaner/local/job/1", Direction: "in"}: 7}
+		s.GossipMessages = map[GossipKey]uint64{{Topic: "/gleaner/local/ledger/1", Event: "rejected"}: 2}
+	}))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if m.Counter != nil {
+				got[f.GetName()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["gleaner_p2p_stream_bytes_total"] != 7 || got["gleaner_gossip_messages_total"] != 2 {
+		t.Errorf("counters %v", got)
+	}
+}
+
+func TestMetricsCallsLabels(t *testing.T) {
+	reg := NewRegistry("1.2.3", "local")
+	c := NewCalls(reg)
+	c.RPC("node_info", time.Millisecond, 0)
+	c.RPC("", time.Millisecond, -32601)
+	c.RPC("job_status", time.Millisecond, -32021)
+	c.Auction(2*time.Second, AuctionNoMatch)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = true
+		}
+	}
+	for _, key := range []string{
+		"gleaner_rpc_call_duration_seconds,method=node_info",
+		"gleaner_rpc_call_duration_seconds,method=unknown",
+		"gleaner_rpc_call_errors_total,class=method_not_found,method=unknown",
+		"gleaner_rpc_call_errors_total,class=application,method=job_status",
+		"gleaner_auction_duration_seconds,outcome=no-match",
+	} {
+		if !got[key] {
+			t.Errorf("no %s", key)
+		}
+	}
+	if got["gleaner_rpc_call_errors_total,class=application,method=node_info"] {
+		t.Error("an error for a result")
+	}
+	for code, want := range map[int]string{-32700: "parse_error", -32602: "invalid_params", -32603: "internal_error",
+		-32001: "rpc", -32005: "rpc", -32010: "application", -32043: "application", 1: "application"} {
+		if g := ErrorClass(code); g != want {
+			t.Errorf("ErrorClass(%d) = %q, want %q", code, g, want)
 		}
 	}
 }

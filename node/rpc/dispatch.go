@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // result is the outcome of one call. start, set for a new subscription, is
@@ -132,6 +133,11 @@ func replySize(r *request, res *result) int {
 // call runs one request. A panicking handler is logged and answered with
 // -32603 so one bad method cannot take the node down.
 func (s *Server) call(ctx context.Context, r *request, c *wsConn) (res result) {
+	if o := s.observe.Load(); o != nil {
+		// Deferred before the recover below, so it runs after it and sees
+		// a panic's -32603.
+		defer observeCall(*o, s, r, time.Now(), &res)
+	}
 	if r.err != nil {
 		return result{err: r.err}
 	}

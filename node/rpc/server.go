@@ -54,6 +54,7 @@ type Server struct {
 	upgrader websocket.Upgrader
 	bufs     sync.Pool // *[]byte request bodies
 	discover atomic.Pointer[discoverCache]
+	observe  atomic.Pointer[CallObserver] // nil: calls are not timed (observe.go)
 }
 
 // ServerOption configures a Server. Zero or negative values keep the
