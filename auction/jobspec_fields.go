@@ -30,7 +30,7 @@ var jobSpecSchema = []specField{
 			set: intVal(func(s *JobSpec) *int { return &s.Resources.GPUs }, 1, maxJobGPUs)},
 		{name: "min_vram_gb", typ: "integer", def: "0 (any)", help: "memory per GPU in GB of 10^9 bytes, as cards are sold (an 80 GB H100 reports 81559 MiB)",
 			set: intVal(func(s *JobSpec) *int { return &s.Resources.MinVRAMGB }, 0, maxResourceCount)},
-		{name: "models", typ: "list of strings", def: "any", help: "acceptable GPU models, case-insensitive (H100, A100-80GB, RTX4090)",
+		{name: "models", typ: "list of strings", def: "any", help: "acceptable GPU models, case-insensitive (H100, A100-80GB, RTX4090); a near miss of a known model (RTX4O90) is an error, an unlisted board is not",
 			set: listVal(func(s *JobSpec) *[]string { return &s.Resources.Models }, maxSpecList, true, validModel)},
 		{name: "cpus", typ: "integer", def: "0 (any)", help: "host CPU cores",
 			set: intVal(func(s *JobSpec) *int { return &s.Resources.CPUs }, 0, maxResourceCount)},
@@ -42,12 +42,12 @@ var jobSpecSchema = []specField{
 	{name: "max_price", typ: "decimal", required: true, help: "credits per GPU-hour, at most 6 decimals; the price paid never exceeds it",
 		set: setMaxPrice},
 	{name: "duration", typ: "mapping", required: true, help: "how long the job runs", sub: []specField{
-		{name: "expected", typ: "duration", def: "max", help: "Go duration (90m, 2h); for the provider's planning; at most max",
+		{name: "expected", typ: "duration", def: "max", help: "duration (90m, 1h30m, 2d); for the provider's planning; at most max",
 			set: durVal(func(s *JobSpec) *time.Duration { return &s.Duration.Expected })},
-		{name: "max", typ: "duration", required: true, help: "Go duration, at most 720h (30 days); the lease's length",
+		{name: "max", typ: "duration", required: true, help: "duration (6h, 2d), at most 30d (720h); the lease's length",
 			set: durVal(func(s *JobSpec) *time.Duration { return &s.Duration.Max })},
 	}},
-	{name: "start", typ: "timestamp", def: "none", help: "RFC 3339, or a time ahead such as `+2h` (resolved once, at submit); required for gold and only allowed there: the reserved window's start (see \"Gold: reserving a window\")",
+	{name: "start", typ: "timestamp", def: "none", help: "RFC 3339, or a time ahead such as `+2h` or `+1d` (resolved once, at submit); required for gold and only allowed there: the reserved window's start (see \"Gold: reserving a window\")",
 		set: setStart},
 	{name: "placement", typ: "mapping", help: "where the job may run", sub: []specField{
 		{name: "regions", typ: "list of strings", def: "anywhere", help: "continent codes: " + strings.Join(Continents, " "),
@@ -151,9 +151,9 @@ func durVal(field func(*JobSpec) *time.Duration) setFunc {
 		if err != nil {
 			return err
 		}
-		t, perr := time.ParseDuration(v)
+		t, perr := ParseDuration(v)
 		if perr != nil || t <= 0 || t%time.Second != 0 {
-			return specErr(n, path, "want a positive Go duration in whole seconds such as 90m or 6h, got %q", v)
+			return specErr(n, path, "want a positive duration in whole seconds such as 90m, 6h or 2d, got %q", v)
 		}
 		if t > MaxJobDuration {
 			return specErr(n, path, "%s exceeds the limit of %s (30 days)", v, MaxJobDuration)
@@ -279,9 +279,9 @@ func setStart(d *specDecoder, path string, n *yaml.Node) error {
 		return err
 	}
 	if rel, ok := strings.CutPrefix(v, "+"); ok {
-		dur, perr := time.ParseDuration(rel)
+		dur, perr := ParseDuration(rel)
 		if perr != nil || dur < time.Second || dur > maxStartAhead {
-			return specErr(n, path, "want a time ahead such as +90s, +2h or +36h (at most %s), got %q", maxStartAhead, v)
+			return specErr(n, path, "want a time ahead such as +90s, +2h or +2d (at most %s), got %q", maxStartAhead, v)
 		}
 		d.s.Start, d.s.relStart = time.Now().Add(dur).Truncate(time.Second).UTC(), true
 		return nil

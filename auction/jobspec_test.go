@@ -129,7 +129,7 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"price exponent", 8, "max_price: 6e-1", 8, "max_price", "decimal"},
 		{"expected above max", 9, "duration: {expected: 7h, max: 6h}", 9, "duration.expected", "longer than duration.max"},
 		{"max above 30 days", 9, "duration: {max: 721h}", 9, "duration.max", "exceeds"},
-		{"max without unit", 9, "duration: {max: 90}", 9, "duration.max", "Go duration"},
+		{"max without unit", 9, "duration: {max: 90}", 9, "duration.max", "positive duration"},
 		{"max missing", 9, "duration: {expected: 2h}", 9, "duration.max", "required"},
 		{"gold without start", 10, "# no start", 7, "start", "requires start"},
 		{"start on bronze", 7, "tier: bronze", 10, "start", "only gold"},

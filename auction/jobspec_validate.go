@@ -56,8 +56,8 @@ func validName(s string) (string, error) {
 }
 
 func validModel(s string) (string, error) {
-	if !isModel(s) {
-		return "", fmt.Errorf("%q is not a GPU model (1..64 of A-Z a-z 0-9 . _ -)", s)
+	if err := checkModel(s); err != nil {
+		return "", err
 	}
 	return s, nil
 }
@@ -82,20 +82,19 @@ func validEnvKey(s string) bool {
 }
 
 func validRegion(s string) (string, error) {
-	if l := strings.ToLower(s); isContinent(l) {
-		return canonicalContinent(l), nil
+	if err := checkContinent(s); err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%q is not a continent code (%s)", s, strings.Join(Continents, ", "))
+	return canonicalContinent(strings.ToLower(s)), nil
 }
 
 func validCountry(s string) (string, error) {
-	u := strings.ToUpper(s)
 	// The full list, not just "two letters": a typo such as UK (the code
 	// is GB) in a deny list would otherwise deny nothing, silently.
-	if len(u) != 2 || !isCountry(u) || !strings.Contains(isoCountries, " "+u+" ") {
-		return "", fmt.Errorf("%q is not an ISO 3166-1 alpha-2 country code", s)
+	if err := checkCountry(s); err != nil {
+		return "", err
 	}
-	return u, nil
+	return strings.ToUpper(s), nil
 }
 
 func validDataset(s string) (string, error) {

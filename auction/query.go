@@ -244,19 +244,12 @@ func (c *clause) parseValue(v string) error {
 	return nil
 }
 
-// parseSeconds accepts Go durations (90m, 1h30m) and whole days (2d), and
-// insists on whole seconds, the resolution of offer windows.
+// parseSeconds is ParseDuration in whole seconds, the resolution of
+// offer windows.
 func parseSeconds(v string) (int64, error) {
-	if days, ok := strings.CutSuffix(v, "d"); ok && days != "" && !strings.ContainsAny(days, "hmsuµn.+-") {
-		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n > 36500 {
-			return 0, fmt.Errorf("%q: want whole days up to 36500", v)
-		}
-		return n * 86400, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 || d%time.Second != 0 {
-		return 0, fmt.Errorf("%q: want a non-negative duration in whole seconds such as 90m, 4h or 2d", v)
+	d, err := ParseDuration(v)
+	if err != nil || d%time.Second != 0 {
+		return 0, fmt.Errorf("%q: want a non-negative duration in whole seconds such as 90m, 4h, 2d or 1d12h", v)
 	}
 	return int64(d / time.Second), nil
 }

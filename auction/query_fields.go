@@ -59,7 +59,7 @@ func decimal(name, unit, help string, scale int64, num func(*facts, *gpuSel, int
 }
 
 func duration(name, help string, num func(*facts, *gpuSel, int64) (int64, bool)) *fieldDef {
-	return &fieldDef{FieldDoc: FieldDoc{name, "duration", "Go duration such as 90m or 4h, or whole days such as 2d", orderedOps, true, help}, kind: kindDuration, num: num}
+	return &fieldDef{FieldDoc: FieldDoc{name, "duration", "duration such as 90m, 4h, 2d or 1d12h", orderedOps, true, help}, kind: kindDuration, num: num}
 }
 
 func price(tier int, name string) *fieldDef {
@@ -78,8 +78,8 @@ var fields = []*fieldDef{
 	{FieldDoc: FieldDoc{"gpu", "string", "canonical model, case-insensitive (H100, A100-80GB, RTX4090)", stringOps, false,
 		"selects the offer's GPUs by model; fails if it selects none. gpus, vram and cc then see only GPUs every gpu clause selects"},
 		kind: kindGPU, norm: func(v string) (string, error) {
-			if !isModel(v) {
-				return "", fmt.Errorf("%q is not a GPU model (letters, digits, . _ -)", v)
+			if err := checkModel(v); err != nil {
+				return "", err
 			}
 			return strings.ToLower(v), nil
 		}},
@@ -90,17 +90,20 @@ var fields = []*fieldDef{
 		func(_ *facts, s *gpuSel, _ int64) (int64, bool) { return s.cc, s.count > 0 })),
 	{FieldDoc: FieldDoc{"region", "string", "continent code: " + strings.Join(Continents, " "), stringOps, false, "where the provider is"},
 		kind: kindString, str: func(f *facts) string { return f.continent }, norm: func(v string) (string, error) {
-			if v = strings.ToLower(v); !isContinent(v) {
-				return "", fmt.Errorf("%q is not a continent code (%s)", v, strings.Join(Continents, ", "))
+			if _, c, ok := strings.Cut(v, "/"); ok {
+				return "", fmt.Errorf("%q: region is a continent; for a country write country=%s", v, strings.ToUpper(c))
 			}
-			return canonicalContinent(v), nil
+			if err := checkContinent(v); err != nil {
+				return "", err
+			}
+			return canonicalContinent(strings.ToLower(v)), nil
 		}},
 	{FieldDoc: FieldDoc{"country", "string", "ISO 3166-1 alpha-2, case-insensitive (DE, US)", stringOps, false, "where the provider is"},
 		kind: kindString, str: func(f *facts) string { return f.country }, norm: func(v string) (string, error) {
-			if v = strings.ToUpper(v); !isCountry(v) {
-				return "", fmt.Errorf("%q is not a two-letter country code", v)
+			if err := checkCountry(v); err != nil {
+				return "", err
 			}
-			return v, nil
+			return strings.ToUpper(v), nil
 		}},
 	price(0, "gold"),
 	price(1, "silver"),

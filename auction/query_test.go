@@ -46,7 +46,7 @@ func TestParseQueryInvalid(t *testing.T) {
 		"simulated>true":              "simulated (bool) does not support >",
 		"simulated=yes":               "simulated wants true or false",
 		"region=europe":               `"europe" is not a continent code`,
-		"country=DEU":                 "not a two-letter country code",
+		"country=DEU":                 "not an ISO 3166-1 alpha-2 country code",
 		"workload=training":           `"training" is not a workload (batch, service)`,
 		"provider=bob":                `"bob" is not a peer ID`,
 		"dataset=xyz":                 `"xyz" is not a CID`,

@@ -57,6 +57,12 @@ func InitRepo(dir string, cfg Config) (*Repo, error) { return repo.InitRepo(dir,
 // OpenRepo opens an existing repo without locking it; see repo.OpenRepo.
 func OpenRepo(dir string) (*Repo, error) { return repo.OpenRepo(dir) }
 
+// CheckNetworkChoice checks a network name typed at the command line; see
+// repo.CheckNetworkChoice.
+func CheckNetworkChoice(name string, private bool) error {
+	return repo.CheckNetworkChoice(name, private)
+}
+
 // DefaultConfig is the configuration `gleaner init` writes for network.
 func DefaultConfig(network string) Config { return repo.DefaultConfig(network) }
 

@@ -117,7 +117,12 @@ func (l *Local) setDemoOffer(ctx context.Context, i int) error {
 
 func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (*Proc, error) {
 	repo := filepath.Join(l.dir, fmt.Sprintf("node%02d", i))
-	if out, err := exec.CommandContext(ctx, opts.Binary, "--repo", repo, "init", "--network", opts.Network).CombinedOutput(); err != nil {
+	initArgs := []string{"--repo", repo, "init", "--network", opts.Network}
+	if opts.Network != node.NetworkLocal && opts.Network != node.NetworkTestnet {
+		// A name of the caller's own: the CLI makes it only when asked.
+		initArgs = append(initArgs, "--private")
+	}
+	if out, err := exec.CommandContext(ctx, opts.Binary, initArgs...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
 	args := []string{"--repo", repo, "daemon", "--json", "--mdns=false",

@@ -35,6 +35,7 @@ override config.toml for this run only. One daemon per repo.
                                                  Prometheus metrics, JSON logs (docs/OPERATIONS.md)`,
 		Flags: []cli.Flag{
 			networkFlag,
+			privateFlag,
 			&cli.StringSliceFlag{Name: "listen", Usage: "p2p listen multiaddr (repeatable), e.g. /ip4/0.0.0.0/tcp/4030"},
 			&cli.StringSliceFlag{Name: "bootstrap", Usage: "bootstrap peer multiaddr ending in /p2p/<id> (repeatable); replaces the built-in list"},
 			&cli.StringFlag{Name: "rpc", Usage: "JSON-RPC listen host:port (port 0 = any free port)"},
@@ -106,6 +107,9 @@ func daemonRepo(c *cli.Context) (*node.Repo, error) {
 		if network == "" {
 			network = node.NetworkTestnet
 		}
+		if err := checkNetworkFlag(c, network); err != nil {
+			return nil, err
+		}
 		return node.InitRepo(dir, node.DefaultConfig(network))
 	}
 	if errors.Is(err, node.ErrNoRepo) {
@@ -116,6 +120,13 @@ func daemonRepo(c *cli.Context) (*node.Repo, error) {
 
 func applyDaemonFlags(c *cli.Context, cfg *node.Config) error {
 	if c.IsSet("network") {
+		// The repo's own network was chosen at init; a new name typed
+		// here gets the same check as there.
+		if n := c.String("network"); n != cfg.Network {
+			if err := checkNetworkFlag(c, n); err != nil {
+				return err
+			}
+		}
 		cfg.Network = c.String("network")
 		if !c.IsSet("mdns") {
 			cfg.P2P.MDNS = cfg.Network == node.NetworkLocal

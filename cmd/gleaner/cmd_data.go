@@ -11,11 +11,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-var fetchTimeoutFlag = &cli.DurationFlag{
-	Name:  "timeout",
-	Usage: "give up when the DAG is not complete after this long (no peer serves it, or too slowly)",
-	Value: node.DefaultFetchTimeout,
-}
+var fetchTimeoutFlag = durationFlag("timeout", node.DefaultFetchTimeout,
+	"give up when the DAG is not complete after this long (no peer serves it, or too slowly)")
 
 func dataCommand() *cli.Command {
 	return &cli.Command{
@@ -172,7 +169,7 @@ func cidParams(c *cli.Context, cidArg string) (node.DataCIDParams, error) {
 
 // timeoutSeconds is --timeout, checked, in the API's whole seconds.
 func timeoutSeconds(c *cli.Context) (int, error) {
-	d := c.Duration("timeout")
+	d := durationOf(c, "timeout")
 	if d < time.Second || d > 24*time.Hour {
 		return 0, usagef("for example --timeout 30m", "--timeout %s: use 1s to 24h", d)
 	}

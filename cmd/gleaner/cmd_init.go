@@ -12,7 +12,23 @@ import (
 
 var networkFlag = &cli.StringFlag{
 	Name:  "network",
-	Usage: `network to join: "testnet" (the public testnet) or "local" (this machine or LAN, found via mDNS)`,
+	Usage: `network to join: "testnet" (the public testnet) or "local" (this machine or LAN, found via mDNS); another name with --private`,
+}
+
+// privateFlag makes --network NAME a private network of one's own, which
+// finds peers only through --bootstrap: asked for, never made by a typo.
+var privateFlag = &cli.BoolFlag{
+	Name:  "private",
+	Usage: "--network NAME is a private network of your own (peers only through --bootstrap)",
+}
+
+// checkNetworkFlag applies node.CheckNetworkChoice to --network as typed,
+// as a usage error with the list of networks.
+func checkNetworkFlag(c *cli.Context, name string) error {
+	if err := node.CheckNetworkChoice(name, c.Bool("private")); err != nil {
+		return usagef(`networks: testnet (the public testnet), local (this machine or LAN); a network of your own: --network NAME --private`, "%v", err)
+	}
+	return nil
 }
 
 func initCommand() *cli.Command {
@@ -25,9 +41,11 @@ and config.toml, which explains every setting. An existing repo is never
 overwritten.
 
    gleaner init                          join the public testnet
-   gleaner --repo /tmp/n1 init --network local`,
+   gleaner --repo /tmp/n1 init --network local
+   gleaner init --network lab-7 --private   a network of your own (peers via --bootstrap)`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "network", Usage: networkFlag.Usage, Value: node.NetworkTestnet},
+			privateFlag,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -35,6 +53,9 @@ overwritten.
 				return usagef("gleaner init takes no arguments; use --repo DIR to choose where", "unexpected argument %q", c.Args().First())
 			}
 			dir := c.String("repo")
+			if err := checkNetworkFlag(c, c.String("network")); err != nil {
+				return err
+			}
 			cfg := node.DefaultConfig(c.String("network"))
 			r, err := node.InitRepo(dir, cfg)
 			if errors.Is(err, node.ErrRepoExists) {

@@ -53,6 +53,9 @@ func marketOffers(c *cli.Context) error {
 	if c.Args().Len() > 1 {
 		return usagef("quote the whole query: gleaner market offers 'gpu=H100 vram>=80'", "market offers takes one query argument, got %d", c.Args().Len())
 	}
+	if err := checkLimit(c, 10000); err != nil {
+		return err
+	}
 	var res node.MarketOffersResult
 	p := node.MarketOffersParams{Query: c.Args().First(), Order: c.String("order"), Limit: c.Int("limit")}
 	if err := callCmd(c, "market_offers", p, &res); err != nil {

@@ -49,7 +49,7 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "availability", Value: sim.AvailMixed, Usage: "providers' idle windows: Microsoft99, Nd07cpu, mixed or always"},
 			&cli.StringFlag{Name: "adversaries", Usage: "shares of cheating nodes, e.g. skip=0.05,fake=0.05,abandon=0.05,refuse=0.05,nonpayer=0.1"},
 			&cli.StringFlag{Name: "baselines", Usage: "comma-separated baselines to run (default all: random,first-fit,greedy-cheapest,central-online)"},
-			&cli.DurationFlag{Name: "latency", Value: sim.DefaultNetwork().Latency, Usage: "one-way latency within a continent (4x across)"},
+			durationFlag("latency", sim.DefaultNetwork().Latency, "one-way latency within a continent (4x across)"),
 			&cli.Float64Flag{Name: "loss", Value: sim.DefaultNetwork().Loss, Usage: "share of market messages lost"},
 			&cli.StringFlag{Name: "traces", Value: "../shared/traces", Usage: "directory of the trace files"},
 			&cli.StringFlag{Name: "out", Value: "build/sim", Usage: "directory for report.json, report.html and the rest"},
@@ -89,7 +89,7 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 	set("demand", func() { o.DemandFile = c.String("demand") })
 	set("demand-trace", func() { o.DemandTrace = c.String("demand-trace") })
 	set("availability", func() { o.Supply.Availability = c.String("availability") })
-	set("latency", func() { o.Market.Network.Latency = c.Duration("latency") })
+	set("latency", func() { o.Market.Network.Latency = durationOf(c, "latency") })
 	set("loss", func() { o.Market.Network.Loss = c.Float64("loss") })
 	set("traces", func() { o.TracesDir = c.String("traces") })
 	if c.IsSet("baselines") {

@@ -33,7 +33,7 @@ Ctrl-C stops every node and leaves nothing running.
 				&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 3, Usage: "number of nodes, 1 to 64"},
 				&cli.IntFlag{Name: "providers", Usage: "how many nodes sell SIMULATED GPUs, with offers set (a market to query)"},
 				&cli.StringFlag{Name: "dir", Usage: "keep the repos in this directory (default: a temporary one, removed on exit)"},
-				&cli.DurationFlag{Name: "run-for", Usage: "stop by itself after this long (default: run until Ctrl-C)"},
+				durationFlag("run-for", 0, "stop by itself after this long (default: run until Ctrl-C)"),
 				&cli.StringFlag{Name: "job", Usage: "once the market is up, rent a GPU from the last node with this job spec and follow it"},
 				jsonFlag,
 			},
@@ -94,7 +94,7 @@ func runTestnetUp(c *cli.Context) error {
 		}
 	}
 	wait := c.Context.Done()
-	if d := c.Duration("run-for"); d > 0 {
+	if d := durationOf(c, "run-for"); d > 0 {
 		ctx, cancel := context.WithTimeout(c.Context, d)
 		defer cancel()
 		wait = ctx.Done()

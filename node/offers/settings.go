@@ -360,19 +360,9 @@ func parseMultiple(s, what string, lo, hi int64) (int64, error) {
 
 func fieldErr(field string, err error) error { return fmt.Errorf("%s: %v", field, err) }
 
-func parseRegion(s string) (auction.Region, error) {
-	cont, country, ok := strings.Cut(strings.TrimSpace(s), "/")
-	r := auction.Region{Continent: strings.ToLower(cont), Country: strings.ToUpper(country)}
-	if !ok || len(r.Country) != 2 || r.Country[0] < 'A' || r.Country[0] > 'Z' || r.Country[1] < 'A' || r.Country[1] > 'Z' {
-		return r, fmt.Errorf("%q: want continent/country, e.g. eu/DE or na/US", s)
-	}
-	for _, c := range auction.Continents {
-		if c == r.Continent {
-			return r, nil
-		}
-	}
-	return r, fmt.Errorf("%q: continent must be one of %v", s, auction.Continents)
-}
+// parseRegion is auction.ParseRegion: one check of what a region is, with
+// its suggestions (na/DE: did you mean eu/DE?).
+func parseRegion(s string) (auction.Region, error) { return auction.ParseRegion(s) }
 
 // ParseCredits parses a decimal amount of credits ("0.45") exactly into
 // millionths; more than six decimals or a negative amount is an error.
@@ -404,9 +394,10 @@ func parseSeconds(s string) (int64, error) {
 	if s == "0" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q: want a duration such as 90s, 5m or 12h", s)
+	// The one duration syntax of specs and queries, so 2d works here too.
+	d, err := auction.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a duration such as 90s, 5m, 12h or 2d", s)
 	}
 	return int64(d / time.Second), nil
 }
