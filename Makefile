@@ -32,6 +32,11 @@ demo-image: ## the demo workload as a Docker image built FROM scratch (no regist
 	printf 'FROM scratch\nCOPY demojob /demojob\nENTRYPOINT ["/demojob"]\n' > build/demojob/Dockerfile
 	docker build -q -t gleaner-demojob:1 build/demojob
 
+.PHONY: node-image
+NODE_IMAGE ?= gleaner-node:latest
+node-image: ## the node's container image from deploy/Dockerfile as NODE_IMAGE (pulls golang; docs/INSTALL.md)
+	docker build -f deploy/Dockerfile -t $(NODE_IMAGE) .
+
 bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./p2p
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 10m ./node/rpc
