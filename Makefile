@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test race lint demo demo-image bench bench-smoke fuzz soak sim clean
+.PHONY: help build test console-shots race lint demo demo-image bench bench-smoke fuzz soak sim clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -12,8 +12,12 @@ help: ## list targets
 build: ## build bin/gleaner
 	$(GO) build -o $(BIN) ./cmd/gleaner
 
-test: lint ## lint, then every test (unit, 20-node network, RPC transcripts, CLI harness)
+test: lint ## lint, then every test (unit, 20-node network, RPC transcripts, CLI harness, the console in Chromium)
+	@command -v chromium >/dev/null || (echo "installing chromium for the console's browser test"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium (not root?): TestConsoleInChromium will skip, loudly"
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+console-shots: ## regenerate docs/console/*.png: the console's pages in headless Chromium against real nodes
+	GLEANER_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInChromium ./node/console/
 
 race: ## every test under the race detector (slower; about 6 minutes on 2 cores)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

@@ -84,6 +84,7 @@ type Node struct {
 	market       *market
 	provider     *provider
 	providerJobs *providing.Provider
+	services     *serviceForwarder // serves service jobs' ports to their renters (service_forward.go)
 	ledger       *ledger.Store
 	feeds        *feeds
 	rep          *reputationView
@@ -201,6 +202,7 @@ func (n *Node) startHost(ctx context.Context) error {
 		return fmt.Errorf("start p2p host: %w", err)
 	}
 	n.host = h // Stop closes it (see there)
+	h.ServeClock() // node_doctor asks peers for this; served from the start
 	return nil
 }
 
@@ -276,7 +278,7 @@ func (n *Node) startRPC() error {
 	}
 	n.url = "http://" + ln.Addr().String()
 	n.httpSrv = &http.Server{
-		Handler:           n.instrumentRPC(n.rpc.Handler()),
+		Handler:           n.withConsole(n.instrumentRPC(n.rpc.Handler()), tok),
 		ReadHeaderTimeout: 5 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}

@@ -84,6 +84,11 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
+	// Service jobs' renters reach their containers here (service_forward.go);
+	// closed first at Stop, so that no long response holds it up.
+	n.services = newServiceForwarder(defaultServiceLimits(), n.log.With("part", "service-forward"))
+	h.SetStreamHandler(n.host.ProtocolID(serviceProto), n.tasks.handler(n.services.handle))
+	n.onStop(func(context.Context) error { n.services.Close(); return nil })
 	n.providerJobs = pj
 	// Registered after the offer's withdrawal, so run before it (stop
 	// steps run last first): running jobs get their notice and their

@@ -63,6 +63,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rpcCommand(),
 			versionCommand(),
 			doctorCommand(),
+			consoleCommand(),
 			testnetCommand(),
 			simCommand(),
 			completionCommand(),
@@ -81,6 +82,9 @@ var notFound error
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C cancels ctx and lets the command say where things
+	// stand; stop() then restores the default, so a second one kills.
+	context.AfterFunc(ctx, stop)
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil && notFound != nil {

@@ -148,6 +148,11 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 			return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
 		}
 	}
+	if spec.ServicePort > 0 {
+		if rs.network, err = d.serviceNetwork(ctx, &spec); err != nil {
+			return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
+		}
+	}
 	// Inputs first: filling them may take long, and a failure then costs
 	// no holder. The filler is gone before the job's container exists.
 	if len(spec.Inputs) > 0 {
@@ -164,6 +169,7 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 	}
 	cfg, hc := containerConfig(&spec)
 	cfg.Labels = spec.labels(d.owner)
+	serviceContainer(&spec, cfg, hc)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec.JobID))
 	if err != nil {
 		cleanup()

@@ -35,6 +35,12 @@ type Spec struct {
 	Egress    bool // the provider's policy allows network egress
 	RunAsRoot bool // the spec requires uid 0 (still without capabilities)
 
+	// ServicePort is the TCP port a service job listens on, which only
+	// the provider's daemon reaches, on a network of the job's own with
+	// no egress (service_net.go); 0 for a job that serves nothing. Not
+	// with Egress.
+	ServicePort int
+
 	CheckpointPath string // absolute path in the container, or "" for none
 	// Restore is a checkpoint tar (as CopyCheckpoint returns it) unpacked
 	// into CheckpointPath before the job starts: how a preempted job
@@ -116,6 +122,9 @@ func (s *Spec) validate() error {
 		return err
 	}
 	if err := s.validateRegistryAuth(bad); err != nil {
+		return err
+	}
+	if err := s.validateService(bad); err != nil {
 		return err
 	}
 	for k := range s.Secrets {

@@ -1,0 +1,105 @@
+package console
+
+import (
+	"fmt"
+	"math/rand"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// benchFake answers like a node with 1,000 jobs and a book of 100,000
+// offers: market_offers runs a real auction.Book query, as the node's
+// does, so the page's time includes the query's.
+func benchFake(b *testing.B) *fakeCaller {
+	now := time.Now()
+	r := rand.New(rand.NewSource(1))
+	book := auction.NewBook(100_000, func() time.Time { return now })
+	models := []string{"RTX4090", "H100", "A100-80GB", "L40S"}
+	for i := 0; i < 100_000; i++ {
+		o := &auction.Offer{Provider: fmt.Sprintf("12D3KooWBench%07d", i), Network: "local", Seq: 1,
+			IssuedAt: now.Unix() - 60, ExpiresAt: now.Unix() + 3600,
+			Region:  auction.Region{Country: "DE", Continent: "eu"},
+			Windows: []auction.Window{{Start: now.Unix() - 60, End: now.Unix() + 86400}}}
+		for g := 0; g < 1+r.Intn(4); g++ {
+			o.GPUs = append(o.GPUs, auction.GPU{Model: models[r.Intn(len(models))], VRAMMiB: 24576, ComputeCap: "8.9", Simulated: i%10 == 0})
+		}
+		o.Prices.Bronze = auction.Credits(200_000 + r.Intn(2_000_000))
+		if ok, err := book.Put(o, nil); !ok {
+			b.Fatal(err)
+		}
+	}
+	jobs := make([]jobRecord, 1000)
+	for i := range jobs {
+		jobs[i] = jobRecord{ID: fmt.Sprintf("job-%04d", i), Name: "train", State: "completed", Provider: "12D3KooWBench0000001",
+			Price: 450_000, GPUs: 1, Simulated: true, Created: now.Add(-time.Duration(i) * time.Minute), Paid: 123_456}
+	}
+	days := make([]earningsDay, 366)
+	for i := range days {
+		fill := int64(r.Intn(10000))
+		days[i] = earningsDay{Day: now.AddDate(0, 0, i-365).Format("2006-01-02"), Earned: auction.Credits(r.Intn(50_000_000)), LeasedGPUS: 3600, OfferedGPUS: 86400, FillBP: &fill}
+	}
+	gpus := []gpuStatus{}
+	for i := 0; i < 8; i++ {
+		g := gpuStatus{Offered: true, Lease: &gpuLease{JobID: "job-0001", Renter: "12D3KooWRenter", Tier: "silver", State: "running", Price: 700_000, Until: now.Add(time.Hour)}}
+		g.Index, g.Model, g.VRAMMiB, g.TempC, g.PowerW, g.PowerLimitW = i, "RTX4090", 24576, 61, 312, 450
+		gpus = append(gpus, g)
+	}
+	return &fakeCaller{results: map[string]any{
+		"node_info":       nodeInfo{PeerID: "12D3KooWBenchNode", Network: "testnet", Peers: 40},
+		"ledger_balance":  balance{Faucet: 1_000_000_000, Balance: 1_000_000_000},
+		"offer_show":      offerShow{Offered: true, GPUs: gpus},
+		"job_list":        jobs,
+		"job_status":      jobs[1],
+		"job_explain":     jobExplain{Considered: 100_000, Winner: "12D3KooWBench0000001", ClearingPrice: 450_000},
+		"ledger_earnings": earnings{Days: days},
+		"market_offers": func(params any) (any, error) {
+			p := params.(map[string]any)
+			q, err := auction.ParseQuery(p["query"].(string))
+			if err != nil {
+				return nil, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
+			}
+			offers, ex, err := book.Query(q, p["order"].(string), p["limit"].(int))
+			if err != nil {
+				return nil, err
+			}
+			res := marketOffers{Explain: ex}
+			for _, o := range offers {
+				res.Offers = append(res.Offers, offerView{Provider: o.Provider, GPUs: o.GPUs, GPUCount: len(o.GPUs), Region: o.Region,
+					Prices: map[string]auction.Credits{"bronze": o.Prices.Bronze}, AvailableForS: auction.AvailableFor(o.Windows, now).Milliseconds() / 1000})
+			}
+			return res, nil
+		},
+	}}
+}
+
+// BenchmarkConsolePages renders each page, server-side, for a node with
+// 1,000 jobs and 100,000 offers in its book. The bound: 50 ms a
+// page.
+func BenchmarkConsolePages(b *testing.B) {
+	f := benchFake(b)
+	c := testConsole(b, f, func(o *Options) { o.LoginBurst = 1000 })
+	w := do(c, "POST", "/ui/login", map[string][]string{"token": {testToken}}, nil)
+	ck := w.Result().Cookies()[0]
+	for _, p := range []struct{ name, path string }{
+		{"overview", "/ui/"}, {"gpus", "/ui/gpus"}, {"jobs", "/ui/jobs"}, {"job", "/ui/jobs/job-0001"},
+		{"market", "/ui/market"}, {"market-query", "/ui/market?q=gpu+in+%5BH100%2CA100-80GB%5D+price.bronze%3C%3D1.5&order=price.bronze"},
+		{"earnings", "/ui/earnings?days=366"},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			var size int
+			for i := 0; i < b.N; i++ {
+				w := do(c, "GET", p.path, nil, withCookie(ck))
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s: %d %s", p.path, w.Code, w.Body)
+				}
+				size = w.Body.Len()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
+			b.ReportMetric(float64(size)/1024, "KiB")
+		})
+	}
+}

@@ -1,0 +1,112 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// The pages. Each reads what it shows from the RPC, and nothing else.
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, se *session) {
+	var info nodeInfo
+	var bal balance
+	var offer offerShow
+	if err := c.opts.Caller.Call(r.Context(), "node_info", nil, &info); err != nil {
+		c.fail(w, r, se, "overview", err)
+		return
+	}
+	if err := c.opts.Caller.Call(r.Context(), "ledger_balance", nil, &bal); err != nil {
+		c.fail(w, r, se, "overview", err)
+		return
+	}
+	if err := c.opts.Caller.Call(r.Context(), "offer_show", nil, &offer); err != nil {
+		c.fail(w, r, se, "overview", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "overview", se, map[string]any{"Title": "Overview", "Active": "overview", "Info": info, "Balance": bal, "Offer": offer})
+}
+
+func (c *Console) gpus(w http.ResponseWriter, r *http.Request, se *session) {
+	var offer offerShow
+	if err := c.opts.Caller.Call(r.Context(), "offer_show", nil, &offer); err != nil {
+		c.fail(w, r, se, "gpus", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "gpus", se, map[string]any{"Title": "GPUs", "Active": "gpus", "Offer": offer})
+}
+
+func (c *Console) jobs(w http.ResponseWriter, r *http.Request, se *session) {
+	var jobs []jobRecord
+	if err := c.opts.Caller.Call(r.Context(), "job_list", nil, &jobs); err != nil {
+		c.fail(w, r, se, "jobs", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "jobs", se, map[string]any{"Title": "Jobs", "Active": "jobs", "Jobs": jobs})
+}
+
+func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
+	id := r.PathValue("id")
+	var j jobRecord
+	var ex jobExplain
+	p := map[string]string{"id": id}
+	if err := c.opts.Caller.Call(r.Context(), "job_status", p, &j); err != nil {
+		c.fail(w, r, se, "jobs", err)
+		return
+	}
+	if err := c.opts.Caller.Call(r.Context(), "job_explain", p, &ex); err != nil {
+		c.fail(w, r, se, "jobs", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "job", se, map[string]any{"Title": "Job " + j.Name, "Active": "jobs", "Job": j, "Explain": ex})
+}
+
+// market is the offer book with the query language as its search box. A
+// bad query is the RPC's own invalid-params message, shown by the box.
+func (c *Console) market(w http.ResponseWriter, r *http.Request, se *session) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	order := strings.TrimSpace(r.URL.Query().Get("order"))
+	if len(q) > 2000 || len(order) > 100 {
+		c.render(w, r, http.StatusBadRequest, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q[:min(len(q), 2000)], "QueryError": "query too long (at most 2000 characters)"})
+		return
+	}
+	var res marketOffers
+	err := c.opts.Caller.Call(r.Context(), "market_offers", map[string]any{"query": q, "order": order, "limit": 100}, &res)
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code == rpc.CodeInvalidParams {
+		c.render(w, r, http.StatusOK, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order, "QueryError": re.Message})
+		return
+	}
+	if err != nil {
+		c.fail(w, r, se, "market", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order, "Res": res})
+}
+
+func (c *Console) earnings(w http.ResponseWriter, r *http.Request, se *session) {
+	days := 14
+	if d, err := strconv.Atoi(r.URL.Query().Get("days")); err == nil && d > 0 && d <= 366 {
+		days = d
+	}
+	var e earnings
+	if err := c.opts.Caller.Call(r.Context(), "ledger_earnings", map[string]int{"days": days}, &e); err != nil {
+		c.fail(w, r, se, "earnings", err)
+		return
+	}
+	labels := make([]string, len(e.Days))
+	earned := make([]int64, len(e.Days))
+	for i, d := range e.Days {
+		labels[i] = d.Day
+		if len(d.Day) == len("2006-01-02") {
+			labels[i] = d.Day[5:] // the month and day: the axis has no room for years
+		}
+		earned[i] = int64(d.Earned)
+	}
+	chart := barChart("Earned per UTC day", labels, earned, func(v int64) string { return auction.FormatCredits(auction.Credits(v)) + " credits" })
+	c.render(w, r, http.StatusOK, "earnings", se, map[string]any{"Title": "Earnings", "Active": "earnings", "E": e, "Days": days, "Chart": chart})
+}

@@ -1,0 +1,153 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// pageNames are the templates/<name>.html files, each rendered inside
+// layout.html.
+var pageNames = []string{"login", "overview", "gpus", "jobs", "job", "market", "earnings", "error"}
+
+func parsePages() map[string]*template.Template {
+	out := map[string]*template.Template{}
+	for _, n := range pageNames {
+		out[n] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+n+".html"))
+	}
+	return out
+}
+
+// view is what layout.html sees: the page's own data is D.
+type view struct {
+	Title  string
+	Active string // the nav entry to mark
+	CSRF   string // empty: logged out, no nav
+	Error  string
+	D      any
+}
+
+// render executes into a buffer first, so that a template error is a
+// clean 500 and not half a page.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name string, se *session, d map[string]any) {
+	v := view{D: d}
+	if t, ok := d["Title"].(string); ok {
+		v.Title = t
+	}
+	if e, ok := d["Error"].(string); ok {
+		v.Error = e
+	}
+	if a, ok := d["Active"].(string); ok {
+		v.Active = a
+	}
+	if se != nil {
+		v.CSRF = se.csrf
+	}
+	var b bytes.Buffer
+	if err := c.pages[name].Execute(&b, v); err != nil {
+		c.opts.Log.Error("console: rendering page", "page", name, "err", err)
+		http.Error(w, "console: cannot render this page (see the node's log)", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+// fail shows an RPC error in the page frame rather than a bare 500: the
+// message is the node's own, as the CLI would print it.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, se *session, active string, err error) {
+	c.render(w, r, http.StatusBadGateway, "error", se, map[string]any{"Title": "Error", "Active": active, "Error": err.Error()})
+}
+
+var funcs = template.FuncMap{
+	// credits: an amount with its unit, via the repo's one formatter.
+	"credits": func(c auction.Credits) string { return auction.FormatCredits(c) + " credits" },
+	"perHour": func(c auction.Credits) string { return auction.FormatCredits(c) + " credits/GPU-h" },
+	"creditsPtr": func(c *auction.Credits) string {
+		if c == nil {
+			return "—"
+		}
+		return auction.FormatCredits(*c) + " credits"
+	},
+	"bp": func(p *int64) string {
+		if p == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%d.%02d %%", *p/100, *p%100)
+	},
+	"secs": func(s int64) string { return (time.Duration(s) * time.Second).String() },
+	"gpuHours": func(s int64) string {
+		return strconv.FormatInt(s/3600, 10) + "." + fmt.Sprintf("%02d", s%3600*100/3600) + " GPU-h"
+	},
+	"uptime": func(s float64) string { return (time.Duration(s) * time.Second).Round(time.Second).String() },
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"whenPtr": func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"short": func(s string) string {
+		if len(s) > 16 {
+			return s[:8] + "…" + s[len(s)-6:]
+		}
+		return s
+	},
+	"exit": func(p *int) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.Itoa(*p)
+	},
+	"prices": func(m map[string]auction.Credits) []tierPrice {
+		var out []tierPrice
+		for _, t := range []string{"bronze", "silver", "gold"} {
+			if c, ok := m[t]; ok {
+				out = append(out, tierPrice{t, c})
+			}
+		}
+		return out
+	},
+	"gpuSummary": gpuSummary,
+}
+
+type tierPrice struct {
+	Tier  string
+	Price auction.Credits
+}
+
+// gpuSummary: "2× RTX4090 24 GiB", models in order of first appearance.
+func gpuSummary(gs []auction.GPU) string {
+	type k struct {
+		model string
+		vram  int
+	}
+	var order []k
+	n := map[k]int{}
+	for _, g := range gs {
+		key := k{g.Model, g.VRAMMiB}
+		if n[key] == 0 {
+			order = append(order, key)
+		}
+		n[key]++
+	}
+	var b bytes.Buffer
+	for i, key := range order {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d× %s %d GiB", n[key], key.model, key.vram/1024)
+	}
+	return b.String()
+}

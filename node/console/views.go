@@ -1,0 +1,116 @@
+package console
+
+import (
+	"time"
+
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
+)
+
+// The RPC results as the pages read them: only the fields shown, under
+// the RPC's JSON names (node/api_*.go), so that a renamed field shows up
+// as a test failure rather than as a silently empty cell.
+
+type nodeInfo struct {
+	PeerID       string    `json:"peer_id"`
+	Addrs        []string  `json:"addrs"`
+	Version      string    `json:"version"`
+	Network      string    `json:"network"`
+	StartedAt    time.Time `json:"started_at"`
+	UptimeSec    float64   `json:"uptime_s"`
+	Reachability string    `json:"reachability"`
+	Peers        int       `json:"peers"`
+}
+
+type balance struct {
+	Faucet  auction.Credits `json:"faucet"`
+	Earned  auction.Credits `json:"earned"`
+	Spent   auction.Credits `json:"spent"`
+	Balance auction.Credits `json:"balance"`
+}
+
+type gpuLease struct {
+	JobID  string          `json:"job_id"`
+	Renter string          `json:"renter"`
+	Tier   string          `json:"tier"`
+	State  string          `json:"state"`
+	Price  auction.Credits `json:"price"`
+	Start  time.Time       `json:"start"`
+	Until  time.Time       `json:"until"`
+}
+
+type gpuStatus struct {
+	attest.GPU
+	Offered   bool      `json:"offered"`
+	Withdrawn string    `json:"withdrawn"`
+	Stopping  string    `json:"stopping"`
+	Lease     *gpuLease `json:"lease"`
+}
+
+type offerView struct {
+	Provider      string                     `json:"provider"`
+	Seq           uint64                     `json:"seq"`
+	GPUs          []auction.GPU              `json:"gpus"`
+	GPUCount      int                        `json:"gpu_count"`
+	Simulated     bool                       `json:"simulated"`
+	Region        auction.Region             `json:"region"`
+	Prices        map[string]auction.Credits `json:"prices"`
+	AvailableForS int64                      `json:"available_for_s"`
+	ExpiresAt     time.Time                  `json:"expires_at"`
+}
+
+type offerShow struct {
+	Offered  bool        `json:"offered"`
+	Reason   string      `json:"reason"`
+	Offer    *offerView  `json:"offer"`
+	GPUs     []gpuStatus `json:"gpus"`
+	GPUError string      `json:"gpu_error"`
+}
+
+type marketOffers struct {
+	Offers  []offerView      `json:"offers"`
+	Explain *auction.Explain `json:"explain"`
+}
+
+type jobRecord struct {
+	ID        string           `json:"id"`
+	Name      string           `json:"name"`
+	State     string           `json:"state"`
+	Created   time.Time        `json:"created"`
+	Updated   time.Time        `json:"updated"`
+	Provider  string           `json:"provider"`
+	Price     auction.Credits  `json:"lease_price"`
+	GPUs      int              `json:"gpus"`
+	Simulated bool             `json:"simulated"`
+	ExitCode  *int             `json:"exit_code"`
+	Error     string           `json:"error"`
+	Attempts  int              `json:"attempts"`
+	Paid      auction.Credits  `json:"paid_total"`
+	Charged   *auction.Credits `json:"charged"`
+	Refunded  auction.Credits  `json:"refunded"`
+	StartedAt *time.Time       `json:"started_at"`
+	EndedAt   *time.Time       `json:"ended_at"`
+	Verified  string           `json:"verified"`
+}
+
+type earningsDay struct {
+	Day         string          `json:"day"`
+	Earned      auction.Credits `json:"earned"`
+	LeasedGPUS  int64           `json:"leased_gpu_s"`
+	OfferedGPUS int64           `json:"offered_gpu_s"`
+	FillBP      *int64          `json:"fill_bp"`
+}
+
+type earnings struct {
+	From        time.Time       `json:"from"`
+	To          time.Time       `json:"to"`
+	Earned      auction.Credits `json:"earned"`
+	LeasedGPUS  int64           `json:"leased_gpu_s"`
+	OfferedGPUS int64           `json:"offered_gpu_s"`
+	FillBP      *int64          `json:"fill_bp"`
+	Days        []earningsDay   `json:"days"`
+}
+
+// jobExplain is the auction's record, as job_explain returns it.
+type jobExplain = renter.Explain

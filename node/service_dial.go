@@ -1,0 +1,96 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// The renter's side of /gleaner/N/service/1 (service_forward.go): a
+// connection to a service job's container through its provider, for an
+// http.Transport's DialContext.
+
+// serviceHandshake bounds the header's write and the reply's read when ctx
+// has no earlier deadline: a provider that never answers costs this.
+const serviceHandshake = 15 * time.Second
+
+// ServiceError is the provider's refusal of a service stream.
+type ServiceError struct {
+	Code    string // serviceRefused, serviceBusy, serviceUnreachable, serviceMalformed
+	Message string
+}
+
+func (e *ServiceError) Error() string {
+	return fmt.Sprintf("service stream refused (%s): %s", e.Code, e.Message)
+}
+
+// DialService opens a connection to jobID's service on provider, which
+// must be connected or dialable. ctx bounds the opening only; the
+// connection lives until closed, with the provider's limits on its bytes
+// and idle time.
+func (n *Node) DialService(ctx context.Context, provider peer.ID, jobID string) (net.Conn, error) {
+	return dialService(ctx, n.host, provider, jobID)
+}
+
+func dialService(ctx context.Context, h *p2p.Host, provider peer.ID, jobID string) (net.Conn, error) {
+	s, err := h.LibP2P().NewStream(ctx, provider, h.ProtocolID(serviceProto))
+	if err != nil {
+		return nil, fmt.Errorf("service stream to %s: %w", provider, err)
+	}
+	deadline := time.Now().Add(serviceHandshake)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = s.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	if err := p2p.WriteJSON(s, serviceHeader{Job: jobID}, maxServiceHeader); err != nil {
+		_ = s.Reset()
+		return nil, fmt.Errorf("service stream to %s: %w", provider, err)
+	}
+	var rep serviceReply
+	if err := p2p.ReadJSON(s, maxServiceReply, &rep); err != nil {
+		_ = s.Reset()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("service stream to %s: no answer: %w", provider, err)
+	}
+	if rep.Code != "" {
+		_ = s.Reset()
+		return nil, &ServiceError{Code: rep.Code, Message: rep.Error}
+	}
+	if !stop() { // ctx ended meanwhile: the stream is reset
+		return nil, ctx.Err()
+	}
+	_ = s.SetDeadline(time.Time{})
+	return serviceConn{s, jobID}, nil
+}
+
+// serviceConn is the stream as a net.Conn.
+type serviceConn struct {
+	network.Stream
+	job string
+}
+
+func (c serviceConn) LocalAddr() net.Addr {
+	return serviceAddr{c.Conn().LocalPeer(), c.job}
+}
+
+func (c serviceConn) RemoteAddr() net.Addr {
+	return serviceAddr{c.Conn().RemotePeer(), c.job}
+}
+
+// serviceAddr names one end of a service stream: a peer and the job.
+type serviceAddr struct {
+	peer peer.ID
+	job  string
+}
+
+func (a serviceAddr) Network() string { return "gleaner-service" }
+func (a serviceAddr) String() string  { return a.peer.String() + "/" + a.job }

@@ -1,0 +1,309 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
+)
+
+// The provider's side of reaching a service job (docs/SERVICES.md,
+// "Reaching a service's container"): the job's container listens on a
+// network only this daemon reaches (executor/service_net.go), and its
+// renter reaches it through /gleaner/N/service/1. A stream carries one
+// header frame (the job), one reply frame (empty, or an error), then raw
+// bytes both ways to the container's port: one TCP connection per stream,
+// so an HTTP client above it sees an ordinary connection.
+//
+// Everything about a stream is the peer's to choose and so bounded: the
+// header's size and the time it takes to arrive, the bytes each way, the
+// time a direction may stay idle, how many streams a peer and a job have
+// open at once (so memory is at most two copy buffers per stream, and
+// streams per peer are capped), and how often a peer may be refused
+// before it is reset without an answer.
+
+const serviceProto = "service/1"
+
+// Service reply codes.
+const (
+	serviceRefused     = "refused"     // not the lease's renter, or no such service here
+	serviceBusy        = "busy"        // too many streams open for this peer or job
+	serviceUnreachable = "unreachable" // the container's port does not answer
+	serviceMalformed   = "malformed"   // the header frame is not one
+)
+
+const (
+	maxServiceHeader = 512  // a job ID and a little JSON
+	maxServiceReply  = 1024 // a code and one line of why
+	serviceBufSize   = 32 << 10
+	// maxRefusalPeers bounds the refusal limiters kept: a stranger with
+	// many identities costs at most this many small structs.
+	maxRefusalPeers = 4096
+)
+
+// serviceLimits bound every stream; tests shrink them.
+type serviceLimits struct {
+	HeaderTimeout time.Duration // for the header to arrive and the reply to leave
+	DialTimeout   time.Duration // for the container's port to accept
+	Idle          time.Duration // a direction with no bytes for this long ends the stream
+	MaxUp         int64         // bytes from the renter to the container, per stream
+	MaxDown       int64         // bytes from the container to the renter, per stream
+	PerPeer       int           // streams open at once per renter peer
+	PerJob        int           // streams open at once per job
+	RefusalEvery  time.Duration // refusals a peer may earn: one per RefusalEvery,
+	RefusalBurst  int           // after a burst; beyond, streams are reset unanswered
+}
+
+// defaultServiceLimits: an inference response streams tokens for minutes
+// but is rarely past tens of MiB; a pause of two minutes without a token
+// is a hung replica.
+func defaultServiceLimits() serviceLimits {
+	return serviceLimits{HeaderTimeout: 10 * time.Second, DialTimeout: 3 * time.Second, Idle: 2 * time.Minute,
+		MaxUp: 64 << 20, MaxDown: 256 << 20, PerPeer: 64, PerJob: 64, RefusalEvery: 6 * time.Second, RefusalBurst: 10}
+}
+
+// serviceHeader opens a stream: which job's service.
+type serviceHeader struct {
+	Job string `json:"job"`
+}
+
+// serviceReply answers it: no Code means the raw bytes follow.
+type serviceReply struct {
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+var serviceJobPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// decodeServiceHeader is strict: one JSON object, no unknown fields, a job
+// ID that could name a job.
+func decodeServiceHeader(b []byte) (serviceHeader, error) {
+	var h serviceHeader
+	if len(b) > maxServiceHeader {
+		return h, fmt.Errorf("service header of %d bytes > %d", len(b), maxServiceHeader)
+	}
+	if err := p2p.DecodeJSON(b, &h); err != nil {
+		return serviceHeader{}, err
+	}
+	if !serviceJobPattern.MatchString(h.Job) {
+		return serviceHeader{}, fmt.Errorf("service header: job ID %q must match %s", h.Job, serviceJobPattern)
+	}
+	return h, nil
+}
+
+type serviceTarget struct {
+	renter peer.ID
+	addr   netip.AddrPort
+}
+
+// serviceForwarder serves /gleaner/N/service/1.
+type serviceForwarder struct {
+	lim  serviceLimits
+	log  *slog.Logger
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu       sync.Mutex // guards everything below
+	targets  map[string]serviceTarget
+	perPeer  map[peer.ID]int
+	perJob   map[string]int
+	streams  map[string]map[network.Stream]struct{} // open streams by job, reset by Remove and Close
+	refusals map[peer.ID]*rate.Limiter
+	closed   bool
+
+	refused atomic.Int64 // refusals answered
+	limited atomic.Int64 // refusals reset unanswered (rate limit)
+}
+
+func newServiceForwarder(lim serviceLimits, log *slog.Logger) *serviceForwarder {
+	return &serviceForwarder{lim: lim, log: log, dial: (&net.Dialer{}).DialContext,
+		targets: map[string]serviceTarget{}, perPeer: map[peer.ID]int{}, perJob: map[string]int{},
+		streams: map[string]map[network.Stream]struct{}{}, refusals: map[peer.ID]*rate.Limiter{}}
+}
+
+// Add serves jobID's container at addr to renter alone, replacing what
+// was served for jobID before.
+func (f *serviceForwarder) Add(jobID string, renter peer.ID, addr netip.AddrPort) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.targets[jobID] = serviceTarget{renter: renter, addr: addr}
+}
+
+// Remove stops serving jobID and resets its open streams: the job ended.
+func (f *serviceForwarder) Remove(jobID string) {
+	f.mu.Lock()
+	delete(f.targets, jobID)
+	open := f.streams[jobID]
+	delete(f.streams, jobID)
+	f.mu.Unlock()
+	for s := range open {
+		_ = s.Reset()
+	}
+}
+
+// Close refuses every stream from now on and resets the open ones, so that
+// the node's Stop does not wait on a renter's long response.
+func (f *serviceForwarder) Close() {
+	f.mu.Lock()
+	f.closed = true
+	all := f.streams
+	f.streams = map[string]map[network.Stream]struct{}{}
+	f.mu.Unlock()
+	for _, open := range all {
+		for s := range open {
+			_ = s.Reset()
+		}
+	}
+}
+
+// serviceStats is what the forwarder counted.
+type serviceStats struct {
+	Open             int
+	Refused, Limited int64
+}
+
+func (f *serviceForwarder) stats() serviceStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	open := 0
+	for _, n := range f.perPeer {
+		open += n
+	}
+	return serviceStats{Open: open, Refused: f.refused.Load(), Limited: f.limited.Load()}
+}
+
+func (f *serviceForwarder) handle(s network.Stream) {
+	from := s.Conn().RemotePeer()
+	_ = s.SetDeadline(time.Now().Add(f.lim.HeaderTimeout))
+	b, err := p2p.ReadFrame(s, maxServiceHeader)
+	if err != nil {
+		f.refuse(s, from, serviceMalformed, "no service header: "+err.Error())
+		return
+	}
+	h, err := decodeServiceHeader(b)
+	if err != nil {
+		f.refuse(s, from, serviceMalformed, err.Error())
+		return
+	}
+	t, release, code := f.acquire(h.Job, from, s)
+	switch code {
+	case serviceRefused:
+		// One answer for "no such job" and "not yours": a stranger learns
+		// nothing of which jobs run here.
+		f.refuse(s, from, code, fmt.Sprintf("peer %s is not the renter of a service job %q on this provider", from, h.Job))
+		return
+	case serviceBusy:
+		f.answer(s, serviceReply{Code: code, Error: fmt.Sprintf("too many streams open for job %q or this peer (at most %d, %d)", h.Job, f.lim.PerJob, f.lim.PerPeer)})
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), f.lim.DialTimeout)
+	c, err := f.dial(ctx, "tcp", t.addr.String())
+	cancel()
+	if err != nil {
+		f.answer(s, serviceReply{Code: serviceUnreachable, Error: "the service's port is not answering: " + err.Error()})
+		return
+	}
+	defer c.Close()
+	if err := p2p.WriteJSON(s, serviceReply{}, maxServiceReply); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.SetDeadline(time.Time{})
+	if err := f.pipe(s, c.(*net.TCPConn)); err != nil {
+		f.log.Debug("service stream cut", "job", h.Job, "peer", from, "err", err)
+	}
+}
+
+// acquire finds jobID's target for from and counts the stream against the
+// caps; release undoes it. code is "" when the stream may go on.
+func (f *serviceForwarder) acquire(jobID string, from peer.ID, s network.Stream) (t serviceTarget, release func(), code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.targets[jobID]
+	switch {
+	case f.closed || !ok || t.renter != from:
+		return t, nil, serviceRefused
+	case f.perPeer[from] >= f.lim.PerPeer || f.perJob[jobID] >= f.lim.PerJob:
+		return t, nil, serviceBusy
+	}
+	f.perPeer[from]++
+	f.perJob[jobID]++
+	if f.streams[jobID] == nil {
+		f.streams[jobID] = map[network.Stream]struct{}{}
+	}
+	f.streams[jobID][s] = struct{}{}
+	return t, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.perPeer[from]--; f.perPeer[from] <= 0 {
+			delete(f.perPeer, from)
+		}
+		if f.perJob[jobID]--; f.perJob[jobID] <= 0 {
+			delete(f.perJob, jobID)
+		}
+		if open := f.streams[jobID]; open != nil {
+			delete(open, s)
+			if len(open) == 0 {
+				delete(f.streams, jobID)
+			}
+		}
+	}, ""
+}
+
+// refuse answers a refusal unless from has earned too many lately: then
+// the stream is reset unanswered, which costs this node no more than the
+// header's read.
+func (f *serviceForwarder) refuse(s network.Stream, from peer.ID, code, why string) {
+	if !f.mayRefuse(from) {
+		f.limited.Add(1)
+		_ = s.Reset()
+		return
+	}
+	f.refused.Add(1)
+	f.answer(s, serviceReply{Code: code, Error: why})
+}
+
+func (f *serviceForwarder) answer(s network.Stream, r serviceReply) {
+	if len(r.Error) > maxServiceReply/2 {
+		r.Error = r.Error[:maxServiceReply/2]
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(f.lim.HeaderTimeout))
+	if err := p2p.WriteJSON(s, r, maxServiceReply); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.Close()
+}
+
+func (f *serviceForwarder) mayRefuse(from peer.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.refusals[from]
+	if l == nil {
+		if len(f.refusals) >= maxRefusalPeers {
+			// Forget the peers whose buckets have refilled: they are
+			// where a new one would start anyway.
+			for p, pl := range f.refusals {
+				if pl.Tokens() >= float64(f.lim.RefusalBurst) {
+					delete(f.refusals, p)
+				}
+			}
+			if len(f.refusals) >= maxRefusalPeers {
+				return false
+			}
+		}
+		l = rate.NewLimiter(rate.Every(f.lim.RefusalEvery), f.lim.RefusalBurst)
+		f.refusals[from] = l
+	}
+	return l.Allow()
+}
