@@ -50,7 +50,7 @@ func planMDNS(listen []ma.Multiaddr, ifaces []net.Interface, addrsOf func(net.In
 		return p, errMDNSNoAddrs
 	}
 	for _, ifi := range ifaces {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 || containerPlumbing(ifi.Name) {
 			continue
 		}
 		desc := ifi.Name
@@ -99,4 +99,17 @@ func interfaceIPs(ifi net.Interface) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// containerPlumbing reports whether an interface is one a container engine
+// makes for its containers (a veth per container, Docker's bridges and our
+// service networks' glsvc bridges, CNI's): never a LAN with peers on it,
+// and one comes and goes with every job, which must not restart mDNS.
+func containerPlumbing(name string) bool {
+	for _, prefix := range []string{"veth", "docker", "br-", "glsvc", "cni", "flannel", "cali"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
 }

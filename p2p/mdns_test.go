@@ -58,6 +58,16 @@ func TestPlanMDNS(t *testing.T) {
 	if !strings.Contains(errMDNSNoMulticast.Error(), "gleaner connect") {
 		t.Fatalf("the no-multicast reason must say what to do instead: %v", errMDNSNoMulticast)
 	}
+	// A container starting (its veth, Docker's bridges) is no new LAN: the
+	// plan, and so the running service, stays as it was.
+	before, _ := planMDNS([]ma.Multiaddr{tcp}, []net.Interface{lan0}, fakeIPs)
+	veth := net.Interface{Index: 2001, Name: "veth1a2b3c", Flags: net.FlagUp | net.FlagMulticast}
+	bridge := net.Interface{Index: 2002, Name: "br-5f0c2e", Flags: net.FlagUp | net.FlagMulticast}
+	docker0 := net.Interface{Index: 2003, Name: "docker0", Flags: net.FlagUp | net.FlagMulticast}
+	after, _ := planMDNS([]ma.Multiaddr{tcp}, []net.Interface{lan0, veth, bridge, docker0}, fakeIPs)
+	if before.key != after.key || len(after.ifaces) != 1 {
+		t.Fatalf("container interfaces changed the plan: %q -> %q (%q)", before.key, after.key, after.ifaces)
+	}
 	a, _ := planMDNS([]ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/1")}, []net.Interface{lan0}, fakeIPs)
 	b, _ := planMDNS([]ma.Multiaddr{tcp}, []net.Interface{lan0}, fakeIPs)
 	if !a.loopbackOnly() || b.loopbackOnly() {

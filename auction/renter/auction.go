@@ -79,7 +79,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		siblings = held
 	}
 	book := a.eligible(a.offers.Snapshot(), req, siblings)
-	env := auction.Env{Now: a.clock.Now(), RTT: a.trust.RTT, Reputation: a.trust}
+	env := auction.Env{Now: a.clock.Now(), RTT: a.preQuoteRTT(spec), Reputation: a.trust}
 	ok, rejected := auction.Feasible(spec, book, env)
 	ex.Considered, ex.Funnel = len(book), auction.Funnel(rejected)
 	ex.Rejected = slices.Clone(rejected[:min(len(rejected), MaxRejected)])

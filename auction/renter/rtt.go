@@ -151,3 +151,26 @@ func (r *roundRTT) explain(quotes []QuoteOutcome, notAdmitted []auction.Rejectio
 	}
 	return out
 }
+
+// preQuoteRTT is the RTT the feasibility check sees before any candidate
+// is asked. Without a Prober it is trust's (the peerstore's), the only
+// figure there is. With one, every candidate is measured while it quotes,
+// and the peerstore's average also carries the DHT's requests (the
+// remote's processing time) and old congestion: rejecting on it would shut
+// a provider out for good, since one never quoted is never measured again.
+// So it rejects there only a provider remembered as far beyond the limit
+// (twice it), one not worth a quote slot; the limit itself is held, on the
+// fresh measurement, when bids are admitted.
+func (a *Auctioneer) preQuoteRTT(spec *auction.JobSpec) func(string) (time.Duration, bool) {
+	limit := spec.Placement.MaxRTT
+	if a.prober == nil || limit <= 0 {
+		return a.trust.RTT
+	}
+	return func(p string) (time.Duration, bool) {
+		d, ok := a.trust.RTT(p)
+		if !ok || d <= 2*limit {
+			return 0, false
+		}
+		return d, true
+	}
+}

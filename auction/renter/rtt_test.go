@@ -197,3 +197,25 @@ func TestZeroRTTIsNotBelieved(t *testing.T) {
 		t.Errorf("quote %+v, rtt part %v; want the zero refused", q, res.Explain.Ranked[0].Parts.RTT)
 	}
 }
+
+// Before quoting, with a Prober, the peerstore's average rejects only a
+// provider remembered as far beyond the limit: one whose average is a
+// little over it (the DHT's requests inflate it) is asked, measured near,
+// and wins; one remembered at three times the limit is not asked at all.
+func TestPeerstoreRTTDoesNotShutOutAProbedProvider(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 8, 1_000_000, 1_200_000)
+	p1, p2 := m.providers[0].id, m.providers[1].id
+	m.trust.rtt[p1], m.trust.rtt[p2] = 150*time.Millisecond, 300*time.Millisecond
+	pr := fakeProber{rtt: map[string]time.Duration{p1: 20 * time.Millisecond, p2: 20 * time.Millisecond}}
+	res, err := m.auctioneer(t, WithProber(pr, 0)).Auction(context.Background(), request(t, "job-1", rttSpec(100*time.Millisecond)))
+	if err != nil {
+		t.Fatalf("%v (rejected %+v)", err, res.Explain.Rejected)
+	}
+	if res.Lease.Provider != p1 {
+		t.Errorf("leased to %s, want %s (150 ms remembered, 20 ms measured)", res.Lease.Provider, p1)
+	}
+	want := []auction.Rejection{{Provider: p2, Check: auction.CheckRTT, Reason: auction.ReasonRTT}}
+	if !slices.Equal(res.Explain.Rejected, want) || quoteOf(res.Explain, p2).Provider != "" {
+		t.Errorf("rejected before quoting %+v, quotes %+v; want only %s (300 ms remembered, 3x the limit), never asked", res.Explain.Rejected, res.Explain.Quotes, p2)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
@@ -80,7 +81,10 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					if err != nil {
 						return err
 					}
-					_, err = followJob(c, nc, id, false)
+					j, err := followJob(c, nc, id, false)
+					if ie := interrupted(c, id, j.State); ie != nil {
+						return ie
+					}
 					return err
 				}},
 			{Name: "cancel", Usage: "stop a job (the provider gives it the lease's notice)", ArgsUsage: "<job-id>", Flags: []cli.Flag{jsonFlag},
@@ -174,22 +178,17 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		fmt.Fprintf(c.App.ErrWriter, "job %s submitted; auction running\n", j.ID)
 	}
 	final, err := followJob(c, nc, j.ID, true)
-	if c.Context.Err() != nil {
-		// Ctrl-C stops the following, not the job: say where it stands.
-		state := final.State
-		if state == "" {
-			state = "unknown"
-		}
-		return &interruptedError{
-			msg:  fmt.Sprintf("interrupted; job %s goes on (state %s)", j.ID, state),
-			hint: fmt.Sprintf("follow it again: gleaner job logs -f %s; stop it: gleaner job cancel %s", j.ID, j.ID),
-		}
+	if ie := interrupted(c, j.ID, final.State); ie != nil {
+		return ie
 	}
 	if err != nil {
 		return err
 	}
 	if len(j.Replicas) > 1 {
 		if final, err = awaitVerdict(c, nc, final); err != nil {
+			if ie := interrupted(c, j.ID, ""); ie != nil {
+				return ie
+			}
 			return err
 		}
 	}
@@ -277,8 +276,12 @@ func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.J
 				fmt.Fprintf(c.App.ErrWriter, "[%s] %s%s\n", ev.Time.Local().Format("15:04:05"), ev.State, note)
 			}
 		}
+		// After Ctrl-C too: the state is what the interruption reports. A
+		// daemon that does not answer within 3 s must not hold the CLI.
 		var j node.JobRecord
-		err = nc.call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 3*time.Second)
+		err = nc.call(sctx, "job_status", node.JobIDParams{ID: id}, &j)
+		cancel()
 		if err != nil || !dropped || c.Context.Err() != nil || node.Terminal(j.State) {
 			return j, err
 		}
@@ -396,7 +399,7 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 			default:
 				fmt.Fprintf(w, "  %s  bid %s per GPU-hour\n", shortID(q.Provider), credits(q.Bid))
 			}
-			fmt.Fprintf(w, "  %s  rtt %s\n", strings.Repeat(" ", len(shortID(q.Provider))), quoteRTT(q))
+			fmt.Fprintf(w, "  %s  rtt %s\n", strings.Repeat(" ", utf8.RuneCountInString(shortID(q.Provider))), quoteRTT(q))
 		}
 	}
 	for i, r := range ex.Ranked {
@@ -532,4 +535,21 @@ func readRegistryAuth(specPath string, spec []byte) (*wire.RegistryAuth, error) 
 		return nil, usagef("", "registry_auth_file %s: %v", file, err)
 	}
 	return a, nil
+}
+
+// interrupted is the error of a Ctrl-C (or SIGTERM) while the CLI followed
+// job id, last seen in state: it stops the following, not the job, so it
+// says where the job stands and how to follow or stop it. nil when the
+// command was not interrupted, or the job had ended anyway.
+func interrupted(c *cli.Context, id, state string) error {
+	if c.Context.Err() == nil || node.Terminal(state) {
+		return nil
+	}
+	if state == "" {
+		state = "unknown"
+	}
+	return &interruptedError{
+		msg:  fmt.Sprintf("interrupted; job %s goes on (state %s)", id, state),
+		hint: fmt.Sprintf("follow it again: gleaner job logs -f %s; stop it: gleaner job cancel %s", id, id),
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	auctioneer "github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 )
 
@@ -19,9 +20,9 @@ func rttMS(d time.Duration) string {
 // rttFrom names an RTT source as the explain prints it.
 func rttFrom(source string) string {
 	switch source {
-	case "measured": // renter.RTTMeasured
+	case auctioneer.RTTMeasured:
 		return "measured now"
-	case "peerstore": // renter.RTTPeerstore
+	case auctioneer.RTTPeerstore:
 		return "from the peerstore"
 	}
 	return source
