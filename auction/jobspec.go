@@ -24,20 +24,23 @@ type JobSpec struct {
 	// registry_auth_file: credentials for a private image's registry, read by
 	// the CLI and sent to the winning provider only
 	RegistryAuthFile string
-	Resources        Resources   // resources
-	Tier             Tier        // tier: gold, silver or bronze
-	MaxPrice         Credits     // max_price: per GPU-hour; never exceeded
-	Duration         JobDuration // duration
-	Start            time.Time   // start: gold only, the reserved window's start (UTC)
-	Placement        Placement   // placement
-	Datasets         []string    // datasets: CIDs the job reads; providers caching them rank higher
-	Inputs           []Input     // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
-	Outputs          Outputs     // outputs: the results volume, returned by CID (jobspec_outputs.go)
-	Checkpoint       Checkpoint  // checkpoint
-	Retry            Retry       // retry
-	Workload         string      // workload: batch (default) or service
-	AllowSimulated   bool        // allow_simulated: accept simulated GPUs (local testnets)
-	Verify           Verify      // verify
+	// service: set for kind: service (IsService), nil for a batch job
+	// (jobspec_service.go)
+	Service        *Service
+	Resources      Resources   // resources
+	Tier           Tier        // tier: gold, silver or bronze
+	MaxPrice       Credits     // max_price: per GPU-hour; never exceeded
+	Duration       JobDuration // duration
+	Start          time.Time   // start: gold (or a gold service.floor) only, the reserved window's start (UTC)
+	Placement      Placement   // placement
+	Datasets       []string    // datasets: CIDs the job reads; providers caching them rank higher
+	Inputs         []Input     // inputs: file trees fetched by CID and mounted read-only (jobspec_inputs.go)
+	Outputs        Outputs     // outputs: the results volume, returned by CID (jobspec_outputs.go)
+	Checkpoint     Checkpoint  // checkpoint
+	Retry          Retry       // retry
+	Workload       string      // workload: batch (default) or service
+	AllowSimulated bool        // allow_simulated: accept simulated GPUs (local testnets)
+	Verify         Verify      // verify
 
 	// relStart: start was given relative ("+2h") and resolved against the
 	// clock when parsed; see StartWasRelative.
@@ -172,7 +175,7 @@ func ParseJobSpec(data []byte) (*JobSpec, error) {
 	if err := plainTree(root, 0); err != nil {
 		return nil, err
 	}
-	d := &specDecoder{s: &JobSpec{}, lines: map[string]int{}}
+	d := &specDecoder{s: &JobSpec{}, lines: map[string]int{}, keys: map[string]int{}}
 	if err := d.mapping(root, "", jobSpecSchema); err != nil {
 		return nil, err
 	}
@@ -217,7 +220,9 @@ type specField struct {
 
 type specDecoder struct {
 	s     *JobSpec
+	kind  string         // kind: as written; "" is batch
 	lines map[string]int // dotted path -> line of its value, for cross-field errors
+	keys  map[string]int // dotted path -> line of its name: where a block mapping starts
 }
 
 func joinPath(prefix, name string) string {
@@ -251,7 +256,7 @@ func (d *specDecoder) mapping(n *yaml.Node, prefix string, schema []specField) e
 		if _, dup := d.lines[path]; dup {
 			return specErr(k, path, "repeated")
 		}
-		d.lines[path] = v.Line
+		d.lines[path], d.keys[path] = v.Line, k.Line
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			continue
 		}
@@ -268,6 +273,11 @@ func (d *specDecoder) mapping(n *yaml.Node, prefix string, schema []specField) e
 	}
 	for _, f := range schema {
 		if f.required && !present[f.name] {
+			// At the section's name, not its first field's: in block
+			// style ("service:" then its fields) that is where it starts.
+			if l := d.keys[prefix]; l > 0 {
+				return &SpecError{Line: l, Field: joinPath(prefix, f.name), Msg: "required"}
+			}
 			return specErr(n, joinPath(prefix, f.name), "required")
 		}
 	}

@@ -15,6 +15,11 @@ import (
 func (s *JobSpec) MarshalYAML() (any, error) {
 	root := yMap()
 	yAdd(root, "name", yStr(s.Name))
+	// A batch spec writes no kind, so that its hash is what it was before
+	// services existed and the leases that name it stay valid.
+	if s.Service != nil {
+		yAdd(root, "kind", yStr(KindService))
+	}
 	yAdd(root, "image", yStr(s.Image))
 	if len(s.Command) > 0 {
 		yAdd(root, "command", yStrList(s.Command, yaml.FlowStyle))
@@ -32,6 +37,7 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 	if s.RegistryAuthFile != "" {
 		yAdd(root, "registry_auth_file", yStr(s.RegistryAuthFile))
 	}
+	encodeService(root, s.Service)
 	res := yMap()
 	res.Style = yaml.FlowStyle
 	yAdd(res, "gpus", yInt(s.Resources.GPUs))

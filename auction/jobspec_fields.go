@@ -16,6 +16,8 @@ type setFunc = func(d *specDecoder, path string, n *yaml.Node) error
 var jobSpecSchema = []specField{
 	{name: "name", typ: "string", required: true, help: "a label for the renter: 1..64 of A-Z a-z 0-9 . _ -",
 		set: strVal(func(s *JobSpec) *string { return &s.Name }, validName)},
+	{name: "kind", typ: "string", def: "batch", help: "batch (runs to its end) or service (serves on a port as replicas until stopped; requires service, and is a service workload)",
+		set: setKind},
 	{name: "image", typ: "string", required: true, help: "OCI image reference, [registry/]path[:tag][@digest]",
 		set: strVal(func(s *JobSpec) *string { return &s.Image }, validImage)},
 	{name: "command", typ: "list of strings", def: "the image's entrypoint", help: "argv of the container's process",
@@ -25,6 +27,7 @@ var jobSpecSchema = []specField{
 		set: strVal(func(s *JobSpec) *string { return &s.SecretsFile }, validArg)},
 	{name: "registry_auth_file", typ: "path", help: "credentials for a private image (lines username=, password= or identity_token=, and optionally server=), relative to the spec; read by the CLI, sent to the winning provider only, never stored or logged",
 		set: strVal(func(s *JobSpec) *string { return &s.RegistryAuthFile }, validArg)},
+	{name: "service", typ: "mapping", help: "kind: service only: the port, readiness check and replicas (see docs/SERVICES.md); resources, tier and max_price are per replica, duration.max is each replica's lease", sub: serviceSchema},
 	{name: "resources", typ: "mapping", required: true, help: "what one lease needs", sub: []specField{
 		{name: "gpus", typ: "integer", required: true, help: "GPUs, 1..16, all on one provider",
 			set: intVal(func(s *JobSpec) *int { return &s.Resources.GPUs }, 1, maxJobGPUs)},
@@ -77,7 +80,7 @@ var jobSpecSchema = []specField{
 		{name: "on_exit_codes", typ: "list of integers", def: "none", help: "exit codes 1..255 that mean retry",
 			set: setExitCodes},
 	}},
-	{name: "workload", typ: "string", def: "batch", help: "batch or service; the provider's policy must allow it",
+	{name: "workload", typ: "string", def: "batch (service for kind: service)", help: "batch or service; the provider's policy must allow it",
 		set: strVal(func(s *JobSpec) *string { return &s.Workload }, validWorkload)},
 	{name: "allow_simulated", typ: "bool", def: "false", help: "accept simulated GPUs (local testnets only)", set: setAllowSimulated},
 	{name: "verify", typ: "mapping", help: "check the provider's work by its stdout's sha256; results become probe entries", sub: []specField{

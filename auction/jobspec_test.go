@@ -92,6 +92,11 @@ func assertRoundTrip(t testing.TB, s *JobSpec) {
 		if len(c.Retry.OnExitCodes) == 0 {
 			c.Retry.OnExitCodes = nil
 		}
+		if c.Service != nil && len(c.Service.ReplicaPlacement) == 0 {
+			sv := *c.Service
+			sv.ReplicaPlacement = nil
+			c.Service = &sv
+		}
 		return c
 	}
 	if a, b := norm(s), norm(again); !reflect.DeepEqual(a, b) {
@@ -220,6 +225,9 @@ func FuzzParseJobSpec(f *testing.F) {
 	f.Add(exampleWith(7, "tier: bronze\nstart: "))
 	f.Add([]byte("name: x\nimage: a\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1\nduration: {max: 1h}\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add(serviceWith(0, ""))
+	f.Add(serviceWith(9, "  autoscale: {target_concurrency: 4}"))
+	f.Add([]byte("name: s\nkind: service\nimage: x\nservice: {port: 8000, readiness: {path: /health}}\nresources: {gpus: 1}\ntier: silver\nmax_price: 1\nduration: {max: 6h}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseJobSpec(data)
 		if err != nil {
@@ -232,6 +240,15 @@ func FuzzParseJobSpec(f *testing.F) {
 		if s.Resources.GPUs < 1 || s.Resources.GPUs > maxJobGPUs || s.MaxPrice <= 0 ||
 			s.Duration.Expected > s.Duration.Max || (s.Tier == Gold) == s.Start.IsZero() {
 			t.Fatalf("accepted an invalid spec: %+v", s)
+		}
+		if sv := s.Service; sv != nil {
+			r := sv.Replicas
+			if sv.Port < 1 || sv.Port > 65535 || sv.Readiness.Path == "" || sv.Readiness.Period <= 0 || sv.Readiness.Timeout > sv.Readiness.Period ||
+				r.Min < 1 || r.Max < r.Min || r.Max > MaxServiceReplicas || sv.Autoscale.Enabled() != (r.Max > r.Min) ||
+				sv.Floor.Tier != "" && (tierRank(sv.Floor.Tier) <= tierRank(s.Tier) || sv.Floor.Replicas > r.Min || sv.Floor.Replicas >= r.Max) ||
+				s.Workload != "service" || s.Outputs.Path != "" || s.Checkpoint.Path != "" || s.Duration.Expected != s.Duration.Max {
+				t.Fatalf("accepted an invalid service: %+v", sv)
+			}
 		}
 		assertRoundTrip(t, s)
 	})

@@ -15,6 +15,9 @@ import (
 // of the field a user would edit to fix it.
 func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	s := d.s
+	if err := d.checkService(); err != nil {
+		return err
+	}
 	if s.Workload == "" {
 		s.Workload = "batch"
 	}
@@ -29,7 +32,11 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	if s.Tier == Gold && s.Start.IsZero() {
 		return &SpecError{d.lines["tier"], "start", "gold reserves a window and requires start"}
 	}
-	if s.Tier != Gold && !s.Start.IsZero() {
+	goldFloor := s.Service != nil && s.Service.Floor.Tier == Gold
+	if goldFloor && s.Start.IsZero() {
+		return &SpecError{d.lines["service.floor.tier"], "start", "a gold floor reserves a window and requires start"}
+	}
+	if s.Tier != Gold && !goldFloor && !s.Start.IsZero() {
 		return &SpecError{d.lines["start"], "start", "only gold reserves a window; remove start or use tier: gold"}
 	}
 	for i, in := range s.Inputs {
