@@ -311,3 +311,16 @@ func checkOutputs(s string) error {
 	}
 	return nil
 }
+
+// Proven reports whether the settlement embeds a voucher its renter signed
+// for this lease, provider and total: a provider cannot invent the
+// payments that weigh its ratings, nor earnings other nodes would count.
+// The voucher's signature was checked when the entry was stored
+// (CheckPayload).
+func (s *Settlement) Proven(provider string) bool {
+	if len(s.Voucher) == 0 {
+		return false
+	}
+	v, err := ReadVoucher(s.Voucher)
+	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter && v.Total == s.Total
+}

@@ -17,26 +17,32 @@ import (
 // holds: its own feed (the provider's settlements are appended to it
 // synchronously, before the renter hears the charge; the renter's leases
 // and outcomes are journaled to it), its job records, and the scheduler
-// for leases still running. Nothing here waits for replication or for the
-// reputation pass's cache, so a figure includes what was just paid.
+// for leases still running. Earnings wait for nothing. Spend reads the
+// provider's settlement from the reputation pass (cached 5 s, and only
+// once it has replicated); until it is there the charge the provider
+// reported in the job's exit event stands in for it (earnings_spend.go),
+// so either figure includes what was just paid.
 
 // PeriodParams choose the UTC days a report covers: today and the days
 // before it.
 type PeriodParams struct {
-	Days int `json:"days,omitempty" doc:"UTC days, today included; default 7, at most 366"`
+	Days int `json:"days,omitempty" doc:"UTC days, today included; default 7, at most 366"` // 366: MaxReportDays
 }
+
+// MaxReportDays is the longest period a report covers, in UTC days: the
+// one limit the API, the CLI and the docs state.
+const MaxReportDays = 366
 
 // Validate refuses a period it would otherwise have to change silently.
 func (p PeriodParams) Validate() error {
-	if p.Days < 0 || p.Days > 366 {
-		return fmt.Errorf("days %d: use 1 to 366 (0 means the default, 7)", p.Days)
+	if p.Days < 0 || p.Days > MaxReportDays {
+		return fmt.Errorf("days %d: use 1 to %d (0 means the default, 7)", p.Days, MaxReportDays)
 	}
 	return nil
 }
 
-// maxPeriod bounds the days a report lists one by one: a balance reads
-// all time, and lists only the days with money.
-const maxPeriod = 367 * 24 * time.Hour
+// maxPeriod bounds the days a report lists one by one.
+const maxPeriod = (MaxReportDays + 1) * 24 * time.Hour
 
 // from is the period's first instant: midnight UTC, days-1 days before
 // now's day.
@@ -51,13 +57,13 @@ func (p PeriodParams) from(now time.Time) time.Time {
 
 // EarningsJob is one lease this node earned on as a provider.
 type EarningsJob struct {
-	Day        string          `json:"day" doc:"UTC day of its settlement (today for one still running)"`
+	Day        string          `json:"day" doc:"UTC day of its settlement (today for one still running); its GPU-time counts on the days it ran"`
 	JobID      string          `json:"job_id"`
 	Lease      string          `json:"lease,omitempty" doc:"CID of the co-signed lease; absent while it runs"`
 	Renter     string          `json:"renter"`
 	Tier       auction.Tier    `json:"tier"`
 	GPUs       int             `json:"gpus"`
-	GPUSeconds int64           `json:"gpu_s" doc:"GPU-seconds billed: the charge divided by the lease price, to the second (exact for prices of at least 0.0036 credits per GPU-hour); so far, for a lease still running"`
+	GPUSeconds int64           `json:"gpu_s" doc:"GPU-seconds leased: its GPUs from the lease's start to its settlement, or for a lease still running to now, at most to the lease's end"`
 	Earned     auction.Credits `json:"earned" doc:"micro-credits (auction.Credits; 1 credit = 1000000): the settlement's charge; 0 while running"`
 	Settled    bool            `json:"settled"`
 }
@@ -66,9 +72,9 @@ type EarningsJob struct {
 type EarningsDay struct {
 	Day         string          `json:"day"`
 	Earned      auction.Credits `json:"earned" doc:"micro-credits"`
-	LeasedGPUS  int64           `json:"leased_gpu_s"`
+	LeasedGPUS  int64           `json:"leased_gpu_s" doc:"GPU-seconds of leases that fell on this day (a lease over midnight counts on both days)"`
 	OfferedGPUS int64           `json:"offered_gpu_s" doc:"GPU-seconds on sale (offered, inside its windows), as this node recorded them"`
-	FillBP      *int64          `json:"fill_bp,omitempty" doc:"leased over offered GPU-seconds in basis points (10000 = 100%); absent when nothing was recorded offered"`
+	FillBP      *int64          `json:"fill_bp,omitempty" doc:"leased over offered GPU-seconds in basis points (10000 = 100%, at most: a lease runs on while its GPUs are not offered, the offer paused or the node stopped); absent when nothing was recorded offered"`
 }
 
 // EarningsResult is ledger_earnings' result.
@@ -142,9 +148,11 @@ func registerEarningsAPI(s *rpc.Server, n *Node) {
 
 // ownFeed is what this node's own feed says about money.
 type ownFeed struct {
-	leases      map[string]*auction.Lease // lease CID -> lease
-	leaseOrder  []string
-	settlements []settledAt                // in feed order
+	self        string                     // this node's peer ID, the feed's author
+	leases      map[string]*auction.Lease  // lease CID -> lease
+	leaseOrder  []string                   // each lease CID once, in the order first journaled
+	settlements []settledAt                // proven; one per lease, its last, where the first was
+	settledAt   map[string]int             // lease CID -> its index in settlements
 	vouchers    map[string]auction.Credits // lease CID -> the outcome's voucher total
 }
 
@@ -153,94 +161,141 @@ type settledAt struct {
 	time int64
 }
 
+func newOwnFeed(self string) ownFeed {
+	return ownFeed{self: self, leases: map[string]*auction.Lease{}, settledAt: map[string]int{}, vouchers: map[string]auction.Credits{}}
+}
+
+// add reads one entry of the feed, in feed order. A lease journaled again
+// (the provider at the award, the renter at the start) is one lease; a
+// lease settled again counts its last settlement only, as the reputation
+// pass does.
+func (f *ownFeed) add(e *ledger.Entry) {
+	switch e.Type {
+	case ledger.TypeLease:
+		if l, sl, err := auction.DecodeLeaseUnverified(e.Payload); err == nil {
+			cid := sl.CID().String()
+			if f.leases[cid] == nil {
+				f.leaseOrder = append(f.leaseOrder, cid)
+			}
+			f.leases[cid] = l
+		}
+	case ledger.TypeSettlement:
+		s, err := ledger.DecodePayload[ledger.Settlement](e.Payload)
+		if err != nil || s.Lease == "" || !s.Proven(f.self) { // only what every other node counts too
+			return
+		}
+		st := settledAt{*s, e.Time}
+		if i, ok := f.settledAt[s.Lease]; ok {
+			f.settlements[i] = st // settled again: the last one stands
+			return
+		}
+		f.settledAt[s.Lease] = len(f.settlements)
+		f.settlements = append(f.settlements, st)
+	case ledger.TypeOutcome:
+		if o, err := ledger.DecodePayload[ledger.Outcome](e.Payload); err == nil && len(o.Voucher) > 0 {
+			if v, _, err := ledger.DecodeSignedVoucher(o.Voucher); err == nil {
+				f.vouchers[o.Lease] = v.Total
+			}
+		}
+	}
+}
+
+// readOwnFeed walks this node's own feed once.
 func (n *Node) readOwnFeed() (ownFeed, error) {
-	f := ownFeed{leases: map[string]*auction.Lease{}, vouchers: map[string]auction.Credits{}}
 	self := n.host.ID().String()
+	f := newOwnFeed(self)
 	h, ok, err := n.ledger.Head(self)
 	if err != nil || !ok {
 		return f, err
 	}
 	err = n.ledger.Walk(self, 1, h.Seq, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
-		switch e.Type {
-		case ledger.TypeLease:
-			if l, sl, err := auction.DecodeLeaseUnverified(e.Payload); err == nil {
-				cid := sl.CID().String()
-				f.leases[cid] = l
-				f.leaseOrder = append(f.leaseOrder, cid)
-			}
-		case ledger.TypeSettlement:
-			if s, err := ledger.DecodePayload[ledger.Settlement](e.Payload); err == nil {
-				f.settlements = append(f.settlements, settledAt{*s, e.Time})
-			}
-		case ledger.TypeOutcome:
-			if o, err := ledger.DecodePayload[ledger.Outcome](e.Payload); err == nil && len(o.Voucher) > 0 {
-				if v, _, err := ledger.DecodeSignedVoucher(o.Voucher); err == nil {
-					f.vouchers[o.Lease] = v.Total
-				}
-			}
-		}
+		f.add(e)
 		return nil
 	})
 	return f, err
 }
 
-// billedGPUSeconds is the GPU-time a charge pays for at price per
-// GPU-hour: floor(charged × 3600 / price). The charge is price × GPUs ×
-// seconds / 3600 rounded up (sched.Cost), so this is exact while a
-// GPU-second costs at least a micro-credit.
-func billedGPUSeconds(charged, price auction.Credits) int64 {
-	if charged <= 0 || price <= 0 {
-		return 0
-	}
-	s := new(big.Int).Mul(big.NewInt(int64(charged)), big.NewInt(3600))
-	return s.Quo(s, big.NewInt(int64(price))).Int64()
-}
-
-// fillBP is leased over offered in basis points, from integers; nil when
-// nothing was offered.
+// fillBP is leased over offered in basis points, from integers, at most
+// 10000 (a lease runs on while its GPUs are not offered: the offer
+// paused, or the node stopped and not recording); nil when nothing was
+// offered.
 func fillBP(leased, offered int64) *int64 {
 	if offered <= 0 {
 		return nil
 	}
 	f := new(big.Int).Mul(big.NewInt(leased), big.NewInt(10000))
-	v := f.Quo(f, big.NewInt(offered)).Int64()
+	v := min(f.Quo(f, big.NewInt(offered)).Int64(), 10000)
 	return &v
 }
 
+// leaseRun is when l held its GPUs: from its start to end, at most to the
+// lease's end. The feed holds no run times (a settlement says only what
+// was charged, capped by the vouchers), so the lease's own window and the
+// settlement's time bound it.
+func leaseRun(l *auction.Lease, end time.Time) (time.Time, time.Time) {
+	if e := time.Unix(l.End, 0); end.After(e) {
+		end = e
+	}
+	return time.Unix(l.Start, 0), end
+}
+
+// gpuSeconds is gpus GPUs over [from, to), in whole seconds.
+func gpuSeconds(from, to time.Time, gpus int) int64 {
+	if !to.After(from) {
+		return 0
+	}
+	return int64(to.Sub(from)/time.Second) * int64(gpus)
+}
+
 func (n *Node) earnings(from, to time.Time) (EarningsResult, error) {
-	res := EarningsResult{From: from, To: to.UTC(), Days: []EarningsDay{}, Jobs: []EarningsJob{}}
 	f, err := n.readOwnFeed()
 	if err != nil {
-		return res, err
+		return EarningsResult{From: from, To: to.UTC(), Days: []EarningsDay{}, Jobs: []EarningsJob{}}, err
 	}
-	self := n.host.ID().String()
+	var active []sched.Info
+	if n.providerJobs != nil {
+		active = n.providerJobs.Leases(to)
+	}
+	offered, err := n.offeredDays()
+	if err != nil {
+		return EarningsResult{From: from, To: to.UTC(), Days: []EarningsDay{}, Jobs: []EarningsJob{}}, err
+	}
+	return earningsOf(f, active, offered, from, to), nil
+}
+
+// earningsOf is the provider's report over [from, to): its settled leases
+// from its own feed f, those still running from the scheduler (active),
+// and the offered time it recorded. Each lease's GPU-time is spread over
+// the UTC days it ran, as offered time is.
+func earningsOf(f ownFeed, active []sched.Info, offered map[string]offeredDay, from, to time.Time) EarningsResult {
+	res := EarningsResult{From: from, To: to.UTC(), Days: []EarningsDay{}, Jobs: []EarningsJob{}}
+	var spans []daySpan
+	run := func(l *auction.Lease, end time.Time) int64 {
+		start, end := leaseRun(l, end)
+		spans = append(spans, accrue(maxTime(start, from), minTime(end, to), l.GPUs)...)
+		return gpuSeconds(start, end, l.GPUs)
+	}
 	settled := map[string]bool{} // job ID + renter + start of each settled lease
 	for _, st := range f.settlements {
 		l := f.leases[st.s.Lease]
-		if l == nil || l.Provider != self {
+		if l == nil || l.Provider != f.self {
 			continue
 		}
 		settled[leaseKey(l)] = true
 		if st.time < from.Unix() {
-			continue
+			continue // its run ended at its settlement, before the period
 		}
-		paid := st.s.Paid()
-		res.Jobs = append(res.Jobs, EarningsJob{Day: time.Unix(st.time, 0).UTC().Format(dayLayout), JobID: l.JobID, Lease: st.s.Lease,
-			Renter: l.Renter, Tier: l.Tier, GPUs: l.GPUs, GPUSeconds: billedGPUSeconds(paid, l.Price), Earned: paid, Settled: true})
+		at := time.Unix(st.time, 0)
+		res.Jobs = append(res.Jobs, EarningsJob{Day: at.UTC().Format(dayLayout), JobID: l.JobID, Lease: st.s.Lease,
+			Renter: l.Renter, Tier: l.Tier, GPUs: l.GPUs, GPUSeconds: run(l, at), Earned: st.s.Paid(), Settled: true})
 	}
-	if n.providerJobs != nil {
-		today := to.UTC().Format(dayLayout)
-		for _, in := range n.providerJobs.Leases(to) {
-			if in.State != sched.Started || settled[leaseKey(&in.Lease)] {
-				continue // not running, or settled and not yet released
-			}
-			res.Jobs = append(res.Jobs, EarningsJob{Day: today, JobID: in.Lease.JobID, Renter: in.Lease.Renter, Tier: in.Lease.Tier,
-				GPUs: in.Lease.GPUs, GPUSeconds: sched.BilledSeconds(in.Ran) * int64(in.Lease.GPUs)})
+	today := to.UTC().Format(dayLayout)
+	for _, in := range active {
+		if in.State != sched.Started || settled[leaseKey(&in.Lease)] {
+			continue // not running, or settled and not yet released
 		}
-	}
-	offered, err := n.offeredDays()
-	if err != nil {
-		return res, err
+		res.Jobs = append(res.Jobs, EarningsJob{Day: today, JobID: in.Lease.JobID, Renter: in.Lease.Renter, Tier: in.Lease.Tier,
+			GPUs: in.Lease.GPUs, GPUSeconds: run(&in.Lease, to)})
 	}
 	days := map[string]*EarningsDay{}
 	dayOf := func(d string) *EarningsDay {
@@ -255,10 +310,11 @@ func (n *Node) earnings(from, to time.Time) (EarningsResult, error) {
 		dayOf(d.Format(dayLayout))
 	}
 	for _, j := range res.Jobs {
-		e := dayOf(j.Day)
-		e.Earned += j.Earned
-		e.LeasedGPUS += j.GPUSeconds
+		dayOf(j.Day).Earned += j.Earned
 		res.Earned += j.Earned
+	}
+	for _, s := range spans {
+		dayOf(s.Day).LeasedGPUS += s.GPUSeconds
 	}
 	var since int64
 	for _, o := range offered {
@@ -283,7 +339,21 @@ func (n *Node) earnings(from, to time.Time) (EarningsResult, error) {
 	sort.Slice(res.Days, func(i, k int) bool { return res.Days[i].Day < res.Days[k].Day })
 	sort.SliceStable(res.Jobs, func(i, k int) bool { return res.Jobs[i].Day < res.Jobs[k].Day })
 	res.FillBP = fillBP(res.LeasedGPUS, res.OfferedGPUS)
-	return res, nil
+	return res
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func leaseKey(l *auction.Lease) string {

@@ -222,7 +222,7 @@ const FaucetCredits auction.Credits = 100_000_000
 // micro-credits (auction.Credits: 1 credit = 1,000,000), summed exactly.
 type BalanceResult struct {
 	Faucet     auction.Credits            `json:"faucet" doc:"micro-credits (auction.Credits; 1 credit = 1000000)"`
-	Earned     auction.Credits            `json:"earned" doc:"micro-credits: the settlements in this node's own feed, as a provider"`
+	Earned     auction.Credits            `json:"earned" doc:"micro-credits: the proven settlements in this node's own feed, as a provider (each lease's last, with the voucher its renter signed for that total: what every node computes from this feed)"`
 	Spent      auction.Credits            `json:"spent" doc:"micro-credits: this node's leases as a renter, each by its provider's settlement, or until that replicates the charge the provider reported, or the vouchers signed (ledger_spend)"`
 	Balance    auction.Credits            `json:"balance" doc:"micro-credits: faucet + earned - spent"`
 	ByDay      map[string]auction.Credits `json:"earned_by_day,omitempty" doc:"micro-credits earned per UTC day"`
@@ -234,35 +234,45 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 	registerEarningsAPI(s, n)
 	rpc.Register(s, "ledger_balance", rpc.MethodDoc{Summary: "This node's testnet credits, in micro-credits (1 credit = 1000000): faucet, earnings by day, spend per lease and per job name; each lease counts what it was charged, not the prepaid part refunded, and what was just paid is in it at once."},
 		func(ctx context.Context, _ struct{}) (BalanceResult, error) {
-			res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}, SpentByJob: map[string]auction.Credits{}}
-			// Read from this node's own records, not the reputation
-			// pass: that is cached for 5 s and waits for the provider's
-			// settlement to replicate, so a balance read just after a
-			// job showed only part of what it cost.
-			earned, err := n.earnings(time.Time{}, time.Now())
+			// One walk of this node's own feed for both sides (the
+			// console asks on every page). Earned needs neither the
+			// scheduler nor the offered days: a running lease earns
+			// nothing until it settles.
+			f, err := n.readOwnFeed()
 			if err != nil {
-				return res, err
+				return BalanceResult{Faucet: FaucetCredits}, err
 			}
-			for _, j := range earned.Jobs {
-				if j.Settled {
-					res.Earned += j.Earned
-					res.ByDay[j.Day] += j.Earned
-				}
-			}
-			spent, jobs, err := n.spentLeases()
-			if err != nil {
-				return res, err
-			}
-			for _, sp := range spent {
-				res.Spent += sp.amount
-				res.SpentFor[sp.lease] += sp.amount
-				name := jobs[sp.l.JobID].Name
-				if name == "" {
-					name = "(job " + sp.l.JobID + ")"
-				}
-				res.SpentByJob[name] += sp.amount
-			}
-			res.Balance = res.Faucet + res.Earned - res.Spent
-			return res, nil
+			return n.balanceOf(f), nil
 		})
+}
+
+// balanceOf sums the balance from this node's own feed f and, for spend,
+// its job records: earned is this node's proven settlements as a provider
+// (the figure other nodes compute from its feed), spent its leases as a
+// renter (spentLeases). Read from this node's own records, not the
+// reputation pass alone: that is cached for 5 s and waits for the
+// provider's settlement to replicate, so a balance read just after a job
+// would show only part of what it cost.
+func (n *Node) balanceOf(f ownFeed) BalanceResult {
+	res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}, SpentByJob: map[string]auction.Credits{}}
+	for _, st := range f.settlements {
+		if l := f.leases[st.s.Lease]; l == nil || l.Provider != f.self {
+			continue
+		}
+		paid := st.s.Paid()
+		res.Earned += paid
+		res.ByDay[time.Unix(st.time, 0).UTC().Format(dayLayout)] += paid
+	}
+	spent, jobs := n.spentLeases(f)
+	for _, sp := range spent {
+		res.Spent += sp.amount
+		res.SpentFor[sp.lease] += sp.amount
+		name := jobs[sp.l.JobID].Name
+		if name == "" {
+			name = "(job " + sp.l.JobID + ")"
+		}
+		res.SpentByJob[name] += sp.amount
+	}
+	res.Balance = res.Faucet + res.Earned - res.Spent
+	return res
 }

@@ -145,9 +145,6 @@ type offerAPI struct{ n *Node }
 
 func registerOfferAPI(s *rpc.Server, n *Node) {
 	a := offerAPI{n}
-	// Offered GPU-time is recorded from the start: the fill rate's
-	// denominator (earnings_offered.go).
-	n.tasks.Go(func() { n.recordOffered(n.bg) })
 	rpc.Register(s, "offer_show", rpc.MethodDoc{
 		Summary: "This node's offer: whether it is offered (and if not, why), the signed offer, the owner's settings and each GPU's state.",
 	}, a.Show)
@@ -174,16 +171,25 @@ func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error)
 	if w, err := auction.WeekPrices(&p.Settings.Calendar, p.Settings.Prices, p.Settings.OfferPricing(), time.Now()); err == nil {
 		res.Week = &w
 	}
-	offered := map[int]bool{}
-	for _, i := range p.Availability.Available {
-		offered[i] = true
+	res.GPUs = gpuStatuses(p.Availability, res.Offered, a.n.gpuLeases(time.Now()))
+	return res, nil
+}
+
+// gpuStatuses is each inventoried GPU's state. Availability's sets and
+// the leases are keyed by the GPU's index (attest.GPU.Index), which need
+// not be its position in the inventory: NVML's indexes skip a GPU it
+// cannot read, and a simulated inventory may start anywhere.
+func gpuStatuses(av attest.Availability, offered bool, leases map[int]*GPULease) []GPUStatus {
+	available := map[int]bool{}
+	for _, i := range av.Available {
+		available[i] = true
 	}
-	leases := a.n.gpuLeases(time.Now())
-	for i, g := range p.Availability.Inventory.GPUs {
-		res.GPUs = append(res.GPUs, GPUStatus{GPU: g, Offered: offered[i] && res.Offered, Withdrawn: p.Availability.Withdrawn[i], Stopping: p.Availability.Stop[i],
+	out := make([]GPUStatus, 0, len(av.Inventory.GPUs))
+	for _, g := range av.Inventory.GPUs {
+		out = append(out, GPUStatus{GPU: g, Offered: available[g.Index] && offered, Withdrawn: av.Withdrawn[g.Index], Stopping: av.Stop[g.Index],
 			Lease: leases[g.Index]})
 	}
-	return res, nil
+	return out
 }
 
 func (a offerAPI) Set(ctx context.Context, patch OfferPatch) (OfferShowResult, error) {

@@ -77,6 +77,11 @@ func natCheck(r DoctorResult) Check {
 	return c
 }
 
+// clockCheck judges this host's clock by the median skew of the peers that
+// answered, computed here from r.Clocks: one peer, wrong or lying, cannot
+// move a median of three or more, so it cannot fail this host; peers far
+// from the median are named as outliers instead. One answer alone is no
+// majority: it can warn, never fail.
 func clockCheck(r DoctorResult) Check {
 	c := Check{Name: "clock"}
 	if r.Peers == 0 {
@@ -84,51 +89,63 @@ func clockCheck(r DoctorResult) Check {
 		c.Fix = "connect to a peer (gleaner connect <multiaddr>) and run doctor again"
 		return c
 	}
-	answered := 0
-	var worst PeerClock
+	var answered []PeerClock
 	var firstErr string
 	for _, p := range r.Clocks {
 		if p.Error != "" {
 			if firstErr == "" {
-				firstErr = shortPeer(p.PeerID) + ": " + p.Error
+				firstErr = ShortPeerID(p.PeerID) + ": " + p.Error
 			}
 			continue
 		}
-		answered++
-		if abs(p.SkewMS) >= abs(worst.SkewMS) {
-			worst = p
-		}
+		answered = append(answered, p)
 	}
-	if answered == 0 {
+	if len(answered) == 0 {
 		c.Status = StatusWarn
 		c.Detail = fmt.Sprintf("none of %d peer(s) asked answered the clock protocol (%s)", len(r.Clocks), firstErr)
 		c.Fix = "peers on gleaner older than this one do not answer; try again with other peers"
 		return c
 	}
-	c.Detail = fmt.Sprintf("max |skew| %s over %d peer(s) (%s: %+.1f ms ±%.1f ms)",
-		skewText(r.MaxSkewMS), answered, shortPeer(worst.PeerID), worst.SkewMS, worst.RTTMS/2)
-	fix := "sync this host's clock with NTP (sudo timedatectl set-ntp true; or chrony); if only one peer is off, its clock is the wrong one"
-	switch {
-	case r.MaxSkewMS > clockFailSkewMS:
+	median, _ := skewStats(answered)
+	var outliers []string
+	for _, p := range answered {
+		if abs(p.SkewMS-median) > clockWarnSkewMS {
+			outliers = append(outliers, ShortPeerID(p.PeerID)+" "+skewText(p.SkewMS))
+		}
+	}
+	c.Detail = fmt.Sprintf("median skew %s over %d peer(s)", skewText(median), len(answered))
+	if len(outliers) > 0 {
+		c.Detail += fmt.Sprintf("; outlier(s) far from the median, their clocks not this host's: %s", strings.Join(outliers, ", "))
+	}
+	fix := "sync this host's clock with NTP (sudo timedatectl set-ntp true; or chrony)"
+	switch m := abs(median); {
+	case m > clockFailSkewMS && len(answered) > 1:
 		c.Status, c.Fix = StatusFail, fix
 		c.Detail += fmt.Sprintf("; over %d s, signed offers and leases look expired or stale", clockFailSkewMS/1000)
-	case r.MaxSkewMS > clockWarnSkewMS:
+	case m > clockWarnSkewMS:
 		c.Status, c.Fix = StatusWarn, fix
 		c.Detail += fmt.Sprintf("; over %d s", clockWarnSkewMS/1000)
+		if len(answered) == 1 {
+			c.Detail += "; only one peer answered, and its clock may be the wrong one"
+			c.Fix += ", or connect to more peers and run doctor again to see whose clock is off"
+		}
 	default:
 		c.Status = StatusPass
 	}
 	return c
 }
 
+// skewText is a signed skew in ms, in seconds from one second up.
 func skewText(msv float64) string {
-	if msv >= 1000 {
-		return fmt.Sprintf("%.1f s", msv/1000)
+	if abs(msv) >= 1000 {
+		return fmt.Sprintf("%+.1f s", msv/1000)
 	}
-	return fmt.Sprintf("%.1f ms", msv)
+	return fmt.Sprintf("%+.1f ms", msv)
 }
 
-func shortPeer(id string) string {
+// ShortPeerID abbreviates a peer ID for a table or a line of text: the
+// first 8 and last 6 characters.
+func ShortPeerID(id string) string {
 	if len(id) > 16 {
 		return id[:8] + "…" + id[len(id)-6:]
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // Disk thresholds. Below diskWarnFraction of the filesystem free, or below
-// the data quota (the store may grow to it), doctor warns; below
+// what the block store may still grow by (its quota less what it holds),
+// doctor warns; below
 // diskFailBytes the node's own databases may fail to write, so it fails.
 const (
 	diskWarnFraction = 0.10
@@ -25,6 +27,7 @@ func DiskChecks(dir string) []Check {
 	}
 	paths := []string{dir}
 	dataDir := filepath.Join(dir, DataDir)
+	held := dirBytes(dataDir)
 	if st, err := os.Stat(dataDir); err == nil {
 		rst, rerr := os.Stat(dir)
 		d1, ok1 := fileDevice(st)
@@ -45,7 +48,7 @@ func DiskChecks(dir string) []Check {
 				Fix: "check the free space yourself (df -h " + p + ")"})
 			continue
 		}
-		c := judgeDisk(p, free, total, quota)
+		c := judgeDisk(p, free, total, quota, held)
 		c.Name = name
 		out = append(out, c)
 	}
@@ -67,14 +70,34 @@ func existingParent(p string) string {
 	}
 }
 
+// dirBytes is the bytes of the files under dir, 0 when there is none: the
+// block store is leveldb's tables of up to 16 MiB each, so even a full
+// store is a few thousand files, walked in milliseconds. (The daemon holds
+// the store's lock, so doctor cannot open it to ask.)
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
 // judgeDisk is the verdict on free of total bytes at path, for a block
-// store that may grow to quota bytes.
-func judgeDisk(path string, free, total uint64, quota int64) Check {
+// store that holds held bytes and may grow to quota bytes: it needs
+// quota - held more, never less than none.
+func judgeDisk(path string, free, total uint64, quota, held int64) Check {
 	pct := 0.0
 	if total > 0 {
 		pct = 100 * float64(free) / float64(total)
 	}
-	detail := fmt.Sprintf("%s free of %s (%.0f%%) at %s; data quota %s", gib(free), gib(total), pct, path, gib(uint64(quota)))
+	need := max(quota-held, 0)
+	detail := fmt.Sprintf("%s free of %s (%.0f%%) at %s; data quota %s, %s of it in use", gib(free), gib(total), pct, path, gib(uint64(max(quota, 0))), gib(uint64(max(held, 0))))
 	c := Check{Name: "disk", Status: StatusPass, Detail: detail}
 	switch {
 	case free < diskFailBytes:
@@ -83,9 +106,9 @@ func judgeDisk(path string, free, total uint64, quota int64) Check {
 	case pct < 100*diskWarnFraction:
 		c.Status = StatusWarn
 		c.Fix = fmt.Sprintf("free space; under %.0f%% free, job inputs and outputs may not fit", 100*diskWarnFraction)
-	case quota > 0 && free < uint64(quota):
+	case need > 0 && free < uint64(need):
 		c.Status = StatusWarn
-		c.Fix = "free space, or lower data.quota_gib in config.toml below the free space: the block store may grow to its quota"
+		c.Fix = fmt.Sprintf("free space, or lower data.quota_gib in config.toml: the block store may grow %s more, to its quota", gib(uint64(need)))
 	}
 	return c
 }

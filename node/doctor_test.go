@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 func byName(cs []Check, name string) Check {
@@ -68,14 +72,63 @@ func TestJudgeDisk(t *testing.T) {
 		{15 * gb, 100 * gb, 20 * gb, StatusWarn},  // 15%, but under the quota
 		{100 << 20, 1000 * gb, 1 * gb, StatusFail},
 	} {
-		c := judgeDisk("/x", tc.free, tc.total, tc.quota)
+		c := judgeDisk("/x", tc.free, tc.total, tc.quota, 0)
 		if c.Status != tc.want || (c.Status != StatusPass) != (c.Fix != "") {
 			t.Errorf("free %d of %d, quota %d: %+v, want %s", tc.free, tc.total, tc.quota, c, tc.want)
+		}
+	}
+	// What the store already holds it need not grow by: 15 GiB free with
+	// 10 of a 20 GiB quota in use passes; with 4 in use it warns, and names
+	// the 16 GiB still to come; past its quota it needs nothing more.
+	for _, tc := range []struct {
+		held int64
+		want string
+	}{{10 * gb, StatusPass}, {4 * gb, StatusWarn}, {25 * gb, StatusPass}} {
+		c := judgeDisk("/x", 15*gb, 100*gb, 20*gb, tc.held)
+		if c.Status != tc.want || (tc.want == StatusWarn && !strings.Contains(c.Fix, "16.0 GiB more")) {
+			t.Errorf("15 GiB free, quota 20 GiB, %d held: %+v, want %s", tc.held, c, tc.want)
 		}
 	}
 	// The real filesystem: a verdict, never an error, for a temp dir.
 	if c := DiskChecks(t.TempDir()); len(c) != 1 || !strings.Contains(c[0].Detail, "free of") {
 		t.Errorf("DiskChecks(temp dir) = %+v", c)
+	}
+	// DiskChecks counts <repo>/data: with a quota 5 GiB past the free
+	// space, an empty store warns, and one already holding 6 GiB (a sparse
+	// file: its size is what the walk counts) does not.
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	free, total, err := diskSpace(filepath.Dir(repoDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free < 2*gb || float64(free) < 2*diskWarnFraction*float64(total) {
+		t.Skipf("too little free space here (%d of %d) for the quota test", free, total)
+	}
+	cfg := DefaultConfig(NetworkLocal)
+	cfg.Data.QuotaGiB = int(free/gb) + 5
+	if _, err := InitRepo(repoDir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c := DiskChecks(repoDir); c[0].Status != StatusWarn || !strings.Contains(c[0].Fix, "quota") {
+		t.Errorf("empty store, quota past the free space: %+v", c)
+	}
+	dataDir := filepath.Join(repoDir, DataDir, "sub")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dataDir, "000001.ldb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(6 * gb); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if got := dirBytes(filepath.Join(repoDir, DataDir)); got != 6*gb {
+		t.Errorf("dirBytes = %d, want %d", got, 6*gb)
+	}
+	if c := DiskChecks(repoDir); c[0].Status != StatusPass || !strings.Contains(c[0].Detail, "6.0 GiB of it in use") {
+		t.Errorf("store holding 6 GiB of a quota 5 GiB past the free space: %+v", c)
 	}
 }
 
@@ -175,20 +228,23 @@ func TestDaemonChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		clocks    []PeerClock
-		maxSkew   float64
 		peers     int
 		want      string
 		detailHas string
 	}{
-		{"in sync", []PeerClock{peerOK(3), peerOK(-12)}, 12, 2, StatusPass, "12.0 ms over 2"},
-		{"drifting", []PeerClock{peerOK(2500)}, 2500, 1, StatusWarn, "2.5 s"},
-		{"far off", []PeerClock{peerOK(-45000), peerOK(10)}, 45000, 2, StatusFail, "expired"},
-		{"errors are not skew", []PeerClock{{PeerID: "p", Error: "protocol not supported"}, peerOK(1)}, 1, 2, StatusPass, "over 1 peer"},
-		{"nobody answers", []PeerClock{{PeerID: "p", Error: "protocol not supported"}}, 0, 1, StatusWarn, "protocol not supported"},
-		{"no peers", nil, 0, 0, StatusSkip, "no connected peers"},
+		{"in sync", []PeerClock{peerOK(3), peerOK(-12)}, 2, StatusPass, "median skew -4.5 ms over 2"},
+		{"drifting", []PeerClock{peerOK(2500), peerOK(2600), peerOK(2400)}, 3, StatusWarn, "+2.5 s"},
+		{"far off", []PeerClock{peerOK(-45000), peerOK(-44000)}, 2, StatusFail, "expired"},
+		// One answer is no majority: however far off, it warns.
+		{"one far-off answer", []PeerClock{peerOK(-45000)}, 1, StatusWarn, "only one peer answered"},
+		// One peer of three far off is its clock, not ours.
+		{"one liar of three", []PeerClock{peerOK(1), peerOK(-2), peerOK(3_600_000)}, 3, StatusPass, "outlier"},
+		{"errors are not skew", []PeerClock{{PeerID: "p", Error: "protocol not supported"}, peerOK(1)}, 2, StatusPass, "over 1 peer"},
+		{"nobody answers", []PeerClock{{PeerID: "p", Error: "protocol not supported"}}, 1, StatusWarn, "protocol not supported"},
+		{"no peers", nil, 0, StatusSkip, "no connected peers"},
 	} {
 		r := base
-		r.Clocks, r.MaxSkewMS, r.Peers = tc.clocks, tc.maxSkew, tc.peers
+		r.Clocks, r.Peers = tc.clocks, tc.peers
 		c := byName(DaemonChecks(r), "clock")
 		if c.Status != tc.want || !strings.Contains(c.Detail, tc.detailHas) {
 			t.Errorf("%s: %+v, want %s with %q", tc.name, c, tc.want, tc.detailHas)
@@ -217,5 +273,132 @@ func TestDaemonChecks(t *testing.T) {
 		if c.Status != StatusSkip || c.Detail != "skipped: daemon not running" {
 			t.Errorf("DaemonSkipped: %+v", c)
 		}
+	}
+}
+
+// fakeClocks answers the clock survey with a skew per peer.
+type fakeClocks map[peer.ID]time.Duration
+
+func (f fakeClocks) Clock(_ context.Context, p peer.ID) (p2p.ClockSample, error) {
+	s, ok := f[p]
+	if !ok {
+		return p2p.ClockSample{}, errors.New("protocol not supported")
+	}
+	return p2p.ClockSample{Peer: p, Skew: s, RTT: time.Millisecond}, nil
+}
+
+// doctorClock is what Doctor does with the peers: pick, survey, sum up,
+// then judge.
+func doctorClock(t *testing.T, f fakeClocks) (DoctorResult, Check) {
+	t.Helper()
+	var ps []p2p.PeerInfo
+	for id := range f {
+		ps = append(ps, p2p.PeerInfo{ID: id, Direction: "outbound"})
+	}
+	r := DoctorResult{Peers: len(ps)}
+	r.Clocks = surveyClocks(context.Background(), f, pickClockPeers(ps, doctorMaxPeers, rand.Shuffle))
+	r.MedianSkewMS, r.MaxSkewMS = skewStats(r.Clocks)
+	return r, clockCheck(r)
+}
+
+func TestDoctorClockSurvey(t *testing.T) {
+	honest := func(n int, skew time.Duration) fakeClocks {
+		f := fakeClocks{}
+		for i := range n {
+			f[peer.ID(fmt.Sprintf("12D3KooWhonest-peer-%02d", i))] = skew + time.Duration(i)*time.Millisecond
+		}
+		return f
+	}
+	// Five honest peers and one that says it is an hour ahead: this
+	// host's clock is fine, and the liar is named.
+	f := honest(5, 0)
+	liar := peer.ID("12D3KooWliar-of-the-hour")
+	f[liar] = time.Hour
+	r, c := doctorClock(t, f)
+	if c.Status != StatusPass || !strings.Contains(c.Detail, "outlier") || !strings.Contains(c.Detail, ShortPeerID(liar.String())) {
+		t.Errorf("5 honest + 1 liar: %+v", c)
+	}
+	if r.MedianSkewMS > 5 || r.MaxSkewMS < 3_600_000 {
+		t.Errorf("median %v ms, max %v ms", r.MedianSkewMS, r.MaxSkewMS)
+	}
+	for _, p := range r.Clocks {
+		if strings.Contains(c.Detail, ShortPeerID(p.PeerID)) != (p.PeerID == liar.String()) {
+			t.Errorf("%s: named as outlier wrongly (liar %v): %q", p.PeerID, p.PeerID == liar.String(), c.Detail)
+		}
+	}
+	// Every peer 40 s ahead: it is this host that is 40 s behind.
+	if _, c := doctorClock(t, honest(6, 40*time.Second)); c.Status != StatusFail || strings.Contains(c.Detail, "outlier") {
+		t.Errorf("all peers +40 s: %+v", c)
+	}
+	// A single answer, however far off, is only a warning.
+	if _, c := doctorClock(t, honest(1, 40*time.Second)); c.Status != StatusWarn {
+		t.Errorf("one peer +40 s: %+v", c)
+	}
+	// All three peers 3 s ahead: drifting.
+	if r, c := doctorClock(t, honest(3, 3*time.Second)); c.Status != StatusWarn || len(r.Clocks) != 3 {
+		t.Errorf("three peers +3 s: %+v", c)
+	}
+}
+
+func TestDoctorPickClockPeers(t *testing.T) {
+	var ps []p2p.PeerInfo
+	for i := range 40 {
+		d := "inbound"
+		if i%8 == 0 {
+			d = "outbound" // 5 of 40
+		}
+		ps = append(ps, p2p.PeerInfo{ID: peer.ID(fmt.Sprintf("peer-%02d-%s", i, d)), Direction: d})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	first := pickClockPeers(ps, doctorMaxPeers, rng.Shuffle)
+	if len(first) != doctorMaxPeers {
+		t.Fatalf("picked %d, want %d", len(first), doctorMaxPeers)
+	}
+	for i, id := range first {
+		if out := strings.HasSuffix(string(id), "outbound"); out != (i < 5) {
+			t.Errorf("pick %d is %s: the 5 outbound peers must come first", i, id)
+		}
+	}
+	// At random: not the first 16 in order, and not the same sample twice.
+	same, ordered := true, true
+	second := pickClockPeers(ps, doctorMaxPeers, rng.Shuffle)
+	for i := range first {
+		same = same && first[i] == second[i]
+	}
+	inbound := first[5:]
+	for i := 1; i < len(inbound); i++ {
+		ordered = ordered && inbound[i-1] < inbound[i]
+	}
+	if same || ordered {
+		t.Errorf("the sample is not random: same twice %v, in order %v", same, ordered)
+	}
+	if got := pickClockPeers(ps[:3], doctorMaxPeers, rng.Shuffle); len(got) != 3 {
+		t.Errorf("3 peers: picked %d", len(got))
+	}
+}
+
+// TestDoctorClockServedWithoutRPC: the clock protocol is served as soon as
+// the host is, not only once the RPC API is registered.
+func TestDoctorClockServedWithoutRPC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := DefaultConfig(NetworkLocal)
+	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
+	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.startHost(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.host.Close() })
+	h := hostileHost(t, ctx, n)
+	if s, err := h.Clock(ctx, n.Host().ID()); err != nil || s.RTT <= 0 {
+		t.Fatalf("clock of a node with only its host started: %+v, %v", s, err)
 	}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -25,17 +27,15 @@ type spentOn struct {
 }
 
 // spentLeases reads every lease this node rented: those in its own feed
-// and the current one of each job record (journaled a moment later than
+// f and the current one of each job record (journaled a moment later than
 // the record). The provider's settlement comes through replication and
 // the reputation pass, seconds late; until it is there the job record's
 // charge, reported in the exit event before `job run` returns, stands in
-// for it: the same figure, so the balance never dips in between.
-func (n *Node) spentLeases() ([]spentOn, map[string]JobRecord, error) {
-	f, err := n.readOwnFeed()
-	if err != nil {
-		return nil, nil, err
-	}
-	self := n.host.ID().String()
+// for it: the same figure, so the balance never dips in between. f is
+// read, not changed: the balance passes the same feed to its earnings.
+func (n *Node) spentLeases(f ownFeed) ([]spentOn, map[string]JobRecord) {
+	self := f.self
+	leases, order := maps.Clone(f.leases), slices.Clone(f.leaseOrder)
 	jobs := map[string]JobRecord{}
 	if r := n.renterJobs; r != nil {
 		r.mu.Lock()
@@ -45,12 +45,12 @@ func (n *Node) spentLeases() ([]spentOn, map[string]JobRecord, error) {
 		r.mu.Unlock()
 	}
 	for _, j := range jobs {
-		if j.LeaseCID == "" || f.leases[j.LeaseCID] != nil {
+		if j.LeaseCID == "" || leases[j.LeaseCID] != nil {
 			continue
 		}
 		if l, _, err := auction.DecodeLeaseUnverified(j.Lease); err == nil {
-			f.leases[j.LeaseCID] = l
-			f.leaseOrder = append(f.leaseOrder, j.LeaseCID)
+			leases[j.LeaseCID] = l
+			order = append(order, j.LeaseCID)
 		}
 	}
 	settled := map[string]spentOn{}
@@ -62,8 +62,8 @@ func (n *Node) spentLeases() ([]spentOn, map[string]JobRecord, error) {
 		}
 	}
 	var out []spentOn
-	for _, cid := range f.leaseOrder {
-		l := f.leases[cid]
+	for _, cid := range order {
+		l := leases[cid]
 		if l.Renter != self {
 			continue
 		}
@@ -81,7 +81,7 @@ func (n *Node) spentLeases() ([]spentOn, map[string]JobRecord, error) {
 		s.lease, s.l = cid, l
 		out = append(out, s)
 	}
-	return out, jobs, nil
+	return out, jobs
 }
 
 func endOf(j JobRecord) time.Time {
@@ -96,10 +96,11 @@ func endOf(j JobRecord) time.Time {
 
 func (n *Node) spend(from, to time.Time) (SpendResult, error) {
 	res := SpendResult{From: from, To: to.UTC(), ByName: []SpendName{}, Days: []SpendDay{}, Leases: []SpendLease{}}
-	leases, jobs, err := n.spentLeases()
+	f, err := n.readOwnFeed()
 	if err != nil {
 		return res, err
 	}
+	leases, jobs := n.spentLeases(f)
 	names := map[string]*SpendName{}
 	jobsOf := map[string]map[string]bool{}
 	days := map[string]auction.Credits{}

@@ -167,6 +167,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.startMarket(); err != nil {
 		return err
 	}
+	// Offered GPU-time is recorded from the provider's start, once: the
+	// fill rate's denominator (earnings_offered.go).
+	n.tasks.Go(func() { n.recordOffered(n.bg) })
 	// Dialled once every protocol is served, so that a peer identifies
 	// the whole node.
 	n.tasks.Go(func() { n.known.reconnect(n.bg, known) })
@@ -202,7 +205,8 @@ func (n *Node) startHost(ctx context.Context) error {
 		return fmt.Errorf("start p2p host: %w", err)
 	}
 	n.host = h // Stop closes it (see there)
-	h.ServeClock() // node_doctor asks peers for this; served from the start
+	// Served from the start, RPC or not: peers' node_doctor asks for it.
+	h.ServeClock()
 	return nil
 }
 

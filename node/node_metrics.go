@@ -174,8 +174,12 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 		s.HasData, s.DataUsedBytes, s.DataQuota = true, d.Used(), d.Quota()
 	}
 	if n.rep != nil && n.host != nil {
-		// What ledger_balance reports: the settlements of the latest
-		// reputation pass (made at most every 5 s, and incremental).
+		// Counters of the proven settlements in the replicated ledger
+		// as of the latest reputation pass (made at most every 5 s, and
+		// incremental): paid to this node as a provider, and by it as a
+		// renter. They rise only: not ledger_balance's spend, which
+		// counts a running lease's vouchers and then, lower, its charge,
+		// and has the charge before the settlement replicates.
 		self := n.host.ID().String()
 		for _, st := range n.rep.settlements() {
 			paid := int64(st.Settlement.Paid())

@@ -125,8 +125,8 @@ func (c *clockServer) handle(s network.Stream) {
 }
 
 // ServeClock starts answering the clock protocol. The node calls it once,
-// with its API, after the host is built; hosts that never call it (tests,
-// tools) answer "protocol not supported".
+// where it builds the host, beside its other stream handlers; hosts that
+// never call it (tests, tools) answer "protocol not supported".
 func (h *Host) ServeClock() {
 	h.serveClockWith(newClockServer(time.Now))
 }

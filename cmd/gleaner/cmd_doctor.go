@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ func doctorCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpu-image", Value: node.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("see `gleaner doctor --help`", "unexpected argument %q", c.Args().First())
+			}
 			image := strings.TrimSpace(c.String("gpu-image"))
 			if image == "" {
 				return usagef("for example: --gpu-image "+node.DefaultGPUImage, "--gpu-image must name an image")
@@ -107,15 +111,33 @@ func daemonChecks(ctx context.Context, dir string) []node.Check {
 	case errors.Is(err, rpc.ErrUnreachable):
 		return node.DaemonSkipped("no daemon answers at " + url + " (it may have crashed; start it with gleaner daemon)")
 	case err != nil:
-		// An older daemon has no node_doctor: it cannot be judged, and
-		// that is worth a warning rather than a failed host.
+		// The daemon's view cannot be judged: a warning, with the fix for
+		// why, rather than a failed host.
+		fix := doctorCallFix(err)
 		out := node.DaemonSkipped("node_doctor: " + err.Error())
 		for i := range out {
-			out[i].Status, out[i].Fix = node.StatusWarn, "restart the daemon on this version of gleaner"
+			out[i].Status, out[i].Fix = node.StatusWarn, fix
 		}
 		return out
 	}
 	return node.DaemonChecks(res)
+}
+
+// doctorCallFix is the fix for a node_doctor call that failed: only a
+// daemon without the method (one older than this gleaner) is fixed by a
+// restart on this version.
+func doctorCallFix(err error) string {
+	var re *rpc.Error
+	switch {
+	case errors.As(err, &re) && re.Code == rpc.CodeMethodNotFound:
+		return "the daemon is older than this gleaner: restart it on this version (gleaner daemon)"
+	case errors.As(err, &re) && (re.Code == rpc.CodeUnauthorized || re.Code == rpc.CodeForbidden):
+		return "the daemon refused the token: check that --repo (or GLEANER_REPO) names the daemon's repo and that its rpc.token is the one the daemon started with (restart the daemon if the token was replaced)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		return "the daemon did not answer within 5 s: it is busy or stuck; look at its log, and restart it if it stays so"
+	default:
+		return "look at the daemon's log for this error, and run doctor again"
+	}
 }
 
 func printDoctor(w io.Writer, r doctorReport) {

@@ -14,17 +14,18 @@ import (
 // `gleaner spend` (renter), per UTC day over --days, from the node's own
 // records (ledger_earnings, ledger_spend).
 
-var daysFlag = &cli.IntFlag{Name: "days", Value: 7, Usage: "UTC days to cover, today included (1 to 366)"}
+var daysFlag = &cli.IntFlag{Name: "days", Value: 7, Usage: fmt.Sprintf("UTC days to cover, today included (1 to %d)", node.MaxReportDays)}
 
 func earningsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "earnings",
 		Usage: "what this node earned as a provider: per day and per job, and its fill rate",
 		Description: `Per UTC day: credits earned, GPU-hours leased and offered, and the fill rate
-(leased over offered GPU-hours); per lease: job, renter, tier, GPU-hours billed
-and credits earned. A lease still running shows its GPU-hours so far and earns
-when it settles. Offered time is what this node recorded while it ran: the
-rate counts from "offered since".
+(leased over offered GPU-hours; a lease counts on each day it ran); per lease:
+job, renter, tier, GPU-hours leased and credits earned. A lease still running
+shows its GPU-hours so far and earns when it settles. Offered time is what
+this node recorded while it ran: the rate counts from "offered since". Days
+and times are UTC.
 
    gleaner earnings
    gleaner earnings --days 30 --json`,
@@ -75,8 +76,8 @@ func periodParams(c *cli.Context) (node.PeriodParams, error) {
 		return node.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "unexpected argument %q", c.Args().First())
 	}
 	d := c.Int("days")
-	if d < 1 || d > 366 {
-		return node.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "--days %d: use 1 to 366", d)
+	if d < 1 || d > node.MaxReportDays {
+		return node.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "--days %d: use 1 to %d", d, node.MaxReportDays)
 	}
 	return node.PeriodParams{Days: d}, nil
 }
@@ -95,14 +96,14 @@ func fillPct(bp *int64) string {
 }
 
 func printEarnings(w io.Writer, r node.EarningsResult) {
-	fmt.Fprintf(w, "earned:      %s from %s to %s\n", credits(r.Earned), r.From.Format("2006-01-02"), r.To.Format("2006-01-02"))
+	fmt.Fprintf(w, "earned:      %s from %s to %s (UTC)\n", credits(r.Earned), r.From.UTC().Format("2006-01-02"), r.To.UTC().Format("2006-01-02"))
 	fmt.Fprintf(w, "fill rate:   %s (%s leased of %s offered)\n", fillPct(r.FillBP), gpuHours(r.LeasedGPUS), gpuHours(r.OfferedGPUS))
 	if r.OfferedSince != nil {
-		fmt.Fprintf(w, "offered since %s (when this node began recording offered time)\n", r.OfferedSince.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "offered since %s UTC (when this node began recording offered time)\n", r.OfferedSince.UTC().Format(time.DateTime))
 	} else {
 		fmt.Fprintln(w, "offered:     nothing recorded yet")
 	}
-	rows := [][]string{{"DAY", "EARNED", "LEASED", "OFFERED", "FILL"}}
+	rows := [][]string{{"DAY (UTC)", "EARNED", "LEASED", "OFFERED", "FILL"}}
 	for _, d := range r.Days {
 		rows = append(rows, []string{d.Day, credits(d.Earned), gpuHours(d.LeasedGPUS), gpuHours(d.OfferedGPUS), fillPct(d.FillBP)})
 	}
@@ -112,7 +113,7 @@ func printEarnings(w io.Writer, r node.EarningsResult) {
 		return
 	}
 	fmt.Fprintln(w)
-	rows = [][]string{{"DAY", "JOB", "RENTER", "TIER", "GPUS", "GPU-HOURS", "EARNED"}}
+	rows = [][]string{{"DAY (UTC)", "JOB", "RENTER", "TIER", "GPUS", "GPU-HOURS", "EARNED"}}
 	for _, j := range r.Jobs {
 		earned := credits(j.Earned)
 		if !j.Settled {
@@ -124,7 +125,7 @@ func printEarnings(w io.Writer, r node.EarningsResult) {
 }
 
 func printSpend(w io.Writer, r node.SpendResult) {
-	fmt.Fprintf(w, "spent:       %s from %s to %s\n", credits(r.Spent), r.From.Format("2006-01-02"), r.To.Format("2006-01-02"))
+	fmt.Fprintf(w, "spent:       %s from %s to %s (UTC)\n", credits(r.Spent), r.From.UTC().Format("2006-01-02"), r.To.UTC().Format("2006-01-02"))
 	if len(r.Leases) == 0 {
 		fmt.Fprintln(w, "no leases in the period")
 		return
@@ -135,13 +136,13 @@ func printSpend(w io.Writer, r node.SpendResult) {
 	}
 	table(w, rows)
 	fmt.Fprintln(w)
-	rows = [][]string{{"DAY", "SPENT"}}
+	rows = [][]string{{"DAY (UTC)", "SPENT"}}
 	for _, d := range r.Days {
 		rows = append(rows, []string{d.Day, credits(d.Spent)})
 	}
 	table(w, rows)
 	fmt.Fprintln(w)
-	rows = [][]string{{"DAY", "NAME", "JOB", "PROVIDER", "SPENT", "SOURCE"}}
+	rows = [][]string{{"DAY (UTC)", "NAME", "JOB", "PROVIDER", "SPENT", "SOURCE"}}
 	for _, l := range r.Leases {
 		rows = append(rows, []string{l.Day, l.Name, l.JobID, l.Provider, credits(l.Spent), l.Source})
 	}

@@ -82,12 +82,7 @@ func printOffers(w io.Writer, res node.MarketOffersResult, explain bool) {
 	}
 }
 
-func shortID(id string) string {
-	if len(id) > 16 {
-		return id[:8] + "…" + id[len(id)-6:]
-	}
-	return id
-}
+func shortID(id string) string { return node.ShortPeerID(id) }
 
 func gpuSummary(o node.OfferView) string {
 	counts := map[string]int{}

@@ -87,25 +87,34 @@ func printOfferShow(w io.Writer, r node.OfferShowResult) {
 		if g.Simulated {
 			model += " (simulated)"
 		}
-		state := "offered, free"
-		switch {
-		case g.Stopping != "":
-			state = "STOPPING ITS JOBS: " + g.Stopping
-		case g.Withdrawn != "":
-			state = "withdrawn: " + g.Withdrawn
-		case !g.Offered:
-			state = "not offered"
-		}
-		if l := g.Lease; l != nil {
-			// Leased is said first: a withdrawn GPU may still run a
-			// silver or gold lease out.
-			state = fmt.Sprintf("leased: job %s, %s, %s at %s per GPU-hour, until %s; %s", l.JobID, l.Tier, l.State,
-				credits(l.Price), l.Until.Local().Format(time.DateTime), state)
-		}
 		rows = append(rows, []string{fmt.Sprint(g.Index), model, fmt.Sprintf("%.0f GiB", float64(g.VRAMMiB)/1024),
-			fmt.Sprintf("%d°C", g.TempC), fmt.Sprintf("%.0f W", g.PowerW), state})
+			fmt.Sprintf("%d°C", g.TempC), fmt.Sprintf("%.0f W", g.PowerW), gpuState(g)})
 	}
 	table(w, rows)
+}
+
+// gpuState is offer show's STATE cell: the lease holding the GPU, if
+// any, said first (a withdrawn GPU may still run a silver or gold lease
+// out), then what the owner's rules and the offer make of it; "free"
+// only when nothing holds it.
+func gpuState(g node.GPUStatus) string {
+	state := "offered, free"
+	if g.Lease != nil {
+		state = "offered"
+	}
+	switch {
+	case g.Stopping != "":
+		state = "STOPPING ITS JOBS: " + g.Stopping
+	case g.Withdrawn != "":
+		state = "withdrawn: " + g.Withdrawn
+	case !g.Offered:
+		state = "not offered"
+	}
+	if l := g.Lease; l != nil {
+		state = fmt.Sprintf("leased: job %s, %s, %s at %s per GPU-hour, until %s; %s", l.JobID, l.Tier, l.State,
+			credits(l.Price), l.Until.Local().Format(time.DateTime), state)
+	}
+	return state
 }
 
 // describeLimits says what the owner's GPU limits do: the soft ones take a

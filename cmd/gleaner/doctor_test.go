@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
 type doctorJSON struct {
@@ -91,6 +95,60 @@ func TestDoctorWithoutDaemon(t *testing.T) {
 	}
 }
 
+// TestDoctorExtraArgs: doctor takes no arguments, and says so as a usage
+// error (one line, a hint, exit 2) rather than ignoring them.
+func TestDoctorExtraArgs(t *testing.T) {
+	repo := initRepo(t)
+	r := gleaner(t, "--repo", repo, "doctor", "extra", "args")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 2 || r.stdout != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "gleaner: ") ||
+		!strings.Contains(lines[0], `"extra"`) || !strings.HasPrefix(lines[1], "hint: ") {
+		t.Errorf("doctor extra args: exit %d, stdout %q, stderr %q; want exit 2, one line and a hint", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDoctorCallFix: only a daemon without node_doctor is told to restart
+// on this version; other failures get a fix for what went wrong.
+func TestDoctorCallFix(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		has, not string
+	}{
+		{rpc.Errorf(rpc.CodeMethodNotFound, "method node_doctor not found"), "restart it on this version", ""},
+		{fmt.Errorf("call: %w", rpc.Errorf(rpc.CodeUnauthorized, "bad token")), "rpc.token", "this version"},
+		{fmt.Errorf("rpc http://x: %w", context.DeadlineExceeded), "busy or stuck", "this version"},
+		{rpc.Errorf(rpc.CodeInternal, "disk on fire"), "log", "this version"},
+	} {
+		fix := doctorCallFix(tc.err)
+		if !strings.Contains(fix, tc.has) || (tc.not != "" && strings.Contains(fix, tc.not)) {
+			t.Errorf("%v: fix %q, want %q and not %q", tc.err, fix, tc.has, tc.not)
+		}
+	}
+}
+
+// TestDoctorTokenRefused: a daemon that refuses the repo's token is a
+// warning that points at the token, not at the daemon's version.
+func TestDoctorTokenRefused(t *testing.T) {
+	repo := initRepo(t)
+	startDaemon(t, repo)
+	if err := os.WriteFile(filepath.Join(repo, "rpc.token"), []byte(strings.Repeat("0", 64)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := gleaner(t, "--repo", repo, "doctor", "--json")
+	var d doctorJSON
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("doctor --json: %v\n%s\n%s", err, r.stdout, r.stderr)
+	}
+	for _, c := range d.Checks {
+		if c.Name != "clock" && c.Name != "listen" && c.Name != "nat" {
+			continue
+		}
+		if c.Status != "warn" || !strings.Contains(c.Fix, "rpc.token") || strings.Contains(c.Fix, "this version") {
+			t.Errorf("%s with a refused token: %s %q, fix %q", c.Name, c.Status, c.Detail, c.Fix)
+		}
+	}
+}
+
 // TestDoctorRealDaemons runs doctor against two real daemons connected
 // over libp2p: the clock check measures the other one.
 func TestDoctorRealDaemons(t *testing.T) {
@@ -111,6 +169,8 @@ func TestDoctorRealDaemons(t *testing.T) {
 	if status["nat"] == "" || status["nat"] == "skip" {
 		t.Errorf("nat: %s %q", status["nat"], detail["nat"])
 	}
+	// One answer alone never fails the clock check; a daemon on this
+	// machine shares its clock, so it passes.
 	if status["clock"] != "pass" || !strings.Contains(detail["clock"], "over 1 peer") {
 		t.Errorf("clock against a daemon on this machine: %s %q", status["clock"], detail["clock"])
 	}

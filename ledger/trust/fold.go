@@ -107,7 +107,7 @@ func (f *ledgerFold) add(e *ledger.Entry, se *ledger.SignedEntry) {
 			return
 		}
 		f.fs.ended(s.Lease, e) // a settlement ends a lease whether or not it was paid
-		if settlementProven(s, e.Author) {
+		if s.Proven(e.Author) {
 			f.paid[s.Lease], f.charged[s.Lease] = s.Paid(), s.Charged != nil
 			f.settlements = append(f.settlements, SettlementAt{*s, e.Author, e.Time})
 		}

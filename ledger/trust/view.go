@@ -353,17 +353,6 @@ func (v *View) convict(self string, fs *fraudScan, evOf func(string) *Evidence) 
 	}
 }
 
-// settlementProven checks that a provider's settlement embeds a voucher the
-// renter signed for that lease and total: a provider cannot invent the
-// payments that weigh its ratings.
-func settlementProven(s *ledger.Settlement, provider string) bool {
-	if len(s.Voucher) == 0 {
-		return false
-	}
-	v, err := ledger.ReadVoucher(s.Voucher) // its signature was checked when stored (ledger.CheckPayload)
-	return err == nil && v.Lease == s.Lease && v.Provider == provider && v.Renter == s.Renter && v.Total == s.Total
-}
-
 // rendered is what the renter's own voucher in an outcome proves it paid:
 // signed by the rater, for that lease and provider.
 func rendered(o ledger.Outcome, renter string) auction.Credits {
