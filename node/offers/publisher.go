@@ -413,10 +413,17 @@ func (p *Publisher) build() (*auction.Offer, string) {
 	if p.gpuErr != nil {
 		return nil, p.gpuErr.Error()
 	}
-	var gpus []auction.GPU
+	// Available holds device indexes, not positions in the inventory: a
+	// host whose GPUs are not numbered 0..n-1 (one skipped, a subset made
+	// visible) must offer the GPUs the owner's rules allowed.
+	allowed := make(map[int]bool, len(p.avail.Available))
 	for _, i := range p.avail.Available {
-		if i < len(p.avail.Inventory.GPUs) {
-			gpus = append(gpus, offerGPU(p.avail.Inventory.GPUs[i]))
+		allowed[i] = true
+	}
+	var gpus []auction.GPU
+	for _, g := range p.avail.Inventory.GPUs {
+		if allowed[g.Index] {
+			gpus = append(gpus, offerGPU(g))
 		}
 	}
 	if len(gpus) == 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 )
 
@@ -125,4 +126,27 @@ func TestPublisherRepublishesBookings(t *testing.T) {
 		t.Fatalf("%d publications in %v, limit %d", n, elapsed, limit)
 	}
 	t.Logf("%d publications for 30 changes in %v", n, elapsed)
+}
+
+// The offer lists the GPUs the owner's rules allowed by their device
+// index, not by their place in the inventory: on a host whose GPUs are
+// numbered 3 and 7 with only 7 allowed, 7 is offered (and not "every GPU
+// is withdrawn", which reading Available as positions gave).
+func TestPublisherOffersAllowedGPUsByIndex(t *testing.T) {
+	p, _, _ := newBookedProvider(t)
+	a := p.avail
+	g := a.Inventory.GPUs[0]
+	three, seven := g, g
+	three.Index, three.UUID, three.Model = 3, g.UUID+"-3", "RTX4090"
+	seven.Index, seven.UUID, seven.Model = 7, g.UUID+"-7", "H100"
+	a.Inventory.GPUs = []attest.GPU{three, seven}
+	a.Available, a.Withdrawn = []int{7}, map[int]string{3: "the owner is using it"}
+	p.SetAvailability(a)
+	if err := p.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o := p.Current()
+	if o == nil || len(o.GPUs) != 1 || o.GPUs[0].Model != "H100" || o.GPUs[0].UUIDHash != attest.UUIDHash(seven.UUID) {
+		t.Fatalf("offer %+v, want GPU 7 (H100) alone", o)
+	}
 }
