@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
 //go:embed templates/*.html static/*
@@ -105,7 +107,7 @@ func (c *Console) routes() {
 // ServeHTTP checks the Host, sets the security headers and, for anything
 // that changes state, the Origin, before routing.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !c.opts.AllowRemote && !loopbackHost(hostName(r.Host)) {
+	if !c.opts.AllowRemote && !rpc.LoopbackHost(rpc.HostName(r.Host)) {
 		http.Error(w, "forbidden: Host "+quoteShort(r.Host)+" is not a loopback name; the console answers only localhost, 127.0.0.1 and [::1] unless rpc.allow_remote is set", http.StatusForbidden)
 		return
 	}

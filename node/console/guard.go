@@ -2,10 +2,8 @@ package console
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -59,24 +57,6 @@ func sameOrigin(r *http.Request) string {
 		return fmt.Sprintf("Origin %s is not this console's (%s)", quoteShort(origin), own)
 	}
 	return ""
-}
-
-// hostName strips the port (and IPv6 brackets) from a Host header.
-func hostName(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
-}
-
-// loopbackHost is the RPC's rule: "localhost" or a loopback address; other
-// *.localhost names resolve as the resolver likes.
-func loopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func quoteShort(s string) string {

@@ -85,7 +85,7 @@ func FuzzHostOrigin(f *testing.F) {
 			}
 		}
 		r := (&http.Request{Host: host, Header: http.Header{"Origin": {origin}}}).WithContext(ctx)
-		if s.checkHost(r) == nil && !loopbackHost(hostName(host)) {
+		if s.checkHost(r) == nil && !LoopbackHost(HostName(host)) {
 			t.Fatalf("Host %q admitted", host)
 		}
 		if s.checkOrigin(r) != nil || origin == "" {
@@ -101,8 +101,8 @@ func FuzzHostOrigin(f *testing.F) {
 			hostPort = "80"
 		}
 		port := portOr80(u.Port())
-		if u.Scheme != "http" || !loopbackHost(u.Hostname()) ||
-			(port != "4031" && !(port == hostPort && loopbackHost(hostName(host)))) {
+		if u.Scheme != "http" || !LoopbackHost(u.Hostname()) ||
+			(port != "4031" && !(port == hostPort && LoopbackHost(HostName(host)))) {
 			t.Fatalf("Origin %q admitted with Host %q", origin, host)
 		}
 	})

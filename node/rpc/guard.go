@@ -28,7 +28,7 @@ import (
 // rebinding is defeated by the name, and a port check would break
 // `ssh -L 9000:127.0.0.1:4031` tunnels without stopping any attack.
 func (s *Server) checkHost(r *http.Request) *Error {
-	if s.allowRemote || loopbackHost(hostName(r.Host)) {
+	if s.allowRemote || LoopbackHost(HostName(r.Host)) {
 		return nil
 	}
 	return forbidden(fmt.Sprintf("Host %s is not a loopback name; this API answers only localhost, 127.0.0.1 and [::1] unless rpc.allow_remote is set", quoteShort(r.Host)))
@@ -64,7 +64,7 @@ func (s *Server) originAllowed(r *http.Request, origin string) bool {
 	// WebSocket libraries do. A browser page could carry that origin only if
 	// the tunnel, that is this server, had served it, and it serves no pages.
 	u, _ := url.Parse(c)
-	if u.Scheme != "http" || !loopbackHost(u.Hostname()) {
+	if u.Scheme != "http" || !LoopbackHost(u.Hostname()) {
 		return false
 	}
 	port := portOr80(u.Port())
@@ -75,7 +75,7 @@ func (s *Server) originAllowed(r *http.Request, origin string) bool {
 	if _, p, err := net.SplitHostPort(r.Host); err == nil {
 		hostPort = p
 	}
-	return hostPort == port && loopbackHost(hostName(r.Host))
+	return hostPort == port && LoopbackHost(HostName(r.Host))
 }
 
 func portOr80(p string) string {
@@ -115,18 +115,18 @@ func CanonicalOrigin(s string) (string, error) {
 	return u.Scheme + "://" + host, nil
 }
 
-// hostName strips the port (and IPv6 brackets) from a Host header.
-func hostName(hostport string) string {
+// HostName strips the port (and IPv6 brackets) from a Host header.
+func HostName(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
 }
 
-// loopbackHost: "localhost" or an address in 127.0.0.0/8 or ::1. Other
+// LoopbackHost: "localhost" or an address in 127.0.0.0/8 or ::1. Other
 // *.localhost names are refused: whether they resolve to loopback is up to
 // the resolver.
-func loopbackHost(h string) bool {
+func LoopbackHost(h string) bool {
 	if strings.EqualFold(h, "localhost") {
 		return true
 	}
