@@ -73,30 +73,31 @@ type Node struct {
 	opts Options
 	log  *slog.Logger
 
-	host         *p2p.Host
-	store        *Store
-	data         *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
-	exchange     *data.Exchange
-	boot         *bootstrapper // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
-	fetching     sync.Map      // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal      *journal      // this node's records that callers need not wait for
-	known        *knownPeers   // the peers it was connected to, kept across restarts (peers.go)
-	market       *market
-	provider     *provider
-	providerJobs *providing.Provider
-	services     *serviceForwarder // serves service jobs' ports to their renters (service_forward.go)
-	ledger       *ledger.Store
-	feeds        *feeds
-	rep          *reputationView
-	claims       *claimer // nil on a node without GPUs to sell
-	renterJobs   *renterJobs
-	gpus         attest.Source
-	rpc          *rpc.Server
-	httpSrv      *http.Server
-	url          string
-	metrics      *nodeMetrics // nil while metrics.address is "" (node_metrics.go)
-	started      time.Time
-	newRepo      bool // neither node.db nor ledger.db existed at Start
+	host           *p2p.Host
+	store          *Store
+	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
+	exchange       *data.Exchange
+	boot           *bootstrapper // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
+	fetching       sync.Map      // CID string -> *fetchProgress: fetches in flight (node_data.go)
+	journal        *journal      // this node's records that callers need not wait for
+	known          *knownPeers   // the peers it was connected to, kept across restarts (peers.go)
+	market         *market
+	provider       *provider
+	providerJobs   *providing.Provider
+	services       *serviceForwarder // serves service jobs' ports to their renters (service_forward.go)
+	ledger         *ledger.Store
+	feeds          *feeds
+	rep            *reputationView
+	claims         *claimer // nil on a node without GPUs to sell
+	renterJobs     *renterJobs
+	renterServices *services // the renter's services and their gateways (renter_services.go)
+	gpus           attest.Source
+	rpc            *rpc.Server
+	httpSrv        *http.Server
+	url            string
+	metrics        *nodeMetrics // nil while metrics.address is "" (node_metrics.go)
+	started        time.Time
+	newRepo        bool // neither node.db nor ledger.db existed at Start
 
 	// bg is the context of all background work; Stop cancels it and
 	// waits for tasks before it runs closers.
@@ -268,6 +269,7 @@ func (n *Node) startRPC() error {
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)
 	registerJobAPI(n.rpc, n)
+	registerServiceAPI(n.rpc, n)
 	registerLeaseAPI(n.rpc, n)
 	registerLedgerAPI(n.rpc, n)
 	registerRepAPI(n.rpc, n)

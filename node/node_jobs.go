@@ -33,11 +33,13 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
+	n.services = newServiceForwarder(defaultServiceLimits(), n.log.With("part", "service-forward"))
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
-		Spawn: func(f func()) { n.tasks.Go(f) }, Log: n.log.With("part", "provider-jobs")})
+		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
+		Log: n.log.With("part", "provider-jobs")})
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
@@ -86,7 +88,6 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
 	// Service jobs' renters reach their containers here (service_forward.go);
 	// closed first at Stop, so that no long response holds it up.
-	n.services = newServiceForwarder(defaultServiceLimits(), n.log.With("part", "service-forward"))
 	h.SetStreamHandler(n.host.ProtocolID(serviceProto), n.tasks.handler(n.services.handle))
 	n.onStop(func(context.Context) error { n.services.Close(); return nil })
 	n.providerJobs = pj
@@ -117,6 +118,13 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	n.renterJobs = rj
 	rj.resume() // once wired: follows the jobs leased before a restart again
+	svcs, err := newServices(n, n.log.With("part", "services"))
+	if err != nil {
+		return fmt.Errorf("services of the last run: %w", err)
+	}
+	svcs.resume() // their gateways, on the ports they had
+	n.renterServices = svcs
+	n.onStop(func(context.Context) error { svcs.close(); return nil })
 	dealsWith := func(author string) bool {
 		if _, _, ok := n.market.Book().Get(author); ok {
 			return true

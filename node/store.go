@@ -17,11 +17,12 @@ type Store struct{ db *bolt.DB }
 
 // Buckets. One per kind of record; names never change.
 var (
-	bucketOffer   = []byte("offer")   // the provider's settings and sequence number
-	bucketLeases  = []byte("leases")  // provider: co-signed leases by job ID
-	bucketJobs    = []byte("jobs")    // renter: job records by job ID
-	bucketJobLogs = []byte("joblogs") // renter: each job's retained output (renter_logs.go)
-	bucketPeers   = []byte("peers")   // peers this node was connected to, by peer ID (peers.go)
+	bucketOffer    = []byte("offer")    // the provider's settings and sequence number
+	bucketLeases   = []byte("leases")   // provider: co-signed leases by job ID
+	bucketJobs     = []byte("jobs")     // renter: job records by job ID
+	bucketJobLogs  = []byte("joblogs")  // renter: each job's retained output (renter_logs.go)
+	bucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (peers.go)
+	bucketServices = []byte("services") // renter: service definitions by name (renter_services.go)
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -35,7 +36,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func OpenStore(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers},
+		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers, bucketServices},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {
@@ -83,6 +84,11 @@ func (t *StoreTx) Put(bucket []byte, key string, v any) error {
 		return err
 	}
 	return t.tx.Bucket(bucket).Put([]byte(key), raw)
+}
+
+// Delete removes bucket/key; a missing key is no error.
+func (t *StoreTx) Delete(bucket []byte, key string) error {
+	return t.tx.Bucket(bucket).Delete([]byte(key))
 }
 
 // ForEach calls fn with every key and raw JSON value of a bucket.

@@ -55,6 +55,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			offerCommand(),
 			marketCommand(),
 			jobCommand(),
+			serviceCommand(),
 			ledgerCommand(),
 			earningsCommand(),
 			spendCommand(),

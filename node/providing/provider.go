@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Provider is the provider's side of a rental over libp2p, bbolt and
@@ -46,9 +48,11 @@ type Provider struct {
 	record       func(typ string, payload []byte) // journals to this node's ledger feed
 	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
 	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
-	dead         atomic.Bool                      // SimulateCrash: write nothing, touch no container
-	startMu      sync.Mutex                       // an award is started (checkStart) or superseded, one at a time
-	stopping     atomic.Bool                      // Shutdown: no more quotes or awards
+	onService    func(jobID string, renter peer.ID, addr netip.AddrPort)
+	onServiceEnd func(jobID string)
+	dead         atomic.Bool // SimulateCrash: write nothing, touch no container
+	startMu      sync.Mutex  // an award is started (checkStart) or superseded, one at a time
+	stopping     atomic.Bool // Shutdown: no more quotes or awards
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
 	leases map[string]*activeLease
@@ -91,7 +95,12 @@ type Config struct {
 	// the node's Stop waits for (it settles them before the stores
 	// close); nil: plain goroutines.
 	Spawn func(func())
-	Log   *slog.Logger
+	// OnService, when set, hears that a service job's container serves
+	// at addr for renter (once it runs, or is adopted after a restart);
+	// OnServiceEnd that it no longer does. Neither may block.
+	OnService    func(jobID string, renter peer.ID, addr netip.AddrPort)
+	OnServiceEnd func(jobID string)
+	Log          *slog.Logger
 }
 
 // activeLease is what the adapter holds for a lease the scheduler has:
@@ -136,7 +145,7 @@ func New(bg context.Context, c Config) *Provider {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
 	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
-		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn,
+		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn, onService: c.OnService, onServiceEnd: c.OnServiceEnd,
 		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
 		if !pj.crashed() {

@@ -306,6 +306,9 @@ func (hb *heartbeat) stop()                                   { close(hb.done) }
 // it is.
 func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Job, m *meter) {
 	send := al.hub.send
+	if pj.serve(ctx, al, job) {
+		defer pj.onServiceEnd(al.lease.JobID)
+	}
 	defer func() {
 		if pj.crashed() {
 			return // its container runs on, for the next start to adopt
@@ -510,8 +513,13 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
-		Egress: egress, CheckpointPath: spec.Checkpoint.Path,
+		Egress: egress && !spec.IsService(), CheckpointPath: spec.Checkpoint.Path,
 		OutputPath: spec.Outputs.Path, OutputMiB: int((spec.Outputs.MaxBytes + 1<<20 - 1) >> 20), // rounded up: the spec allows 1MiB..64GiB
+	}
+	if spec.IsService() {
+		// A service job never has egress: its port is reached only
+		// through this daemon (executor/service_net.go).
+		es.ServicePort = spec.Service.Port
 	}
 	for _, g := range pj.gpusOf(al.lease.JobID) {
 		if g < len(inv.GPUs) {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/urfave/cli/v2"
+)
+
+func serviceCommand() *cli.Command {
+	nameArg := func(c *cli.Context) (string, error) {
+		if c.Args().Len() != 1 {
+			return "", usagef("service names: gleaner service ls", "%s needs exactly one service name", c.Command.Name)
+		}
+		return c.Args().First(), nil
+	}
+	byName := func(method string) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var v node.ServiceView
+			if err := callCmd(c, method, node.ServiceNameParams{Name: name}, &v); err != nil {
+				return err
+			}
+			return emit(c, v, func(w io.Writer) { printService(w, v) })
+		}
+	}
+	return &cli.Command{
+		Name:  "service",
+		Usage: "serve a model: run a service spec's replicas and reach them through a local gateway",
+		Description: `A service spec (YAML, kind: service, see docs/SERVICES.md) is a job that
+serves on a port. Your node places replicas.min replicas as jobs and serves
+them through a gateway on 127.0.0.1, which routes each request to a ready
+replica through its provider.
+
+   gleaner service up spec.yaml [--port N]   place the replicas, print the gateway's URL
+   gleaner service ls | status NAME | down NAME`,
+		Subcommands: []*cli.Command{
+			{Name: "up", Usage: "run a service spec and print its gateway's URL", ArgsUsage: "<spec.yaml>",
+				Flags: []cli.Flag{&cli.IntFlag{Name: "port", Usage: "the gateway's port on 127.0.0.1 (0: any free port)"}, jsonFlag},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return usagef("for example: gleaner service up service.yaml (format: docs/SERVICES.md)", "%s needs exactly one service spec file", c.Command.Name)
+					}
+					spec, err := os.ReadFile(c.Args().First())
+					if err != nil {
+						return err
+					}
+					var v node.ServiceView
+					if err := callCmd(c, "service_up", node.ServiceUpParams{Spec: string(spec), Port: c.Int("port")}, &v); err != nil {
+						return err
+					}
+					return emit(c, v, func(w io.Writer) { fmt.Fprintln(w, v.URL) })
+				}},
+			{Name: "ls", Usage: "list this node's services", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					var vs []node.ServiceView
+					if err := callCmd(c, "service_list", nil, &vs); err != nil {
+						return err
+					}
+					return emit(c, vs, func(w io.Writer) {
+						if len(vs) == 0 {
+							fmt.Fprintln(w, "no services yet (gleaner service up spec.yaml)")
+							return
+						}
+						rows := [][]string{{"SERVICE", "GATEWAY", "URL", "REPLICAS", "READY"}}
+						for _, v := range vs {
+							ready := 0
+							for _, r := range v.Replicas {
+								if r.Ready {
+									ready++
+								}
+							}
+							url := v.URL
+							if url == "" {
+								url = "-"
+							}
+							rows = append(rows, []string{v.Name, v.Gateway, url, strconv.Itoa(len(v.Replicas)), strconv.Itoa(ready)})
+						}
+						table(w, rows)
+					})
+				}},
+			{Name: "status", Usage: "one service: its gateway, figures and replicas", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag}, Action: byName("service_status")},
+			{Name: "down", Usage: "stop a service: cancel its replicas, close its gateway", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag}, Action: byName("service_down")},
+		},
+	}
+}
+
+func printService(w io.Writer, v node.ServiceView) {
+	fmt.Fprintf(w, "service %s: gateway %s", v.Name, v.Gateway)
+	if v.URL != "" {
+		fmt.Fprintf(w, " at %s", v.URL)
+	}
+	fmt.Fprintln(w)
+	if v.Error != "" {
+		fmt.Fprintf(w, "  %s\n", v.Error)
+	}
+	if st := v.Stats; st != nil {
+		fmt.Fprintf(w, "requests %d, errors %d, qps %.2f, tokens %d, p50 %s\n", st.Requests, st.Errors, st.QPS, st.Tokens, st.LatencyP50)
+	}
+	rows := [][]string{{"#", "JOB", "STATE", "PROVIDER", "READY"}}
+	for _, r := range v.Replicas {
+		prov := "-"
+		if r.Provider != "" {
+			prov = shortID(r.Provider)
+		}
+		rows = append(rows, []string{strconv.Itoa(r.Index), r.Job, r.State, prov, strconv.FormatBool(r.Ready)})
+	}
+	table(w, rows)
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/testnet"
+	"github.com/gleaner-net/gleaner/testnet/modelimage"
+)
+
+// TestServiceUpServesThroughTheGateway: two providers with one simulated
+// GPU each, `service up` with replicas.min 2 (one of them the silver
+// floor), then completions through the printed URL, plain and streamed,
+// counted in `service status`, and `service down` leaves no container.
+func TestServiceUpServesThroughTheGateway(t *testing.T) {
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := testnet.BuildModelImage(ctx, "../.."); err != nil {
+		t.Fatalf("model image: %v", err)
+	}
+	p1 := provider(t, "p1", "1xRTX4090")
+	p2 := provider(t, "p2", "1xRTX4090")
+	for _, p := range []*rnode{p1, p2} {
+		mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), p.name+": offer set --workloads")
+	}
+	rn := renter(t, p1, p2)
+	all := []*rnode{p1, p2, rn}
+
+	spec := "name: chat\nkind: service\nimage: " + modelimage.Tag + "\n" +
+		"env: {MODELSERVER_LOAD_DELAY: 300ms, MODELSERVER_TOKEN_DELAY: 5ms}\n" +
+		"service:\n  port: 8000\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 2, max: 2}\n" +
+		"  floor: {tier: silver, replicas: 1}\n" +
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n"
+	file := filepath.Join(t.TempDir(), "service.yaml")
+	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := rn.cli(t, "service", "up", "--json", file)
+	mustOK(t, r, "service up")
+	var up node.ServiceView
+	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil || up.URL == "" || len(up.Replicas) != 2 {
+		t.Fatalf("service up --json: %v\n%s", err, r.stdout)
+	}
+	status := func() node.ServiceView {
+		r := rn.cli(t, "service", "status", "chat", "--json")
+		mustOK(t, r, "service status")
+		var v node.ServiceView
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatalf("service status --json: %v\n%s", err, r.stdout)
+		}
+		return v
+	}
+	waitUntil(t, 60*time.Second, "both replicas ready", func() bool {
+		v := status()
+		ready := 0
+		for _, rep := range v.Replicas {
+			if rep.Ready {
+				ready++
+			}
+			if terminalState(rep.State) || rep.State == node.StateNoMatch {
+				t.Fatalf("replica %d ended: %s\n%s\n%s", rep.Index, rep.State, rn.cli(t, "job", "explain", rep.Job).stdout, tails(all))
+			}
+		}
+		return ready == 2
+	}, all...)
+	v := status()
+	if v.Replicas[0].Provider == v.Replicas[1].Provider {
+		t.Fatalf("both replicas on one provider: %+v", v.Replicas)
+	}
+
+	resp, err := http.Post(up.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"gleaner-test-model","prompt":"one two three","max_tokens":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Choices []struct{ Text string }
+		Usage   struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&c)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || len(c.Choices) != 1 || c.Usage.PromptTokens != 3 || c.Usage.CompletionTokens != 4 {
+		t.Fatalf("completion: status %d, %v, %+v", resp.StatusCode, err, c)
+	}
+
+	resp, err = http.Post(up.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"gleaner-test-model","max_tokens":3,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			events = append(events, d)
+		}
+	}
+	resp.Body.Close()
+	if len(events) != 5 || events[4] != "[DONE]" {
+		t.Fatalf("stream: status %d, %q", resp.StatusCode, events)
+	}
+
+	v = status()
+	if v.Gateway != "up" || v.Stats == nil || v.Stats.Requests < 2 || v.Stats.CompletionTokens < 7 {
+		t.Fatalf("service status after two requests: %+v stats %+v", v, v.Stats)
+	}
+	r = rn.cli(t, "service", "ls", "--json")
+	mustOK(t, r, "service ls")
+	if !strings.Contains(r.stdout, `"name": "chat"`) && !strings.Contains(r.stdout, `"name":"chat"`) {
+		t.Fatalf("service ls --json: %s", r.stdout)
+	}
+
+	// The renter restarts: the service, its port and its replicas come back.
+	rn.restart(t, syscall.SIGTERM)
+	waitUntil(t, 30*time.Second, "the service back on its port with a ready replica", func() bool {
+		v := status()
+		if v.Gateway != "up" || v.URL != up.URL {
+			return false
+		}
+		for _, rep := range v.Replicas {
+			if rep.Ready {
+				return true
+			}
+		}
+		return false
+	}, all...)
+	resp, err = http.Post(up.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"gleaner-test-model","prompt":"again","max_tokens":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("completion after the renter's restart: status %d", resp.StatusCode)
+	}
+
+	// A provider killed and started again adopts its replica's container,
+	// which serves again through the forwarder.
+	p1.restart(t, syscall.SIGKILL)
+	onP1 := ""
+	for _, rep := range v.Replicas {
+		if rep.Provider == p1.d.peerID {
+			onP1 = rep.Job
+		}
+	}
+	waitUntil(t, 45*time.Second, "p1's replica ready again after its provider's restart", func() bool {
+		for _, rep := range status().Replicas {
+			if rep.Job == onP1 && rep.Ready && rep.State == node.StateRunning {
+				return true
+			}
+		}
+		return false
+	}, all...)
+	direct := func() int {
+		// Both replicas answer: enough requests that each is picked.
+		ok := 0
+		for range 8 {
+			resp, err := http.Post(up.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"gleaner-test-model","prompt":"x","max_tokens":1}`))
+			if err != nil {
+				continue
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				ok++
+			}
+		}
+		return ok
+	}
+	if ok := direct(); ok != 8 {
+		t.Fatalf("after p1's restart: %d of 8 completions answered", ok)
+	}
+
+	// p1 listens on a new port now, which the renter learns here (a
+	// testnet's daemons have no DHT to find it by).
+	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
+	mustOK(t, rn.cli(t, "service", "down", "chat"), "service down")
+	for _, rep := range v.Replicas {
+		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, all...)
+	}
+	waitUntil(t, 30*time.Second, "no containers left", func() bool {
+		return len(containersOf(t, p1.d.peerID, true))+len(containersOf(t, p2.d.peerID, true)) == 0
+	}, all...)
+	if r := rn.cli(t, "service", "status", "chat"); r.code == 0 {
+		t.Fatalf("service status after down: %s", r.stdout)
+	}
+}

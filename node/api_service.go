@@ -1,0 +1,119 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/rpc"
+)
+
+// Application error codes of the service namespace (see docs/RPC.md).
+const (
+	CodeNoSuchService = -32023 // no service by that name on this node
+)
+
+// ServiceUpParams are service_up's parameters.
+type ServiceUpParams struct {
+	Spec string `json:"spec" doc:"the service spec as YAML (kind: service; see docs/SERVICES.md)"`
+	Port int    `json:"port,omitempty" doc:"the gateway's port on 127.0.0.1; 0 or absent: any free port"`
+}
+
+// Validate bounds the port.
+func (p ServiceUpParams) Validate() error {
+	if p.Port < 0 || p.Port > 65535 {
+		return errors.New("port: must be 0..65535")
+	}
+	if p.Spec == "" {
+		return errors.New("spec: a service spec is required")
+	}
+	return nil
+}
+
+// ServiceNameParams name one service.
+type ServiceNameParams struct {
+	Name string `json:"name"`
+}
+
+// Validate requires a name.
+func (p ServiceNameParams) Validate() error {
+	if p.Name == "" {
+		return errors.New("name: a service name is required (see `gleaner service ls`)")
+	}
+	return nil
+}
+
+type serviceAPI struct{ n *Node }
+
+func registerServiceAPI(s *rpc.Server, n *Node) {
+	a := serviceAPI{n}
+	rpc.Register(s, "service_up", rpc.MethodDoc{
+		Summary:     "Run a service: place replicas.min replicas as jobs and serve them through a gateway on 127.0.0.1.",
+		Description: "Returns once the gateway listens and the replicas are submitted; replicas take traffic once they run and pass their readiness check (service_status).",
+		ParamNames:  []string{"spec", "port"},
+		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid service spec"}},
+	}, a.Up)
+	rpc.Register(s, "service_list", rpc.MethodDoc{Summary: "Every service this node runs, by name."}, a.List)
+	rpc.Register(s, "service_status", rpc.MethodDoc{Summary: "One service: its gateway, its figures and its replicas' jobs.", ParamNames: []string{"name"},
+		Errors: []*rpc.Error{{Code: CodeNoSuchService, Message: "no such service"}}}, a.Status)
+	rpc.Register(s, "service_down", rpc.MethodDoc{Summary: "Stop a service: cancel its replica jobs and close its gateway.", ParamNames: []string{"name"},
+		Errors: []*rpc.Error{{Code: CodeNoSuchService, Message: "no such service"}}}, a.Down)
+}
+
+func (a serviceAPI) svc() (*services, error) {
+	if a.n.renterServices == nil {
+		return nil, errors.New("this node is still starting; try again")
+	}
+	return a.n.renterServices, nil
+}
+
+func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, error) {
+	s, err := a.svc()
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := s.up([]byte(p.Spec), p.Port)
+	if errors.Is(err, auction.ErrBadJobSpec) {
+		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.view(rec.Name, false)
+}
+
+func (a serviceAPI) List(ctx context.Context, _ struct{}) ([]ServiceView, error) {
+	s, err := a.svc()
+	if err != nil {
+		return nil, err
+	}
+	return s.list(), nil
+}
+
+func (a serviceAPI) Status(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
+	s, err := a.svc()
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.view(p.Name, true)
+	if err != nil {
+		return nil, &rpc.Error{Code: CodeNoSuchService, Message: err.Error()}
+	}
+	return v, nil
+}
+
+func (a serviceAPI) Down(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
+	s, err := a.svc()
+	if err != nil {
+		return nil, err
+	}
+	v, verr := s.view(p.Name, true)
+	if verr != nil {
+		return nil, &rpc.Error{Code: CodeNoSuchService, Message: verr.Error()}
+	}
+	if _, err := s.down(p.Name); err != nil {
+		return nil, err
+	}
+	v.URL, v.Gateway = "", "down"
+	return v, nil
+}
