@@ -284,12 +284,20 @@ func listContainersOf(peerID string, all bool) ([]string, error) {
 }
 
 // removeContainersOf is a cleanup's: it has no test to fail and does
-// what it can.
+// what it can. The node's volumes and networks (a service job's) go too:
+// a daemon killed by the test's end has no chance to remove them itself.
 func removeContainersOf(peerID string) {
 	if peerID == "" {
 		return
 	}
 	if ids, _ := listContainersOf(peerID, true); len(ids) > 0 {
 		_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+	}
+	label := "label=" + executor.LabelNode + "=" + peerID
+	for _, kind := range []string{"volume", "network"} {
+		out, err := exec.Command("docker", kind, "ls", "-q", "--filter", label).Output()
+		if ids := strings.Fields(string(out)); err == nil && len(ids) > 0 {
+			_ = exec.Command("docker", append([]string{kind, "rm"}, ids...)...).Run()
+		}
 	}
 }
