@@ -34,6 +34,13 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	for _, p := range []*rnode{p1, p2} {
 		mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), p.name+": offer set --workloads")
 	}
+	// The silver floor can only go to p1 and the bronze replica only to
+	// p2 (each asks more than max_price in the other tier): the two
+	// replicas are placed at once, and on one GPU the floor's claim would
+	// take the bronze award before its start (docs/SERVICES.md: distinct
+	// providers are not guaranteed yet).
+	mustOK(t, p1.cli(t, "offer", "set", "--price.bronze", "5.00"), "p1: offer set --price.bronze")
+	mustOK(t, p2.cli(t, "offer", "set", "--price.silver", "5.00"), "p2: offer set --price.silver")
 	rn := renter(t, p1, p2)
 	all := []*rnode{p1, p2, rn}
 
