@@ -261,19 +261,29 @@ func setTier(d *specDecoder, path string, n *yaml.Node) error {
 }
 
 func setMaxPrice(d *specDecoder, path string, n *yaml.Node) error {
-	v, err := text(path, n)
+	p, err := specPrice(path, n)
 	if err != nil {
 		return err
 	}
+	d.s.MaxPrice = p
+	return nil
+}
+
+// specPrice reads a price per GPU-hour (max_price, service.floor.max_price):
+// more than 0 and at most maxPrice, with the field's line in any error.
+func specPrice(path string, n *yaml.Node) (Credits, error) {
+	v, err := text(path, n)
+	if err != nil {
+		return 0, err
+	}
 	p, perr := parseMicro(v)
 	if perr != nil {
-		return specErr(n, path, "%v", perr)
+		return 0, specErr(n, path, "%v", perr)
 	}
 	if p <= 0 || Credits(p) > maxPrice {
-		return specErr(n, path, "must be more than 0 and at most %d credits", maxPrice/1_000_000)
+		return 0, specErr(n, path, "must be more than 0 and at most %d credits", maxPrice/1_000_000)
 	}
-	d.s.MaxPrice = Credits(p)
-	return nil
+	return Credits(p), nil
 }
 
 func setStart(d *specDecoder, path string, n *yaml.Node) error {

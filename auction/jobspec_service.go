@@ -239,18 +239,11 @@ func setFloorTier(d *specDecoder, path string, n *yaml.Node) error {
 }
 
 func setFloorPrice(d *specDecoder, path string, n *yaml.Node) error {
-	v, err := text(path, n)
+	p, err := specPrice(path, n)
 	if err != nil {
 		return err
 	}
-	p, perr := parseMicro(v)
-	if perr != nil {
-		return specErr(n, path, "%v", perr)
-	}
-	if p <= 0 || Credits(p) > maxPrice {
-		return specErr(n, path, "must be more than 0 and at most %d credits", maxPrice/1_000_000)
-	}
-	svc(d.s).Floor.MaxPrice = Credits(p)
+	svc(d.s).Floor.MaxPrice = p
 	return nil
 }
 
