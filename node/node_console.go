@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gleaner-net/gleaner/node/console"
@@ -17,5 +18,7 @@ func (n *Node) withConsole(api http.Handler, token string) http.Handler {
 		AllowRemote: n.cfg.RPC.AllowRemote,
 		Log:         n.log,
 	})
+	// The console samples GPU history on a ticker; it stops with the node.
+	n.onStop(func(context.Context) error { ui.Close(); return nil })
 	return console.Mount(api, ui)
 }

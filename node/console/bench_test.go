@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/gateway"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -56,6 +58,10 @@ func benchFake(b *testing.B) *fakeCaller {
 		"job_status":      jobs[1],
 		"job_explain":     jobExplain{Considered: 100_000, Winner: "12D3KooWBench0000001", ClearingPrice: 450_000},
 		"ledger_earnings": earnings{Days: days},
+		"job_logs":        jobLogs{Logs: strings.Repeat("step 12345/99999 done: loss 0.0123\n", 7000)}, // the retained 256 KiB
+		"service_list":    benchServices(),
+		"service_status":  benchServices()[0],
+		"ledger_spend":    benchSpend(now, days),
 		"market_offers": func(params any) (any, error) {
 			p := params.(map[string]any)
 			q, err := auction.ParseQuery(p["query"].(string))
@@ -81,13 +87,17 @@ func benchFake(b *testing.B) *fakeCaller {
 // page.
 func BenchmarkConsolePages(b *testing.B) {
 	f := benchFake(b)
-	c := testConsole(b, f, func(o *Options) { o.LoginBurst = 1000 })
+	benchProvider(f) // provider_pages_test.go: offer settings, a week, leases
+	c := testConsole(b, f, func(o *Options) { o.LoginBurst = 1000; o.HistoryEvery = time.Hour })
+	benchHistory(c) // a full six hours of samples for the GPU page
 	w := do(c, "POST", "/ui/login", map[string][]string{"token": {testToken}}, nil)
 	ck := w.Result().Cookies()[0]
 	for _, p := range []struct{ name, path string }{
 		{"overview", "/ui/"}, {"gpus", "/ui/gpus"}, {"jobs", "/ui/jobs"}, {"job", "/ui/jobs/job-0001"},
 		{"market", "/ui/market"}, {"market-query", "/ui/market?q=gpu+in+%5BH100%2CA100-80GB%5D+price.bronze%3C%3D1.5&order=price.bronze"},
 		{"earnings", "/ui/earnings?days=366"},
+		{"services", "/ui/services"}, {"service", "/ui/services/svc-000"}, {"spend", "/ui/spend?days=366"},
+		{"offer", "/ui/offer"}, {"calendar", "/ui/calendar"}, {"gpu", "/ui/gpus/0"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			var size int
@@ -102,4 +112,37 @@ func BenchmarkConsolePages(b *testing.B) {
 			b.ReportMetric(float64(size)/1024, "KiB")
 		})
 	}
+}
+
+// benchServices: 100 services of 32 replicas each, the first with figures.
+func benchServices() []serviceView {
+	out := make([]serviceView, 100)
+	for i := range out {
+		sv := serviceView{Name: fmt.Sprintf("svc-%03d", i), URL: "http://127.0.0.1:8100", Gateway: "up", Created: time.Now()}
+		st := &serviceStats{Window: time.Minute}
+		for r := 0; r < 32; r++ {
+			id := fmt.Sprintf("job-%03d-%02d", i, r)
+			sv.Replicas = append(sv.Replicas, serviceReplica{Index: r, Job: id, State: "running", Provider: "12D3KooWBench0000001", Ready: true})
+			st.Replicas = append(st.Replicas, gateway.ReplicaStats{ID: id, Ready: true, Figures: gateway.Figures{Requests: 1000, QPS: 3.2, LatencyP50: 20 * time.Millisecond, PerKRequests: 2_000_000}})
+		}
+		if i == 0 {
+			sv.Stats = st
+		}
+		out[i] = sv
+	}
+	return out
+}
+
+// benchSpend: a year of days and 1,000 leases.
+func benchSpend(now time.Time, days []earningsDay) spendResult {
+	s := spendResult{From: now.AddDate(0, 0, -365), To: now}
+	for _, d := range days {
+		s.Days = append(s.Days, spendDay{Day: d.Day, Spent: d.Earned})
+		s.Spent += d.Earned
+	}
+	for i := 0; i < 1000; i++ {
+		s.Leases = append(s.Leases, spendLease{Day: days[i%len(days)].Day, Name: "train", JobID: fmt.Sprintf("job-%04d", i), Lease: "bafy", Provider: "12D3KooWBench0000001", Spent: 123_456, Source: "settlement"})
+	}
+	s.ByName = []spendName{{Name: "train", Jobs: 1000, Leases: 1000, Spent: s.Spent}}
+	return s
 }

@@ -4,8 +4,9 @@
 // through the RPC methods it calls (a Caller), so every figure on a page
 // is what the same RPC call returns to the CLI.
 //
-// Everything it serves is embedded in the binary: templates, one CSS file,
-// no script. Charts are SVG drawn here, with their values as text.
+// Everything it serves is embedded in the binary: templates, one CSS file
+// and one small script (live.js: a job's output as it comes; every page
+// works without it). Charts are SVG drawn here, with their values as text.
 package console
 
 import (
@@ -48,6 +49,12 @@ type Options struct {
 	LoginEvery time.Duration
 	LoginBurst int
 	Now        func() time.Time
+	// HistoryEvery is how often the console samples its GPUs' temperature
+	// and power for their charts (default a minute; below zero, never),
+	// keeping HistoryLen samples a GPU (default 360: six hours). Close
+	// stops it (history.go).
+	HistoryEvery time.Duration
+	HistoryLen   int
 }
 
 // Console serves the pages. Make one with New.
@@ -57,6 +64,8 @@ type Console struct {
 	login *loginLimiter
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	hist  *history    // the GPUs' samples (history.go)
+	live  followCount // the open follow sockets (live.go)
 }
 
 // New returns the console. It panics without a token or a caller: an
@@ -84,8 +93,15 @@ func New(o Options) *Console {
 		o.LoginBurst = 5
 	}
 	c := &Console{opts: o, sess: newSessions(o.SessionTTL, o.MaxSessions, o.Now), login: newLoginLimiter(o.LoginEvery, o.LoginBurst, o.Now)}
+	if o.HistoryEvery == 0 {
+		c.opts.HistoryEvery = time.Minute
+	}
+	if o.HistoryLen <= 0 {
+		c.opts.HistoryLen = 360
+	}
 	c.pages = parsePages()
 	c.routes()
+	c.hist = c.startHistory()
 	return c
 }
 
@@ -97,10 +113,18 @@ func (c *Console) routes() {
 	m.Handle("POST /ui/logout", c.authed(c.logout))
 	m.Handle("GET /ui/{$}", c.authed(c.overview))
 	m.Handle("GET /ui/gpus", c.authed(c.gpus))
+	m.Handle("GET /ui/gpus/{index}", c.authed(c.gpu))
+	m.Handle("GET /ui/offer", c.authed(c.offerPage))
+	m.Handle("POST /ui/offer", c.authed(c.offerPost))
+	m.Handle("GET /ui/calendar", c.authed(c.calendar))
 	m.Handle("GET /ui/jobs", c.authed(c.jobs))
 	m.Handle("GET /ui/jobs/{id}", c.authed(c.job))
+	m.HandleFunc("GET /ui/jobs/{id}/follow", c.follow) // a WebSocket: its own session and Origin checks (live.go)
 	m.Handle("GET /ui/market", c.authed(c.market))
 	m.Handle("GET /ui/earnings", c.authed(c.earnings))
+	m.Handle("GET /ui/services", c.authed(c.services))
+	m.Handle("GET /ui/services/{name}", c.authed(c.service))
+	m.Handle("GET /ui/spend", c.authed(c.spend))
 	c.mux = m
 }
 

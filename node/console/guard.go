@@ -14,14 +14,16 @@ import (
 // attacks; the console adds the per-session CSRF token of auth.go, since
 // a browser, unlike the CLI, carries its credential on its own).
 
-// securityHeaders: no script at all (none is served), no framing
+// securityHeaders: no script but the console's own files (live.js; no
+// inline script, no eval), no connection but to this origin (the job
+// page's WebSocket), no framing
 // (clickjacking), nothing cached (pages hold balances and job specs).
 //
 // Referrer-Policy is same-origin rather than no-referrer: under
 // no-referrer Chromium sends "Origin: null" with a form POST, which the
 // Origin check must refuse; same-origin still sends nothing to other sites.
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

@@ -37,6 +37,7 @@ func (c *Console) gpus(w http.ResponseWriter, r *http.Request, se *session) {
 		c.fail(w, r, se, "gpus", err)
 		return
 	}
+	c.hist.record(c.opts.Now(), offer.GPUs) // history.go: what the charts draw
 	c.render(w, r, http.StatusOK, "gpus", se, map[string]any{"Title": "GPUs", "Active": "gpus", "Offer": offer})
 }
 
@@ -62,7 +63,16 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
 		c.fail(w, r, se, "jobs", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "job", se, map[string]any{"Title": "Job " + j.Name, "Active": "jobs", "Job": j, "Explain": ex})
+	// The output's tail, for a browser without script; live.js follows
+	// the rest. A node that cannot read it still shows the job.
+	var logs jobLogs
+	logsErr := ""
+	if err := c.opts.Caller.Call(r.Context(), "job_logs", p, &logs); err != nil {
+		logsErr = err.Error()
+	}
+	tail, cut := logTail(logs.Logs)
+	c.render(w, r, http.StatusOK, "job", se, map[string]any{"Title": "Job " + j.Name, "Active": "jobs", "Job": j, "Explain": ex,
+		"Logs": tail, "LogsCut": cut, "LogsError": logsErr, "Live": !terminalState(j.State)})
 }
 
 // market is the offer book with the query language as its search box. A

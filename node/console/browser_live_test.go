@@ -1,0 +1,181 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/testnet"
+)
+
+// TestConsoleLiveInChromium: the renter's job page shows the job's output
+// as it prints it (live.js over /ui/jobs/{id}/follow), and its end; the
+// services page renders (with no service: a service needs images of its
+// own, and its page is rendered from a synthetic one in live_test.go);
+// the spend page shows what ledger_spend returns; another site cannot
+// open the follow socket. With GLEANER_CONSOLE_SHOTS=dir it saves
+// screenshots too.
+func TestConsoleLiveInChromium(t *testing.T) {
+	chromium := requireChromium(t)
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("this needs a running Docker engine (the job runs in a real container): %v: %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
+		t.Fatal(err)
+	}
+	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *node.Config) {
+		if i == 0 {
+			cfg.Provider.SimulateGPUs = "1xRTX4090"
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prov, _ := c.Client(0)
+	rent, _ := c.Client(1)
+	region, bronze, silver := "eu/DE", "0.40", "0.70"
+	var shown node.OfferShowResult
+	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Region: &region, PriceBronze: &bronze, PriceSilver: &silver}, &shown); err != nil || !shown.Offered {
+		t.Fatalf("offer_set: %v (%s)", err, shown.Reason)
+	}
+	provID := c.Nodes()[0].Host().ID().String()
+	waitFor(t, 20*time.Second, "the offer in the renter's book", func() bool {
+		var res node.MarketOffersResult
+		return rent.Call(ctx, "market_offers", node.MarketOffersParams{}, &res) == nil && len(res.Offers) == 1 && res.Offers[0].Provider == provID
+	})
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	b, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if err := chromedp.Do(b); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	shots := os.Getenv("GLEANER_CONSOLE_SHOTS")
+	shot := func(name string) {
+		if shots == "" {
+			return
+		}
+		png := get(t, b, chromedp.FullScreenshot(100))
+		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(sel string) string { return strings.TrimSpace(get(t, b, chromedp.Text(chromedp.CSS(sel)))) }
+	n := c.Nodes()[1]
+	base := n.RPCURL()
+	tok, err := n.Repo().Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), tok), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#peer-id")))
+
+	// A job that prints a line every 2 s for 16 s.
+	spec := fmt.Sprintf("name: live\nimage: %s\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"8\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\n", testnet.DemoImage)
+	var job node.JobRecord
+	if err := rent.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &job); err != nil {
+		t.Fatal(err)
+	}
+	defer rent.Call(context.Background(), "job_cancel", node.JobIDParams{ID: job.ID}, nil)
+	do(t, b, chromedp.Navigate(base+"/ui/jobs/"+job.ID), chromedp.WaitVisible(chromedp.CSS("#log")))
+	if got := text("#job .state"); got == node.StateCompleted {
+		t.Fatalf("the job ended before its page loaded")
+	}
+	loaded := get(t, b, chromedp.Text(chromedp.CSS("#log")))
+	// Lines the page did not have when it loaded appear, without a reload.
+	var want string
+	for i := 8; i >= 1; i-- {
+		if !strings.Contains(loaded, fmt.Sprintf("step %d/8 done", i)) {
+			want = fmt.Sprintf("step %d/8 done", i)
+			continue
+		}
+		break
+	}
+	if want == "" {
+		t.Fatalf("the page loaded with all the output already: %q", loaded)
+	}
+	waitFor(t, time.Minute, "live output "+want, func() bool {
+		return strings.Contains(get(t, b, chromedp.Text(chromedp.CSS("#log"))), want)
+	})
+	if s := text("#live-status"); !strings.HasPrefix(s, "Live") && !strings.Contains(s, "ended") {
+		t.Errorf("live status %q", s)
+	}
+	shot("renter-job-live")
+	waitFor(t, time.Minute, "the page showing the job's end", func() bool {
+		return strings.Contains(text("#live-status"), "has ended")
+	})
+	if got := text("#job .state"); !strings.HasPrefix(got, node.StateCompleted) {
+		t.Errorf("after the end the page shows state %q", got)
+	}
+	if got := get(t, b, chromedp.Text(chromedp.CSS("#log"))); !strings.Contains(got, "job finished") || !strings.Contains(got, "[state] completed") {
+		t.Errorf("the output at the end: %q", got)
+	}
+	// The ended job's page has no script and no socket.
+	do(t, b, chromedp.Navigate(base+"/ui/jobs/"+job.ID), chromedp.WaitVisible(chromedp.CSS("#log")))
+	if get(t, b, chromedp.Evaluate[bool](`document.querySelector("script") !== null || document.getElementById("live-status") !== null`)) {
+		t.Error("an ended job's page still follows")
+	}
+
+	// Services: none on this node.
+	var svcs []node.ServiceView
+	if err := rent.Call(ctx, "service_list", nil, &svcs); err != nil || len(svcs) != 0 {
+		t.Fatalf("service_list: %v %v", err, svcs)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/services"), chromedp.WaitVisible(chromedp.CSS("#service-count")))
+	if got := text("#service-count"); !strings.HasPrefix(got, "No services") {
+		t.Errorf("services page: %q", got)
+	}
+	shot("renter-services")
+
+	// Spend: the numbers ledger_spend gives.
+	var sp node.SpendResult
+	waitFor(t, 30*time.Second, "the job's lease in ledger_spend", func() bool {
+		return rent.Call(ctx, "ledger_spend", node.PeriodParams{Days: 14}, &sp) == nil && len(sp.Leases) == 1
+	})
+	var bal node.BalanceResult
+	if err := rent.Call(ctx, "ledger_balance", nil, &bal); err != nil {
+		t.Fatal(err)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/spend?days=14"), chromedp.WaitVisible(chromedp.CSS("#spent")))
+	if got, want := text("#spent"), auction.FormatCredits(sp.Spent)+" credits from"; !strings.HasPrefix(got, want) {
+		t.Errorf("spend page: %q, ledger_spend: %q", got, want)
+	}
+	if got, want := text("#balance"), auction.FormatCredits(bal.Balance)+" credits"; !strings.HasPrefix(got, want) {
+		t.Errorf("spend page balance: %q, ledger_balance: %q", got, want)
+	}
+	if got := text("#leases tbody"); !strings.Contains(got, job.ID) || !strings.Contains(got, auction.FormatCredits(sp.Leases[0].Spent)+" credits") {
+		t.Errorf("spend page's leases: %q, ledger_spend: %+v", got, sp.Leases)
+	}
+	shot("renter-spend")
+
+	// Another site's page cannot follow a job through this browser.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><p id="out">waiting</p>`)
+	}))
+	defer evil.Close()
+	other := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ui/jobs/" + job.ID + "/follow"
+	do(t, b, chromedp.Navigate(other), chromedp.WaitVisible(chromedp.CSS("#out")))
+	js := `new Promise(function (done) { var got = "opened:"; var ws = new WebSocket(` + fmt.Sprintf("%q", wsURL) + `);
+		ws.onmessage = function (m) { got += m.data; }; ws.onerror = function () { done("refused"); };
+		ws.onclose = function () { done(got.length > 7 ? got : "refused"); }; })`
+	res := get(t, b, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	if res != "refused" {
+		t.Errorf("a cross-site page followed the job: %q", res)
+	}
+}
