@@ -58,6 +58,9 @@ func registerServiceAPI(s *rpc.Server, n *Node) {
 		Errors: []*rpc.Error{{Code: CodeNoSuchService, Message: "no such service"}}}, a.Status)
 	rpc.Register(s, "service_down", rpc.MethodDoc{Summary: "Stop a service: cancel its replica jobs and close its gateway.", ParamNames: []string{"name"},
 		Errors: []*rpc.Error{{Code: CodeNoSuchService, Message: "no such service"}}}, a.Down)
+	registerServiceScaleAPI(s, a)
+	registerServiceLogsAPI(s, a)
+	registerServiceWatchAPI(s, a)
 }
 
 func (a serviceAPI) svc() (*services, error) {

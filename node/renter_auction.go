@@ -60,7 +60,17 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Canary {
 		defer r.canary.finished(rec.Pin)
 	}
-	group := r.auctionGroup(rec.Group)
+	groupName := rec.Group
+	if groupName == "" && rec.Service != "" {
+		groupName = serviceGroup(rec.Service) // apart from each other, never compared
+	}
+	group := r.auctionGroup(groupName)
+	if rec.Service != "" && group != nil {
+		defer group.Release(id) // an ended replica keeps no provider from its successor
+	}
+	for _, p := range rec.Avoid {
+		exclude[p], left[p] = true, "its service replica was lost with it"
+	}
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, Pin: rec.Pin, Group: group,
 		BillingSec: int64(r.billing / time.Second)}
 	var (
@@ -339,13 +349,35 @@ func (r *renterJobs) auctionGroup(name string) *renter.Group {
 	}
 	r.mu.Unlock()
 	if !ok {
-		for _, sib := range r.siblings(name) {
+		for _, sib := range r.groupMembers(name) {
 			if sib.Provider != "" {
 				g.Hold(sib.ID, sib.Provider)
 			}
 		}
 	}
 	return g
+}
+
+// serviceGroup is the auction group of a service's replicas.
+func serviceGroup(service string) string { return "service/" + service }
+
+// groupMembers are the records an auction group restores its holds from:
+// a verify group's replicas, or a service's replicas that have not ended
+// (an ended one holds no provider).
+func (r *renterJobs) groupMembers(name string) []JobRecord {
+	svc, ok := strings.CutPrefix(name, "service/")
+	if !ok {
+		return r.siblings(name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []JobRecord
+	for _, j := range r.jobs {
+		if j.Service == svc && j.Group == "" && !terminal(j.State) {
+			out = append(out, *j)
+		}
+	}
+	return out
 }
 
 // exchange sends one request on a fresh stream and reads one reply.

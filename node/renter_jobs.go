@@ -116,6 +116,13 @@ type JobRecord struct {
 	Pin string `json:"pin,omitempty"`
 	// Canary marks a known-answer job this node scheduled on its own.
 	Canary bool `json:"canary,omitempty"`
+	// Service names the service this job is a replica of: the service's
+	// replicas form one auction group (no two share a provider), never
+	// compared as verify replicas are.
+	Service string `json:"service,omitempty"`
+	// Avoid are providers this job's auctions never ask: a replacement
+	// replica's, the provider its predecessor was lost with.
+	Avoid []string `json:"avoid,omitempty"`
 }
 
 // errStopping: the node is stopping and starts no more jobs. A job
@@ -130,6 +137,10 @@ type SubmitOptions struct {
 	// RegistryAuth: the image's registry credentials, kept in memory
 	// only (like secrets) and sent with the start to the winner.
 	RegistryAuth *wire.RegistryAuth
+	// Service: the job is a replica of this service (JobRecord.Service).
+	Service string
+	// Avoid: providers never to ask (JobRecord.Avoid).
+	Avoid []string
 }
 
 // JobEvent is what job_follow streams: state changes and log output.
@@ -261,7 +272,8 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 	now := time.Now().UTC()
 	for _, id := range ids {
 		j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now,
-			GPUs: spec.Resources.GPUs, Pin: opt.Provider, Canary: opt.Canary}
+			GPUs: spec.Resources.GPUs, Pin: opt.Provider, Canary: opt.Canary,
+			Service: opt.Service, Avoid: opt.Avoid}
 		if len(ids) > 1 {
 			j.Group, j.Replicas = base, ids
 		}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -33,7 +35,27 @@ type ServiceRecord struct {
 	Port     int       `json:"port" doc:"the gateway's port on 127.0.0.1"`
 	Replicas []string  `json:"replicas" doc:"the replica jobs' IDs, replica 0 first (the floor's replicas lead)"`
 	Created  time.Time `json:"created"`
+	// Scale is a count fixed by service_scale (0: the spec's, or the
+	// autoscaler's, decides).
+	Scale int `json:"scale,omitempty"`
+	// Replaced counts the replicas replaced since the service went up;
+	// Notes says, by job ID, why each replacement was made.
+	Replaced int               `json:"replaced,omitempty"`
+	Notes    map[string]string `json:"notes,omitempty"`
+	// Unready counts the replicas in a row that ended without ever being
+	// ready; at serviceHealLimit healing stops, with HealError saying why.
+	Unready   int    `json:"unready,omitempty"`
+	HealError string `json:"heal_error,omitempty"`
 }
+
+// Healing's bounds: after serviceHealLimit replicas in a row that ended
+// without ever passing their readiness check, no more are bought (the spec
+// is to blame, not the providers); replacements in such a run wait
+// serviceSync doubled for each, up to serviceHealBackoff.
+const (
+	serviceHealLimit   = 4
+	serviceHealBackoff = 30 * time.Second
+)
 
 // serviceSync is how often a service's replica set is matched to its jobs.
 const serviceSync = time.Second
@@ -129,7 +151,7 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 		y, err := replicaSpec(spec, i)
 		if err == nil {
 			var j *JobRecord
-			if j, err = s.n.renterJobs.submit(y, nil, SubmitOptions{}); err == nil {
+			if j, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: spec.Name}); err == nil {
 				rec.Replicas = append(rec.Replicas, j.ID)
 				continue
 			}
@@ -152,7 +174,7 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec) error {
 	rd := spec.Service.Readiness
 	gw := gateway.New(gateway.Config{Service: rec.Name, ReadyPath: rd.Path, ProbeInterval: rd.Period,
-		ProbeTimeout: rd.Timeout, FailThreshold: rd.FailureThreshold})
+		ProbeTimeout: rd.Timeout, FailThreshold: rd.FailureThreshold, Cost: s.serviceCost(rec)})
 	addr, err := gw.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(rec.Port)))
 	if err != nil {
 		return err
@@ -214,9 +236,11 @@ func (s *services) cancelJobs(ids []string) {
 // keep matches the gateway's replicas to the service's jobs until ctx
 // ends: a job that runs is added (not ready until its readiness probe
 // passes), one that moved provider is replaced, one that stopped is
-// removed; each replica's RTT is its provider's.
+// removed; each replica's RTT is its provider's. Each sync also heals and
+// scales the service (sync).
 func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	added := map[string]string{} // job ID -> provider
+	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}}
 	t := time.NewTicker(serviceSync)
 	defer t.Stop()
 	for {
@@ -224,6 +248,11 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 		var ids []string
 		if rec := s.recs[name]; rec != nil {
 			ids = rec.Replicas
+			if k.spec == nil {
+				if spec, err := auction.ParseJobSpec([]byte(rec.Spec)); err == nil && spec.IsService() {
+					k.spec, k.as = spec, newAutoscaler(*spec.Service)
+				}
+			}
 		}
 		s.mu.Unlock()
 		for _, id := range ids {
@@ -246,10 +275,18 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 				continue
 			}
 			jobID := id
-			gw.Add(gateway.Replica{ID: id, RTT: rtt, Dial: func(ctx context.Context) (net.Conn, error) {
+			gw.Add(gateway.Replica{ID: id, RTT: rtt, Cost: s.replicaCost(jobID), Dial: func(ctx context.Context) (net.Conn, error) {
 				return s.n.DialService(ctx, pid, jobID)
 			}})
 			added[id] = j.Provider
+		}
+		if k.spec != nil {
+			for _, id := range k.sync(time.Now()) {
+				if _, ok := added[id]; ok {
+					gw.Remove(id)
+					delete(added, id)
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -257,6 +294,195 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 		case <-t.C:
 		}
 	}
+}
+
+// keeper is one service's healing and scaling state, in its loop.
+type keeper struct {
+	s         *services
+	name      string
+	gw        *gateway.Gateway
+	spec      *auction.JobSpec
+	as        *autoscaler
+	everReady map[string]bool // job IDs seen ready
+	nextHeal  time.Time       // no replacement before (the backoff)
+}
+
+// target is how many replicas the service should run: the count fixed by
+// service_scale, else the autoscaler's (within replicas.min..max), else
+// replicas.min; never fewer than the floor.
+func (k *keeper) target(rec *ServiceRecord, now time.Time, current int) int {
+	svc := k.spec.Service
+	n := rec.Scale
+	if n <= 0 {
+		n = svc.Replicas.Min
+		if svc.Autoscale.Enabled() {
+			var why string
+			n, why = k.as.want(now, k.gw.Stats(), current)
+			hi := max(svc.Replicas.Max, svc.Replicas.Min)
+			n = min(max(n, svc.Replicas.Min), hi)
+			if why != "" && n != current {
+				k.s.log.Info("service autoscale", "service", k.name, "from", current, "to", n, "why", why)
+			}
+		}
+	}
+	return min(max(n, svc.Floor.Replicas, 1), auction.MaxServiceReplicas)
+}
+
+// sync heals and scales the service once: a replica whose job ended is
+// replaced by a new job at its index (so a floor replica keeps the
+// floor's tier), replicas are added up to the target and the highest
+// ones removed down to it. It returns the job IDs it dropped.
+func (k *keeper) sync(now time.Time) []string {
+	s := k.s
+	for _, r := range k.gw.Stats().Replicas {
+		if r.Ready {
+			k.everReady[r.ID] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.recs[k.name]
+	if rec == nil {
+		return nil
+	}
+	reps := slices.Clone(rec.Replicas)
+	notes := maps.Clone(rec.Notes)
+	if notes == nil {
+		notes = map[string]string{}
+	}
+	changed := false
+	var drop []string // jobs this sync removes from the service
+	for _, id := range reps {
+		if k.everReady[id] && rec.Unready != 0 {
+			rec.Unready, rec.HealError, changed = 0, "", true
+		}
+	}
+	group := s.n.renterJobs.auctionGroup(serviceGroup(k.name))
+	for i, id := range reps {
+		j, err := s.n.renterJobs.get(id)
+		if err == nil && !terminal(j.State) {
+			continue
+		}
+		if rec.HealError != "" || now.Before(k.nextHeal) {
+			continue
+		}
+		why, prov := "its job is gone", ""
+		if err == nil {
+			why, prov = "its job ended "+j.State, j.Provider
+			if j.Error != "" {
+				why += ": " + j.Error
+			}
+		}
+		if !k.everReady[id] {
+			rec.Unready++
+			changed = true
+			if rec.Unready >= serviceHealLimit {
+				rec.HealError = fmt.Sprintf("%d replicas in a row ended without passing their readiness check (the last: %s); no more are bought: fix the spec and `gleaner service down %s`, then up again", rec.Unready, why, k.name)
+				s.log.Warn("service healing stopped", "service", k.name, "err", rec.HealError)
+				continue
+			}
+		}
+		opt := SubmitOptions{Service: k.name}
+		if prov != "" && err == nil && j.State == StateFailed {
+			// Lost with its provider (or failed there): the replacement
+			// goes elsewhere; one cancelled or ended blames no provider.
+			opt.Avoid = []string{prov}
+		}
+		y, yerr := replicaSpec(k.spec, i)
+		var nj *JobRecord
+		if yerr == nil {
+			nj, yerr = s.n.renterJobs.submit(y, nil, opt)
+		}
+		if yerr != nil {
+			s.log.Warn("service replica not replaced", "service", k.name, "index", i, "job", id, "err", yerr)
+			k.nextHeal = now.Add(serviceHealBackoff)
+			continue
+		}
+		note := fmt.Sprintf("replaces %s (replica %d): %s", id, i, why)
+		s.log.Info("service replica replaced", "service", k.name, "index", i, "old", id, "new", nj.ID, "why", why)
+		group.Release(id)
+		delete(notes, id)
+		notes[nj.ID] = note
+		reps[i] = nj.ID
+		drop = append(drop, id)
+		rec.Replaced++
+		changed = true
+		if rec.Unready > 0 {
+			k.nextHeal = now.Add(min(serviceSync<<rec.Unready, serviceHealBackoff))
+		}
+	}
+	want := k.target(rec, now, len(reps))
+	for len(reps) < want && rec.HealError == "" {
+		i := len(reps)
+		y, err := replicaSpec(k.spec, i)
+		var nj *JobRecord
+		if err == nil {
+			nj, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: k.name})
+		}
+		if err != nil {
+			s.log.Warn("service replica not added", "service", k.name, "index", i, "err", err)
+			break
+		}
+		s.log.Info("service replica added", "service", k.name, "index", i, "job", nj.ID, "target", want)
+		reps = append(reps, nj.ID)
+		changed = true
+	}
+	var cancel []string
+	for len(reps) > want {
+		id := reps[len(reps)-1]
+		reps = reps[:len(reps)-1]
+		s.log.Info("service replica removed", "service", k.name, "index", len(reps), "job", id, "target", want)
+		group.Release(id)
+		delete(notes, id)
+		cancel = append(cancel, id)
+		drop = append(drop, id)
+		changed = true
+	}
+	if changed {
+		rec.Replicas, rec.Notes = reps, notes
+		if len(notes) == 0 {
+			rec.Notes = nil
+		}
+		c := *rec
+		if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) }); err != nil {
+			s.log.Error("service record not saved", "service", k.name, "err", err)
+		}
+	}
+	if len(cancel) > 0 {
+		go s.cancelJobs(cancel)
+	}
+	return drop
+}
+
+// scale fixes the service's replica count at n (1..MaxServiceReplicas),
+// or with 0 gives it back to the spec and its autoscaler; the loop adds
+// or removes replicas at its next sync.
+func (s *services) scale(name string, n int) error {
+	if n < 0 || n > auction.MaxServiceReplicas {
+		return fmt.Errorf("replicas %d outside 0..%d (0: back to the spec's count or its autoscaler)", n, auction.MaxServiceReplicas)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recs[name]
+	if !ok {
+		return fmt.Errorf("no service %q (see `gleaner service ls`)", name)
+	}
+	spec, err := auction.ParseJobSpec([]byte(rec.Spec))
+	if err != nil {
+		return err
+	}
+	if f := spec.Service.Floor.Replicas; n > 0 && n < f {
+		return fmt.Errorf("replicas %d is below the spec's floor of %d replicas", n, f)
+	}
+	prev := rec.Scale
+	rec.Scale = n
+	c := *rec
+	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) }); err != nil {
+		rec.Scale = prev
+		return err
+	}
+	s.log.Info("service scale", "service", name, "replicas", n)
+	return nil
 }
 
 // down cancels every replica job and closes the gateway.
@@ -297,6 +523,7 @@ type ServiceReplica struct {
 	State    string `json:"state"`
 	Provider string `json:"provider,omitempty"`
 	Ready    bool   `json:"ready"`
+	Note     string `json:"note,omitempty" doc:"why this replica replaced another, when it did"`
 }
 
 // ServiceView is a service as service_up, service_list and service_status
@@ -310,17 +537,26 @@ type ServiceView struct {
 	Created  time.Time        `json:"created"`
 	Replicas []ServiceReplica `json:"replicas"`
 	Stats    *gateway.Stats   `json:"stats,omitempty" doc:"the gateway's figures (service_status only)"`
+	Scale    int              `json:"scale,omitempty" doc:"the replica count fixed by service_scale; absent: the spec's, or its autoscaler's"`
+	Replaced int              `json:"replaced,omitempty" doc:"replicas replaced since the service went up"`
+	Heal     string           `json:"heal_error,omitempty" doc:"why no more replicas are bought, when healing stopped"`
 }
 
 func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	s.mu.Lock()
-	rec, ok := s.recs[name]
+	r, ok := s.recs[name]
+	var rec ServiceRecord
+	if ok {
+		rec = *r
+		rec.Notes = maps.Clone(r.Notes)
+	}
 	ls := s.live[name]
 	s.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("no service %q (see `gleaner service ls`)", name)
 	}
-	v := &ServiceView{Name: rec.Name, Port: rec.Port, Created: rec.Created, Gateway: "down", Replicas: []ServiceReplica{}}
+	v := &ServiceView{Name: rec.Name, Port: rec.Port, Created: rec.Created, Gateway: "down", Replicas: []ServiceReplica{},
+		Scale: rec.Scale, Replaced: rec.Replaced, Heal: rec.HealError}
 	ready := map[string]bool{}
 	switch {
 	case ls != nil && ls.gw != nil:
@@ -338,7 +574,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 		v.Error = "not started"
 	}
 	for i, id := range rec.Replicas {
-		r := ServiceReplica{Index: i, Job: id, Ready: ready[id]}
+		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id]}
 		if j, err := s.n.renterJobs.get(id); err == nil {
 			r.State, r.Provider = j.State, j.Provider
 		}

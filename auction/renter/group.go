@@ -32,6 +32,15 @@ func (g *Group) Hold(jobID, provider string) {
 	g.held[jobID] = provider
 }
 
+// Release forgets job's provider, so that a sibling may be placed there
+// again: a service calls it for a replica it dropped (replaced or scaled
+// down). Releasing a job the group does not hold does nothing.
+func (g *Group) Release(jobID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.held, jobID)
+}
+
 // Held returns a copy of every member's provider, by job ID.
 func (g *Group) Held() map[string]string {
 	g.mu.Lock()

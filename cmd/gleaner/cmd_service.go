@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
 )
@@ -85,8 +86,10 @@ replica through its provider.
 						table(w, rows)
 					})
 				}},
-			{Name: "status", Usage: "one service: its gateway, figures and replicas", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag}, Action: byName("service_status")},
+			{Name: "status", Usage: "one service: its gateway, figures and replicas", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag, serviceWatchFlag}, Action: serviceStatus(byName("service_status"))},
 			{Name: "down", Usage: "stop a service: cancel its replicas, close its gateway", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag}, Action: byName("service_down")},
+			serviceScaleCommand(),
+			serviceLogsCommand(),
 		},
 	}
 }
@@ -100,16 +103,29 @@ func printService(w io.Writer, v node.ServiceView) {
 	if v.Error != "" {
 		fmt.Fprintf(w, "  %s\n", v.Error)
 	}
-	if st := v.Stats; st != nil {
-		fmt.Fprintf(w, "requests %d, errors %d, qps %.2f, tokens %d, p50 %s\n", st.Requests, st.Errors, st.QPS, st.Tokens, st.LatencyP50)
+	if v.Heal != "" {
+		fmt.Fprintf(w, "  healing stopped: %s\n", v.Heal)
 	}
-	rows := [][]string{{"#", "JOB", "STATE", "PROVIDER", "READY"}}
+	if v.Scale > 0 {
+		fmt.Fprintf(w, "  scale fixed at %d replicas (`gleaner service scale %s auto` gives it back to the spec)\n", v.Scale, v.Name)
+	}
+	if v.Replaced > 0 {
+		fmt.Fprintf(w, "  %d replicas replaced since it went up\n", v.Replaced)
+	}
+	if st := v.Stats; st != nil {
+		fmt.Fprintf(w, "requests %d, errors %d, qps %.2f, tokens %d, p50 %s, p95 %s, p99 %s\n", st.Requests, st.Errors, st.QPS, st.Tokens, st.LatencyP50, st.LatencyP95, st.LatencyP99)
+		fmt.Fprintf(w, "spent %s credits: %s per 1,000 requests, %s per 1M tokens\n", auction.FormatCredits(st.Spent), auction.FormatCredits(st.PerKRequests), auction.FormatCredits(st.PerMTokens))
+	}
+	rows := [][]string{{"#", "JOB", "STATE", "PROVIDER", "READY", "NOTE"}}
 	for _, r := range v.Replicas {
-		prov := "-"
+		prov, note := "-", "-"
 		if r.Provider != "" {
 			prov = shortID(r.Provider)
 		}
-		rows = append(rows, []string{strconv.Itoa(r.Index), r.Job, r.State, prov, strconv.FormatBool(r.Ready)})
+		if r.Note != "" {
+			note = r.Note
+		}
+		rows = append(rows, []string{strconv.Itoa(r.Index), r.Job, r.State, prov, strconv.FormatBool(r.Ready), note})
 	}
 	table(w, rows)
 }

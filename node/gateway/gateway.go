@@ -62,6 +62,11 @@ type Config struct {
 
 	// Routing.
 	RTTFloor time.Duration // the least RTT a score uses (1 ms)
+	// Route is how a replica is chosen: RouteScore (the default, by
+	// outstanding requests × RTT, see score) or RouteRandom (uniformly
+	// among the ready ones: the baseline BenchmarkRoutingByRTT compares
+	// against; no reason to use it in a node).
+	Route Route
 
 	// Readiness.
 	ReadyPath     string        // GET path that answers 2xx when ready ("/health")
@@ -142,6 +147,7 @@ func New(cfg Config) *Gateway {
 // request path reads them without the gateway's lock.
 type replica struct {
 	id          string
+	idHeader    []string // {id}, the X-Gleaner-Replica header's value
 	dial        atomic.Pointer[func(context.Context) (net.Conn, error)]
 	cost        atomic.Pointer[func() auction.Credits]
 	rtt         atomic.Int64 // ns
@@ -154,7 +160,7 @@ type replica struct {
 }
 
 func (g *Gateway) newReplica(r Replica) *replica {
-	rep := &replica{id: r.ID, figs: newFigures(g.cfg.Window, g.cfg.Now())}
+	rep := &replica{id: r.ID, idHeader: []string{r.ID}, figs: newFigures(g.cfg.Window, g.cfg.Now())}
 	rep.update(r)
 	rep.tr = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -203,7 +203,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rep *replica, 
 			h[k] = vv
 		}
 	}
-	h.Set("X-Gleaner-Replica", rep.id)
+	h["X-Gleaner-Replica"] = rep.idHeader // shared, never modified: no allocation per answer
 	w.WriteHeader(resp.StatusCode)
 	o.committed, o.status, o.firstByte = true, resp.StatusCode, time.Since(start)
 	flusher, _ := w.(http.Flusher)
@@ -226,7 +226,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rep *replica, 
 				o.clientGone = true
 				break
 			}
-			if flusher != nil {
+			// The last bytes are not flushed here: they leave when
+			// ServeHTTP returns, after the figures have the request, so
+			// that a client that has its whole answer sees it counted
+			// (and a whole small answer goes in one write).
+			last := rerr == io.EOF || resp.ContentLength >= 0 && total == resp.ContentLength
+			if flusher != nil && !last {
 				flusher.Flush()
 			}
 			if cut {
@@ -288,6 +293,13 @@ func readBody(r *http.Request, limit int64) (*reqBody, error) {
 	}
 	if r.ContentLength > limit {
 		return &reqBody{rest: r.Body, size: r.ContentLength}, nil
+	}
+	if r.ContentLength > 0 { // known and within the limit: one allocation of its size
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, err
+		}
+		return &reqBody{buf: buf, size: r.ContentLength}, nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {

@@ -133,7 +133,12 @@ func TestNoIdempotentRequestLostWhenReplicaKilled(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d of %d idempotent requests lost", failed.Load(), n)
 	}
+	// A client can have its answer's last byte a moment before the
+	// gateway records it: wait (boundedly) for the last records.
 	st := g.Stats()
+	for deadline := time.Now().Add(5 * time.Second); (st.Requests != n || st.Outstanding != 0) && time.Now().Before(deadline); st = g.Stats() {
+		time.Sleep(time.Millisecond) // polling the figures, not synchronising the proxy
+	}
 	if st.Requests != n || st.Errors != 0 || st.Retries == 0 {
 		t.Fatalf("service figures %+v", st.Figures)
 	}
@@ -361,4 +366,92 @@ func TestReplicaSetSafeForConcurrentUse(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// A chunked answer that is not server-sent events (NDJSON, which the
+// gateway scans for usage, and raw bytes, which it does not) reaches the
+// client chunk by chunk too, still chunked: the replica holds its second
+// chunk until the client has read the first.
+func TestChunkedPassesAsItComes(t *testing.T) {
+	for _, ct := range []string{"application/x-ndjson", "application/octet-stream"} {
+		t.Run(ct, func(t *testing.T) {
+			gotFirst := make(chan struct{})
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", ct)
+				_, _ = io.WriteString(w, "{\"n\":1}\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-gotFirst:
+				case <-time.After(20 * time.Second): // a guard against a hang, not synchronisation
+					_, _ = io.WriteString(w, "timeout\n")
+					return
+				}
+				_, _ = io.WriteString(w, "{\"n\":2,\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}\n")
+			})
+			a := newBackend(t, h)
+			g, url := startGateway(t, Config{}, a.replica("a", 0))
+			resp, err := newClient(t).Get(url + "/v1/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.ContentLength != -1 || len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
+				t.Fatalf("Content-Length %d, Transfer-Encoding %v: want chunked", resp.ContentLength, resp.TransferEncoding)
+			}
+			br := bufio.NewReader(resp.Body)
+			line, err := br.ReadString('\n')
+			if err != nil || line != "{\"n\":1}\n" {
+				t.Fatalf("first chunk %q %v", line, err)
+			}
+			close(gotFirst)
+			rest, err := io.ReadAll(br)
+			if err != nil || !strings.HasPrefix(string(rest), "{\"n\":2,") {
+				t.Fatalf("rest %q %v", rest, err)
+			}
+			wantTok := uint64(0)
+			if strings.Contains(ct, "json") {
+				wantTok = 5
+			}
+			if st := g.Stats(); st.Tokens != wantTok || st.Errors != 0 {
+				t.Fatalf("figures %+v", st.Figures)
+			}
+		})
+	}
+}
+
+// A replica that answers with header lines that never end is cut at
+// MaxResponseHeaderBytes: the client gets a 502, not a hang, and the
+// gateway does not keep what it was sent.
+func TestEndlessHeadersCutAtLimit(t *testing.T) {
+	var sent atomic.Int64
+	rep := Replica{ID: "a", Ready: true, Dial: func(context.Context) (net.Conn, error) {
+		gw, rp := net.Pipe()
+		go func() {
+			defer rp.Close()
+			go func() { _, _ = io.Copy(io.Discard, rp) }()
+			if _, err := io.WriteString(rp, "HTTP/1.1 200 OK\r\n"); err != nil {
+				return
+			}
+			line := []byte("X-Endless: " + strings.Repeat("y", 100) + "\r\n")
+			for {
+				n, err := rp.Write(line)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return gw, nil
+	}}
+	g, url := startGateway(t, Config{MaxResponseHeaderBytes: 16 << 10}, rep)
+	code, _, body := get(t, newClient(t), url+"/x")
+	if code != http.StatusBadGateway || errorCode(t, body) != "replica_response_too_large" {
+		t.Fatalf("%d %s", code, body)
+	}
+	if n := sent.Load(); n > 1<<20 {
+		t.Fatalf("the gateway read %d bytes of headers", n)
+	}
+	if st := g.Stats(); st.Errors != 1 {
+		t.Fatalf("figures %+v", st.Figures)
+	}
 }

@@ -1,6 +1,17 @@
 package gateway
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Route is a routing policy; see Config.Route.
+type Route int
+
+const (
+	RouteScore  Route = iota // lowest (outstanding+1) × RTT
+	RouteRandom              // uniformly among the ready replicas
+)
 
 // The routing score of a ready replica is
 //
@@ -23,6 +34,9 @@ func (g *Gateway) score(r *replica) int64 {
 // pick returns the ready replica with the lowest score that is not in
 // tried, counted as outstanding, or nil when there is none.
 func (g *Gateway) pick(tried []*replica) *replica {
+	if g.cfg.Route == RouteRandom {
+		return g.pickRandom(tried)
+	}
 	var best *replica
 	var bestScore int64
 	for _, r := range g.snapshot() {
@@ -56,4 +70,25 @@ func contains(rs []*replica, r *replica) bool {
 		}
 	}
 	return false
+}
+
+// pickRandom is pick under RouteRandom: one of the ready replicas not in
+// tried, each as likely (reservoir sampling over the set).
+func (g *Gateway) pickRandom(tried []*replica) *replica {
+	var chosen *replica
+	n := 0
+	for _, r := range g.snapshot() {
+		if !r.ready.Load() || contains(tried, r) {
+			continue
+		}
+		n++
+		if rand.IntN(n) == 0 {
+			chosen = r
+		}
+	}
+	if chosen != nil {
+		chosen.outstanding.Add(1)
+		chosen.picked.Add(1)
+	}
+	return chosen
 }

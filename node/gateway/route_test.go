@@ -182,3 +182,30 @@ func TestNoReadyReplicaIs503(t *testing.T) {
 		t.Fatalf("stats %+v", st.Figures)
 	}
 }
+
+// RouteRandom ignores RTT and load but still only picks ready replicas
+// not yet tried, and counts them outstanding.
+func TestRouteRandomPicksAnyReady(t *testing.T) {
+	g := New(Config{Route: RouteRandom})
+	g.SetReplicas([]Replica{
+		{ID: "a", RTT: time.Millisecond, Ready: true},
+		{ID: "b", RTT: time.Second, Ready: true},
+		{ID: "c", Ready: false},
+	})
+	seen := map[string]int{}
+	for range 400 {
+		seen[g.pick(nil).id]++
+	}
+	if seen["a"] < 100 || seen["b"] < 100 || seen["c"] != 0 {
+		t.Fatalf("picks %v: want a and b about evenly, never c", seen)
+	}
+	if o := g.lookup("a").outstanding.Load() + g.lookup("b").outstanding.Load(); o != 400 {
+		t.Fatalf("outstanding %d, want 400", o)
+	}
+	if r := g.pick([]*replica{g.lookup("a")}); r.id != "b" {
+		t.Fatalf("excluding a picked %s", r.id)
+	}
+	if r := g.pick([]*replica{g.lookup("a"), g.lookup("b")}); r != nil {
+		t.Fatalf("all tried, picked %s", r.id)
+	}
+}

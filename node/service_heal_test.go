@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// Three replicas on three of four providers; one provider is killed while
+// a client sends GETs through the gateway: every GET succeeds (a replica
+// that fails before answering is retried on another), and once the renter
+// gives the lost provider up the replica is replaced, at its index, by a
+// new job on the fourth provider. The replacement is in the stored record
+// and survives the renter's restart.
+func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	provs := []*Node{serviceSeller(t, ctx), serviceSeller(t, ctx), serviceSeller(t, ctx), serviceSeller(t, ctx)}
+	byID := map[string]*Node{}
+	for _, p := range provs {
+		byID[p.Host().ID().String()] = p
+	}
+	rn := renterOf(t, ctx, provs...)
+	api := serviceAPI{rn}
+	if _, err := api.Up(ctx, ServiceUpParams{Spec: modelService("healed", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "healed", 90*time.Second, "three ready replicas on three providers", func(v *ServiceView) bool { return readyOn(v, 3) })
+	before := slices.Clone(v.Replicas)
+	url := v.URL
+
+	var sent, failed atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			sent.Add(1)
+			if err := gatewayGet(url + "/health"); err != nil {
+				failed.Add(1)
+				lastErr.Store(err.Error())
+			}
+		}
+	})
+	stopClient := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopClient()
+
+	lost := before[1]
+	crashNode(t, byID[lost.Provider])
+	// The renter waits reattachFor for a lost provider to come back, then
+	// fails the job (no re-auctions in the spec): the service replaces it.
+	v = waitService(t, rn, "healed", reattachFor+60*time.Second, "replica 1 replaced and ready", func(v *ServiceView) bool {
+		return len(v.Replicas) == 3 && v.Replicas[1].Job != lost.Job && readyOn(v, 3)
+	})
+	stopClient()
+	if n := failed.Load(); n > 0 || sent.Load() < 50 {
+		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, sent.Load(), lastErr.Load())
+	}
+	t.Logf("%d GETs through the gateway, none failed", sent.Load())
+	if v.Replicas[0].Job != before[0].Job || v.Replicas[2].Job != before[2].Job {
+		t.Fatalf("replicas other than the lost one changed: %+v, were %+v", v.Replicas, before)
+	}
+	repl := v.Replicas[1]
+	for _, r := range before {
+		if repl.Provider == r.Provider {
+			t.Fatalf("the replacement is on %s, a provider the service used already: %+v", repl.Provider, before)
+		}
+	}
+	if v.Replaced != 1 || repl.Note == "" || v.Heal != "" {
+		t.Fatalf("replaced %d, note %q, heal error %q", v.Replaced, repl.Note, v.Heal)
+	}
+	if j, _ := rn.renterJobs.get(repl.Job); j.Service != "healed" || !slices.Contains(j.Avoid, lost.Provider) {
+		t.Fatalf("the replacement's job: service %q, avoid %v", j.Service, j.Avoid)
+	}
+	t.Logf("replica 1: %s", repl.Note)
+	want := []string{v.Replicas[0].Job, v.Replicas[1].Job, v.Replicas[2].Job}
+
+	// The renter restarts: the record it kept names the replacement.
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	err := rn.Stop(sctx)
+	scancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn = startAgain(t, ctx, rn)
+	for _, p := range provs {
+		if p.Host().ID().String() != lost.Provider {
+			if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	v = waitService(t, rn, "healed", 60*time.Second, "the three replicas ready again after the renter's restart", func(v *ServiceView) bool {
+		return v.URL == url && readyOn(v, 3)
+	})
+	if got := []string{v.Replicas[0].Job, v.Replicas[1].Job, v.Replicas[2].Job}; !slices.Equal(got, want) {
+		t.Fatalf("after the restart the replicas are %v, want %v", got, want)
+	}
+	if err := gatewayGet(url + "/health"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "healed"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A service whose replicas exit before they are ever ready (here: a batch
+// image that ends after a second) is healed serviceHealLimit times, with
+// back-off, and then no more replicas are bought: service_status says why.
+func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prov := serviceSeller(t, ctx)
+	rn := renterOf(t, ctx, prov)
+	spec := "name: broken\nkind: service\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"1s\", \"-lines\", \"1\"]\n" +
+		"service:\n  port: 8000\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n" +
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n"
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "broken", 2*time.Minute, "healing stopped", func(v *ServiceView) bool { return v.Heal != "" })
+	if v.Replaced != serviceHealLimit-1 || len(v.Replicas) != 1 {
+		t.Fatalf("replaced %d (want %d) before stopping: %+v", v.Replaced, serviceHealLimit-1, v)
+	}
+	t.Logf("heal error: %s", v.Heal)
+	time.Sleep(3 * serviceSync)
+	if v2, _ := rn.renterServices.view("broken", false); v2.Replaced != v.Replaced || v2.Replicas[0].Job != v.Replicas[0].Job {
+		t.Fatalf("a replica bought after healing stopped: %+v", v2)
+	}
+	var n int
+	for _, j := range rn.renterJobs.siblings("") {
+		if j.Service == "broken" {
+			n++
+		}
+	}
+	if n != serviceHealLimit {
+		t.Fatalf("%d jobs bought for the service, want %d", n, serviceHealLimit)
+	}
+}
