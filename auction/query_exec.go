@@ -118,7 +118,10 @@ func (q *Query) stack(src iterator, ctx *evalCtx) (iterator, []*checkIter) {
 //
 // Large books are filtered in parallel, one chunk per CPU, each chunk
 // through its own stack; the chunks' Explains add up and the sort makes
-// the result independent of how the book was split.
+// the result independent of how the book was split. With a limit, each
+// chunk keeps only its best limit survivors (a bounded heap: O(n log
+// limit), not a sort of every match), and only those are merged and
+// sorted: the result is the same, since less is a total order.
 func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, error) {
 	key, desc, err := parseOrder(order)
 	if err != nil {
@@ -134,6 +137,7 @@ func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, err
 	var wg sync.WaitGroup
 	for w := range parts {
 		lo, hi := len(es)*w/len(parts), len(es)*(w+1)/len(parts)
+		parts[w].keep, parts[w].desc = limit, desc
 		wg.Go(func() { parts[w].run(q, es[lo:hi], now, key) })
 	}
 	wg.Wait()
@@ -147,8 +151,8 @@ func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, err
 			ex.Clauses[i].Removed += p.ex.Clauses[i].Removed
 		}
 		matched = append(matched, p.matched...)
+		ex.Matched += p.n
 	}
-	ex.Matched = len(matched)
 	sort.Slice(matched, func(i, j int) bool { return matched[i].less(&matched[j], desc) })
 	if limit > 0 && len(matched) > limit {
 		matched = matched[:limit]
@@ -163,10 +167,56 @@ func (b *Book) Query(q *Query, order string, limit int) ([]*Offer, *Explain, err
 // minChunk is the fewest offers worth a goroutine of their own.
 const minChunk = 16 << 10
 
-// queryPart is one chunk's share of a query run.
+// queryPart is one chunk's share of a query run. With keep > 0, matched
+// holds only the best keep survivors, as a heap whose root is the worst
+// of them; n counts every survivor.
 type queryPart struct {
 	ex      Explain
 	matched []ranked
+	n       int
+	keep    int
+	desc    bool
+}
+
+// add counts r and keeps it if it is among the best keep so far.
+func (p *queryPart) add(r ranked) {
+	p.n++
+	if p.keep <= 0 {
+		p.matched = append(p.matched, r)
+		return
+	}
+	h := p.matched
+	if len(h) < p.keep {
+		h = append(h, r)
+		for i := len(h) - 1; i > 0; { // sift up: a worse entry rises
+			up := (i - 1) / 2
+			if !h[up].less(&h[i], p.desc) {
+				break
+			}
+			h[up], h[i] = h[i], h[up]
+			i = up
+		}
+		p.matched = h
+		return
+	}
+	if !r.less(&h[0], p.desc) {
+		return // no better than the worst kept
+	}
+	h[0] = r
+	for i := 0; ; { // sift down: the worst child rises
+		w, l, rt := i, 2*i+1, 2*i+2
+		if l < len(h) && h[w].less(&h[l], p.desc) {
+			w = l
+		}
+		if rt < len(h) && h[w].less(&h[rt], p.desc) {
+			w = rt
+		}
+		if w == i {
+			return
+		}
+		h[w], h[i] = h[i], h[w]
+		i = w
+	}
 }
 
 func (p *queryPart) run(q *Query, es []*entry, now int64, key *fieldDef) {
@@ -188,7 +238,7 @@ func (p *queryPart) run(q *Query, es []*entry, now int64, key *fieldDef) {
 			}
 			r.v, r.ok = key.num(&e.f, sel, now)
 		}
-		p.matched = append(p.matched, r)
+		p.add(r)
 	}
 }
 

@@ -95,12 +95,13 @@ func checkOrder(t *testing.T, b *Book, q *Query, rq []refClause, r *rand.Rand, n
 		order = "-" + field
 	}
 	all, _, _ := b.Query(q, "", 0)
-	got, _, err := b.Query(q, order, 1+r.Intn(20))
+	limit := 1 + r.Intn(20)
+	got, ex, err := b.Query(q, order, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != min(len(all), len(got)) || len(all) > 0 && len(got) == 0 {
-		t.Fatalf("limit: %d of %d", len(got), len(all))
+	if len(got) != min(len(all), limit) || ex.Matched != len(all) {
+		t.Fatalf("limit %d: %d of %d returned, explain says %d matched", limit, len(got), len(all), ex.Matched)
 	}
 	before := func(a, c *Offer) bool { // a strictly before c
 		va, oka := refValue(a, rq, field, now)
