@@ -125,6 +125,7 @@ func (c *Console) routes() {
 	m.Handle("GET /ui/services", c.authed(c.services))
 	m.Handle("GET /ui/services/{name}", c.authed(c.service))
 	m.Handle("GET /ui/spend", c.authed(c.spend))
+	m.Handle("GET /ui/reputation", c.authed(c.reputation))
 	c.mux = m
 }
 

@@ -98,6 +98,10 @@ func (c *Console) market(w http.ResponseWriter, r *http.Request, se *session) {
 	c.render(w, r, http.StatusOK, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order, "Res": res})
 }
 
+// maxRows bounds a page's per-lease table: a year of leases would be
+// megabytes of HTML; the totals count every one.
+const maxRows = 500
+
 func (c *Console) earnings(w http.ResponseWriter, r *http.Request, se *session) {
 	days := 14
 	if d, err := strconv.Atoi(r.URL.Query().Get("days")); err == nil && d > 0 && d <= 366 {
@@ -118,5 +122,9 @@ func (c *Console) earnings(w http.ResponseWriter, r *http.Request, se *session) 
 		earned[i] = int64(d.Earned)
 	}
 	chart := barChart("Earned per UTC day", labels, earned, func(v int64) string { return auction.FormatCredits(auction.Credits(v)) + " credits" })
-	c.render(w, r, http.StatusOK, "earnings", se, map[string]any{"Title": "Earnings", "Active": "earnings", "E": e, "Days": days, "Chart": chart})
+	jobs, more := e.Jobs, 0
+	if len(jobs) > maxRows { // the first maxRows; the totals above count them all
+		jobs, more = jobs[:maxRows], len(jobs)-maxRows
+	}
+	c.render(w, r, http.StatusOK, "earnings", se, map[string]any{"Title": "Earnings", "Active": "earnings", "E": e, "Days": days, "Chart": chart, "Jobs": jobs, "More": more})
 }

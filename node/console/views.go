@@ -102,6 +102,19 @@ type earningsDay struct {
 	FillBP      *int64          `json:"fill_bp"`
 }
 
+// earningsJob is one lease earned on, as ledger_earnings lists it.
+type earningsJob struct {
+	Day        string          `json:"day"`
+	JobID      string          `json:"job_id"`
+	Lease      string          `json:"lease"`
+	Renter     string          `json:"renter"`
+	Tier       string          `json:"tier"`
+	GPUs       int             `json:"gpus"`
+	GPUSeconds int64           `json:"gpu_s"`
+	Earned     auction.Credits `json:"earned"`
+	Settled    bool            `json:"settled"`
+}
+
 type earnings struct {
 	From        time.Time       `json:"from"`
 	To          time.Time       `json:"to"`
@@ -110,6 +123,7 @@ type earnings struct {
 	OfferedGPUS int64           `json:"offered_gpu_s"`
 	FillBP      *int64          `json:"fill_bp"`
 	Days        []earningsDay   `json:"days"`
+	Jobs        []earningsJob   `json:"jobs"`
 }
 
 // jobExplain is the auction's record, as job_explain returns it.
