@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/ondemand"
 )
 
 // The trace files this package reads, by name inside the traces directory.
@@ -79,51 +79,24 @@ type priceList struct {
 	Locations []location
 }
 
-// readPriceList reads the price list. A price is usd_per_hour / gpu_count,
-// exact in credits (1 credit = 1 USD); the median of an even count is the
-// mean of the middle two, in whole millionths.
+// readPriceList reads the price list through auction/ondemand, the parser
+// the node uses for its market page too: a price is usd_per_hour /
+// gpu_count, exact in credits (1 credit = 1 USD); the median of an even
+// count is the mean of the middle two, in whole millionths.
 func readPriceList(dir string) (*priceList, error) {
 	path := filepath.Join(dir, priceListFile)
-	rows, err := readTraceCSV(path, "gpu_model", "gpu_count", "usd_per_hour", "location")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the traces directory is set by the CLI; see %s/README.md)", err, defaultTraceDir)
+	}
+	defer f.Close()
+	l, err := ondemand.Parse(f, path)
 	if err != nil {
 		return nil, err
 	}
-	per := map[string][]auction.Credits{}
-	pl := &priceList{PerGPU: map[string]auction.Credits{}}
-	for _, r := range rows.rows {
-		line := r.line
-		model := r.get("gpu_model")
-		n, err := strconv.Atoi(r.get("gpu_count"))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s:%d: gpu_count %q is not a positive whole number", path, line, r.get("gpu_count"))
-		}
-		usd, err := parseCredits(r.get("usd_per_hour"))
-		if err != nil || usd <= 0 {
-			return nil, fmt.Errorf("%s:%d: usd_per_hour %q is not a positive decimal", path, line, r.get("usd_per_hour"))
-		}
-		per[model] = append(per[model], usd/auction.Credits(n))
-		parts := strings.Split(r.get("location"), ",")
-		if len(parts) < 3 {
-			return nil, fmt.Errorf("%s:%d: location %q is not \"region, country, continent\"", path, line, r.get("location"))
-		}
-		country := strings.ToUpper(strings.TrimSpace(parts[len(parts)-2]))
-		continent := strings.ToLower(strings.TrimSpace(parts[len(parts)-1]))
-		if len(country) != 2 || len(continent) != 2 {
-			return nil, fmt.Errorf("%s:%d: location %q lacks a 2-letter country and continent", path, line, r.get("location"))
-		}
-		pl.Locations = append(pl.Locations, location{country, continent})
-	}
-	for model, ps := range per {
-		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-		mid := len(ps) / 2
-		if len(ps)%2 == 1 {
-			pl.PerGPU[model] = ps[mid]
-		} else {
-			pl.PerGPU[model] = (ps[mid-1] + ps[mid]) / 2
-		}
-	}
-	if len(pl.Locations) == 0 {
-		return nil, fmt.Errorf("%s: no offers", path)
+	pl := &priceList{PerGPU: l.PerGPU}
+	for _, loc := range l.Locations {
+		pl.Locations = append(pl.Locations, location{loc.Country, loc.Continent})
 	}
 	return pl, nil
 }
