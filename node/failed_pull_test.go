@@ -19,12 +19,12 @@ import (
 
 // startSeller starts a provider selling one simulated GPU at bronze and
 // silver for 0.50, edited by policy, and waits for its offer.
-func startSeller(t *testing.T, ctx context.Context, policy func(*OfferSettings)) *Node {
+func startSeller(t testing.TB, ctx context.Context, policy func(*OfferSettings)) *Node {
 	return startSellerWith(t, ctx, Options{}, policy)
 }
 
 // startSellerWith is startSeller with the node's options.
-func startSellerWith(t *testing.T, ctx context.Context, opts Options, policy func(*OfferSettings)) *Node {
+func startSellerWith(t testing.TB, ctx context.Context, opts Options, policy func(*OfferSettings)) *Node {
 	t.Helper()
 	n := startTestNode(t, ctx, "1xRTX4090", opts)
 	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
@@ -47,7 +47,7 @@ func startSellerWith(t *testing.T, ctx context.Context, opts Options, policy fun
 
 // renterOf starts a renter connected to every provider, with all their
 // offers in its book.
-func renterOf(t *testing.T, ctx context.Context, provs ...*Node) *Node {
+func renterOf(t testing.TB, ctx context.Context, provs ...*Node) *Node {
 	t.Helper()
 	rn := startTestNode(t, ctx, "", Options{})
 	for _, p := range provs {

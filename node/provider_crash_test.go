@@ -22,7 +22,7 @@ import (
 // their leases launched and unsettled (providing.SimulateCrash); the rest
 // of the node then stops, closing its host, which cuts its renters'
 // streams as the death of the process would.
-func crashNode(t *testing.T, n *Node) {
+func crashNode(t testing.TB, n *Node) {
 	t.Helper()
 	// What a test that fails before the next start leaves goes all the
 	// same.

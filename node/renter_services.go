@@ -108,17 +108,33 @@ func (s *services) resume() {
 }
 
 // replicaSpec is the spec of replica i: the floor's replicas at the
-// floor's tier and price.
+// floor's tier and price, and each replica placed by its entry of
+// replica_placement, if it has one, within the spec's placement.
 func replicaSpec(spec *auction.JobSpec, i int) ([]byte, error) {
 	c := *spec
+	svc := *spec.Service
+	c.Service = &svc
 	if f := spec.Service.Floor; i < f.Replicas {
 		// The replica's own spec has the floor's tier and no floor of its
 		// own (a floor must be above the spec's tier).
-		svc := *spec.Service
 		svc.Floor = auction.Floor{}
-		c.Service, c.Tier = &svc, f.Tier
+		c.Tier = f.Tier
 		if f.MaxPrice > 0 {
 			c.MaxPrice = f.MaxPrice
+		}
+	}
+	// The entry narrows the placement the replica's auction filters by
+	// (the spec's parse has checked it lies within). The replica's spec
+	// keeps no entries: the others' would not lie within its placement,
+	// and it is one replica.
+	svc.ReplicaPlacement = nil
+	if i < len(spec.Service.ReplicaPlacement) {
+		p := spec.Service.ReplicaPlacement[i]
+		if len(p.Regions) > 0 {
+			c.Placement.Regions = slices.Clone(p.Regions)
+		}
+		if p.MaxRTT > 0 {
+			c.Placement.MaxRTT = p.MaxRTT
 		}
 	}
 	return yaml.Marshal(&c)
@@ -241,9 +257,15 @@ func (s *services) cancelJobs(ids []string) {
 func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	added := map[string]string{} // job ID -> provider
 	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}}
-	t := time.NewTicker(serviceSync)
+	var lastSync time.Time
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		s.mu.Lock()
 		var ids []string
 		if rec := s.recs[name]; rec != nil {
@@ -255,6 +277,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 			}
 		}
 		s.mu.Unlock()
+		pending := false // a replica whose job is on its way to running
 		for _, id := range ids {
 			j, err := s.n.renterJobs.get(id)
 			live := err == nil && j.State == StateRunning && j.Provider != ""
@@ -263,6 +286,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 				delete(added, id)
 			}
 			if !live {
+				pending = pending || (err == nil && !terminal(j.State))
 				continue
 			}
 			pid, err := peer.Decode(j.Provider)
@@ -279,19 +303,57 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 				return s.n.DialService(ctx, pid, jobID)
 			}})
 			added[id] = j.Provider
+			pending = true
+			if k.spec != nil {
+				go startupProbes(ctx, gw, id, k.spec.Service.Readiness.InitialDelay)
+			}
 		}
-		if k.spec != nil {
-			for _, id := range k.sync(time.Now()) {
+		if now := time.Now(); k.spec != nil && now.Sub(lastSync) >= serviceSync {
+			lastSync = now
+			for _, id := range k.sync(now) {
 				if _, ok := added[id]; ok {
 					gw.Remove(id)
 					delete(added, id)
 				}
 			}
 		}
+		// While a replica is on its way the loop looks again soon, so
+		// that it is added as soon as its job runs; the sync above keeps
+		// its own pace.
+		if pending {
+			t.Reset(serviceStartupPoll)
+		} else {
+			t.Reset(serviceSync)
+		}
+	}
+}
+
+// A replica on its way: its job is looked at every serviceStartupPoll
+// until it runs, and once it runs its readiness path is checked every
+// serviceStartupProbe (from readiness.initial_delay on) until it first
+// passes, for at most serviceStartupFor; the gateway's own checks, every
+// readiness.period, go on beside. A loading model answers 503 a few more
+// times; in exchange a replica takes traffic within a fraction of a
+// second of being ready, not a period later.
+const (
+	serviceStartupPoll  = 100 * time.Millisecond
+	serviceStartupProbe = 200 * time.Millisecond
+	serviceStartupFor   = 10 * time.Minute
+)
+
+// startupProbes checks replica id every serviceStartupProbe until it
+// passes, leaves the gateway, or serviceStartupFor has passed.
+func startupProbes(ctx context.Context, gw *gateway.Gateway, id string, delay time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, delay+serviceStartupFor)
+	defer cancel()
+	for wait := delay; ; wait = serviceStartupProbe {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
+		}
+		if ready, found := gw.ProbeOne(ctx, id); ready || !found {
+			return
 		}
 	}
 }

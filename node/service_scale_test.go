@@ -18,7 +18,7 @@ import (
 // real containers through Docker.
 
 // serviceSeller is a provider of one simulated GPU that takes services.
-func serviceSeller(t *testing.T, ctx context.Context) *Node {
+func serviceSeller(t testing.TB, ctx context.Context) *Node {
 	t.Helper()
 	n := startSellerWith(t, ctx, Options{}, func(s *OfferSettings) { s.Policy.Workloads = []string{"batch", "service"} })
 	label := "label=net.gleaner.node=" + n.Host().ID().String()
@@ -56,7 +56,7 @@ func gatewayGet(url string) error {
 }
 
 // waitService polls the service's view until cond holds.
-func waitService(t *testing.T, rn *Node, name string, limit time.Duration, what string, cond func(*ServiceView) bool) *ServiceView {
+func waitService(t testing.TB, rn *Node, name string, limit time.Duration, what string, cond func(*ServiceView) bool) *ServiceView {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {

@@ -34,6 +34,19 @@ func (g *Gateway) Probe(ctx context.Context) int {
 	return ready
 }
 
+// ProbeOne checks the replica id once and reports whether it is ready
+// after it, and whether there is such a replica. The node uses it to
+// check a replica that has just started more often than ProbeInterval
+// until it first passes, so that it takes traffic as soon as it can.
+func (g *Gateway) ProbeOne(ctx context.Context, id string) (ready, found bool) {
+	rep := g.lookup(id)
+	if rep == nil {
+		return false, false
+	}
+	g.probe(ctx, rep)
+	return rep.ready.Load(), true
+}
+
 // RunProbes probes every ProbeInterval until ctx ends.
 func (g *Gateway) RunProbes(ctx context.Context) {
 	t := time.NewTicker(g.cfg.ProbeInterval)

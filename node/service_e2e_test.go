@@ -1,0 +1,166 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/modelimage"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// A service end to end on real nodes and the model server's containers:
+// what a team moving an inference endpoint checks on its first day.
+
+// streamThrough posts a streamed completion of n tokens to the gateway at
+// url and returns how many chunks came and when the first and the last
+// arrived after the request left.
+func streamThrough(t *testing.T, url string, n int) (chunks int, first, last time.Duration) {
+	t.Helper()
+	body := fmt.Sprintf(`{"model":"gleaner-test-model","prompt":"hi","max_tokens":%d,"stream":true}`, n)
+	t0 := time.Now()
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("streamed completion: status %d, %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "data: [DONE]" {
+			done = true
+			break
+		}
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		if chunks++; chunks == 1 {
+			first = time.Since(t0)
+		}
+		last = time.Since(t0)
+	}
+	if err := sc.Err(); err != nil || !done {
+		t.Fatalf("stream cut after %d chunks (%v)", chunks, err)
+	}
+	return chunks, first, last
+}
+
+// One service on three providers: a completion streamed through the
+// gateway arrives chunk by chunk; a second renter, a node of its own
+// connected to the replica's provider, is refused the first renter's
+// replica (which the first renter reaches); load above the autoscale
+// target takes the service from 1 to 3 replicas, one per provider, with
+// no request failing, and once the load stops it goes back to 1.
+func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	provs := []*Node{serviceSeller(t, ctx), serviceSeller(t, ctx), serviceSeller(t, ctx)}
+	rn := renterOf(t, ctx, provs...)
+	spec := fmt.Sprintf("name: auto\nkind: service\nimage: %s\n"+
+		"env: {MODELSERVER_TOKEN_DELAY: 60ms}\n"+
+		"service:\n  port: %d\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 3}\n"+
+		"  autoscale: {target_qps_per_replica: 2, scale_up_after: 10s, scale_down_after: 10s}\n"+
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n",
+		modelimage.Tag, modelimage.Port)
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "auto", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	url := v.URL
+
+	// Streaming: 8 tokens 60 ms apart. The first chunk must come well
+	// before the last is made, or something on the way buffered.
+	chunks, first, last := streamThrough(t, url, 8)
+	t.Logf("streamed: %d chunks, the first at %v, the last at %v", chunks, first, last)
+	if chunks < 9 || last-first < 300*time.Millisecond {
+		t.Fatalf("%d chunks, the first at %v, the last at %v: not passed through as made", chunks, first, last)
+	}
+
+	// Another renter's node, connected to the replica's provider, asks
+	// for the replica's stream: refused, while the first renter's works.
+	pid, err := peer.Decode(v.Replicas[0].Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prov *Node
+	for _, p := range provs {
+		if p.Host().ID() == pid {
+			prov = p
+		}
+	}
+	other := renterOf(t, ctx, prov)
+	_, err = other.DialService(ctx, pid, v.Replicas[0].Job)
+	var se *ServiceError
+	if !errors.As(err, &se) || se.Code != serviceRefused {
+		t.Fatalf("a second renter's stream to the first renter's replica: %v, want refused", err)
+	}
+	conn, err := rn.DialService(ctx, pid, v.Replicas[0].Job)
+	if err != nil {
+		t.Fatalf("the renter's own stream: %v", err)
+	}
+	conn.Close()
+
+	// Load: about 10 completions a second (one token, no delay to
+	// speak of), five times the target for one replica.
+	var sent, failed atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			hc := &http.Client{Timeout: 10 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(150 * time.Millisecond):
+				}
+				sent.Add(1)
+				resp, err := hc.Post(url+"/v1/completions", "application/json",
+					strings.NewReader(`{"model":"gleaner-test-model","prompt":"hi","max_tokens":1}`))
+				if err == nil {
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+					resp.Body.Close()
+				}
+				if err != nil {
+					failed.Add(1)
+					lastErr.Store(err.Error())
+				}
+			}
+		})
+	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopLoad()
+	t0 := time.Now()
+	v = waitService(t, rn, "auto", 90*time.Second, "three ready replicas on three providers", func(v *ServiceView) bool { return readyOn(v, 3) })
+	t.Logf("1 → 3 replicas in %v under %.1f QPS", time.Since(t0).Round(time.Second), float64(v.Stats.QPS))
+	stopLoad()
+	if n := failed.Load(); n > 0 || sent.Load() < 50 {
+		t.Fatalf("%d of %d completions failed while scaling up (last: %v)", n, sent.Load(), lastErr.Load())
+	}
+	if v.Scale != 0 {
+		t.Fatalf("the count was fixed (%d), not the autoscaler's", v.Scale)
+	}
+
+	// No load: one replica a scale_down_after, back to replicas.min.
+	t0 = time.Now()
+	v = waitService(t, rn, "auto", 90*time.Second, "back to one replica", func(v *ServiceView) bool { return len(v.Replicas) == 1 })
+	t.Logf("3 → 1 replicas %v after the load stopped", time.Since(t0).Round(time.Second))
+	if err := gatewayGet(url + "/v1/models"); err != nil {
+		t.Fatalf("the one replica left does not serve: %v", err)
+	}
+}
