@@ -37,6 +37,7 @@ func registerMarketAPI(s *rpc.Server, n *Node) {
 		ParamNames:  []string{"query", "order", "limit"},
 	}, a.Offers)
 	rpc.Register(s, "market_queryFields", rpc.MethodDoc{Summary: "The fields, types, units and operators of the offer query language."}, a.Fields)
+	registerMarketStatsAPI(s, n) // api_market_stats.go
 }
 
 func (a marketAPI) Offers(ctx context.Context, p MarketOffersParams) (MarketOffersResult, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/ondemand"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	ma "github.com/multiformats/go-multiaddr"
@@ -91,6 +92,11 @@ type ProviderConfig struct {
 type MarketConfig struct {
 	Continents []string `toml:"continents"`
 	MaxOffers  int      `toml:"max_offers"`
+	// OnDemandPrices names a CSV of on-demand GPU prices in the format of
+	// the Vast.ai snapshot (gpu_model, gpu_count, usd_per_hour, location;
+	// auction/ondemand), shown beside the market's prices (market_stats,
+	// the console's market page); "" = none. It is read at start.
+	OnDemandPrices string `toml:"on_demand_prices"`
 }
 
 // P2PConfig holds the libp2p host's settings.
@@ -274,6 +280,11 @@ func (c Config) Validate() error {
 	}
 	if c.Market.MaxOffers < 10 || c.Market.MaxOffers > 1_000_000 {
 		return fmt.Errorf("market.max_offers %d: use 10 to 1000000", c.Market.MaxOffers)
+	}
+	if p := c.Market.OnDemandPrices; p != "" {
+		if _, err := ondemand.Load(p); err != nil {
+			return fmt.Errorf("market.on_demand_prices: %v", err)
+		}
 	}
 	if r := c.Trust.CanaryMinRate; !(r >= 0 && r <= 1) {
 		return fmt.Errorf("trust.canary_min_rate %v: use a probability, 0 to 1 (0 means the default %v)", r, DefaultCanaryMinRate)
