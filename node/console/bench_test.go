@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/gateway"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -62,6 +63,10 @@ func benchFake(b *testing.B) *fakeCaller {
 		"service_list":    benchServices(),
 		"service_status":  benchServices()[0],
 		"ledger_spend":    benchSpend(now, days),
+		"market_stats": func(any) (any, error) {
+			return marketStats{BookStats: book.Stats(), OnDemand: map[string]auction.Credits{"H100": 2_250_000, "RTX4090": 400_000}, OnDemandSource: "prices.csv"}, nil
+		},
+		"rep_show": evidence{Peer: "12D3KooWBenchNode", Leases: 1000, PaidTotal: 123_456_000, Outcomes: map[ledger.OutcomeResult]int{ledger.OutcomeCompleted: 990, ledger.OutcomeFailed: 10}},
 		"market_offers": func(params any) (any, error) {
 			p := params.(map[string]any)
 			q, err := auction.ParseQuery(p["query"].(string))
@@ -94,14 +99,17 @@ func BenchmarkConsolePages(b *testing.B) {
 	ck := w.Result().Cookies()[0]
 	for _, p := range []struct{ name, path string }{
 		{"overview", "/ui/"}, {"gpus", "/ui/gpus"}, {"jobs", "/ui/jobs"}, {"job", "/ui/jobs/job-0001"},
-		{"market", "/ui/market"}, {"market-query", "/ui/market?q=gpu+in+%5BH100%2CA100-80GB%5D+price.bronze%3C%3D1.5&order=price.bronze"},
+		{"market", "/ui/market"}, {"market-model", "/ui/market?model=H100"}, {"market-stale", "/ui/market"}, {"market-query", "/ui/market?q=gpu+in+%5BH100%2CA100-80GB%5D+price.bronze%3C%3D1.5&order=price.bronze"},
 		{"earnings", "/ui/earnings?days=366"},
 		{"services", "/ui/services"}, {"service", "/ui/services/svc-000"}, {"spend", "/ui/spend?days=366"},
-		{"offer", "/ui/offer"}, {"calendar", "/ui/calendar"}, {"gpu", "/ui/gpus/0"},
+		{"offer", "/ui/offer"}, {"calendar", "/ui/calendar"}, {"gpu", "/ui/gpus/0"}, {"reputation", "/ui/reputation"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			var size int
 			for i := 0; i < b.N; i++ {
+				if p.name == "market-stale" {
+					c.mkt.forget() // the worst case: no fresh sample, so the page summarises the book itself
+				}
 				w := do(c, "GET", p.path, nil, withCookie(ck))
 				if w.Code != http.StatusOK {
 					b.Fatalf("%s: %d %s", p.path, w.Code, w.Body)

@@ -65,6 +65,10 @@ type Console struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	hist  *history    // the GPUs' samples (history.go)
+	// svcHist and mkt are the services' and the market's samples
+	// (service_history.go, market_history.go), taken on hist's tick.
+	svcHist *svcHistory
+	mkt     *marketHistory
 	live  followCount // the open follow sockets (live.go)
 }
 
@@ -101,6 +105,8 @@ func New(o Options) *Console {
 	}
 	c.pages = parsePages()
 	c.routes()
+	c.svcHist = newSvcHistory(c.opts.HistoryLen, c.opts.HistoryEvery)
+	c.mkt = newMarketHistory(c.opts.HistoryLen, c.opts.HistoryEvery)
 	c.hist = c.startHistory()
 	return c
 }

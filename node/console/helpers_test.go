@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +18,24 @@ import (
 
 // fakeCaller answers RPC methods from canned results, through JSON as
 // the real RPC would, or with an error.
+// mu guards calls and the maps' reads: the market page calls two
+// methods at once. The canned functions run outside it.
 type fakeCaller struct {
+	mu      sync.Mutex
 	results map[string]any
 	errs    map[string]error
 	calls   []string
 }
 
 func (f *fakeCaller) Call(ctx context.Context, method string, params, result any) error {
+	f.mu.Lock()
 	f.calls = append(f.calls, method)
-	if err := f.errs[method]; err != nil {
+	err := f.errs[method]
+	v, ok := f.results[method]
+	f.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	v, ok := f.results[method]
 	if !ok {
 		return &rpc.Error{Code: rpc.CodeMethodNotFound, Message: "method not found: " + method}
 	}

@@ -3,11 +3,9 @@ package console
 import (
 	"context"
 	"fmt"
-	"html"
 	"html/template"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -25,16 +23,18 @@ type gpuSample struct {
 	PowerW float64
 }
 
-// ring is a bounded buffer of samples, oldest overwritten first.
-type ring struct {
-	buf  []gpuSample
+// ring is a bounded buffer of samples, oldest overwritten first: the
+// GPUs' here, the services' and the market's (service_history.go,
+// market_history.go).
+type ring[T any] struct {
+	buf  []T
 	next int // where the next sample goes
 	full bool
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]gpuSample, n)} }
+func newRing[T any](n int) *ring[T] { return &ring[T]{buf: make([]T, n)} }
 
-func (r *ring) add(s gpuSample) {
+func (r *ring[T]) add(s T) {
 	r.buf[r.next] = s
 	r.next++
 	if r.next == len(r.buf) {
@@ -42,19 +42,20 @@ func (r *ring) add(s gpuSample) {
 	}
 }
 
-func (r *ring) last() (gpuSample, bool) {
+func (r *ring[T]) last() (T, bool) {
 	if !r.full && r.next == 0 {
-		return gpuSample{}, false
+		var zero T
+		return zero, false
 	}
 	return r.buf[(r.next+len(r.buf)-1)%len(r.buf)], true
 }
 
 // samples returns the ring's samples, oldest first, as a copy.
-func (r *ring) samples() []gpuSample {
+func (r *ring[T]) samples() []T {
 	if !r.full {
-		return append([]gpuSample(nil), r.buf[:r.next]...)
+		return append([]T(nil), r.buf[:r.next]...)
 	}
-	out := make([]gpuSample, 0, len(r.buf))
+	out := make([]T, 0, len(r.buf))
 	out = append(out, r.buf[r.next:]...)
 	return append(out, r.buf[:r.next]...)
 }
@@ -64,7 +65,7 @@ type history struct {
 	mu   sync.Mutex
 	size int
 	gap  time.Duration // a sample closer than this to the last is dropped
-	gpus map[int]*ring
+	gpus map[int]*ring[gpuSample]
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -74,7 +75,7 @@ type history struct {
 const maxHistoryGPUs = 64
 
 func newHistory(size int, every time.Duration) *history {
-	return &history{size: size, gap: every / 2, gpus: map[int]*ring{}}
+	return &history{size: size, gap: every / 2, gpus: map[int]*ring[gpuSample]{}}
 }
 
 func (h *history) record(at time.Time, gs []gpuStatus) {
@@ -86,7 +87,7 @@ func (h *history) record(at time.Time, gs []gpuStatus) {
 			if len(h.gpus) >= maxHistoryGPUs {
 				continue
 			}
-			r = newRing(h.size)
+			r = newRing[gpuSample](h.size)
 			h.gpus[g.Index] = r
 		}
 		if last, ok := r.last(); ok && at.Sub(last.At) < h.gap {
@@ -125,6 +126,8 @@ func (c *Console) startHistory() *history {
 				return
 			case <-t.C:
 				c.sampleGPUs(ctx, h)
+				c.sampleServices(ctx)
+				c.sampleMarket(ctx)
 			}
 		}
 	}()
@@ -152,53 +155,10 @@ func (c *Console) Close() {
 	}
 }
 
-// lineChart draws samples as an SVG line over time, server-side, with
-// its title, axis labels (first, last, lowest and highest values) and an
-// aria-label giving the range and the latest value as text.
+// lineChart draws one series of samples over time (timeChart, chart.go),
+// its values formatted with unit.
 func lineChart(title, unit string, at []time.Time, values []float64) template.HTML {
-	const w, h, top, bottom, left, right = 640, 200, 24, 32, 48, 8
-	if len(values) == 0 || len(values) != len(at) {
-		return template.HTML(`<p class="empty">` + html.EscapeString(title) + `: no samples yet (one a minute).</p>`)
-	}
-	lo, hi := values[0], values[0]
-	for _, v := range values {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	span := hi - lo
-	if span == 0 {
-		span = 1
-	}
-	t0, t1 := at[0], at[len(at)-1]
-	dt := t1.Sub(t0).Seconds()
-	if dt <= 0 {
-		dt = 1
-	}
-	num := func(v float64) string { return fmt.Sprintf("%.0f %s", v, unit) }
-	x := func(t time.Time) float64 { return left + (w-left-right)*t.Sub(t0).Seconds()/dt }
-	y := func(v float64) float64 { return top + (h-top-bottom)*(1-(v-lo)/span) }
-	clock := func(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
-	summary := fmt.Sprintf("%s from %s to %s: lowest %s, highest %s, latest %s", title, clock(t0), clock(t1), num(lo), num(hi), num(values[len(values)-1]))
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart line" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg"><title>%s</title>`,
-		w, h, html.EscapeString(summary), html.EscapeString(title))
-	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, left, h-bottom, w-right, h-bottom)
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, left-4, top+4, html.EscapeString(num(hi)))
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, left-4, h-bottom, html.EscapeString(num(lo)))
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="start">%s</text>`, left, h-bottom+18, clock(t0))
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, w-right, h-bottom+18, clock(t1))
-	b.WriteString(`<polyline class="series" fill="none" stroke="#0b5cad" stroke-width="2" points="`)
-	for i, v := range values {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%.1f,%.1f", x(at[i]), y(v))
-	}
-	b.WriteString(`"/>`)
-	last := len(values) - 1
-	fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="#0b5cad"/><text class="val" x="%.1f" y="%.1f" text-anchor="end">%s</text>`,
-		x(at[last]), y(values[last]), x(at[last])-6, max(y(values[last])-6, 12), html.EscapeString("now "+num(values[last])))
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) // every piece of text above is escaped
+	return timeChart(title, at, []series{{Values: values}}, func(v float64) string { return fmt.Sprintf("%.0f %s", v, unit) })
 }
 
 // gpu is one GPU's page: its state now (offer_show) and the console's

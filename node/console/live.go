@@ -388,7 +388,9 @@ func (c *Console) service(w http.ResponseWriter, r *http.Request, se *session) {
 		c.fail(w, r, se, "services", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "service", se, map[string]any{"Title": "Service " + v.Name, "Active": "services", "S": v})
+	d := map[string]any{"Title": "Service " + v.Name, "Active": "services", "S": v}
+	c.serviceHistoryInto(d, v) // service_history.go: its figures over time
+	c.render(w, r, http.StatusOK, "service", se, d)
 }
 
 // The renter's spend: ledger_spend, as `gleaner spend` shows it.

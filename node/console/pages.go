@@ -2,9 +2,11 @@ package console
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -75,27 +77,44 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
 		"Logs": tail, "LogsCut": cut, "LogsError": logsErr, "Live": !terminalState(j.State)})
 }
 
-// market is the offer book with the query language as its search box. A
-// bad query is the RPC's own invalid-params message, shown by the box.
+// market is the offer book with the query language as its search box,
+// and the book summarised (market_history.go): prices by model and tier
+// over time against on-demand prices, supply by region. A bad query is
+// the RPC's own invalid-params message, shown by the box.
 func (c *Console) market(w http.ResponseWriter, r *http.Request, se *session) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	order := strings.TrimSpace(r.URL.Query().Get("order"))
+	d := map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order}
 	if len(q) > 2000 || len(order) > 100 {
-		c.render(w, r, http.StatusBadRequest, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q[:min(len(q), 2000)], "QueryError": "query too long (at most 2000 characters)"})
+		d["Q"], d["Order"], d["QueryError"] = q[:min(len(q), 2000)], order[:min(len(order), 100)], "query too long (at most 2000 characters)"
+		c.render(w, r, http.StatusBadRequest, "market", se, d)
 		return
 	}
+	// The book's summary and the query each read the whole book: run
+	// them side by side (marketData writes only stats, read after Wait).
+	stats := map[string]any{}
+	var statsErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { statsErr = c.marketData(r.Context(), stats, r.URL.Query()) })
 	var res marketOffers
 	err := c.opts.Caller.Call(r.Context(), "market_offers", map[string]any{"query": q, "order": order, "limit": 100}, &res)
+	wg.Wait()
+	maps.Copy(d, stats)
+	if statsErr != nil {
+		d["StatsError"] = statsErr.Error() // the book's search still works
+	}
 	var re *rpc.Error
 	if errors.As(err, &re) && re.Code == rpc.CodeInvalidParams {
-		c.render(w, r, http.StatusOK, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order, "QueryError": re.Message})
+		d["QueryError"] = re.Message
+		c.render(w, r, http.StatusOK, "market", se, d)
 		return
 	}
 	if err != nil {
 		c.fail(w, r, se, "market", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "market", se, map[string]any{"Title": "Market", "Active": "market", "Q": q, "Order": order, "Res": res})
+	d["Res"] = res
+	c.render(w, r, http.StatusOK, "market", se, d)
 }
 
 // maxRows bounds a page's per-lease table: a year of leases would be

@@ -266,7 +266,7 @@ func TestTimelineSVG(t *testing.T) {
 }
 
 func TestHistoryRing(t *testing.T) {
-	r := newRing(3)
+	r := newRing[gpuSample](3)
 	if _, ok := r.last(); ok || len(r.samples()) != 0 {
 		t.Fatal("a new ring is not empty")
 	}
@@ -436,6 +436,21 @@ func benchHistory(c *Console) {
 		}
 		c.hist.record(at, gs)
 		at = at.Add(time.Minute)
+	}
+	// Six hours of the book's summary and of the first service's figures.
+	var st marketStats
+	if err := c.opts.Caller.Call(context.Background(), "market_stats", nil, &st); err == nil {
+		mg, sg := c.mkt.gap, c.svcHist.gap
+		c.mkt.gap, c.svcHist.gap = 0, 0
+		defer func() { c.mkt.gap, c.svcHist.gap = mg, sg }()
+		sv := benchServices()[0]
+		at = time.Now().Add(-time.Duration(c.opts.HistoryLen) * time.Minute)
+		for i := 0; i < c.opts.HistoryLen; i++ {
+			c.mkt.record(at, &st)
+			sv.Stats.QPS, sv.Stats.LatencyP95 = float64(i%50), time.Duration(i%40)*time.Millisecond
+			c.svcHist.record(at, sv.Name, sv.Stats)
+			at = at.Add(time.Minute)
+		}
 	}
 }
 

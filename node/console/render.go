@@ -120,6 +120,7 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"gpuSummary": gpuSummary,
+	"deref":      func(c *auction.Credits) auction.Credits { return *c },
 }
 
 type tierPrice struct {
