@@ -125,6 +125,7 @@ func (c *Console) routes() {
 	m.Handle("GET /ui/calendar", c.authed(c.calendar))
 	m.Handle("GET /ui/jobs", c.authed(c.jobs))
 	m.Handle("GET /ui/jobs/{id}", c.authed(c.job))
+	m.Handle("GET /ui/jobs/{id}/outputs.tar", c.authed(c.outputs))
 	m.HandleFunc("GET /ui/jobs/{id}/follow", c.follow) // a WebSocket: its own session and Origin checks (live.go)
 	m.Handle("GET /ui/market", c.authed(c.market))
 	m.Handle("GET /ui/earnings", c.authed(c.earnings))

@@ -74,7 +74,7 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
 	}
 	tail, cut := logTail(logs.Logs)
 	c.render(w, r, http.StatusOK, "job", se, map[string]any{"Title": "Job " + j.Name, "Active": "jobs", "Job": j, "Explain": ex,
-		"Logs": tail, "LogsCut": cut, "LogsError": logsErr, "Live": !terminalState(j.State)})
+		"Logs": tail, "LogsCut": cut, "LogsError": logsErr, "Live": !terminalState(j.State), "Over": terminalState(j.State)})
 }
 
 // market is the offer book with the query language as its search box,

@@ -92,6 +92,7 @@ type jobRecord struct {
 	StartedAt *time.Time       `json:"started_at"`
 	EndedAt   *time.Time       `json:"ended_at"`
 	Verified  string           `json:"verified"`
+	Outputs   string           `json:"outputs"` // the outputs' CID, once there are some (outputs.go)
 }
 
 type earningsDay struct {
