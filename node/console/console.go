@@ -64,12 +64,12 @@ type Console struct {
 	login *loginLimiter
 	pages map[string]*template.Template
 	mux   *http.ServeMux
-	hist  *history    // the GPUs' samples (history.go)
+	hist  *history // the GPUs' samples (history.go)
 	// svcHist and mkt are the services' and the market's samples
 	// (service_history.go, market_history.go), taken on hist's tick.
 	svcHist *svcHistory
 	mkt     *marketHistory
-	live  followCount // the open follow sockets (live.go)
+	live    followCount // the open follow sockets (live.go)
 }
 
 // New returns the console. It panics without a token or a caller: an
