@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -48,9 +49,17 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
 		t.Fatal(err)
 	}
+	// The renter has an on-demand price list for its market page: the
+	// RTX4090 at 0.50 and 0.80/2 a GPU-hour, so a median of 0.45.
+	prices := filepath.Join(t.TempDir(), "prices.csv")
+	if err := os.WriteFile(prices, []byte("gpu_model,gpu_count,vram_mib_total,usd_per_hour,location\nRTX4090,1,24564,0.50,\"Quebec, CA, NA\"\nRTX4090,2,49128,0.80,\"Texas, US, NA\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *node.Config) {
 		if i == 0 {
 			cfg.Provider.SimulateGPUs = "1xRTX4090"
+		} else {
+			cfg.Market.OnDemandPrices = prices
 		}
 	}})
 	if err != nil {
@@ -142,8 +151,21 @@ func TestConsoleInChromium(t *testing.T) {
 				t.Errorf("a simulated GPU is not labelled so: %q", got)
 			}
 			shot("provider-gpus")
-			do(t, b, chromedp.Navigate(base+"/ui/earnings"), chromedp.WaitVisible(chromedp.CSS("#fill")))
+			providerMoney(t, b, ctx, cl, base, job.ID, text)
 			shot("provider-earnings")
+			do(t, b, chromedp.Navigate(base+"/ui/reputation"), chromedp.WaitVisible(chromedp.CSS("#score")))
+			var ev node.Evidence
+			if err := cl.Call(ctx, "rep_show", node.PeerParamsRep{Peer: provID}, &ev); err != nil {
+				t.Fatal(err)
+			}
+			want := "none (no paid history yet)"
+			if ev.Score != nil {
+				want = fmt.Sprintf("%.3f (0 to 1)", *ev.Score)
+			}
+			if got := text("#score"); got != want || text("#leases") != fmt.Sprint(ev.Leases) {
+				t.Errorf("reputation page: score %q, %s leases; rep_show: %q, %d", got, text("#leases"), want, ev.Leases)
+			}
+			shot("provider-reputation")
 			continue
 		}
 		do(t, b, chromedp.Navigate(base+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
@@ -170,6 +192,8 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("market page: %q, market_offers: %s (%d offers)", got, want, len(mo.Offers))
 		}
 		shot("renter-market")
+		marketStats(t, b, ctx, cl, base, text)
+		shot("renter-market-prices")
 		// A bad query shows the RPC's own message by the box.
 		var re *rpc.Error
 		if err := cl.Call(ctx, "market_offers", node.MarketOffersParams{Query: "vram>>2"}, nil); !errors.As(err, &re) {
@@ -242,5 +266,71 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 			t.Fatalf("no %s after %v", what, limit)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// providerMoney checks the earnings page's per-job table against
+// ledger_earnings: the running job's lease is listed, with its tier, as
+// running until it settles.
+func providerMoney(t *testing.T, b context.Context, ctx context.Context, cl *rpc.Client, base, jobID string, text func(string) string) {
+	t.Helper()
+	do(t, b, chromedp.Navigate(base+"/ui/earnings"), chromedp.WaitVisible(chromedp.CSS("#jobs-table")))
+	var e node.EarningsResult
+	if err := cl.Call(ctx, "ledger_earnings", node.PeriodParams{Days: 14}, &e); err != nil {
+		t.Fatal(err)
+	}
+	var ej *node.EarningsJob
+	for i := range e.Jobs {
+		if e.Jobs[i].JobID == jobID {
+			ej = &e.Jobs[i]
+		}
+	}
+	if ej == nil {
+		t.Fatalf("ledger_earnings lists no lease of job %s: %+v", jobID, e.Jobs)
+	}
+	row := text("#jobs-table tbody tr")
+	for _, want := range []string{jobID, string(ej.Tier), "running (settles at its end)"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("earnings page's job row %q lacks %q (ledger_earnings: %+v)", row, want, *ej)
+		}
+	}
+	if ej.Settled {
+		t.Errorf("the running job's lease is settled: %+v", *ej)
+	}
+}
+
+// marketStats checks the market page's prices and supply against
+// market_stats, with the renter's on-demand price list.
+func marketStats(t *testing.T, b context.Context, ctx context.Context, cl *rpc.Client, base string, text func(string) string) {
+	t.Helper()
+	var ms node.MarketStatsResult
+	if err := cl.Call(ctx, "market_stats", nil, &ms); err != nil {
+		t.Fatal(err)
+	}
+	if len(ms.Prices) == 0 || len(ms.Regions) != 1 || ms.OnDemandSource != "prices.csv" {
+		t.Fatalf("market_stats: %+v", ms)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/market"), chromedp.WaitVisible(chromedp.CSS("#prices")), chromedp.WaitVisible(chromedp.CSS("#price-charts svg")))
+	if want, got := fmt.Sprintf("%d live offer(s), %d GPU(s)", ms.Offers, ms.GPUs), text("#stats-as-of"); !strings.HasPrefix(got, want) {
+		t.Errorf("market page: %q, market_stats: %q", got, want)
+	}
+	p := ms.Prices[0]
+	od, ok := ms.OnDemand[p.Model]
+	if !ok || od != 450_000 {
+		t.Errorf("market_stats' on-demand price of %s: %v (want 0.45 from the list)", p.Model, ms.OnDemand)
+	}
+	row := text("#prices tbody tr")
+	for _, want := range []string{p.Model, string(p.Tier), auction.FormatCredits(p.Median) + " credits/GPU-h", auction.FormatCredits(od) + " credits/GPU-h",
+		fmt.Sprintf("%d %%", (int64(p.Median)*100+int64(od)/2)/int64(od))} {
+		if !strings.Contains(row, want) {
+			t.Errorf("market page's first price row %q lacks %q (market_stats: %+v)", row, want, p)
+		}
+	}
+	r := ms.Regions[0]
+	if got := text("#regions tbody tr"); !strings.Contains(got, r.Continent) || !strings.Contains(got, r.Country) || !strings.Contains(got, fmt.Sprint(r.GPUs)) {
+		t.Errorf("market page's supply row %q, market_stats: %+v", got, r)
+	}
+	if got := text("#on-demand-note"); !strings.Contains(got, "prices.csv") {
+		t.Errorf("on-demand note: %q", got)
 	}
 }

@@ -70,7 +70,7 @@ var dashes = []string{"", "8 4", "2 3"}
 // legend with its latest value, and an aria-label giving each line's
 // range and latest value as text. num formats a value with its unit.
 func timeChart(title string, at []time.Time, ss []series, num func(float64) string) template.HTML {
-	const w, bottom, left, right = 640, 32, 64, 8
+	const w, bottom, right = 640, 32, 8
 	top, h := 24, 200
 	named := 0
 	for _, s := range ss {
@@ -101,12 +101,15 @@ func timeChart(title string, at []time.Time, ss []series, num func(float64) stri
 	if span == 0 {
 		span = 1
 	}
+	// The axis labels sit left of the plot: room for the longer of them
+	// at about 6.5 px a character of the 11 px font, within bounds.
+	left := min(max(48, 13*max(len(num(hi)), len(num(lo)))/2+8), 220)
 	t0, t1 := at[0], at[n-1]
 	dt := t1.Sub(t0).Seconds()
 	if dt <= 0 {
 		dt = 1
 	}
-	x := func(t time.Time) float64 { return left + (w-left-right)*t.Sub(t0).Seconds()/dt }
+	x := func(t time.Time) float64 { return float64(left) + float64(w-left-right)*t.Sub(t0).Seconds()/dt }
 	y := func(v float64) float64 { return float64(top) + float64(h-top-bottom)*(1-(v-lo)/span) }
 	clock := func(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
 	var parts []string
@@ -126,7 +129,9 @@ func timeChart(title string, at []time.Time, ss []series, num func(float64) stri
 	fmt.Fprintf(&b, `<svg class="chart line" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg"><title>%s</title>`,
 		w, h, html.EscapeString(summary), html.EscapeString(title))
 	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, left, h-bottom, w-right, h-bottom)
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, left-4, top+4, html.EscapeString(num(hi)))
+	if hi != lo { // a flat line: its one value is the bottom label
+		fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, left-4, top+4, html.EscapeString(num(hi)))
+	}
 	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, left-4, h-bottom, html.EscapeString(num(lo)))
 	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="start">%s</text>`, left, h-bottom+18, clock(t0))
 	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="end">%s</text>`, w-right, h-bottom+18, clock(t1))

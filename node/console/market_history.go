@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/url"
 	"sync"
 	"time"
@@ -229,14 +230,20 @@ func (c *Console) marketData(ctx context.Context, d map[string]any, q url.Values
 	return nil
 }
 
+// tierChart is one tier's chart, with the tier for its caption.
+type tierChart struct {
+	Tier  auction.Tier
+	Chart template.HTML
+}
+
 // priceCharts draws model's price in each tier over time: the median
 // (solid) and the minimum (dashed) per GPU-hour, and the on-demand price
 // (dotted, as of now: the list has no history) where there is one.
-func (c *Console) priceCharts(model string, st *marketStats) []any {
+func (c *Console) priceCharts(model string, st *marketStats) []tierChart {
 	if model == "" {
 		return nil
 	}
-	var out []any
+	var out []tierChart
 	for _, tier := range []auction.Tier{auction.Bronze, auction.Silver, auction.Gold} {
 		ss := c.mkt.samples(priceKey{model, tier})
 		if len(ss) == 0 {
@@ -255,8 +262,8 @@ func (c *Console) priceCharts(model string, st *marketStats) []any {
 			}
 			lines = append(lines, series{Name: "on-demand", Values: flat})
 		}
-		out = append(out, timeChart(fmt.Sprintf("%s %s price per GPU-hour", model, tier), at, lines,
-			func(v float64) string { return auction.FormatCredits(auction.Credits(v)) + " credits/GPU-h" }))
+		out = append(out, tierChart{tier, timeChart(fmt.Sprintf("%s %s price per GPU-hour", model, tier), at, lines,
+			func(v float64) string { return auction.FormatCredits(auction.Credits(v)) + " credits/GPU-h" })})
 	}
 	return out
 }
