@@ -1,8 +1,12 @@
 package console_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,7 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
 // TestConsoleLiveInChromium: the renter's job page shows the job's output
@@ -85,8 +91,8 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	do(t, b, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), tok), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#peer-id")))
 
-	// A job that prints a line every 2 s for 16 s.
-	spec := fmt.Sprintf("name: live\nimage: %s\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"8\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\n", testnet.DemoImage)
+	// A job that prints a line every 2 s for 16 s, and writes outputs.
+	spec := fmt.Sprintf("name: live\nimage: %s\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"8\", \"-write\", \"/outputs\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
 	var job node.JobRecord
 	if err := rent.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
@@ -130,6 +136,8 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	if get(t, b, chromedp.Evaluate[bool](`document.querySelector("script") !== null || document.getElementById("live-status") !== null`)) {
 		t.Error("an ended job's page still follows")
 	}
+	downloadOutputs(t, b, ctx, rent, base, job.ID)
+	shot("renter-job-outputs")
 
 	// Services: none on this node.
 	var svcs []node.ServiceView
@@ -177,5 +185,59 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	res := get(t, b, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
 	if res != "refused" {
 		t.Errorf("a cross-site page followed the job: %q", res)
+	}
+}
+
+// downloadOutputs follows the ended job's download link in the browser
+// (its session, no token) and checks the tar holds what the job wrote,
+// as job_status names them.
+func downloadOutputs(t *testing.T, b context.Context, ctx context.Context, rent *rpc.Client, base, id string) {
+	t.Helper()
+	var j node.JobRecord
+	waitFor(t, 30*time.Second, "the job's outputs in job_status", func() bool {
+		return rent.Call(ctx, "job_status", node.JobIDParams{ID: id}, &j) == nil && j.Outputs != ""
+	})
+	do(t, b, chromedp.Navigate(base+"/ui/jobs/"+id), chromedp.WaitVisible(chromedp.CSS("#outputs a")))
+	if got := strings.TrimSpace(get(t, b, chromedp.Text(chromedp.CSS("#outputs code")))); got != j.Outputs {
+		t.Errorf("job page names outputs %q, job_status %q", got, j.Outputs)
+	}
+	// fetch() from the page: the browser's own session cookie, same origin.
+	got := get(t, b, chromedp.Evaluate[string](`(async () => {
+		const r = await fetch(document.querySelector("#outputs a").getAttribute("href"));
+		const b = new Uint8Array(await r.arrayBuffer());
+		let s = "";
+		for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+		return r.status + " " + r.headers.get("content-type") + " " + btoa(s);
+	})()`, chromedp.EvalAwaitPromise))
+	head, enc, _ := strings.Cut(got, " application/x-tar ")
+	if head != "200" {
+		t.Fatalf("the download: %.200s", got)
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(raw))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the download is not a tar: %v", err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			files[strings.TrimPrefix(h.Name, "outputs/")], _ = io.ReadAll(tr)
+		}
+	}
+	want := demoimage.Results()
+	if len(files) != len(want) {
+		t.Errorf("the tar holds %d files, the job wrote %d", len(files), len(want))
+	}
+	for rel, w := range want {
+		if !bytes.Equal(files[rel], w) {
+			t.Errorf("%s: %d bytes downloaded, the job wrote %d", rel, len(files[rel]), len(w))
+		}
 	}
 }
