@@ -209,6 +209,11 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Error("the jobs page scrolls sideways at phone width")
 		}
 		shot("renter-jobs-phone")
+		// The market page too, with its tables and charts.
+		do(t, b, chromedp.Navigate(base+"/ui/market"), chromedp.WaitVisible(chromedp.CSS("#prices")))
+		if get(t, b, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)) {
+			t.Error("the market page scrolls sideways at phone width")
+		}
 		do(t, b, chromedp.EmulateViewport(1280, 900))
 		crossSite(t, b, base, info.PeerID)
 	}
