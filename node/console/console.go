@@ -70,6 +70,9 @@ type Console struct {
 	svcHist *svcHistory
 	mkt     *marketHistory
 	live    followCount // the open follow sockets (live.go)
+	// downloads holds a token per job outputs download in flight
+	// (outputs.go): at most maxDownloads.
+	downloads chan struct{}
 }
 
 // New returns the console. It panics without a token or a caller: an
@@ -105,6 +108,7 @@ func New(o Options) *Console {
 	}
 	c.pages = parsePages()
 	c.routes()
+	c.downloads = make(chan struct{}, maxDownloads)
 	c.svcHist = newSvcHistory(c.opts.HistoryLen, c.opts.HistoryEvery)
 	c.mkt = newMarketHistory(c.opts.HistoryLen, c.opts.HistoryEvery)
 	c.hist = c.startHistory()

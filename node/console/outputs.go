@@ -33,9 +33,6 @@ const (
 	maxOutputBytes     = 64 << 30
 )
 
-// downloads limits the downloads in flight.
-var downloads = make(chan struct{}, maxDownloads)
-
 func (c *Console) outputs(w http.ResponseWriter, r *http.Request, se *session) {
 	id := r.PathValue("id")
 	var j jobRecord
@@ -49,8 +46,8 @@ func (c *Console) outputs(w http.ResponseWriter, r *http.Request, se *session) {
 		return
 	}
 	select {
-	case downloads <- struct{}{}:
-		defer func() { <-downloads }()
+	case c.downloads <- struct{}{}:
+		defer func() { <-c.downloads }()
 	default:
 		c.render(w, r, http.StatusServiceUnavailable, "error", se, map[string]any{"Title": "Busy", "Active": "jobs",
 			"Error": fmt.Sprintf("%d downloads are under way; try again when one ends", maxDownloads)})
