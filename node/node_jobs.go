@@ -39,7 +39,7 @@ func (n *Node) startJobs(ctx context.Context) error {
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
-		Log: n.log.With("part", "provider-jobs")})
+		OnServiceDrain: n.services.Drain, Log: n.log.With("part", "provider-jobs")})
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)

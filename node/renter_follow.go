@@ -43,6 +43,9 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	auth := r.registryAuth[id]
 	r.mu.Unlock()
 	start := &jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth}
+	if r.beforeStart != nil {
+		r.beforeStart(id, l.Provider)
+	}
 	return r.followLease(id, spec, l, leaseRaw, start, false)
 }
 
@@ -237,11 +240,25 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 	r.flushLogs(id)
 	if out.state == StateFailed && out.result == ledger.OutcomeFailed && strings.HasPrefix(out.why, "provider: ") {
 		out.refused = refusal(out.why)
-		if again && out.refused != "" {
+		switch {
+		case again && out.refused != "":
 			// The provider, reached again, refused: which way the job
 			// goes on is followLease's to decide; by default it is the
 			// provider's failure, and the job is auctioned again.
 			out.state = ""
+		case req.Kind == "start" && out.refused == refusedNoLease:
+			// The first start, and the provider holds the award no more:
+			// a claim of a better tier took its GPU between the award and
+			// this start (a bronze award may be preempted until it runs),
+			// or the provider dropped it. Nothing ran, so nothing is
+			// charged, and the job is auctioned again without that
+			// provider, as after a failed pull. A bronze award is the
+			// provider's to take back; any other is its failure.
+			out.state, out.notStarted = "", true
+			out.why += " (the award was taken back before it started)"
+			if l.Tier == auction.Bronze {
+				out.result = ledger.OutcomePreempted
+			}
 		}
 	}
 	return out

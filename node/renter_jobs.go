@@ -174,6 +174,10 @@ type renterJobs struct {
 
 	billing         time.Duration // the billing interval written into leases
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
+	// beforeStart is fault injection: called with the job and provider
+	// before a lease's first start is sent (nil: never), so that a test
+	// can have the provider give the award away first.
+	beforeStart func(jobID, provider string)
 
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
 

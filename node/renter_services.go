@@ -75,10 +75,15 @@ type services struct {
 	mu   sync.Mutex // guards recs, live
 	recs map[string]*ServiceRecord
 	live map[string]*liveService
+
+	// readyGrace: how long past readiness.initial_delay a running replica
+	// may go without being ready before it is given up (service_ready.go);
+	// settleMax, shorter in tests.
+	readyGrace time.Duration
 }
 
 func newServices(n *Node, log *slog.Logger) (*services, error) {
-	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{}}
+	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{}, readyGrace: settleMax}
 	err := n.store.ForEach(bucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
 		if err := decodeJSON(raw, &rec); err != nil {
@@ -256,7 +261,7 @@ func (s *services) cancelJobs(ids []string) {
 // scales the service (sync).
 func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	added := map[string]string{} // job ID -> provider
-	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}}
+	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}, addedAt: map[string]time.Time{}, gaveUp: map[string]string{}}
 	var lastSync time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -284,6 +289,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 			if prov, ok := added[id]; ok && (!live || prov != j.Provider) {
 				gw.Remove(id)
 				delete(added, id)
+				delete(k.addedAt, id)
 			}
 			if !live {
 				pending = pending || (err == nil && !terminal(j.State))
@@ -303,6 +309,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 				return s.n.DialService(ctx, pid, jobID)
 			}})
 			added[id] = j.Provider
+			k.addedAt[id] = time.Now()
 			pending = true
 			if k.spec != nil {
 				go startupProbes(ctx, gw, id, k.spec.Service.Readiness.InitialDelay)
@@ -315,6 +322,8 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 					gw.Remove(id)
 					delete(added, id)
 				}
+				delete(k.addedAt, id)
+				delete(k.gaveUp, id)
 			}
 		}
 		// While a replica is on its way the loop looks again soon, so
@@ -365,8 +374,10 @@ type keeper struct {
 	gw        *gateway.Gateway
 	spec      *auction.JobSpec
 	as        *autoscaler
-	everReady map[string]bool // job IDs seen ready
-	nextHeal  time.Time       // no replacement before (the backoff)
+	everReady map[string]bool      // job IDs seen ready
+	addedAt   map[string]time.Time // job ID -> when its run was added to the gateway
+	gaveUp    map[string]string    // job ID -> why it was cancelled as never ready
+	nextHeal  time.Time            // no replacement before (the backoff)
 }
 
 // target is how many replicas the service should run: the count fixed by
@@ -414,6 +425,10 @@ func (k *keeper) sync(now time.Time) []string {
 	}
 	changed := false
 	var drop []string // jobs this sync removes from the service
+	// Replicas not ready in time are cancelled first, healing or not:
+	// they must not run on unpaid for; the loop below replaces them once
+	// their jobs show cancelled.
+	cancel := k.giveUpUnready(reps, now)
 	for _, id := range reps {
 		if k.everReady[id] && rec.Unready != 0 {
 			rec.Unready, rec.HealError, changed = 0, "", true
@@ -434,6 +449,9 @@ func (k *keeper) sync(now time.Time) []string {
 			if j.Error != "" {
 				why += ": " + j.Error
 			}
+		}
+		if w, ok := k.gaveUp[id]; ok {
+			why = "cancelled: " + w
 		}
 		if !k.everReady[id] {
 			rec.Unready++
@@ -489,7 +507,6 @@ func (k *keeper) sync(now time.Time) []string {
 		reps = append(reps, nj.ID)
 		changed = true
 	}
-	var cancel []string
 	for len(reps) > want {
 		id := reps[len(reps)-1]
 		reps = reps[:len(reps)-1]

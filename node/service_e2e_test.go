@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -163,4 +166,98 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	if err := gatewayGet(url + "/v1/models"); err != nil {
 		t.Fatalf("the one replica left does not serve: %v", err)
 	}
+}
+
+// The floor at work: a service of a silver floor replica and a bronze
+// one, on two of three providers, under GETs through the gateway. Both
+// owners take their GPUs back (a process of their own on the card): the
+// bronze replica is preempted, with notice, the silver floor is not and
+// serves every request meanwhile, and the bronze replica is replaced on
+// the third provider.
+func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	provs := []*Node{serviceSellerWith(t, ctx, 2), serviceSellerWith(t, ctx, 2), serviceSellerWith(t, ctx, 2)}
+	byID := map[string]*Node{}
+	for _, p := range provs {
+		byID[p.Host().ID().String()] = p
+	}
+	rn := renterOf(t, ctx, provs...)
+	spec := strings.Replace(modelService("floored", 2), "  replicas: {min: 2, max: 2}\n",
+		"  replicas: {min: 2, max: 2}\n  floor: {tier: silver, replicas: 1}\n", 1)
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "floored", 60*time.Second, "the floor and a bronze replica ready", func(v *ServiceView) bool { return readyOn(v, 2) })
+	before := slices.Clone(v.Replicas)
+	for i, tier := range []auction.Tier{auction.Silver, auction.Bronze} {
+		if l := leaseOf(t, rn, before[i].Job); l.Tier != tier {
+			t.Fatalf("replica %d leased at %s, want %s", i, l.Tier, tier)
+		}
+	}
+
+	var sent, failed atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			sent.Add(1)
+			if err := gatewayGet(v.URL + "/v1/models"); err != nil {
+				failed.Add(1)
+				lastErr.Store(err.Error())
+			}
+		}
+	})
+	stopClient := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopClient()
+
+	// Both owners reclaim their GPUs.
+	for _, r := range before {
+		sim := byID[r.Provider].GPUSource().(*attest.Simulated)
+		if err := sim.SetLoad(0, 60, 200, []attest.Process{{PID: 31337, UsedMiB: 4096, Name: "owner-game"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v = waitService(t, rn, "floored", 90*time.Second, "the bronze replica replaced and ready", func(v *ServiceView) bool {
+		return readyOn(v, 2) && (v.Replicas[1].Job != before[1].Job || v.Replicas[1].Provider != before[1].Provider)
+	})
+	time.Sleep(time.Second) // the new replica serves beside the floor
+	stopClient()
+	if n := failed.Load(); n > 0 || sent.Load() < 20 {
+		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, sent.Load(), lastErr.Load())
+	}
+	t.Logf("%d GETs through the gateway, none failed; replica 1 now %s on %s (%s)", sent.Load(), v.Replicas[1].Job, v.Replicas[1].Provider, v.Replicas[1].Note)
+	if v.Replicas[0].Job != before[0].Job {
+		t.Fatalf("the silver floor's replica changed: %+v, was %+v", v.Replicas[0], before[0])
+	}
+	if j, _ := rn.renterJobs.get(before[0].Job); j.State != StateRunning || j.Provider != before[0].Provider {
+		t.Fatalf("the floor's job after its owner's reclaim: %s on %s", j.State, j.Provider)
+	}
+	if p := v.Replicas[1].Provider; p == before[0].Provider || p == before[1].Provider {
+		t.Fatalf("the bronze replica now runs on %s, a provider whose owner took its GPU back", p)
+	}
+	if j, _ := rn.renterJobs.get(before[1].Job); v.Replicas[1].Job == before[1].Job && j.Attempts < 2 || !strings.Contains(j.Error+v.Replicas[1].Note, "preempt") {
+		t.Fatalf("the bronze replica's job does not say it was preempted: %s, attempts %d, note %q", j.Error, j.Attempts, v.Replicas[1].Note)
+	}
+}
+
+// leaseOf is the lease a renter's job runs under.
+func leaseOf(t *testing.T, rn *Node, id string) *auction.Lease {
+	t.Helper()
+	j, err := rn.renterJobs.get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := auction.DecodeSignedLease(j.Lease, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -138,6 +138,15 @@ func (f *serviceForwarder) Add(jobID string, renter peer.ID, addr netip.AddrPort
 	f.targets[jobID] = serviceTarget{renter: renter, addr: addr}
 }
 
+// Drain refuses new streams to jobID from now on, as if it were not
+// served, and lets those open run on until Remove: the job is being
+// stopped (with its lease's notice) or has exited.
+func (f *serviceForwarder) Drain(jobID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.targets, jobID)
+}
+
 // Remove stops serving jobID and resets its open streams: the job ended.
 func (f *serviceForwarder) Remove(jobID string) {
 	f.mu.Lock()

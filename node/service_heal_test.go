@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,4 +149,45 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 	if n != serviceHealLimit {
 		t.Fatalf("%d jobs bought for the service, want %d", n, serviceHealLimit)
 	}
+}
+
+// A replica that runs but never passes its readiness check (here the
+// model server's test knob) is given up once its grace has passed: its
+// job is cancelled, so it is paid for no longer, and it is replaced; after
+// serviceHealLimit such replicas no more are bought, service_status says
+// why in words that name the check, and nothing is left running on the
+// provider.
+func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prov := serviceSeller(t, ctx)
+	rn := renterOf(t, ctx, prov)
+	rn.renterServices.readyGrace = 2 * time.Second // settleMax (10 min) in use
+	spec := strings.Replace(modelService("stuck", 1), "env: {", "env: {MODELSERVER_TEST_NEVER_READY: \"true\", ", 1)
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "stuck", 2*time.Minute, "healing stopped", func(v *ServiceView) bool { return v.Heal != "" })
+	t.Logf("heal error: %s", v.Heal)
+	if v.Replaced != serviceHealLimit-1 || !strings.Contains(v.Heal, "readiness check (GET /health on port 8000) never passed") {
+		t.Fatalf("replaced %d (want %d), heal error %q", v.Replaced, serviceHealLimit-1, v.Heal)
+	}
+	var jobs []JobRecord
+	for _, j := range rn.renterJobs.siblings("") {
+		if j.Service == "stuck" {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) != serviceHealLimit {
+		t.Fatalf("%d jobs bought for the service, want %d", len(jobs), serviceHealLimit)
+	}
+	waitFor(t, 30*time.Second, "every replica's job cancelled and the provider free", func() bool {
+		for _, j := range jobs {
+			if j, err := rn.renterJobs.get(j.ID); err != nil || j.State != StateCancelled {
+				return false
+			}
+		}
+		return len(prov.providerJobs.Leases(time.Now())) == 0
+	})
 }

@@ -20,15 +20,41 @@ import (
 // serviceSeller is a provider of one simulated GPU that takes services.
 func serviceSeller(t testing.TB, ctx context.Context) *Node {
 	t.Helper()
-	n := startSellerWith(t, ctx, Options{}, func(s *OfferSettings) { s.Policy.Workloads = []string{"batch", "service"} })
-	label := "label=net.gleaner.node=" + n.Host().ID().String()
-	t.Cleanup(func() { // whatever the test leaves behind
-		out, _ := exec.Command("docker", "ps", "-aq", "--filter", label).Output()
-		if ids := strings.Fields(string(out)); len(ids) > 0 {
-			_ = exec.Command("docker", append([]string{"rm", "-f", "-v"}, ids...)...).Run()
+	return serviceSellerWith(t, ctx, 0)
+}
+
+// serviceSellerWith is serviceSeller giving bronze leases notice seconds
+// of notice before a preemption (0: the default settings').
+func serviceSellerWith(t testing.TB, ctx context.Context, notice int64) *Node {
+	t.Helper()
+	n := startSellerWith(t, ctx, Options{}, func(s *OfferSettings) {
+		s.Policy.Workloads = []string{"batch", "service"}
+		if notice > 0 {
+			s.Policy.PreemptNotice = notice
 		}
 	})
+	id := n.Host().ID().String()
+	t.Cleanup(func() { removeDockerOf(id) }) // whatever the test leaves behind
 	return n
+}
+
+// removeDockerOf removes the containers of the node id, then their
+// networks: a stopped node leaves its jobs for its next start to adopt,
+// and Docker has address pools for about 30 networks in all.
+func removeDockerOf(id string) {
+	label := "label=net.gleaner.node=" + id
+	for _, kind := range []string{"container", "network"} {
+		ls := []string{kind, "ls", "-q", "--filter", label}
+		rm := []string{kind, "rm"}
+		if kind == "container" {
+			ls = append(ls, "-a")
+			rm = append(rm, "-f", "-v")
+		}
+		out, _ := exec.Command("docker", ls...).Output()
+		if ids := strings.Fields(string(out)); len(ids) > 0 {
+			_ = exec.Command("docker", append(rm, ids...)...).Run()
+		}
+	}
 }
 
 // modelService is a service of the model server with replicas replicas.
@@ -47,10 +73,10 @@ func gatewayGet(url string) error {
 	if err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+		return fmt.Errorf("GET %s: status %d from replica %q: %.300s", url, resp.StatusCode, resp.Header.Get("X-Gleaner-Replica"), body)
 	}
 	return nil
 }

@@ -22,8 +22,11 @@ func serviceLogsCommand() *cli.Command {
 		Description: `Prints the retained output (the last 256 KiB) of each replica's current
 job, replica 0 first, each line as "[I] line". --follow then prints their
 output as it comes, until Ctrl-C (the replicas at the start: one that
-replaces them later is not followed; run it again).`,
-		Flags: []cli.Flag{
+replaces them later is not followed; run it again). --json prints
+service_logs' result (each replica's index, job and logs, --tail applied);
+with --follow it is one object per line, that result first, then each of
+the replicas' job events as {"replica", "job", "event"}.`,
+		Flags: []cli.Flag{jsonFlag,
 			&cli.IntFlag{Name: "replica", Usage: "only this replica's output (its index in `gleaner service status`)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing output as it comes"},
 			&cli.IntFlag{Name: "tail", Usage: "print only each replica's last N lines of the retained output (0: all)"},
@@ -51,6 +54,15 @@ func serviceLogs(c *cli.Context) error {
 	var res node.ServiceLogsResult
 	if err := nc.call(c.Context, "service_logs", p, &res); err != nil {
 		return err
+	}
+	if c.Bool("json") {
+		for i := range res.Replicas {
+			res.Replicas[i].Logs = tailLines(res.Replicas[i].Logs, c.Int("tail"))
+		}
+		if !c.Bool("follow") {
+			return emit(c, res, nil)
+		}
+		return followLogsJSON(c, nc, res)
 	}
 	w := &prefixWriter{w: c.App.Writer}
 	for _, r := range res.Replicas {
@@ -88,6 +100,36 @@ func serviceLogs(c *cli.Context) error {
 				}
 			}
 			w.flush(r.Index)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// followLogsJSON prints res and then every job event of its replicas, one
+// JSON object a line, until the subscriptions end (Ctrl-C, or the jobs').
+func followLogsJSON(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult) error {
+	var mu sync.Mutex // one line at a time
+	enc := json.NewEncoder(c.App.Writer)
+	if err := enc.Encode(res); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, r := range res.Replicas {
+		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: r.Job})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			for raw := range events {
+				mu.Lock()
+				_ = enc.Encode(struct {
+					Replica int             `json:"replica"`
+					Job     string          `json:"job"`
+					Event   json.RawMessage `json:"event"`
+				}{r.Index, r.Job, raw})
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()

@@ -193,7 +193,18 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	// p1 listens on a new port now, which the renter learns here (a
 	// testnet's daemons have no DHT to find it by).
 	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
-	mustOK(t, rn.cli(t, "service", "down", "chat"), "service down")
+	r = rn.cli(t, "service", "logs", "chat", "--json", "--tail", "5")
+	mustOK(t, r, "service logs --json")
+	var logs node.ServiceLogsResult
+	if err := json.Unmarshal([]byte(r.stdout), &logs); err != nil || len(logs.Replicas) != 2 || logs.Replicas[1].Index != 1 || logs.Replicas[1].Job != v.Replicas[1].Job {
+		t.Fatalf("service logs --json: %v\n%s", err, r.stdout)
+	}
+	r = rn.cli(t, "service", "down", "chat", "--json")
+	mustOK(t, r, "service down --json")
+	var gone node.ServiceView
+	if err := json.Unmarshal([]byte(r.stdout), &gone); err != nil || gone.Name != "chat" {
+		t.Fatalf("service down --json: %v\n%s", err, r.stdout)
+	}
 	for _, rep := range v.Replicas {
 		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, all...)
 	}

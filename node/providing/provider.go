@@ -50,9 +50,11 @@ type Provider struct {
 	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
 	onService    func(jobID string, renter peer.ID, addr netip.AddrPort)
 	onServiceEnd func(jobID string)
-	dead         atomic.Bool // SimulateCrash: write nothing, touch no container
-	startMu      sync.Mutex  // an award is started (checkStart) or superseded, one at a time
-	stopping     atomic.Bool // Shutdown: no more quotes or awards
+	// onServiceDrain: Config.OnServiceDrain, nil when not set.
+	onServiceDrain func(jobID string)
+	dead           atomic.Bool // SimulateCrash: write nothing, touch no container
+	startMu        sync.Mutex  // an award is started (checkStart) or superseded, one at a time
+	stopping       atomic.Bool // Shutdown: no more quotes or awards
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
 	leases map[string]*activeLease
@@ -97,10 +99,14 @@ type Config struct {
 	Spawn func(func())
 	// OnService, when set, hears that a service job's container serves
 	// at addr for renter (once it runs, or is adopted after a restart);
-	// OnServiceEnd that it no longer does. Neither may block.
-	OnService    func(jobID string, renter peer.ID, addr netip.AddrPort)
-	OnServiceEnd func(jobID string)
-	Log          *slog.Logger
+	// OnServiceDrain that it is being stopped (preempted, unpaid, at its
+	// lease's end) or has exited, so it takes no new streams while those
+	// open finish; OnServiceEnd that it no longer serves at all. None may
+	// block; OnServiceDrain may be nil.
+	OnService      func(jobID string, renter peer.ID, addr netip.AddrPort)
+	OnServiceDrain func(jobID string)
+	OnServiceEnd   func(jobID string)
+	Log            *slog.Logger
 }
 
 // activeLease is what the adapter holds for a lease the scheduler has:
@@ -146,7 +152,7 @@ func New(bg context.Context, c Config) *Provider {
 	}
 	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn, onService: c.OnService, onServiceEnd: c.OnServiceEnd,
-		sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
+		onServiceDrain: c.OnServiceDrain, sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
 		if !pj.crashed() {
 			c.Record(typ, payload)

@@ -306,8 +306,17 @@ func (hb *heartbeat) stop()                                   { close(hb.done) }
 // it is.
 func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Job, m *meter) {
 	send := al.hub.send
+	// drain, once the job is being stopped or has exited, has the
+	// forwarder refuse new streams to it: the renter's gateway sends new
+	// requests to its other replicas at once (a refused dial is retried),
+	// instead of to an address that is about to go, or has gone with the
+	// container's network.
+	drain := func() {}
 	if pj.serve(ctx, al, job) {
 		defer pj.onServiceEnd(al.lease.JobID)
+		if pj.onServiceDrain != nil {
+			drain = sync.OnceFunc(func() { pj.onServiceDrain(al.lease.JobID) })
+		}
 	}
 	defer func() {
 		if pj.crashed() {
@@ -363,6 +372,7 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 	go func() { r, err := job.Wait(ctx); done <- waited{r, err} }()
 	notice := time.Duration(al.lease.NoticeSec) * time.Second
 	stop := func() waited {
+		drain()
 		bg := context.WithoutCancel(pj.bg)
 		sctx, scancel := context.WithTimeout(bg, notice+10*time.Second)
 		defer scancel()
@@ -383,6 +393,7 @@ loop:
 			if pj.crashed() {
 				return
 			}
+			drain()
 			if ctx.Err() != nil { // the lease ended, or this node is stopping
 				w = stop()
 			}
