@@ -197,6 +197,7 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 		}
 	}
 
+	url := v.URL
 	var sent, failed atomic.Int64
 	var lastErr atomic.Value
 	stop := make(chan struct{})
@@ -209,7 +210,7 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			sent.Add(1)
-			if err := gatewayGet(v.URL + "/v1/models"); err != nil {
+			if err := gatewayGet(url + "/v1/models"); err != nil {
 				failed.Add(1)
 				lastErr.Store(err.Error())
 			}
