@@ -94,7 +94,7 @@ func Parse(r io.Reader, name string) (*List, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("%s:%d: gpu_count %q is not a positive whole number", name, line, get("gpu_count"))
 		}
-		usd, err := parseDecimal(get("usd_per_hour"))
+		usd, err := auction.ParseDecimalCredits(get("usd_per_hour"))
 		if err != nil || usd <= 0 {
 			return nil, fmt.Errorf("%s:%d: usd_per_hour %q is not a positive decimal", name, line, get("usd_per_hour"))
 		}
@@ -126,20 +126,4 @@ func Parse(r io.Reader, name string) (*List, error) {
 		}
 	}
 	return l, nil
-}
-
-// parseDecimal reads a plain decimal with at most 6 places, exactly.
-func parseDecimal(s string) (auction.Credits, error) {
-	const digits = "0123456789"
-	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" || len(whole) > 12 || strings.Trim(whole, digits) != "" ||
-		dot && (frac == "" || len(frac) > 6 || strings.Trim(frac, digits) != "") {
-		return 0, fmt.Errorf("%q is not a decimal with at most 6 places", s)
-	}
-	w, _ := strconv.ParseInt(whole, 10, 64)
-	var f int64
-	if dot {
-		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
-	}
-	return auction.Credits(w*1_000_000 + f), nil
 }

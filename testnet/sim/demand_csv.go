@@ -185,7 +185,7 @@ func parseJob(f []string) (Job, *badField) {
 		return j, bad(4, "%q is not gold, silver or bronze", f[4])
 	}
 	if f[5] != "" {
-		c, err := parseCredits(f[5])
+		c, err := auction.ParseDecimalCredits(f[5])
 		if err != nil || c > maxPrice {
 			return j, bad(5, "%q is not credits 0..%s with at most 6 decimals", f[5], auction.FormatCredits(maxPrice))
 		}

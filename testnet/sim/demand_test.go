@@ -133,20 +133,6 @@ func TestDemandCSVRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseCredits(t *testing.T) {
-	for in, want := range map[string]auction.Credits{"0": 0, "1": 1_000_000, "1.25": 1_250_000, "0.000001": 1, "007.5": 7_500_000,
-		"999999999999.999999": 999_999_999_999_999_999} {
-		if got, err := parseCredits(in); err != nil || got != want {
-			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", ".5", "5.", "1.2345678", "-1", "+1", "1e3", "1 ", "1,5", "1000000000000"} {
-		if got, err := parseCredits(in); err == nil {
-			t.Errorf("%q: accepted as %d", in, got)
-		}
-	}
-}
-
 func TestSampleDemandLoadFromTraces(t *testing.T) {
 	dir := tracesDir(t)
 	sc := DefaultSupplyConfig()

@@ -118,7 +118,7 @@ func parseProvider(f []string) (Provider, *badField) {
 		return p, bad(5, "%q is not a continent (af an as eu na oc sa)", f[5])
 	}
 	for i, dst := range []*auction.Credits{&p.Floors.Gold, &p.Floors.Silver, &p.Floors.Bronze} {
-		c, err := parseCredits(f[6+i])
+		c, err := auction.ParseDecimalCredits(f[6+i])
 		if err != nil || c > maxPrice {
 			return p, bad(6+i, "%q is not credits 0..%s with at most 6 decimals", f[6+i], auction.FormatCredits(maxPrice))
 		}
@@ -140,23 +140,6 @@ func parseProvider(f []string) (Provider, *badField) {
 		p.Windows = append(p.Windows, Span{start, end})
 	}
 	return p, nil
-}
-
-// parseCredits reads a non-negative decimal with at most 6 places ("1.25")
-// as millionths, exactly: no floats.
-func parseCredits(s string) (auction.Credits, error) {
-	const digits = "0123456789"
-	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" || len(whole) > 12 || strings.Trim(whole, digits) != "" ||
-		dot && (frac == "" || len(frac) > 6 || strings.Trim(frac, digits) != "") {
-		return 0, fmt.Errorf("%q is not a decimal with at most 6 places", s)
-	}
-	w, _ := strconv.ParseInt(whole, 10, 64)
-	var f int64
-	if dot {
-		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
-	}
-	return auction.Credits(w*1_000_000 + f), nil
 }
 
 // csvIn reads a canonical CSV and says where a problem is:
