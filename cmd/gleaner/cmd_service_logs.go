@@ -72,6 +72,33 @@ func serviceLogs(c *cli.Context) error {
 	if !c.Bool("follow") {
 		return nil
 	}
+	return followReplicas(c, nc, res, func(r node.ServiceReplicaLogs, raw json.RawMessage) {
+		var ev node.JobEvent
+		if json.Unmarshal(raw, &ev) != nil {
+			return
+		}
+		switch ev.Type {
+		case "log":
+			w.write(r.Index, ev.Log)
+		case "dropped", "state":
+			if ev.Type == "state" && !node.Terminal(ev.State) {
+				return
+			}
+			w.flush(r.Index)
+			note := ev.Note
+			if ev.Type == "state" {
+				note = "job " + r.Job + " " + ev.State + sep(ev.Note)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "gleaner: replica %d: %s\n", r.Index, note)
+		}
+	}, func(r node.ServiceReplicaLogs) { w.flush(r.Index) })
+}
+
+// followReplicas subscribes to job_follow for each replica's job and
+// hands each event to on, one goroutine a replica, then done(replica)
+// when its subscription ends; it returns once all have ended (Ctrl-C, or
+// the jobs').
+func followReplicas(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult, on func(node.ServiceReplicaLogs, json.RawMessage), done func(node.ServiceReplicaLogs)) error {
 	var wg sync.WaitGroup
 	for _, r := range res.Replicas {
 		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: r.Job})
@@ -80,26 +107,11 @@ func serviceLogs(c *cli.Context) error {
 		}
 		wg.Go(func() {
 			for raw := range events {
-				var ev node.JobEvent
-				if json.Unmarshal(raw, &ev) != nil {
-					continue
-				}
-				switch ev.Type {
-				case "log":
-					w.write(r.Index, ev.Log)
-				case "dropped", "state":
-					if ev.Type == "state" && !node.Terminal(ev.State) {
-						continue
-					}
-					w.flush(r.Index)
-					note := ev.Note
-					if ev.Type == "state" {
-						note = "job " + r.Job + " " + ev.State + sep(ev.Note)
-					}
-					fmt.Fprintf(c.App.ErrWriter, "gleaner: replica %d: %s\n", r.Index, note)
-				}
+				on(r, raw)
 			}
-			w.flush(r.Index)
+			if done != nil {
+				done(r)
+			}
 		})
 	}
 	wg.Wait()
@@ -114,26 +126,15 @@ func followLogsJSON(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult) 
 	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	for _, r := range res.Replicas {
-		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: r.Job})
-		if err != nil {
-			return err
-		}
-		wg.Go(func() {
-			for raw := range events {
-				mu.Lock()
-				_ = enc.Encode(struct {
-					Replica int             `json:"replica"`
-					Job     string          `json:"job"`
-					Event   json.RawMessage `json:"event"`
-				}{r.Index, r.Job, raw})
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return nil
+	return followReplicas(c, nc, res, func(r node.ServiceReplicaLogs, raw json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(struct {
+			Replica int             `json:"replica"`
+			Job     string          `json:"job"`
+			Event   json.RawMessage `json:"event"`
+		}{r.Index, r.Job, raw})
+	}, nil)
 }
 
 func sep(note string) string {

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -199,11 +201,41 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &logs); err != nil || len(logs.Replicas) != 2 || logs.Replicas[1].Index != 1 || logs.Replicas[1].Job != v.Replicas[1].Job {
 		t.Fatalf("service logs --json: %v\n%s", err, r.stdout)
 	}
+	// `service logs --follow` prints each replica's output, prefixed by
+	// its index, and goes on until the replicas' jobs end: here, by the
+	// `service down` below, which it reports per replica on stderr.
+	follow := exec.Command(binPath, "--repo", rn.repo, "service", "logs", "chat", "--follow")
+	follow.Env = append(os.Environ(), "GLEANER_REPO=")
+	var fout, ferr lockedBuffer
+	follow.Stdout, follow.Stderr = &fout, &ferr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = follow.Process.Kill() })
+	followed := make(chan error, 1)
+	go func() { followed <- follow.Wait() }()
+	waitUntil(t, 15*time.Second, "service logs --follow printing both replicas' output", func() bool {
+		out := fout.String()
+		return strings.Contains(out, "[0] modelserver: serving") && strings.Contains(out, "[1] modelserver: serving")
+	}, all...)
 	r = rn.cli(t, "service", "down", "chat", "--json")
 	mustOK(t, r, "service down --json")
 	var gone node.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &gone); err != nil || gone.Name != "chat" {
 		t.Fatalf("service down --json: %v\n%s", err, r.stdout)
+	}
+	select {
+	case err := <-followed:
+		if err != nil {
+			t.Fatalf("service logs --follow after down: %v\n%s", err, ferr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("service logs --follow still running 30 s after service down:\n%s", ferr.String())
+	}
+	for _, rep := range v.Replicas {
+		if want := fmt.Sprintf("gleaner: replica %d: job %s cancelled", rep.Index, rep.Job); !strings.Contains(ferr.String(), want) {
+			t.Fatalf("service logs --follow did not report %q:\n%s", want, ferr.String())
+		}
 	}
 	for _, rep := range v.Replicas {
 		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, all...)
