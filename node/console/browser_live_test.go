@@ -22,13 +22,14 @@ import (
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
+	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
 // TestConsoleLiveInChromium: the renter's job page shows the job's output
 // as it prints it (live.js over /ui/jobs/{id}/follow), and its end; the
-// services page renders (with no service: a service needs images of its
-// own, and its page is rendered from a synthetic one in live_test.go);
-// the spend page shows what ledger_spend returns; another site cannot
+// services page with no service, then a real service's pages (the model
+// server's replica on the provider) with service_status's figures; the
+// spend page shows what ledger_spend returns; another site cannot
 // open the follow socket. With GLEANER_CONSOLE_SHOTS=dir it saves
 // screenshots too.
 func TestConsoleLiveInChromium(t *testing.T) {
@@ -170,6 +171,65 @@ func TestConsoleLiveInChromium(t *testing.T) {
 		t.Errorf("spend page's leases: %q, ledger_spend: %+v", got, sp.Leases)
 	}
 	shot("renter-spend")
+
+	// A real service: one replica of the model server on the provider,
+	// some completions through its gateway, and its pages show what
+	// service_status says.
+	workloads := []string{"batch", "service"}
+	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Workloads: &workloads}, &shown); err != nil || !shown.Offered {
+		t.Fatalf("offer_set workloads: %v (%s)", err, shown.Reason)
+	}
+	if err := modelimage.Build(ctx, "../.."); err != nil {
+		t.Fatal(err)
+	}
+	svcSpec := fmt.Sprintf("name: chat\nkind: service\nimage: %s\nenv: {MODELSERVER_LOAD_DELAY: 100ms, MODELSERVER_TOKEN_DELAY: 1ms}\n"+
+		"service:\n  port: %d\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n"+
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n", modelimage.Tag, modelimage.Port)
+	var up node.ServiceView
+	if err := rent.Call(ctx, "service_up", node.ServiceUpParams{Spec: svcSpec}, &up); err != nil {
+		t.Fatal(err)
+	}
+	defer rent.Call(context.Background(), "service_down", node.ServiceNameParams{Name: "chat"}, nil)
+	var sv node.ServiceView
+	waitFor(t, time.Minute, "the service's replica ready", func() bool {
+		return rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv) == nil && len(sv.Replicas) == 1 && sv.Replicas[0].Ready
+	})
+	const sent = 12
+	for i := range sent {
+		resp, err := http.Post(up.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"gleaner-test-model","prompt":"hi","max_tokens":4}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("completion %d through the gateway: status %d", i, resp.StatusCode)
+		}
+	}
+	if err := rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv); err != nil || sv.Stats == nil {
+		t.Fatalf("service_status: %v %+v", err, sv)
+	}
+	if sv.Stats.Requests != sent || sv.Stats.CompletionTokens != 4*sent {
+		t.Fatalf("service_status counts %d requests and %d completion tokens, want %d and %d", sv.Stats.Requests, sv.Stats.CompletionTokens, sent, 4*sent)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/services"), chromedp.WaitVisible(chromedp.CSS("#service-count")))
+	if got := text("#services tbody"); !strings.Contains(got, "chat") || !strings.Contains(got, up.URL) {
+		t.Errorf("services page: %q, want the service and its URL %s", got, up.URL)
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/services/chat"), chromedp.WaitVisible(chromedp.CSS("#figures")))
+	if got, want := text("#requests"), fmt.Sprintf("%d (%d error(s)", sv.Stats.Requests, sv.Stats.Errors); !strings.HasPrefix(got, want) {
+		t.Errorf("service page requests: %q, service_status: %q", got, want)
+	}
+	if got := text("#ready"); got != "1 of 1" {
+		t.Errorf("service page ready: %q", got)
+	}
+	if got := text("#replicas tbody"); !strings.Contains(got, sv.Replicas[0].Job) || !strings.Contains(got, "ready") {
+		t.Errorf("service page replicas: %q, service_status: %+v", got, sv.Replicas)
+	}
+	if n := get(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#service-charts figure svg").length`)); n != 4 {
+		t.Errorf("service page: %d charts, want throughput, latency and both costs", n)
+	}
+	shot("renter-service")
 
 	// Another site's page cannot follow a job through this browser.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -151,8 +151,16 @@ func timeChart(title string, at []time.Time, ss []series, num func(float64) stri
 		last := s.Values[n-1]
 		fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="3" fill="#0b5cad"/>`, x(at[n-1]), y(last))
 		if s.Name == "" {
-			fmt.Fprintf(&b, `<text class="val" x="%.1f" y="%.1f" text-anchor="end">%s</text>`,
-				x(at[n-1])-6, max(y(last)-6, 12), html.EscapeString("now "+num(last)))
+			// Beside the latest point, on the side with room: left of it
+			// once the line has length, right of it while the point is
+			// still at the left edge (a first sample), where a label
+			// ending at the point would run over the axis labels.
+			lx, anchor := x(at[n-1])-6, "end"
+			if lx < float64(w)/2 {
+				lx, anchor = x(at[n-1])+6, "start"
+			}
+			fmt.Fprintf(&b, `<text class="val" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`,
+				lx, max(y(last)-6, 12), anchor, html.EscapeString("now "+num(last)))
 			continue
 		}
 		// The legend, above the plot: a stretch of the line's own dash,
