@@ -46,6 +46,13 @@ type ServiceRecord struct {
 	// ready; at serviceHealLimit healing stops, with HealError saying why.
 	Unready   int    `json:"unready,omitempty"`
 	HealError string `json:"heal_error,omitempty"`
+	// Renewing maps a replica's job to the successor bought to take its
+	// index before its lease ends (service_renew.go); Retiring are the
+	// jobs a successor took over from, drained and not yet cancelled;
+	// Renewed counts the leases renewed since the service went up.
+	Renewing map[string]string `json:"renewing,omitempty"`
+	Retiring []string          `json:"retiring,omitempty"`
+	Renewed  int               `json:"renewed,omitempty"`
 }
 
 // Healing's bounds: after serviceHealLimit replicas in a row that ended
@@ -108,6 +115,14 @@ func (s *services) resume() {
 		if err := s.startLocked(rec, spec); err != nil {
 			s.log.Warn("service gateway not restarted", "service", name, "port", rec.Port, "err", err)
 			s.live[name] = &liveService{err: err.Error()}
+		}
+		// Jobs a successor took over from before the restart, drained
+		// then but not yet cancelled: they take no more traffic.
+		for _, old := range rec.Retiring {
+			go func() {
+				s.cancelJobs([]string{old})
+				s.forgetRetired(name, old)
+			}()
 		}
 	}
 }
@@ -261,7 +276,8 @@ func (s *services) cancelJobs(ids []string) {
 // scales the service (sync).
 func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	added := map[string]string{} // job ID -> provider
-	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}, addedAt: map[string]time.Time{}, gaveUp: map[string]string{}}
+	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}, addedAt: map[string]time.Time{}, gaveUp: map[string]string{},
+		renewTried: map[string]bool{}}
 	var lastSync time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -274,7 +290,10 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 		s.mu.Lock()
 		var ids []string
 		if rec := s.recs[name]; rec != nil {
-			ids = rec.Replicas
+			// A successor is added to the gateway as any replica is: it
+			// takes traffic once ready, and its index once the sync sees
+			// it ready (service_renew.go).
+			ids = append(slices.Clone(rec.Replicas), successors(rec)...)
 			if k.spec == nil {
 				if spec, err := auction.ParseJobSpec([]byte(rec.Spec)); err == nil && spec.IsService() {
 					k.spec, k.as = spec, newAutoscaler(*spec.Service)
@@ -317,13 +336,20 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 		}
 		if now := time.Now(); k.spec != nil && now.Sub(lastSync) >= serviceSync {
 			lastSync = now
-			for _, id := range k.sync(now) {
+			drop, retire := k.sync(now)
+			for _, id := range drop {
 				if _, ok := added[id]; ok {
 					gw.Remove(id)
 					delete(added, id)
 				}
 				delete(k.addedAt, id)
 				delete(k.gaveUp, id)
+			}
+			for _, id := range retire {
+				delete(added, id)
+				delete(k.addedAt, id)
+				delete(k.gaveUp, id)
+				go s.retire(ctx, name, gw, id)
 			}
 		}
 		// While a replica is on its way the loop looks again soon, so
@@ -378,6 +404,9 @@ type keeper struct {
 	addedAt   map[string]time.Time // job ID -> when its run was added to the gateway
 	gaveUp    map[string]string    // job ID -> why it was cancelled as never ready
 	nextHeal  time.Time            // no replacement before (the backoff)
+	// renewTried: the leases (CIDs) a successor was bought for, so that
+	// one that failed is not bought again and again before the lease ends.
+	renewTried map[string]bool
 }
 
 // target is how many replicas the service should run: the count fixed by
@@ -390,7 +419,7 @@ func (k *keeper) target(rec *ServiceRecord, now time.Time, current int) int {
 		n = svc.Replicas.Min
 		if svc.Autoscale.Enabled() {
 			var why string
-			n, why = k.as.want(now, k.gw.Stats(), current)
+			n, why = k.as.want(now, withoutSuccessors(k.gw.Stats(), rec), current)
 			hi := max(svc.Replicas.Max, svc.Replicas.Min)
 			n = min(max(n, svc.Replicas.Min), hi)
 			if why != "" && n != current {
@@ -404,27 +433,32 @@ func (k *keeper) target(rec *ServiceRecord, now time.Time, current int) int {
 // sync heals and scales the service once: a replica whose job ended is
 // replaced by a new job at its index (so a floor replica keeps the
 // floor's tier), replicas are added up to the target and the highest
-// ones removed down to it. It returns the job IDs it dropped.
-func (k *keeper) sync(now time.Time) []string {
+// ones removed down to it; a replica near its lease's end is renewed
+// (service_renew.go). It returns the job IDs it dropped, and those to
+// drain before their jobs are cancelled (retire: a successor took over).
+func (k *keeper) sync(now time.Time) (drop, retire []string) {
 	s := k.s
+	ready := map[string]bool{}
 	for _, r := range k.gw.Stats().Replicas {
 		if r.Ready {
 			k.everReady[r.ID] = true
+			ready[r.ID] = true
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := s.recs[k.name]
 	if rec == nil {
-		return nil
+		return nil, nil
 	}
 	reps := slices.Clone(rec.Replicas)
 	notes := maps.Clone(rec.Notes)
 	if notes == nil {
 		notes = map[string]string{}
 	}
-	changed := false
-	var drop []string // jobs this sync removes from the service
+	// Successors first: one ready (or whose old job ended) takes its
+	// index, so healing below sees it there.
+	retire, drop, changed := k.renewSettle(rec, reps, notes, ready)
 	// Replicas not ready in time are cancelled first, healing or not:
 	// they must not run on unpaid for; the loop below replaces them once
 	// their jobs show cancelled.
@@ -515,12 +549,25 @@ func (k *keeper) sync(now time.Time) []string {
 		delete(notes, id)
 		cancel = append(cancel, id)
 		drop = append(drop, id)
+		if succ := rec.Renewing[id]; succ != "" {
+			// Its successor goes with it.
+			delete(rec.Renewing, id)
+			group.Release(succ)
+			cancel = append(cancel, succ)
+			drop = append(drop, succ)
+		}
+		changed = true
+	}
+	if k.renewStart(rec, reps, now) {
 		changed = true
 	}
 	if changed {
 		rec.Replicas, rec.Notes = reps, notes
 		if len(notes) == 0 {
 			rec.Notes = nil
+		}
+		if len(rec.Renewing) == 0 {
+			rec.Renewing = nil
 		}
 		c := *rec
 		if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) }); err != nil {
@@ -530,7 +577,7 @@ func (k *keeper) sync(now time.Time) []string {
 	if len(cancel) > 0 {
 		go s.cancelJobs(cancel)
 	}
-	return drop
+	return drop, retire
 }
 
 // scale fixes the service's replica count at n (1..MaxServiceReplicas),
@@ -577,7 +624,8 @@ func (s *services) down(name string) (*ServiceRecord, error) {
 	err := s.n.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketServices, name) })
 	s.mu.Unlock()
 	<-done
-	s.cancelJobs(rec.Replicas)
+	// The successors and the jobs being retired go too.
+	s.cancelJobs(append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...))
 	c := *rec
 	return &c, err
 }
@@ -602,7 +650,8 @@ type ServiceReplica struct {
 	State    string `json:"state"`
 	Provider string `json:"provider,omitempty"`
 	Ready    bool   `json:"ready"`
-	Note     string `json:"note,omitempty" doc:"why this replica replaced another, when it did"`
+	Note     string `json:"note,omitempty" doc:"why this replica replaced or renewed another, when it did"`
+	Renewing string `json:"renewing,omitempty" doc:"the successor job bought to take this replica's index before its lease ends; absent when none"`
 }
 
 // ServiceView is a service as service_up, service_list and service_status
@@ -619,6 +668,7 @@ type ServiceView struct {
 	Scale    int              `json:"scale,omitempty" doc:"the replica count fixed by service_scale; absent: the spec's, or its autoscaler's"`
 	Replaced int              `json:"replaced,omitempty" doc:"replicas replaced since the service went up"`
 	Heal     string           `json:"heal_error,omitempty" doc:"why no more replicas are bought, when healing stopped"`
+	Renewed  int              `json:"renewed,omitempty" doc:"replica leases renewed (a successor took over before the lease's end) since the service went up"`
 }
 
 func (s *services) view(name string, stats bool) (*ServiceView, error) {
@@ -628,6 +678,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	if ok {
 		rec = *r
 		rec.Notes = maps.Clone(r.Notes)
+		rec.Renewing = maps.Clone(r.Renewing)
 	}
 	ls := s.live[name]
 	s.mu.Unlock()
@@ -635,7 +686,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 		return nil, fmt.Errorf("no service %q (see `gleaner service ls`)", name)
 	}
 	v := &ServiceView{Name: rec.Name, Port: rec.Port, Created: rec.Created, Gateway: "down", Replicas: []ServiceReplica{},
-		Scale: rec.Scale, Replaced: rec.Replaced, Heal: rec.HealError}
+		Scale: rec.Scale, Replaced: rec.Replaced, Heal: rec.HealError, Renewed: rec.Renewed}
 	ready := map[string]bool{}
 	switch {
 	case ls != nil && ls.gw != nil:
@@ -653,7 +704,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 		v.Error = "not started"
 	}
 	for i, id := range rec.Replicas {
-		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id]}
+		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id], Renewing: rec.Renewing[id]}
 		if j, err := s.n.renterJobs.get(id); err == nil {
 			r.State, r.Provider = j.State, j.Provider
 		}

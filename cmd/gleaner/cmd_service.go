@@ -112,6 +112,9 @@ func printService(w io.Writer, v node.ServiceView) {
 	if v.Replaced > 0 {
 		fmt.Fprintf(w, "  %d replicas replaced since it went up\n", v.Replaced)
 	}
+	if v.Renewed > 0 {
+		fmt.Fprintf(w, "  %d replica leases renewed since it went up\n", v.Renewed)
+	}
 	if st := v.Stats; st != nil {
 		fmt.Fprintf(w, "requests %d, errors %d, qps %.2f, tokens %d, p50 %s, p95 %s, p99 %s\n", st.Requests, st.Errors, st.QPS, st.Tokens, st.LatencyP50, st.LatencyP95, st.LatencyP99)
 		fmt.Fprintf(w, "spent %s credits: %s per 1,000 requests, %s per 1M tokens\n", auction.FormatCredits(st.Spent), auction.FormatCredits(st.PerKRequests), auction.FormatCredits(st.PerMTokens))
@@ -124,6 +127,12 @@ func printService(w io.Writer, v node.ServiceView) {
 		}
 		if r.Note != "" {
 			note = r.Note
+		}
+		if r.Renewing != "" {
+			// Its lease ends soon; the successor takes its index once ready.
+			if note = "renewing: " + r.Renewing; r.Note != "" {
+				note += "; " + r.Note
+			}
 		}
 		rows = append(rows, []string{strconv.Itoa(r.Index), r.Job, r.State, prov, strconv.FormatBool(r.Ready), note})
 	}

@@ -251,6 +251,39 @@ func (g *Gateway) Remove(id string) bool {
 	return true
 }
 
+// Drain takes the replica out of the set, as Remove does, and then waits
+// until the requests in flight on it have finished or ctx ends; it
+// reports whether they all finished (false when there was no such
+// replica). The node drains a replica before it cancels its job (a lease
+// renewed ahead of its end, docs/SERVICES.md), so that a request that
+// cannot be retried, a plain POST, is answered rather than cut with the
+// container.
+func (g *Gateway) Drain(ctx context.Context, id string) bool {
+	rep := g.lookup(id)
+	if rep == nil || !g.Remove(id) {
+		return false
+	}
+	// A request routed from a snapshot taken just before the Remove counts
+	// itself outstanding a moment later, so the count must read zero twice,
+	// a tick apart.
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for zeros := 0; zeros < 2; {
+		if rep.outstanding.Load() == 0 {
+			zeros++
+		} else {
+			zeros = 0
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	rep.tr.CloseIdleConnections()
+	return true
+}
+
 // SetReady marks a replica ready or not; it reports whether there was one.
 // Marking it ready also clears its failure count.
 func (g *Gateway) SetReady(id string, ready bool) bool {

@@ -1,0 +1,338 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/modelimage"
+)
+
+// The renewal decision (service_renew.go): when a replica gets its
+// successor, and the margin's cap for short leases.
+func TestRenewDueAndMargin(t *testing.T) {
+	for _, c := range []struct {
+		delay, lease, want time.Duration
+	}{
+		{0, 24 * time.Hour, renewAllowance},                    // a day's lease: the allowance
+		{30 * time.Second, time.Hour, 90 * time.Second},        // a slow model gets its delay too
+		{0, 30 * time.Second, 15 * time.Second},                // capped at half a short lease
+		{5 * time.Minute, 100 * time.Second, 50 * time.Second}, // the delay capped too
+		{0, 0, 0},
+	} {
+		if got := renewMargin(c.delay, c.lease); got != c.want {
+			t.Errorf("renewMargin(%v, %v) = %v, want %v", c.delay, c.lease, got, c.want)
+		}
+	}
+
+	start := time.Unix(1_800_000_000, 0)
+	end := start.Add(30 * time.Second) // margin 15 s
+	live := replicaLease{Running: true, EverReady: true, Start: start, End: end}
+	for _, c := range []struct {
+		what string
+		at   time.Duration // after start
+		r    replicaLease
+		due  bool
+	}{
+		{"early in the lease", 5 * time.Second, live, false},
+		{"a second before the margin", 14 * time.Second, live, false},
+		{"at the margin", 15 * time.Second, live, true},
+		{"a second before the end", 29 * time.Second, live, true},
+		{"at the end (healing's turn)", 30 * time.Second, live, false},
+		{"not running", 20 * time.Second, replicaLease{EverReady: true, Start: start, End: end}, false},
+		{"never ready (given up instead)", 20 * time.Second, replicaLease{Running: true, Start: start, End: end}, false},
+		{"a successor already bought", 20 * time.Second, replicaLease{Running: true, EverReady: true, Renewing: true, Start: start, End: end}, false},
+		{"a successor failed for this lease", 20 * time.Second, replicaLease{Running: true, EverReady: true, Tried: true, Start: start, End: end}, false},
+		{"no lease known", 20 * time.Second, replicaLease{Running: true, EverReady: true}, false},
+	} {
+		due, why := renewDue(start.Add(c.at), c.r, 0)
+		if due != c.due {
+			t.Errorf("%s: due %v, want %v (%s)", c.what, due, c.due, why)
+		}
+		if due && !strings.Contains(why, "in 15s") && !strings.Contains(why, "renewed 15s ahead") {
+			t.Errorf("%s: why %q does not say the margin", c.what, why)
+		}
+	}
+	// A day's lease with a 2 min initial delay: renewed 3 min ahead.
+	dayEnd := start.Add(24 * time.Hour)
+	day := replicaLease{Running: true, EverReady: true, Start: start, End: dayEnd}
+	if due, _ := renewDue(dayEnd.Add(-181*time.Second), day, 2*time.Minute); due {
+		t.Error("renewed more than initial_delay + allowance ahead")
+	}
+	if due, why := renewDue(dayEnd.Add(-179*time.Second), day, 2*time.Minute); !due || !strings.Contains(why, "renewed 3m0s ahead") {
+		t.Errorf("not renewed within initial_delay + allowance: %v %q", due, why)
+	}
+}
+
+// The pending successors and the jobs being retired are in the record the
+// store keeps, so a renter restarted mid-renewal finds them; the view
+// shows the successor on its replica.
+func TestServiceRecordKeepsRenewal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := startTestNode(t, ctx, "", Options{})
+	rec := &ServiceRecord{Name: "kept", Spec: modelService("kept", 1), Replicas: []string{"old"}, Created: time.Now().UTC(),
+		Renewing: map[string]string{"old": "new"}, Retiring: []string{"older"}, Renewed: 2}
+	if err := n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := newServices(n, n.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.recs["kept"]
+	if got == nil || got.Renewing["old"] != "new" || !slices.Equal(got.Retiring, []string{"older"}) || got.Renewed != 2 {
+		t.Fatalf("the record read back: %+v", got)
+	}
+	if succ := successors(got); !slices.Equal(succ, []string{"new"}) {
+		t.Fatalf("successors %v", succ)
+	}
+	v, err := s.view("kept", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Replicas[0].Renewing != "new" || v.Renewed != 2 {
+		t.Fatalf("the view: %+v", v)
+	}
+}
+
+// The handover (renewSettle), with job records put in place: a ready
+// successor takes the index and the old job is to be drained; one that
+// failed is dropped, the old replica staying; one still loading when the
+// old job has ended takes the index as its replacement.
+func TestRenewSettle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := startTestNode(t, ctx, "", Options{})
+	jobs := n.renterJobs
+	put := func(id, state string) {
+		jobs.mu.Lock()
+		jobs.jobs[id] = &JobRecord{ID: id, State: state, Service: "svc"}
+		jobs.mu.Unlock()
+	}
+	k := &keeper{s: n.renterServices, name: "svc"}
+	for _, c := range []struct {
+		what         string
+		old, succ    string // states
+		ready        bool   // the successor, in the gateway
+		job          string // at the index after
+		retire, drop []string
+		renewing     bool // still after
+		renewed      int
+	}{
+		{"a ready successor takes over", StateRunning, StateRunning, true, "new", []string{"old"}, nil, false, 1},
+		{"a loading successor waits", StateRunning, StateRunning, false, "old", nil, nil, true, 0},
+		{"a failed successor is dropped", StateRunning, StateFailed, false, "old", nil, []string{"new"}, false, 0},
+		{"the old lease ended first", StateCompleted, StatePulling, false, "new", nil, []string{"old"}, false, 1},
+		{"both ended: healing's turn", StateCompleted, StateNoMatch, false, "old", nil, []string{"new"}, false, 0},
+	} {
+		put("old", c.old)
+		put("new", c.succ)
+		rec := &ServiceRecord{Name: "svc", Replicas: []string{"old"}, Renewing: map[string]string{"old": "new"}}
+		reps, notes := slices.Clone(rec.Replicas), map[string]string{}
+		retire, drop, changed := k.renewSettle(rec, reps, notes, map[string]bool{"new": c.ready})
+		if reps[0] != c.job || !slices.Equal(retire, c.retire) || !slices.Equal(drop, c.drop) ||
+			(rec.Renewing["old"] != "") != c.renewing || rec.Renewed != c.renewed || changed == c.renewing {
+			t.Errorf("%s: replica %s, retire %v, drop %v, renewing %v, renewed %d, changed %v", c.what, reps[0], retire, drop, rec.Renewing, rec.Renewed, changed)
+		}
+		if c.job == "new" && !strings.Contains(notes["new"], "renews old (replica 0)") {
+			t.Errorf("%s: note %q", c.what, notes["new"])
+		}
+		if !slices.Equal(rec.Retiring, c.retire) {
+			t.Errorf("%s: retiring %v in the record", c.what, rec.Retiring)
+		}
+	}
+}
+
+// renewService is a one-replica model service whose replicas lease for
+// lease (renewed half-way through, renewMargin's cap) and load for 2 s,
+// so that a successor runs a while before it is ready. Each completion
+// takes 250 ms, so that requests are in flight on the old replica when
+// its successor takes over: they must be answered, not cut.
+func renewService(name string, lease time.Duration) string {
+	return fmt.Sprintf("name: %s\nkind: service\nimage: %s\n"+
+		"env: {MODELSERVER_LOAD_DELAY: 2s, MODELSERVER_TTFT: 250ms, MODELSERVER_TOKEN_DELAY: 1ms}\n"+
+		"service:\n  port: %d\n  readiness: {path: /health, initial_delay: 1s, period: 1s}\n  replicas: {min: 1, max: 1}\n"+
+		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: %s}\nallow_simulated: true\n",
+		name, modelimage.Tag, modelimage.Port, windowString(lease))
+}
+
+// A one-replica service with 30 s leases on two providers, under a steady
+// load of plain POSTs (which the gateway may not retry): half-way through
+// the lease a successor is bought on the other provider, takes the index
+// once ready, and the old job is cancelled before its end, with no
+// request failing. The next lease's renewal is then caught mid-way by a
+// restart of the renter: the successor kept in the record takes the
+// index after the restart, and no second one is bought.
+func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const lease = 30 * time.Second
+	p1, p2 := serviceSeller(t, ctx), serviceSeller(t, ctx)
+	logs := &logBuf{}
+	rn := startTestNode(t, ctx, "", Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	for _, p := range []*Node{p1, p2} {
+		if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "the providers' offers in the renter's book", func() bool {
+		_, _, ok1 := rn.market.Book().Get(p1.Host().ID().String())
+		_, _, ok2 := rn.market.Book().Get(p2.Host().ID().String())
+		return ok1 && ok2
+	})
+	t.Cleanup(func() {
+		// The renter's log of the service (all of it when the test failed).
+		for line := range strings.Lines(logs.String()) {
+			if t.Failed() || strings.Contains(line, "service replica renew") {
+				t.Log(strings.TrimSpace(line))
+			}
+		}
+	})
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: renewService("renewed", lease)}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "renewed", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	first := v.Replicas[0]
+	url := v.URL
+	end := time.Unix(leaseOf(t, rn, first.Job).End, 0)
+
+	var sent, failed atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			hc := &http.Client{Timeout: 10 * time.Second}
+			defer hc.CloseIdleConnections()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent.Add(1)
+				if err := completion(hc, url, ""); err != nil {
+					failed.Add(1)
+					lastErr.Store(err.Error())
+				}
+			}
+		})
+	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopLoad()
+
+	v = waitService(t, rn, "renewed", lease, "a successor bought for replica 0", func(v *ServiceView) bool { return v.Replicas[0].Renewing != "" })
+	succ := v.Replicas[0].Renewing
+	if left := time.Until(end); left > lease/2+time.Second || left < 0 {
+		t.Fatalf("the successor was bought %v before the lease's end, want about %v", left, lease/2)
+	}
+	bought, state := time.Now(), ""
+	v = waitService(t, rn, "renewed", time.Until(end), "the successor ready at replica 0", func(v *ServiceView) bool {
+		if j, err := rn.renterJobs.get(succ); err == nil && j.State != state {
+			state = j.State
+			t.Logf("+%v successor %s: %s %s", time.Since(bought).Round(time.Millisecond), succ, j.State, j.Error)
+		}
+		return v.Replicas[0].Job == succ && readyOn(v, 1)
+	})
+	t.Logf("+%v the successor took the index", time.Since(bought).Round(time.Millisecond))
+	second := v.Replicas[0]
+	waitFor(t, time.Until(end), "the old job cancelled before its lease's end", func() bool {
+		j, err := rn.renterJobs.get(first.Job)
+		return err == nil && j.State == StateCancelled
+	})
+	took := time.Until(end)
+	time.Sleep(2 * time.Second) // load across the old job's cancel
+	stopLoad()
+	if n := failed.Load(); n > 0 || sent.Load() < 50 {
+		t.Fatalf("%d of %d plain POSTs through the gateway failed across the renewal (last: %v)", n, sent.Load(), lastErr.Load())
+	}
+	t.Logf("%d plain POSTs, none failed; the old job cancelled %v before its lease's end", sent.Load(), took.Round(time.Millisecond))
+	if second.Provider == first.Provider {
+		t.Fatalf("the successor runs on %s, the old replica's provider", second.Provider)
+	}
+	if v.Renewed != 1 || v.Replaced != 0 || !strings.Contains(second.Note, "renews "+first.Job) {
+		t.Fatalf("renewed %d, replaced %d, note %q", v.Renewed, v.Replaced, second.Note)
+	}
+	// The log says why the successor was bought.
+	if l := logs.String(); !strings.Contains(l, "service replica renewing") || !strings.Contains(l, "successor="+succ) || !strings.Contains(l, "renewed 15s ahead") {
+		t.Fatalf("the renter's log does not say why %s was bought", succ)
+	}
+
+	// The second lease's renewal, caught by a restart of the renter once
+	// its successor runs (it needs 2 s more to be ready).
+	end2 := time.Unix(leaseOf(t, rn, second.Job).End, 0)
+	v = waitService(t, rn, "renewed", lease, "a successor for the second lease, running", func(v *ServiceView) bool {
+		if v.Replicas[0].Renewing == "" {
+			return false
+		}
+		j, err := rn.renterJobs.get(v.Replicas[0].Renewing)
+		return err == nil && j.State == StateRunning
+	})
+	third := v.Replicas[0].Renewing
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	err := rn.Stop(sctx)
+	scancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn = startAgain(t, ctx, rn)
+	for _, p := range []*Node{p1, p2} {
+		if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The successor needs 2 s to load after it runs, and the restart takes
+	// less: the restarted renter finds the renewal half done.
+	if v, err := rn.renterServices.view("renewed", false); err != nil || v.Replicas[0].Job != second.Job || v.Replicas[0].Renewing != third {
+		t.Fatalf("after the restart: %+v, want replica 0 %s renewing with %s (%v)", v, second.Job, third, err)
+	}
+	v = waitService(t, rn, "renewed", time.Until(end2), "the kept successor at replica 0 after the restart", func(v *ServiceView) bool {
+		return v.Replicas[0].Job == third && readyOn(v, 1)
+	})
+	if err := gatewayGet(url + "/health"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Until(end2), "the second job cancelled before its lease's end", func() bool {
+		j, err := rn.renterJobs.get(second.Job)
+		return err == nil && j.State == StateCancelled
+	})
+	var jobs int
+	for _, j := range rn.renterJobs.siblings("") {
+		if j.Service == "renewed" {
+			jobs++
+		}
+	}
+	if jobs != 3 || v.Renewed != 2 || v.Replicas[0].Provider != first.Provider {
+		t.Fatalf("%d jobs bought (want 3), renewed %d, the third on %s", jobs, v.Renewed, v.Replicas[0].Provider)
+	}
+	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "renewed"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logBuf is a node's log, kept for the test to read.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
