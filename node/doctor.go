@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/executor"
 )
 
 // Doctor: `gleaner doctor` asks whether this host can run a node that
@@ -15,6 +17,7 @@ import (
 // process, with or without a daemon; the checks that need the running
 // node's view (listen addresses, NAT, peers' clocks) come from the
 // node_doctor method (api_doctor.go) and are judged by DaemonChecks.
+// The service firewall check is service_firewall.go's.
 
 // Verdicts of a check.
 const (
@@ -51,6 +54,9 @@ type DoctorOptions struct {
 	// Docker and NVML are the parts under test; nil means the real ones.
 	Docker dockerProbe
 	NVML   func() (nvmlReport, error)
+	// FirewallRules checks the service firewall rule; nil means
+	// executor.CheckServiceFirewall.
+	FirewallRules func(context.Context) []executor.FirewallReport
 }
 
 // DefaultGPUImage is the image of doctor's GPU test container: NVIDIA's
@@ -63,8 +69,12 @@ func LocalChecks(ctx context.Context, o DoctorOptions) []Check {
 	if o.GPUImage == "" {
 		o.GPUImage = DefaultGPUImage
 	}
+	if o.FirewallRules == nil {
+		o.FirewallRules = executor.CheckServiceFirewall
+	}
 	out := RepoChecks(o.RepoDir)
 	out = append(out, DiskChecks(o.RepoDir)...)
+	out = append(out, serviceFirewallCheck(ctx, o.RepoDir, o.FirewallRules))
 	dp := o.Docker
 	if dp == nil {
 		d, err := newDockerProbe()

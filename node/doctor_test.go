@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -400,5 +401,46 @@ func TestDoctorClockServedWithoutRPC(t *testing.T) {
 	h := hostileHost(t, ctx, n)
 	if s, err := h.Clock(ctx, n.Host().ID()); err != nil || s.RTT <= 0 {
 		t.Fatalf("clock of a node with only its host started: %+v, %v", s, err)
+	}
+}
+
+// The service firewall check: pass when the rule is there, warn with the
+// exact command when it is missing, skip with why when it cannot be
+// checked (not root), and say so when the owner turned it off.
+func TestServiceFirewallCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	if _, err := InitRepo(dir, DefaultConfig(NetworkLocal)); err != nil {
+		t.Fatal(err)
+	}
+	fake := func(v4, v6 executor.FirewallState, detail string) func(context.Context) []executor.FirewallReport {
+		return func(context.Context) []executor.FirewallReport {
+			return []executor.FirewallReport{{Tool: "iptables", State: v4, Detail: detail}, {Tool: "ip6tables", State: v6, Detail: detail}}
+		}
+	}
+	ctx := context.Background()
+	add := "sudo iptables -I INPUT -i glsvc+ -m conntrack --ctstate NEW -j DROP"
+	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallPresent, "present")); c.Status != StatusPass || c.Fix != "" {
+		t.Errorf("rule present: %+v", c)
+	}
+	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallSkipped, "no ip6tables binary")); c.Status != StatusPass || !strings.Contains(c.Detail, "no ip6tables") {
+		t.Errorf("no ip6tables: %+v", c)
+	}
+	c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing"))
+	if c.Status != StatusWarn || c.Fix != add || !strings.Contains(c.Detail, "listeners") {
+		t.Errorf("rule missing: %+v", c)
+	}
+	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallUnknown, executor.FirewallUnknown, "iptables: permission denied"))
+	if c.Status != StatusSkip || !strings.Contains(c.Detail, "permission denied") || !strings.Contains(c.Fix, add) ||
+		!strings.Contains(c.Fix, "sudo iptables -C INPUT") {
+		t.Errorf("not root: %+v", c)
+	}
+	cfg := DefaultConfig(NetworkLocal)
+	cfg.Provider.ServiceFirewall = "off"
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg.Render()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallMissing, "missing"))
+	if c.Status != StatusWarn || !strings.Contains(c.Detail, "service_firewall = off") {
+		t.Errorf("rule missing, setting off: %+v", c)
 	}
 }

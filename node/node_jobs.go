@@ -147,6 +147,8 @@ func (n *Node) openExecutor(ctx context.Context) (exec executor.Executor, docker
 		if n.ownDocker(d) {
 			docker = d
 		}
+		// Before any job, service or not, can be taken.
+		n.ensureServiceFirewall(ctx)
 		return d, docker
 	}
 	if !errors.Is(err, executor.ErrNoDocker) {

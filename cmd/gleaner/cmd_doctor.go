@@ -19,6 +19,9 @@ from, and prints each check as pass, warn, fail or skip, with the fix:
 
    repo            the repo, identity.key and rpc.token are yours alone (not group/world-readable)
    disk            free space where the repo and the block store (<repo>/data) live
+   service firewall
+                   the iptables rule that keeps service jobs off this host's own listeners
+                   (INPUT -i glsvc+ ... DROP, docs/SERVICES.md); checking it needs root
    docker          the Docker engine answers and is new enough (API 1.40, Docker 19.03)
    gpu             the NVIDIA driver (NVML) and its GPUs; without one, says the host can
                    offer only simulated GPUs

@@ -51,6 +51,16 @@ func checkLocalDoctor(t *testing.T, status, detail map[string]string) {
 	if status["docker"] != "pass" && os.Getenv("GLEANER_SKIP_DOCKER") != "1" {
 		t.Errorf("docker check %s: %s (this test needs the real engine; GLEANER_SKIP_DOCKER=1 excuses it)", status["docker"], detail["docker"])
 	}
+	switch _, err := exec.LookPath("iptables"); {
+	case os.Geteuid() == 0 && err == nil:
+		if s := status["service firewall"]; s != "pass" && s != "warn" {
+			t.Errorf("service firewall as root with iptables: %s %q", s, detail["service firewall"])
+		}
+	default:
+		if s := status["service firewall"]; s != "skip" && s != "pass" && s != "warn" {
+			t.Errorf("service firewall without root or iptables: %s %q", s, detail["service firewall"])
+		}
+	}
 	if _, err := os.Stat("/dev/nvidiactl"); err != nil {
 		// No GPU here: it must say so, never pass.
 		if status["gpu"] != "warn" || !strings.Contains(detail["gpu"], "simulated") {

@@ -29,9 +29,9 @@ import (
 // 20.10): packets for the host's own addresses are delivered, not
 // forwarded, so the job can connect to the host's listeners on any of its
 // addresses, as every container can. The bridge is named glsvc<hash> so
-// that an owner can refuse those with one INPUT rule (docs/SERVICES.md,
-// "Reaching a service's container"); the daemon, which does not run as
-// root, cannot add it itself.
+// that one INPUT rule refuses those (service_firewall.go): the daemon adds
+// it when it runs with the permission, and the owner otherwise
+// (docs/SERVICES.md, "Reaching a service's container").
 //
 // The network carries the job's labels like every per-job resource: Remove
 // takes it with the container, Adopt finds it again (findResources), and
@@ -54,7 +54,7 @@ func serviceNetworkName(jobID string) string { return "gleaner-svc-" + jobID }
 // run the same job ID.
 func serviceBridge(instance, jobID string) string {
 	sum := sha256.Sum256([]byte(instance + "/" + jobID))
-	return "glsvc" + hex.EncodeToString(sum[:5])
+	return serviceBridgePrefix + hex.EncodeToString(sum[:5])
 }
 
 func (s *Spec) validateService(bad func(string, ...any) error) error {

@@ -86,7 +86,18 @@ type TrustConfig struct {
 // (node.OfferSettings).
 type ProviderConfig struct {
 	SimulateGPUs string `toml:"simulate_gpus"`
+	// ServiceFirewall: "auto" (or unset) makes the daemon, when it has
+	// the permission, insert the INPUT rule that keeps service jobs off
+	// the host's own listeners (executor.EnsureServiceFirewall); "off"
+	// leaves the firewall to an owner who manages it.
+	ServiceFirewall string `toml:"service_firewall"`
 }
+
+// Values of provider.service_firewall.
+const (
+	ServiceFirewallAuto = "auto"
+	ServiceFirewallOff  = "off"
+)
 
 // MarketConfig bounds the renter's view of the market.
 type MarketConfig struct {
@@ -163,9 +174,10 @@ func DefaultConfig(network string) Config {
 			MaxMemoryMB:     512,
 			MaxFileDescs:    1024,
 		},
-		Market: MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
-		Trust:  TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
-		Data:   DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH},
+		Provider: ProviderConfig{ServiceFirewall: ServiceFirewallAuto},
+		Market:   MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
+		Trust:    TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
+		Data:     DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH},
 	}
 }
 
@@ -263,6 +275,12 @@ func (c Config) Validate() error {
 		if _, err := attest.ParseSimulateSpec(c.Provider.SimulateGPUs); err != nil {
 			return fmt.Errorf("provider.simulate_gpus: %v", err)
 		}
+	}
+	switch c.Provider.ServiceFirewall {
+	case "", ServiceFirewallAuto, ServiceFirewallOff:
+	default:
+		return fmt.Errorf("provider.service_firewall %q: use %q (the daemon adds the rule when it may) or %q (you manage the firewall)",
+			c.Provider.ServiceFirewall, ServiceFirewallAuto, ServiceFirewallOff)
 	}
 	if c.Data.QuotaGiB < 1 {
 		return fmt.Errorf("data.quota_gib %d: at least 1 is needed (the block store for job inputs, outputs and datasets)", c.Data.QuotaGiB)

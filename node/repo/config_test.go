@@ -58,6 +58,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"rpc origin with a path", func(c *Config) { c.RPC.AllowedOrigins = []string{"https://dash.example/app"} }, "rpc.allowed_origins"},
 		{"connections", func(c *Config) { c.Limits.ConnectionsHigh = 1 }, "limits"},
 		{"memory", func(c *Config) { c.Limits.MaxMemoryMB = 1 }, "limits.max_memory_mb"},
+		{"service firewall", func(c *Config) { c.Provider.ServiceFirewall = "no" }, "provider.service_firewall"},
 	}
 	for _, tc := range cases {
 		c := DefaultConfig(NetworkLocal)
@@ -71,6 +72,14 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	c.RPC.Address, c.RPC.AllowRemote = "0.0.0.0:4031", true
 	if err := c.Validate(); err != nil {
 		t.Errorf("remote RPC with allow_remote: %v", err)
+	}
+	// "" is a config.toml from before the setting: the daemon's default.
+	for _, v := range []string{"", ServiceFirewallAuto, ServiceFirewallOff} {
+		c := DefaultConfig(NetworkLocal)
+		c.Provider.ServiceFirewall = v
+		if err := c.Validate(); err != nil {
+			t.Errorf("provider.service_firewall %q: %v", v, err)
+		}
 	}
 }
 

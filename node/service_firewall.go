@@ -1,0 +1,84 @@
+package node
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
+)
+
+// The rule that keeps service jobs off the host's own listeners
+// (executor/service_firewall.go): the daemon makes sure of it at start,
+// before it can take a service job, and doctor checks it. Neither ever
+// fails for it: a daemon without the permission still runs batch jobs, and
+// says in its log what the owner must run.
+
+// ensureServiceFirewall is called once Docker is the executor.
+func (n *Node) ensureServiceFirewall(ctx context.Context) {
+	if n.cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff {
+		n.log.Info("provider.service_firewall = off: the owner keeps service jobs off this host's listeners",
+			"rule", "-I "+strings.Join(executor.ServiceFirewallRule, " "))
+		return
+	}
+	for _, r := range executor.EnsureServiceFirewall(ctx) {
+		switch r.State {
+		case executor.FirewallAdded:
+			n.log.Info("inserted the "+r.Tool+" rule that keeps service jobs off this host's listeners", "command", r.Command())
+		case executor.FirewallPresent:
+			n.log.Debug("service firewall rule present", "tool", r.Tool)
+		case executor.FirewallSkipped:
+			n.log.Info("service firewall rule skipped", "tool", r.Tool, "why", r.Detail)
+		default:
+			n.log.Warn("service jobs can connect to this host's own listeners: the daemon could not add the firewall rule; run this as root (or set provider.service_firewall = \"off\" if your firewall already refuses it)",
+				"run", r.Command(), "why", r.Detail)
+		}
+	}
+}
+
+// serviceFirewallCheck is doctor's "service firewall" check. checkRules
+// is executor.CheckServiceFirewall but for tests.
+func serviceFirewallCheck(ctx context.Context, dir string, checkRules func(context.Context) []executor.FirewallReport) Check {
+	c := Check{Name: "service firewall"}
+	off := false
+	if cfg, err := repo.LoadConfig(filepath.Join(dir, ConfigFile)); err == nil {
+		off = cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff
+	}
+	var good, fixes, unknown []string
+	missing := false
+	for _, r := range checkRules(ctx) {
+		switch r.State {
+		case executor.FirewallPresent, executor.FirewallAdded:
+			good = append(good, r.Tool+" rule present")
+		case executor.FirewallSkipped:
+			good = append(good, r.Detail)
+		case executor.FirewallMissing:
+			missing = true
+			fixes = append(fixes, r.Command())
+		default:
+			unknown = append(unknown, r.Detail)
+			fixes = append(fixes, "check as root: "+r.CheckCommand()+"; if it is missing: "+r.Command())
+		}
+	}
+	c.Fix = strings.Join(fixes, "; ")
+	switch {
+	case missing:
+		c.Status = StatusWarn
+		c.Detail = "service jobs can connect to this host's own listeners: the INPUT rule on glsvc+ is missing"
+		if !off {
+			c.Detail += " (a daemon running as root adds it at start: none has, or the rules were flushed since)"
+		} else {
+			c.Detail += " (provider.service_firewall = off: add it, or refuse that traffic in your own firewall)"
+		}
+	case len(unknown) > 0:
+		c.Status = StatusSkip
+		c.Detail = "skipped: " + strings.Join(unknown, "; ")
+		if off {
+			c.Detail += "; provider.service_firewall = off: your own firewall must refuse new connections from glsvc+"
+		}
+	default:
+		c.Status, c.Detail, c.Fix = StatusPass, strings.Join(good, "; "), ""
+	}
+	return c
+}
