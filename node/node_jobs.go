@@ -15,6 +15,7 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // DefaultStartDeadline is how long an award holds GPUs before its renter
@@ -147,8 +148,12 @@ func (n *Node) openExecutor(ctx context.Context) (exec executor.Executor, docker
 		if n.ownDocker(d) {
 			docker = d
 		}
-		// Before any job, service or not, can be taken.
+		// Before any job, service or not, can be taken; and again before
+		// each service job, in case the rules were flushed since.
 		n.ensureServiceFirewall(ctx)
+		if n.cfg.Provider.ServiceFirewall != repo.ServiceFirewallOff {
+			d.SetServiceGuard(n.recheckServiceFirewall)
+		}
 		return d, docker
 	}
 	if !errors.Is(err, executor.ErrNoDocker) {

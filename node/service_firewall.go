@@ -37,6 +37,18 @@ func (n *Node) ensureServiceFirewall(ctx context.Context) {
 	}
 }
 
+// recheckServiceFirewall runs before each service job (the executor's
+// service guard): a -C per family, milliseconds, and the rule put back if
+// a firewall reload flushed it since the start. Only that is logged: what
+// the daemon cannot fix was said at its start.
+func (n *Node) recheckServiceFirewall(ctx context.Context) {
+	for _, r := range executor.EnsureServiceFirewall(ctx) {
+		if r.State == executor.FirewallAdded {
+			n.log.Warn("re-inserted the "+r.Tool+" rule that keeps service jobs off this host's listeners: the host's firewall rules were flushed since this daemon started", "command", r.Command())
+		}
+	}
+}
+
 // serviceFirewallCheck is doctor's "service firewall" check. checkRules
 // is executor.CheckServiceFirewall but for tests.
 func serviceFirewallCheck(ctx context.Context, dir string, checkRules func(context.Context) []executor.FirewallReport) Check {

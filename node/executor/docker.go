@@ -30,6 +30,10 @@ type Docker struct {
 	cli     *client.Client
 	logSize int
 	owner   Owner // set before the first Start (SetOwner)
+	// serviceGuard runs before each service job's network is made
+	// (SetServiceGuard): the node's check that the firewall rule of
+	// service_firewall.go is still there.
+	serviceGuard func(context.Context)
 
 	staleMu sync.Mutex      // guards stale
 	stale   map[string]bool // job IDs of the owner's leftovers Reconcile kept
@@ -78,6 +82,13 @@ func (d *Docker) SetOwner(o Owner) {
 	}
 	d.owner = o
 }
+
+// SetServiceGuard sets what runs before each service job starts; like
+// SetOwner, before the first Start. The node re-ensures the service
+// firewall rule there, because a firewall reload (ufw, firewalld) that
+// flushes INPUT since the daemon's start would otherwise leave the next
+// service job able to reach the host.
+func (d *Docker) SetServiceGuard(f func(context.Context)) { d.serviceGuard = f }
 
 // Owner is whose jobs this executor creates.
 func (d *Docker) Owner() Owner { return d.owner }
@@ -149,6 +160,9 @@ func (d *Docker) create(ctx context.Context, spec Spec, hooks Hooks) (*dockerJob
 		}
 	}
 	if spec.ServicePort > 0 {
+		if d.serviceGuard != nil {
+			d.serviceGuard(ctx)
+		}
 		if rs.network, err = d.serviceNetwork(ctx, &spec); err != nil {
 			return nil, fmt.Errorf("executor: job %s: %w", spec.JobID, err)
 		}

@@ -136,6 +136,20 @@ func TestDockerServiceFirewall(t *testing.T) {
 	if got := dialFromHost(t, hostAddr); got != "host\n" {
 		t.Fatalf("the host's own listener answered the host %q", got)
 	}
+
+	// A firewall reload that flushes INPUT takes the rule away after the
+	// daemon's start; the next service job's start puts it back, through
+	// the guard the node sets.
+	if rc, msg, err := iptables(ctx, "iptables", "-D"); rc != 0 || err != nil {
+		t.Fatalf("take the rule out: %d %s %v", rc, msg, err)
+	}
+	guarded := 0
+	d.SetServiceGuard(func(ctx context.Context) { guarded++; EnsureServiceFirewall(ctx) })
+	defer d.SetServiceGuard(nil)
+	startService(t, d)
+	if c := countRules(t, "iptables"); guarded != 1 || c != 1 {
+		t.Fatalf("after a service job's start with the rule flushed: the guard ran %d time(s), %d copies of the rule", guarded, c)
+	}
 }
 
 // dialFromContainer runs the probe's dial inside the job's running
