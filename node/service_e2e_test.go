@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,43 +115,26 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 
 	// Load: about 10 completions a second (one token, no delay to
 	// speak of), five times the target for one replica.
-	var sent, failed atomic.Int64
-	var lastErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			hc := &http.Client{Timeout: 10 * time.Second}
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(150 * time.Millisecond):
-				}
-				sent.Add(1)
-				resp, err := hc.Post(url+"/v1/completions", "application/json",
-					strings.NewReader(`{"model":"gleaner-test-model","prompt":"hi","max_tokens":1}`))
-				if err == nil {
-					if resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-					resp.Body.Close()
-				}
-				if err != nil {
-					failed.Add(1)
-					lastErr.Store(err.Error())
-				}
-			}
-		})
-	}
-	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	load := startLoad(2, 150*time.Millisecond, func(hc *http.Client) error {
+		resp, err := hc.Post(url+"/v1/completions", "application/json",
+			strings.NewReader(`{"model":"gleaner-test-model","prompt":"hi","max_tokens":1}`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	stopLoad := load.stop
 	defer stopLoad()
 	t0 := time.Now()
 	v = waitService(t, rn, "auto", 90*time.Second, "three ready replicas on three providers", func(v *ServiceView) bool { return readyOn(v, 3) })
 	t.Logf("1 → 3 replicas in %v under %.1f QPS", time.Since(t0).Round(time.Second), float64(v.Stats.QPS))
 	stopLoad()
-	if n := failed.Load(); n > 0 || sent.Load() < 50 {
-		t.Fatalf("%d of %d completions failed while scaling up (last: %v)", n, sent.Load(), lastErr.Load())
+	if n := load.failed.Load(); n > 0 || load.sent.Load() < 50 {
+		t.Fatalf("%d of %d completions failed while scaling up (last: %v)", n, load.sent.Load(), load.lastErr.Load())
 	}
 	if v.Scale != 0 {
 		t.Fatalf("the count was fixed (%d), not the autoscaler's", v.Scale)
@@ -198,25 +179,8 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 	}
 
 	url := v.URL
-	var sent, failed atomic.Int64
-	var lastErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			sent.Add(1)
-			if err := gatewayGet(url + "/v1/models"); err != nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			}
-		}
-	})
-	stopClient := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	load := startLoad(1, 100*time.Millisecond, func(*http.Client) error { return gatewayGet(url + "/v1/models") })
+	stopClient := load.stop
 	defer stopClient()
 
 	// Both owners reclaim their GPUs.
@@ -231,10 +195,10 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 	})
 	time.Sleep(time.Second) // the new replica serves beside the floor
 	stopClient()
-	if n := failed.Load(); n > 0 || sent.Load() < 20 {
-		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, sent.Load(), lastErr.Load())
+	if n := load.failed.Load(); n > 0 || load.sent.Load() < 20 {
+		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, load.sent.Load(), load.lastErr.Load())
 	}
-	t.Logf("%d GETs through the gateway, none failed; replica 1 now %s on %s (%s)", sent.Load(), v.Replicas[1].Job, v.Replicas[1].Provider, v.Replicas[1].Note)
+	t.Logf("%d GETs through the gateway, none failed; replica 1 now %s on %s (%s)", load.sent.Load(), v.Replicas[1].Job, v.Replicas[1].Provider, v.Replicas[1].Note)
 	if v.Replicas[0].Job != before[0].Job {
 		t.Fatalf("the silver floor's replica changed: %+v, was %+v", v.Replicas[0], before[0])
 	}

@@ -2,10 +2,9 @@ package node
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,25 +35,8 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	before := slices.Clone(v.Replicas)
 	url := v.URL
 
-	var sent, failed atomic.Int64
-	var lastErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			sent.Add(1)
-			if err := gatewayGet(url + "/health"); err != nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			}
-		}
-	})
-	stopClient := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	load := startLoad(1, 200*time.Millisecond, func(*http.Client) error { return gatewayGet(url + "/health") })
+	stopClient := load.stop
 	defer stopClient()
 
 	lost := before[1]
@@ -65,10 +47,10 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 		return len(v.Replicas) == 3 && v.Replicas[1].Job != lost.Job && readyOn(v, 3)
 	})
 	stopClient()
-	if n := failed.Load(); n > 0 || sent.Load() < 50 {
-		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, sent.Load(), lastErr.Load())
+	if n := load.failed.Load(); n > 0 || load.sent.Load() < 50 {
+		t.Fatalf("%d of %d GETs through the gateway failed (last: %v)", n, load.sent.Load(), load.lastErr.Load())
 	}
-	t.Logf("%d GETs through the gateway, none failed", sent.Load())
+	t.Logf("%d GETs through the gateway, none failed", load.sent.Load())
 	if v.Replicas[0].Job != before[0].Job || v.Replicas[2].Job != before[2].Job {
 		t.Fatalf("replicas other than the lost one changed: %+v, were %+v", v.Replicas, before)
 	}
@@ -88,20 +70,13 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	want := []string{v.Replicas[0].Job, v.Replicas[1].Job, v.Replicas[2].Job}
 
 	// The renter restarts: the record it kept names the replacement.
-	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-	err := rn.Stop(sctx)
-	scancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn = startAgain(t, ctx, rn)
+	var alive []*Node
 	for _, p := range provs {
 		if p.Host().ID().String() != lost.Provider {
-			if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
-				t.Fatal(err)
-			}
+			alive = append(alive, p)
 		}
 	}
+	rn = restartRenter(t, ctx, rn, alive...)
 	v = waitService(t, rn, "healed", 60*time.Second, "the three replicas ready again after the renter's restart", func(v *ServiceView) bool {
 		return v.URL == url && readyOn(v, 3)
 	})

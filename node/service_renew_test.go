@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,29 +207,8 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	url := v.URL
 	end := time.Unix(leaseOf(t, rn, first.Job).End, 0)
 
-	var sent, failed atomic.Int64
-	var lastErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			hc := &http.Client{Timeout: 10 * time.Second}
-			defer hc.CloseIdleConnections()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				sent.Add(1)
-				if err := completion(hc, url, ""); err != nil {
-					failed.Add(1)
-					lastErr.Store(err.Error())
-				}
-			}
-		})
-	}
-	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	load := startLoad(4, 0, func(hc *http.Client) error { return completion(hc, url, "") })
+	stopLoad := load.stop
 	defer stopLoad()
 
 	v = waitService(t, rn, "renewed", lease, "a successor bought for replica 0", func(v *ServiceView) bool { return v.Replicas[0].Renewing != "" })
@@ -255,10 +233,10 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	took := time.Until(end)
 	time.Sleep(2 * time.Second) // load across the old job's cancel
 	stopLoad()
-	if n := failed.Load(); n > 0 || sent.Load() < 50 {
-		t.Fatalf("%d of %d plain POSTs through the gateway failed across the renewal (last: %v)", n, sent.Load(), lastErr.Load())
+	if n := load.failed.Load(); n > 0 || load.sent.Load() < 50 {
+		t.Fatalf("%d of %d plain POSTs through the gateway failed across the renewal (last: %v)", n, load.sent.Load(), load.lastErr.Load())
 	}
-	t.Logf("%d plain POSTs, none failed; the old job cancelled %v before its lease's end", sent.Load(), took.Round(time.Millisecond))
+	t.Logf("%d plain POSTs, none failed; the old job cancelled %v before its lease's end", load.sent.Load(), took.Round(time.Millisecond))
 	if second.Provider == first.Provider {
 		t.Fatalf("the successor runs on %s, the old replica's provider", second.Provider)
 	}
@@ -281,18 +259,7 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 		return err == nil && j.State == StateRunning
 	})
 	third := v.Replicas[0].Renewing
-	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-	err := rn.Stop(sctx)
-	scancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn = startAgain(t, ctx, rn)
-	for _, p := range []*Node{p1, p2} {
-		if err := rn.Host().LibP2P().Connect(ctx, addrInfo(p.Host())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rn = restartRenter(t, ctx, rn, p1, p2)
 	// The successor needs 2 s to load after it runs, and the restart takes
 	// less: the restarted renter finds the renewal half done.
 	if v, err := rn.renterServices.view("renewed", false); err != nil || v.Replicas[0].Job != second.Job || v.Replicas[0].Renewing != third {
