@@ -407,6 +407,9 @@ type keeper struct {
 	// renewTried: the leases (CIDs) a successor was bought for, so that
 	// one that failed is not bought again and again before the lease ends.
 	renewTried map[string]bool
+	// leaseSpans: lease CID -> its start and end (leaseSpan), the current
+	// leases' only.
+	leaseSpans map[string][2]time.Time
 }
 
 // target is how many replicas the service should run: the count fixed by

@@ -148,15 +148,16 @@ func (k *keeper) renewStart(rec *ServiceRecord, reps []string, now time.Time) (c
 	if rec.HealError != "" {
 		return false
 	}
+	seen := map[string]bool{} // the current leases' CIDs, to prune the caches by
 	for i, id := range reps {
 		j, err := s.n.renterJobs.get(id)
 		if err != nil {
 			continue
 		}
 		r := replicaLease{Running: j.State == StateRunning, EverReady: k.everReady[id], Renewing: rec.Renewing[id] != ""}
-		l := jobLease(j)
-		if l != nil {
-			r.Start, r.End = time.Unix(l.Start, 0), time.Unix(l.End, 0)
+		if span, ok := k.leaseSpan(j); ok {
+			seen[j.LeaseCID] = true
+			r.Start, r.End = span[0], span[1]
 			r.Tried = k.renewTried[j.LeaseCID]
 		}
 		due, why := renewDue(now, r, k.spec.Service.Readiness.InitialDelay)
@@ -180,7 +181,32 @@ func (k *keeper) renewStart(rec *ServiceRecord, reps []string, now time.Time) (c
 		rec.Renewing[id] = nj.ID
 		changed = true
 	}
+	// A lease no replica holds any more is not looked at again.
+	maps.DeleteFunc(k.leaseSpans, func(cid string, _ [2]time.Time) bool { return !seen[cid] })
+	maps.DeleteFunc(k.renewTried, func(cid string, _ bool) bool { return !seen[cid] })
 	return changed
+}
+
+// leaseSpan is the start and end of j's current lease, decoded once per
+// lease (by its CID) rather than on every sync; false when it has none
+// readable.
+func (k *keeper) leaseSpan(j *JobRecord) ([2]time.Time, bool) {
+	if j.LeaseCID == "" {
+		return [2]time.Time{}, false
+	}
+	if span, ok := k.leaseSpans[j.LeaseCID]; ok {
+		return span, true
+	}
+	l := jobLease(j)
+	if l == nil {
+		return [2]time.Time{}, false
+	}
+	if k.leaseSpans == nil {
+		k.leaseSpans = map[string][2]time.Time{}
+	}
+	span := [2]time.Time{time.Unix(l.Start, 0), time.Unix(l.End, 0)}
+	k.leaseSpans[j.LeaseCID] = span
+	return span, true
 }
 
 // retire drains old (a replica whose successor took its index) from the
