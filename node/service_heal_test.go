@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -157,12 +158,24 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	if len(jobs) != serviceHealLimit {
 		t.Fatalf("%d jobs bought for the service, want %d", len(jobs), serviceHealLimit)
 	}
-	waitFor(t, 30*time.Second, "every replica's job cancelled and the provider free", func() bool {
+	var left string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		left = ""
 		for _, j := range jobs {
 			if j, err := rn.renterJobs.get(j.ID); err != nil || j.State != StateCancelled {
-				return false
+				left += fmt.Sprintf(" job %s is %s (%v);", j.ID, j.State, err)
 			}
 		}
-		return len(prov.providerJobs.Leases(time.Now())) == 0
-	})
+		for _, l := range prov.providerJobs.Leases(time.Now()) {
+			left += fmt.Sprintf(" the provider holds %+v;", l)
+		}
+		if left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every replica's job cancelled and the provider free:%s", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
