@@ -17,7 +17,7 @@ func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitJob(t, rn, gold.ID, 20*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
 	rn = restartNode(t, r.ctx, rn)
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
 		t.Fatal(err)

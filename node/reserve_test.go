@@ -240,7 +240,7 @@ func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitJob(t, rn, gold.ID, 20*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
 	prov := restartNode(t, r.ctx, r.prov)
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
