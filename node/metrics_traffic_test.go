@@ -126,7 +126,7 @@ func TestMetricsTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the hostile peer on the ledger topic", func() bool { return len(lt.ListPeers()) > 0 })
+	waitFor(t, 30*time.Second, "the hostile peer on the ledger topic", func() bool { return len(lt.ListPeers()) > 0 })
 	waitFor(t, 20*time.Second, "the forged head rejected", func() bool {
 		if err := lt.Publish(ctx, []byte("not a head")); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)

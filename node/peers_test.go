@@ -138,12 +138,12 @@ func TestARestartedProvidersOfferReachesItsRenterAgain(t *testing.T) {
 	id := prov.Host().ID().String()
 	// The renter's subscription has reached the provider, so that the
 	// withdrawal at its stop reaches the renter.
-	waitFor(t, 10*time.Second, "the renter in the provider's offer topic", func() bool {
+	waitFor(t, 30*time.Second, "the renter in the provider's offer topic", func() bool {
 		return slices.Contains(prov.Host().PubSub().ListPeers(prov.Host().TopicName("offers/eu/1")), rn.Host().ID())
 	})
 	before, _, _ := rn.market.Book().Get(id)
 	stopNode(t, prov)
-	waitFor(t, 10*time.Second, "the withdrawal in the renter's book", func() bool {
+	waitFor(t, 30*time.Second, "the withdrawal in the renter's book", func() bool {
 		_, _, ok := rn.market.Book().Get(id)
 		return !ok
 	})
