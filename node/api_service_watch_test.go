@@ -119,8 +119,9 @@ func TestWatchServiceKeepsOnlyTheLatest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan ServiceView, 1)
 	n := 0
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		watchService(ctx, out, time.Millisecond, func() (*ServiceView, error) {
 			n++
 			if n == 50 {
@@ -132,6 +133,9 @@ func TestWatchServiceKeepsOnlyTheLatest(t *testing.T) {
 	<-done
 	time.Sleep(20 * time.Millisecond)
 	cancel()
+	// Read once the watch has ended: a reader taking views while it runs
+	// would make room for another, rightly.
+	<-ended
 	var last ServiceView
 	got := 0
 	for v := range out {

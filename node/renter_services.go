@@ -102,10 +102,12 @@ func newServices(n *Node, log *slog.Logger) (*services, error) {
 	return s, err
 }
 
-// resume brings back the gateway of every service kept in the store.
+// resume brings back the gateway of every service kept in the store, and
+// cancels the service jobs that no record holds (service_orphans.go).
 func (s *services) resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.cancelOrphansLocked()
 	for name, rec := range s.recs {
 		spec, err := auction.ParseJobSpec([]byte(rec.Spec))
 		if err != nil {
@@ -127,10 +129,19 @@ func (s *services) resume() {
 	}
 }
 
-// replicaSpec is the spec of replica i: the floor's replicas at the
-// floor's tier and price, and each replica placed by its entry of
-// replica_placement, if it has one, within the spec's placement.
-func replicaSpec(spec *auction.JobSpec, i int) ([]byte, error) {
+// goldStartLead is how far ahead of its purchase a gold replica (of a
+// gold floor or a gold service) bought after the spec's start reserves
+// its window from: a replacement, a successor or a service brought up
+// late needs time for its auction, whose offers reject a reservation
+// whose start has passed (auction.ReasonStartPassed).
+const goldStartLead = 10 * time.Second
+
+// replicaSpec is the spec of replica i, bought at now: the floor's
+// replicas at the floor's tier and price, a gold replica's start moved
+// to now + goldStartLead once that is past it, and each replica placed
+// by its entry of replica_placement, if it has one, within the spec's
+// placement.
+func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
 	c := *spec
 	svc := *spec.Service
 	c.Service = &svc
@@ -142,6 +153,9 @@ func replicaSpec(spec *auction.JobSpec, i int) ([]byte, error) {
 		if f.MaxPrice > 0 {
 			c.MaxPrice = f.MaxPrice
 		}
+	}
+	if earliest := now.Add(goldStartLead); c.Tier == auction.Gold && c.Start.Before(earliest) {
+		c.Start = earliest.Truncate(time.Second).Add(time.Second).UTC()
 	}
 	// The entry narrows the placement the replica's auction filters by
 	// (the spec's parse has checked it lies within). The replica's spec
@@ -184,7 +198,7 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 	}
 	ls := s.live[rec.Name]
 	for i := range spec.Service.Replicas.Min {
-		y, err := replicaSpec(spec, i)
+		y, err := replicaSpec(spec, i, time.Now())
 		if err == nil {
 			var j *JobRecord
 			if j, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: spec.Name}); err == nil {
@@ -505,7 +519,7 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 			// goes elsewhere; one cancelled or ended blames no provider.
 			opt.Avoid = []string{prov}
 		}
-		y, yerr := replicaSpec(k.spec, i)
+		y, yerr := replicaSpec(k.spec, i, now)
 		var nj *JobRecord
 		if yerr == nil {
 			nj, yerr = s.n.renterJobs.submit(y, nil, opt)
@@ -531,7 +545,7 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 	want := k.target(rec, now, len(reps))
 	for len(reps) < want && rec.HealError == "" {
 		i := len(reps)
-		y, err := replicaSpec(k.spec, i)
+		y, err := replicaSpec(k.spec, i, now)
 		var nj *JobRecord
 		if err == nil {
 			nj, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: k.name})

@@ -44,7 +44,7 @@ placement: {regions: [eu, na], deny_countries: [RU], max_rtt_ms: 80}
 		{auction.Bronze, []string{"eu", "na"}, 80 * time.Millisecond},
 	}
 	for i, w := range want {
-		y, err := replicaSpec(spec, i)
+		y, err := replicaSpec(spec, i, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,5 +63,56 @@ placement: {regions: [eu, na], deny_countries: [RU], max_rtt_ms: 80}
 	// The service's own spec is not changed by it.
 	if len(spec.Service.ReplicaPlacement) != 3 || len(spec.Placement.Regions) != 2 {
 		t.Fatalf("replicaSpec changed the service's spec: %+v", spec)
+	}
+}
+
+// A gold floor's replica bought once the spec's start has passed (a
+// replacement, a renewal's successor) reserves from goldStartLead after
+// it is bought, not from the start every offer would reject as passed;
+// one bought before the start keeps it. The spec's start is not changed.
+func TestGoldReplicaBoughtAfterTheStartReservesFromNow(t *testing.T) {
+	start := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	spec, err := auction.ParseJobSpec([]byte(`name: floor
+kind: service
+image: srv:1
+service:
+  port: 8000
+  readiness: {path: /health}
+  replicas: {min: 2, max: 2}
+  floor: {tier: gold, replicas: 1, max_price: 3.00}
+resources: {gpus: 1}
+tier: bronze
+max_price: 1.00
+duration: {max: 1h}
+start: 2026-12-05T12:00:00Z
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func(i int, now time.Time) *auction.JobSpec {
+		t.Helper()
+		y, err := replicaSpec(spec, i, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := auction.ParseJobSpec(y)
+		if err != nil {
+			t.Fatalf("replica %d's spec does not parse: %v\n%s", i, err, y)
+		}
+		return r
+	}
+	if r := replica(0, start.Add(-time.Hour)); r.Tier != auction.Gold || !r.Start.Equal(start) {
+		t.Errorf("bought an hour ahead: tier %s from %v, want gold from %v", r.Tier, r.Start, start)
+	}
+	late := start.Add(3*time.Hour + 300*time.Millisecond)
+	r := replica(0, late)
+	if r.Tier != auction.Gold || r.Start.Before(late.Add(goldStartLead)) || r.Start.After(late.Add(goldStartLead+time.Second)) {
+		t.Errorf("bought 3 h after the start: from %v, want %v after %v", r.Start, goldStartLead, late)
+	}
+	if r := replica(1, late); r.Tier != auction.Bronze {
+		t.Errorf("the second replica's tier is %s, want bronze", r.Tier)
+	}
+	if !spec.Start.Equal(start) {
+		t.Errorf("replicaSpec moved the service's start to %v", spec.Start)
 	}
 }

@@ -165,7 +165,7 @@ func (k *keeper) renewStart(rec *ServiceRecord, reps []string, now time.Time) (c
 			continue
 		}
 		k.renewTried[j.LeaseCID] = true
-		y, err := replicaSpec(k.spec, i)
+		y, err := replicaSpec(k.spec, i, now)
 		var nj *JobRecord
 		if err == nil {
 			nj, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: k.name})

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -23,49 +22,11 @@ type gpuSample struct {
 	PowerW float64
 }
 
-// ring is a bounded buffer of samples, oldest overwritten first: the
-// GPUs' here, the services' and the market's (service_history.go,
-// market_history.go).
-type ring[T any] struct {
-	buf  []T
-	next int // where the next sample goes
-	full bool
-}
+func (s gpuSample) taken() time.Time { return s.At }
 
-func newRing[T any](n int) *ring[T] { return &ring[T]{buf: make([]T, n)} }
-
-func (r *ring[T]) add(s T) {
-	r.buf[r.next] = s
-	r.next++
-	if r.next == len(r.buf) {
-		r.next, r.full = 0, true
-	}
-}
-
-func (r *ring[T]) last() (T, bool) {
-	if !r.full && r.next == 0 {
-		var zero T
-		return zero, false
-	}
-	return r.buf[(r.next+len(r.buf)-1)%len(r.buf)], true
-}
-
-// samples returns the ring's samples, oldest first, as a copy.
-func (r *ring[T]) samples() []T {
-	if !r.full {
-		return append([]T(nil), r.buf[:r.next]...)
-	}
-	out := make([]T, 0, len(r.buf))
-	out = append(out, r.buf[r.next:]...)
-	return append(out, r.buf[:r.next]...)
-}
-
-// history holds one ring per GPU index. mu guards gpus.
+// history keeps one ring per GPU index, and stops the tick's sampling.
 type history struct {
-	mu   sync.Mutex
-	size int
-	gap  time.Duration // a sample closer than this to the last is dropped
-	gpus map[int]*ring[gpuSample]
+	*keyedRings[int, gpuSample]
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -75,35 +36,13 @@ type history struct {
 const maxHistoryGPUs = 64
 
 func newHistory(size int, every time.Duration) *history {
-	return &history{size: size, gap: every / 2, gpus: map[int]*ring[gpuSample]{}}
+	return &history{keyedRings: newKeyedRings[int, gpuSample](size, maxHistoryGPUs, every/2)}
 }
 
 func (h *history) record(at time.Time, gs []gpuStatus) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, g := range gs {
-		r := h.gpus[g.Index]
-		if r == nil {
-			if len(h.gpus) >= maxHistoryGPUs {
-				continue
-			}
-			r = newRing[gpuSample](h.size)
-			h.gpus[g.Index] = r
-		}
-		if last, ok := r.last(); ok && at.Sub(last.At) < h.gap {
-			continue // a page read it a moment ago: keep the period even
-		}
-		r.add(gpuSample{At: at, TempC: g.TempC, PowerW: g.PowerW})
+		h.add(g.Index, gpuSample{At: at, TempC: g.TempC, PowerW: g.PowerW})
 	}
-}
-
-func (h *history) samples(index int) []gpuSample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r := h.gpus[index]; r != nil {
-		return r.samples()
-	}
-	return nil
 }
 
 // startHistory samples every HistoryEvery, until Close; the GPU pages

@@ -46,14 +46,15 @@ type priceKey struct {
 	Tier  auction.Tier
 }
 
+func (s priceSample) taken() time.Time { return s.At }
+
 // marketHistory holds the latest summary and one ring per model and
-// tier. mu guards everything.
+// tier. mu guards last and lastAt.
 type marketHistory struct {
 	mu     sync.Mutex
-	size   int
 	gap    time.Duration
 	keep   time.Duration // a ring not fed for this long is dropped
-	rings  map[priceKey]*ring[priceSample]
+	prices *keyedRings[priceKey, priceSample]
 	last   *marketStats
 	lastAt time.Time
 }
@@ -62,7 +63,8 @@ func newMarketHistory(size int, every time.Duration) *marketHistory {
 	if every <= 0 { // no ticker: the pages' own readings, as often as a minute
 		every = time.Minute
 	}
-	return &marketHistory{size: size, gap: every / 2, keep: time.Duration(size) * every, rings: map[priceKey]*ring[priceSample]{}}
+	return &marketHistory{gap: every / 2, keep: time.Duration(size) * every,
+		prices: newKeyedRings[priceKey, priceSample](size, maxMarketKeys, every/2)}
 }
 
 func (h *marketHistory) record(at time.Time, st *marketStats) {
@@ -72,22 +74,10 @@ func (h *marketHistory) record(at time.Time, st *marketStats) {
 		return
 	}
 	h.last, h.lastAt = st, at
-	for k, r := range h.rings { // models gone from the book for the whole span
-		if l, ok := r.last(); ok && at.Sub(l.At) > h.keep {
-			delete(h.rings, k)
-		}
-	}
+	// Models gone from the book for the whole span lose their rings.
+	h.prices.dropUnless(func(_ priceKey, l priceSample) bool { return at.Sub(l.At) <= h.keep })
 	for _, p := range st.Prices {
-		k := priceKey{p.Model, p.Tier}
-		r := h.rings[k]
-		if r == nil {
-			if len(h.rings) >= maxMarketKeys {
-				continue
-			}
-			r = newRing[priceSample](h.size)
-			h.rings[k] = r
-		}
-		r.add(priceSample{At: at, Min: p.Min, Median: p.Median})
+		h.prices.add(priceKey{p.Model, p.Tier}, priceSample{At: at, Min: p.Min, Median: p.Median})
 	}
 }
 
@@ -109,14 +99,7 @@ func (h *marketHistory) latest(now time.Time, fresh time.Duration) (*marketStats
 	return h.last, h.lastAt
 }
 
-func (h *marketHistory) samples(k priceKey) []priceSample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r := h.rings[k]; r != nil {
-		return r.samples()
-	}
-	return nil
-}
+func (h *marketHistory) samples(k priceKey) []priceSample { return h.prices.samples(k) }
 
 func (c *Console) sampleMarket(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

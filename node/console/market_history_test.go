@@ -85,16 +85,16 @@ func TestMarketHistoryBounds(t *testing.T) {
 		h.record(t0.Add(time.Duration(i)*time.Minute), st)
 		h.record(t0.Add(time.Duration(i)*time.Minute+time.Second), st) // within the gap: dropped
 	}
-	if len(h.rings) != maxMarketKeys {
-		t.Errorf("%d rings, bound %d", len(h.rings), maxMarketKeys)
+	if h.prices.keys() != maxMarketKeys {
+		t.Errorf("%d rings, bound %d", h.prices.keys(), maxMarketKeys)
 	}
 	if n := len(h.samples(priceKey{"ma", auction.Bronze})); n != 5 {
 		t.Errorf("%d samples kept, ring of 5", n)
 	}
 	// A model gone from the book for longer than the span loses its ring.
 	h.record(t0.Add(time.Hour), &marketStats{BookStats: auction.BookStats{Prices: []auction.PriceStat{{Model: "new", Tier: auction.Gold}}}})
-	if len(h.rings) != 1 {
-		t.Errorf("%d rings after every old model left", len(h.rings))
+	if h.prices.keys() != 1 {
+		t.Errorf("%d rings after every old model left", h.prices.keys())
 	}
 }
 
@@ -130,7 +130,7 @@ func TestServicePageCharts(t *testing.T) {
 	for i := 0; i < maxHistoryServices+5; i++ {
 		c.svcHist.record(now, strings.Repeat("s", i+1), &serviceStats{})
 	}
-	if len(c.svcHist.svcs) != maxHistoryServices {
-		t.Errorf("%d rings, bound %d", len(c.svcHist.svcs), maxHistoryServices)
+	if c.svcHist.keys() != maxHistoryServices {
+		t.Errorf("%d rings, bound %d", c.svcHist.keys(), maxHistoryServices)
 	}
 }

@@ -305,8 +305,8 @@ func TestHistoryRing(t *testing.T) {
 		many[i].Index = i
 	}
 	h.record(at, many)
-	if len(h.gpus) != maxHistoryGPUs {
-		t.Errorf("%d rings, bound %d", len(h.gpus), maxHistoryGPUs)
+	if h.keys() != maxHistoryGPUs {
+		t.Errorf("%d rings, bound %d", h.keys(), maxHistoryGPUs)
 	}
 }
 

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -26,60 +25,31 @@ type svcSample struct {
 	PerM     auction.Credits // per 1M tokens
 }
 
+func (s svcSample) taken() time.Time { return s.At }
+
 // maxHistoryServices bounds the rings: 64 × 360 samples of 56 bytes is
 // about 1.3 MiB at most.
 const maxHistoryServices = 64
 
-// svcHistory holds one ring per service name. mu guards svcs.
+// svcHistory keeps one ring per service name.
 type svcHistory struct {
-	mu   sync.Mutex
-	size int
-	gap  time.Duration
-	svcs map[string]*ring[svcSample]
+	*keyedRings[string, svcSample]
 }
 
 func newSvcHistory(size int, every time.Duration) *svcHistory {
-	return &svcHistory{size: size, gap: every / 2, svcs: map[string]*ring[svcSample]{}}
+	return &svcHistory{newKeyedRings[string, svcSample](size, maxHistoryServices, every/2)}
 }
 
 func (h *svcHistory) record(at time.Time, name string, st *serviceStats) {
 	if st == nil {
 		return // the gateway is down: no figures, a gap in the line
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r := h.svcs[name]
-	if r == nil {
-		if len(h.svcs) >= maxHistoryServices {
-			return
-		}
-		r = newRing[svcSample](h.size)
-		h.svcs[name] = r
-	}
-	if last, ok := r.last(); ok && at.Sub(last.At) < h.gap {
-		return
-	}
-	r.add(svcSample{At: at, QPS: st.QPS, P50: st.LatencyP50, P95: st.LatencyP95, PerK: st.PerKRequests, PerM: st.PerMTokens})
+	h.add(name, svcSample{At: at, QPS: st.QPS, P50: st.LatencyP50, P95: st.LatencyP95, PerK: st.PerKRequests, PerM: st.PerMTokens})
 }
 
 // keep drops the rings of services not in names: they were taken down.
 func (h *svcHistory) keep(names map[string]bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for n := range h.svcs {
-		if !names[n] {
-			delete(h.svcs, n)
-		}
-	}
-}
-
-func (h *svcHistory) samples(name string) []svcSample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r := h.svcs[name]; r != nil {
-		return r.samples()
-	}
-	return nil
+	h.dropUnless(func(name string, _ svcSample) bool { return names[name] })
 }
 
 // sampleServices is the tick's reading of every service's figures. A

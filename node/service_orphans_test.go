@@ -1,0 +1,108 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+func TestServiceOrphansAreTheLiveJobsNoRecordHolds(t *testing.T) {
+	recs := map[string]*ServiceRecord{
+		"a": {Name: "a", Replicas: []string{"a-1", "a-2"}, Renewing: map[string]string{"a-1": "a-3"}, Retiring: []string{"a-0"}},
+		"b": {Name: "b", Replicas: []string{"b-1"}},
+	}
+	live := []JobRecord{{ID: "a-0"}, {ID: "a-1"}, {ID: "a-2"}, {ID: "a-3"}, {ID: "b-1"},
+		{ID: "a-9", Service: "a"}, {ID: "gone-1", Service: "gone"}, {ID: "b-2", Service: "b"}}
+	if got, want := serviceOrphans(recs, live), []string{"a-9", "b-2", "gone-1"}; !slices.Equal(got, want) {
+		t.Fatalf("orphans %v, want %v", got, want)
+	}
+	if got := serviceOrphans(nil, live[:1]); !slices.Equal(got, []string{"a-0"}) {
+		t.Fatalf("with no service kept, orphans %v, want [a-0]", got)
+	}
+}
+
+// A renter that stopped between buying a service's job and saving the
+// record that holds it (here: a job bought for the service "kept", which
+// its record does not list), or between deleting a record (service down)
+// and cancelling its jobs (a job of the service "gone"), cancels those
+// jobs when it starts again: their providers free the GPUs, and the
+// service's own replica serves on.
+func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	provs := []*Node{serviceSeller(t, ctx), serviceSeller(t, ctx), serviceSeller(t, ctx)}
+	rn := renterOf(t, ctx, provs...)
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: modelService("kept", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	v := waitService(t, rn, "kept", 90*time.Second, "the replica ready", func(v *ServiceView) bool { return readyOn(v, 1) })
+	replica := v.Replicas[0].Job
+	spec, err := auction.ParseJobSpec([]byte(modelService("kept", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := replicaSpec(spec, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphans []string
+	for _, svc := range []string{"kept", "gone"} {
+		j, err := rn.renterJobs.submit(y, nil, SubmitOptions{Service: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orphans = append(orphans, j.ID)
+	}
+	waitFor(t, 90*time.Second, "both orphans running", func() bool {
+		for _, id := range orphans {
+			if j, err := rn.renterJobs.get(id); err != nil || j.State != StateRunning {
+				return false
+			}
+		}
+		return true
+	})
+	leases := func() (n int) {
+		for _, p := range provs {
+			n += len(p.providerJobs.Leases(time.Now()))
+		}
+		return n
+	}
+	if n := leases(); n != 3 {
+		t.Fatalf("the providers hold %d leases, want 3 (the replica and the two orphans)", n)
+	}
+
+	rn = restartRenter(t, ctx, rn, provs...)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		left := ""
+		for _, id := range orphans {
+			if j, err := rn.renterJobs.get(id); err != nil {
+				left += fmt.Sprintf(" orphan %s: %v;", id, err)
+			} else if j.State != StateCancelled {
+				left += fmt.Sprintf(" orphan %s is %s;", id, j.State)
+			}
+		}
+		if n := leases(); n != 1 {
+			left += fmt.Sprintf(" the providers hold %d leases, want 1;", n)
+		}
+		if left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart:%s", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v = waitService(t, rn, "kept", 60*time.Second, "the replica ready again", func(v *ServiceView) bool { return readyOn(v, 1) })
+	if v.Replicas[0].Job != replica {
+		t.Fatalf("the service's replica is %s, want %s, kept", v.Replicas[0].Job, replica)
+	}
+	if err := gatewayGet(v.URL + "/health"); err != nil {
+		t.Fatal(err)
+	}
+}
