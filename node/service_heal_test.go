@@ -158,24 +158,17 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	if len(jobs) != serviceHealLimit {
 		t.Fatalf("%d jobs bought for the service, want %d", len(jobs), serviceHealLimit)
 	}
-	var left string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		left = ""
+	waitNothingLeft(t, 60*time.Second, "every replica's job cancelled and the provider free", func() (left string) {
 		for _, j := range jobs {
-			if j, err := rn.renterJobs.get(j.ID); err != nil || j.State != StateCancelled {
-				left += fmt.Sprintf(" job %s is %s (%v);", j.ID, j.State, err)
+			if j, err := rn.renterJobs.get(j.ID); err != nil {
+				left += fmt.Sprintf(" %v;", err)
+			} else if j.State != StateCancelled {
+				left += fmt.Sprintf(" job %s is %s;", j.ID, j.State)
 			}
 		}
 		for _, l := range prov.providerJobs.Leases(time.Now()) {
 			left += fmt.Sprintf(" the provider holds %+v;", l)
 		}
-		if left == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every replica's job cancelled and the provider free:%s", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return left
+	})
 }

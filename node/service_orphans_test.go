@@ -77,9 +77,7 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	}
 
 	rn = restartRenter(t, ctx, rn, provs...)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		left := ""
+	waitNothingLeft(t, 60*time.Second, "the orphans cancelled and their GPUs free", func() (left string) {
 		for _, id := range orphans {
 			if j, err := rn.renterJobs.get(id); err != nil {
 				left += fmt.Sprintf(" orphan %s: %v;", id, err)
@@ -90,14 +88,8 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 		if n := leases(); n != 1 {
 			left += fmt.Sprintf(" the providers hold %d leases, want 1;", n)
 		}
-		if left == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the restart:%s", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return left
+	})
 	v = waitService(t, rn, "kept", 60*time.Second, "the replica ready again", func(v *ServiceView) bool { return readyOn(v, 1) })
 	if v.Replicas[0].Job != replica {
 		t.Fatalf("the service's replica is %s, want %s, kept", v.Replicas[0].Job, replica)
