@@ -127,7 +127,7 @@ func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 	// The engine refuses to attach to a frozen container: it is thawed for
 	// the attach, and frozen again at once.
 	if st.Paused {
-		if err := d.cli.ContainerUnpause(ctx, id); err != nil {
+		if err := untilPauseSettles(ctx, func(ctx context.Context) error { return d.cli.ContainerUnpause(ctx, id) }); err != nil {
 			return nil, fmt.Errorf("executor: adopt job %s: unpause to attach: %w", jobID, err)
 		}
 	}
@@ -135,7 +135,7 @@ func (d *Docker) Adopt(ctx context.Context, jobID string) (Adopted, error) {
 	// (its log driver is "none", so nothing before it).
 	hj, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err == nil && st.Paused {
-		if perr := d.cli.ContainerPause(ctx, id); perr != nil {
+		if perr := untilPauseSettles(ctx, func(ctx context.Context) error { return d.cli.ContainerPause(ctx, id) }); perr != nil {
 			hj.Close()
 			err = fmt.Errorf("pause again after the attach: %w", perr)
 		}

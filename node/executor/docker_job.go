@@ -168,7 +168,7 @@ func (j *dockerJob) kill(ctx context.Context, sig string) error {
 }
 
 func (j *dockerJob) Pause(ctx context.Context) error {
-	if err := j.d.cli.ContainerPause(ctx, j.id); err != nil {
+	if err := untilPauseSettles(ctx, func(ctx context.Context) error { return j.d.cli.ContainerPause(ctx, j.id) }); err != nil {
 		return fmt.Errorf("executor: pause job %s: %w", j.spec.JobID, err)
 	}
 	j.mu.Lock()
@@ -178,7 +178,7 @@ func (j *dockerJob) Pause(ctx context.Context) error {
 }
 
 func (j *dockerJob) Resume(ctx context.Context) error {
-	if err := j.d.cli.ContainerUnpause(ctx, j.id); err != nil {
+	if err := untilPauseSettles(ctx, func(ctx context.Context) error { return j.d.cli.ContainerUnpause(ctx, j.id) }); err != nil {
 		return fmt.Errorf("executor: resume job %s: %w", j.spec.JobID, err)
 	}
 	j.mu.Lock()
