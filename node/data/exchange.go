@@ -332,6 +332,12 @@ func (f *fetch) run(ctx context.Context) error {
 		return err
 	}
 	for {
+		// A cancelled fetch stops here, before blocks already received
+		// are written: otherwise the select below picks at random
+		// between them and the cancel, and a killed fetch may finish.
+		if err := ctx.Err(); err != nil {
+			return f.missing(err)
+		}
 		// Take what the store already has, then fill the window.
 		for len(f.queue) > 0 && len(f.wanting) < fetchWindow {
 			var batch []cid.Cid

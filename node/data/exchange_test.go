@@ -53,9 +53,10 @@ func (w *syncBuffer) String() string {
 	return w.b.String()
 }
 
-func newHost(t testing.TB) host.Host {
+func newHost(t testing.TB, opts ...libp2p.Option) host.Host {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	opts = append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)
+	h, err := libp2p.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +97,22 @@ func (n *xnode) stop() {
 		n.s.Close()
 		n.s = nil
 	}
+}
+
+// restart is a daemon's restart: exchange, store and host closed, then
+// opened again from the same directory with the same identity. Peers see
+// the old connection end, so they drop what it wanted, as they would
+// when a process dies.
+func (n *xnode) restart(prefix protocol.ID, quota int64) {
+	n.t.Helper()
+	key := n.h.Peerstore().PrivKey(n.h.ID())
+	n.stop()
+	if err := n.h.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.h = newHost(n.t, libp2p.Identity(key))
+	n.s = openStore(n.t, n.dir, quota)
+	n.start(prefix)
 }
 
 func connect(t testing.TB, a, b host.Host) {
