@@ -14,7 +14,7 @@ build: ## build bin/gleaner
 
 test: lint ## lint, then every test (unit, 20-node network, RPC transcripts, CLI harness, the console in Chromium)
 	@command -v chromium >/dev/null || (echo "installing chromium for the console's browser test"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium (not root?): TestConsoleInChromium will skip, loudly"
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(GO) test -count=1 -timeout 25m $(PKGS)
 
 console-shots: ## regenerate docs/console/*.png: the console's pages in headless Chromium against real nodes
 	GLEANER_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'InChromium' ./node/console/

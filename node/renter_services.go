@@ -64,6 +64,29 @@ const (
 	serviceHealBackoff = 30 * time.Second
 )
 
+// countsAsUnready says whether an ended replica adds to the readiness
+// streak that stops healing at serviceHealLimit. One that was ever ready
+// does not; nor does one that never ran because no provider took it
+// (no-match): that is the market's doing, not the spec's, and a service
+// whose supply is gone for a while must heal once it is back, not stop
+// with an error that blames its readiness check.
+func countsAsUnready(noMatch, everReady bool) bool {
+	return !noMatch && !everReady
+}
+
+// healBackoff is the wait before the next replacement after n in a row
+// that never got ready, or that no provider took: serviceSync doubled
+// for each, up to serviceHealBackoff.
+func healBackoff(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	if n > 16 {
+		return serviceHealBackoff // and no shift past the duration's bits
+	}
+	return min(serviceSync<<n, serviceHealBackoff)
+}
+
 // serviceSync is how often a service's replica set is matched to its jobs.
 const serviceSync = time.Second
 
@@ -418,6 +441,7 @@ type keeper struct {
 	addedAt   map[string]time.Time // job ID -> when its run was added to the gateway
 	gaveUp    map[string]string    // job ID -> why it was cancelled as never ready
 	nextHeal  time.Time            // no replacement before (the backoff)
+	noMatches int                  // replacements in a row for replicas no provider took
 	// renewTried: the leases (CIDs) a successor was bought for, so that
 	// one that failed is not bought again and again before the lease ends.
 	renewTried map[string]bool
@@ -481,8 +505,11 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 	// their jobs show cancelled.
 	cancel := k.giveUpUnready(reps, now)
 	for _, id := range reps {
-		if k.everReady[id] && rec.Unready != 0 {
-			rec.Unready, rec.HealError, changed = 0, "", true
+		if k.everReady[id] {
+			k.noMatches = 0
+			if rec.Unready != 0 {
+				rec.Unready, rec.HealError, changed = 0, "", true
+			}
 		}
 	}
 	group := s.n.renterJobs.auctionGroup(serviceGroup(k.name))
@@ -504,7 +531,8 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 		if w, ok := k.gaveUp[id]; ok {
 			why = "cancelled: " + w
 		}
-		if !k.everReady[id] {
+		noMatch := err == nil && j.State == StateNoMatch
+		if countsAsUnready(noMatch, k.everReady[id]) {
 			rec.Unready++
 			changed = true
 			if rec.Unready >= serviceHealLimit {
@@ -538,8 +566,11 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 		drop = append(drop, id)
 		rec.Replaced++
 		changed = true
-		if rec.Unready > 0 {
-			k.nextHeal = now.Add(min(serviceSync<<rec.Unready, serviceHealBackoff))
+		if noMatch {
+			k.noMatches++
+			k.nextHeal = now.Add(healBackoff(k.noMatches))
+		} else if rec.Unready > 0 {
+			k.nextHeal = now.Add(healBackoff(rec.Unready))
 		}
 	}
 	want := k.target(rec, now, len(reps))

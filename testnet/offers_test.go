@@ -103,7 +103,10 @@ func TestOffersReachEveryBookAndLateJoinersFindThemInTheDHT(t *testing.T) {
 		setOffer(t, c, i, fmt.Sprintf("0.%d5", i/3))
 		providers[c.Nodes()[i].Host().ID().String()] = true
 	}
-	took := waitBooks(t, c, 2*time.Second, "10 offers in every book", func(b map[string]bool) bool {
+	// The bounds here are for liveness over gossip on a loaded machine;
+	// the propagation time itself is measured by BenchmarkOfferPropagation
+	// (node/offers) and BenchmarkGossipPropagation (p2p).
+	took := waitBooks(t, c, 30*time.Second, "10 offers in every book", func(b map[string]bool) bool {
 		return len(b) == 10 && subset(providers, b)
 	})
 	t.Logf("all 10 offers in all 30 books after %v", took)
@@ -131,11 +134,11 @@ func TestOffersReachEveryBookAndLateJoinersFindThemInTheDHT(t *testing.T) {
 		t.Fatalf("offer_pause: %v, offered=%v", err, res.Offered)
 	}
 	gone := c.Nodes()[0].Host().ID().String()
-	waitBooks(t, c, 2*time.Second, "withdrawal in every book", func(b map[string]bool) bool { return !b[gone] && len(b) == 9 })
+	waitBooks(t, c, 30*time.Second, "withdrawal in every book", func(b map[string]bool) bool { return !b[gone] && len(b) == 9 })
 	if err := cl0.Call(ctx, "offer_resume", nil, &res); err != nil || !res.Offered {
 		t.Fatalf("offer_resume: %v, offered=%v (%s)", err, res.Offered, res.Reason)
 	}
-	waitBooks(t, c, 2*time.Second, "resumed offer in every book", func(b map[string]bool) bool { return b[gone] && len(b) == 10 })
+	waitBooks(t, c, 30*time.Second, "resumed offer in every book", func(b map[string]bool) bool { return b[gone] && len(b) == 10 })
 }
 
 func waitPeers(t testing.TB, c *Cluster, min int, limit time.Duration) {
@@ -171,7 +174,7 @@ func TestAnOfferThatIsNotRenewedExpiresFromEveryBook(t *testing.T) {
 	waitPeers(t, c, 3, 20*time.Second)
 	setOffer(t, c, 0, "0.5")
 	prov := c.Nodes()[0].Host().ID().String()
-	waitBooks(t, c, 2*time.Second, "offer everywhere", func(b map[string]bool) bool { return b[prov] })
+	waitBooks(t, c, 30*time.Second, "offer everywhere", func(b map[string]bool) bool { return b[prov] })
 	// Cut the provider off the network without a withdrawal, as a crash
 	// or a pulled cable would: its offer must age out on its own.
 	if err := c.Nodes()[0].Host().Close(); err != nil {

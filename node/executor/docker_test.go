@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 )
@@ -271,15 +272,11 @@ func TestDockerPauseResume(t *testing.T) {
 	if err := j.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if info, _ := d.cli.ContainerInspect(ctx, id); !info.State.Paused {
-		t.Fatal("not paused")
-	}
+	waitEngineState(t, d, id, "paused", func(st *container.State) bool { return st.Paused })
 	if err := j.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if info, _ := d.cli.ContainerInspect(ctx, id); info.State.Paused || !info.State.Running {
-		t.Fatalf("state after resume %+v", info.State)
-	}
+	waitEngineState(t, d, id, "running, not paused", func(st *container.State) bool { return st.Running && !st.Paused })
 	// Stopping a paused job thaws it first, so it still gets its notice.
 	if err := j.Pause(ctx); err != nil {
 		t.Fatal(err)
@@ -289,5 +286,29 @@ func TestDockerPauseResume(t *testing.T) {
 	}
 	if res, _ := j.Wait(ctx); res.Killed || !strings.Contains(string(j.Logs().Bytes()), "checkpoint") {
 		t.Fatalf("paused job did not act on SIGTERM: %+v %q", res, j.Logs().Bytes())
+	}
+}
+
+// waitEngineState waits, up to pauseSettle, for the engine to report the
+// container in the state want. dockerd sets the paused flag when a pause
+// or unpause returns and again when containerd's event for it comes in,
+// later, so for a moment after an unpause a late "paused" event can show
+// the flag set (pause_settle.go).
+func waitEngineState(t *testing.T, d *Docker, id, what string, want func(*container.State) bool) {
+	t.Helper()
+	deadline := time.Now().Add(pauseSettle)
+	for {
+		info, err := d.cli.ContainerInspect(context.Background(), id)
+		if err == nil && info.State != nil && want(info.State) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var st any = err
+			if err == nil {
+				st = info.State
+			}
+			t.Fatalf("container not %s after %v: %+v", what, pauseSettle, st)
+		}
+		time.Sleep(pauseSettleStep)
 	}
 }

@@ -23,7 +23,10 @@ import (
 
 // probeImage is built FROM scratch by the tests themselves (no registry is
 // reachable) from testdata/probe, a static Go binary.
-const probeImage = "gleaner-executor-probe:test"
+// The tag is this process's own: TestMain removes the image at the end,
+// which must not pull it from under another run of these tests on the
+// same engine (a -race run beside a plain one).
+var probeImage = fmt.Sprintf("gleaner-executor-probe:test-%d", os.Getpid())
 
 var (
 	probeOnce sync.Once

@@ -135,7 +135,8 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- run(ctx, cfg, ln) }()
+	accepted := make(chan struct{}, 1)
+	go func() { ran <- run(ctx, cfg, acceptSignal{ln, accepted}) }()
 	url := "http://" + ln.Addr().String()
 	got := make(chan *http.Response, 1)
 	go func() {
@@ -145,7 +146,10 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 		got <- resp
 	}()
-	time.Sleep(100 * time.Millisecond) // the request is in its ttft
+	// Shut down once the server holds the connection: one still in the
+	// kernel's backlog would be reset as the listener closes.
+	<-accepted
+	time.Sleep(50 * time.Millisecond) // the request is in its ttft
 	cancel()
 	resp := <-got
 	if resp == nil {
@@ -168,4 +172,22 @@ func TestGracefulShutdown(t *testing.T) {
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Fatal("still serving after shutdown")
 	}
+}
+
+// acceptSignal is a listener that says on c when it has accepted a
+// connection.
+type acceptSignal struct {
+	net.Listener
+	c chan<- struct{}
+}
+
+func (l acceptSignal) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err == nil {
+		select {
+		case l.c <- struct{}{}:
+		default:
+		}
+	}
+	return conn, err
 }
