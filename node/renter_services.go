@@ -64,27 +64,17 @@ const (
 	serviceHealBackoff = 30 * time.Second
 )
 
-// countsAsUnready says whether an ended replica adds to the readiness
-// streak that stops healing at serviceHealLimit. One that was ever ready
-// does not; nor does one that never ran because no provider took it
-// (no-match): that is the market's doing, not the spec's, and a service
-// whose supply is gone for a while must heal once it is back, not stop
-// with an error that blames its readiness check.
-func countsAsUnready(noMatch, everReady bool) bool {
-	return !noMatch && !everReady
-}
-
 // healBackoff is the wait before the next replacement after n in a row
-// that never got ready, or that no provider took: serviceSync doubled
-// for each, up to serviceHealBackoff.
-func healBackoff(n int) time.Duration {
+// that never got ready, or that no provider took: step doubled for each,
+// up to serviceHealBackoff.
+func healBackoff(step time.Duration, n int) time.Duration {
 	if n <= 0 {
 		return 0
 	}
 	if n > 16 {
 		return serviceHealBackoff // and no shift past the duration's bits
 	}
-	return min(serviceSync<<n, serviceHealBackoff)
+	return min(step<<n, serviceHealBackoff)
 }
 
 // serviceSync is how often a service's replica set is matched to its jobs.
@@ -110,10 +100,14 @@ type services struct {
 	// may go without being ready before it is given up (service_ready.go);
 	// settleMax, shorter in tests.
 	readyGrace time.Duration
+	// healStep: the first wait of healing's back-off (healBackoff);
+	// serviceSync, shorter in tests.
+	healStep time.Duration
 }
 
 func newServices(n *Node, log *slog.Logger) (*services, error) {
-	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{}, readyGrace: settleMax}
+	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
+		readyGrace: settleMax, healStep: serviceSync}
 	err := n.store.ForEach(bucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
 		if err := decodeJSON(raw, &rec); err != nil {
@@ -531,8 +525,12 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 		if w, ok := k.gaveUp[id]; ok {
 			why = "cancelled: " + w
 		}
+		// One no provider took never ran: the market's doing, not the
+		// spec's, so it is replaced but not counted, and a service whose
+		// supply is gone for a while heals once it is back instead of
+		// stopping with an error that blames its readiness check.
 		noMatch := err == nil && j.State == StateNoMatch
-		if countsAsUnready(noMatch, k.everReady[id]) {
+		if !noMatch && !k.everReady[id] {
 			rec.Unready++
 			changed = true
 			if rec.Unready >= serviceHealLimit {
@@ -568,9 +566,9 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 		changed = true
 		if noMatch {
 			k.noMatches++
-			k.nextHeal = now.Add(healBackoff(k.noMatches))
+			k.nextHeal = now.Add(healBackoff(s.healStep, k.noMatches))
 		} else if rec.Unready > 0 {
-			k.nextHeal = now.Add(healBackoff(rec.Unready))
+			k.nextHeal = now.Add(healBackoff(s.healStep, rec.Unready))
 		}
 	}
 	want := k.target(rec, now, len(reps))

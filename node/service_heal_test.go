@@ -186,3 +186,37 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 		return left
 	})
 }
+
+// A service up while no provider it can reach sells (every replica ends
+// no-match) keeps buying replicas past serviceHealLimit with no heal
+// error, and serves once a provider comes: no supply is the market's
+// doing, not the spec's.
+func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
+	requireModelImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prov := serviceSeller(t, ctx) // up, but not yet linked to the renter
+	rn := renterOf(t, ctx)
+	rn.renterServices.healStep = 50 * time.Millisecond // 100 ms, 200 ms... after each no-match
+	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: modelService("patient", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "more replicas no provider took than healing's limit", func() bool {
+		all, ran := serviceJobs(rn, "patient")
+		return all-ran > serviceHealLimit
+	})
+	v, err := rn.renterServices.view("patient", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Heal != "" {
+		t.Fatalf("healing stopped for want of supply: %q", v.Heal)
+	}
+	if err := rn.Host().LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {
+		t.Fatal(err)
+	}
+	waitService(t, rn, "patient", 90*time.Second, "a ready replica once a provider came", func(v *ServiceView) bool { return readyOn(v, 1) })
+	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "patient"}); err != nil {
+		t.Fatal(err)
+	}
+}
