@@ -404,20 +404,24 @@ func TestDoctorClockServedWithoutRPC(t *testing.T) {
 	}
 }
 
-// The service firewall check: pass when the rule is there, warn with the
-// exact command when it is missing, skip with why when it cannot be
-// checked (not root), and say so when the owner turned it off.
+// The service firewall check: pass when the rules are there, warn with
+// the exact commands and what is open when some are missing, skip with
+// why when they cannot be checked (not root), and say so when the owner
+// turned it off.
 func TestServiceFirewallCheck(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
 	if _, err := InitRepo(dir, DefaultConfig(NetworkLocal)); err != nil {
 		t.Fatal(err)
 	}
-	fake := func(v4, v6 executor.FirewallState, detail string) func(context.Context) []executor.FirewallReport {
+	// Missing and unknown reports name their rules, as
+	// executor.CheckServiceFirewall's do.
+	fake := func(v4, v6 executor.FirewallState, detail string, rules ...executor.FirewallRule) func(context.Context) []executor.FirewallReport {
 		return func(context.Context) []executor.FirewallReport {
-			return []executor.FirewallReport{{Tool: "iptables", State: v4, Detail: detail}, {Tool: "ip6tables", State: v6, Detail: detail}}
+			return []executor.FirewallReport{{Tool: "iptables", State: v4, Detail: detail, Rules: rules}, {Tool: "ip6tables", State: v6, Detail: detail}}
 		}
 	}
 	ctx := context.Background()
+	input, forward := executor.ServiceFirewallRules[0], executor.ServiceFirewallRules[1]
 	add := "sudo iptables -I INPUT -i glsvc+ -m conntrack --ctstate NEW -j DROP"
 	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallPresent, "present")); c.Status != StatusPass || c.Fix != "" {
 		t.Errorf("rule present: %+v", c)
@@ -425,11 +429,16 @@ func TestServiceFirewallCheck(t *testing.T) {
 	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallSkipped, "no ip6tables binary")); c.Status != StatusPass || !strings.Contains(c.Detail, "no ip6tables") {
 		t.Errorf("no ip6tables: %+v", c)
 	}
-	c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing"))
-	if c.Status != StatusWarn || c.Fix != add || !strings.Contains(c.Detail, "listeners") {
-		t.Errorf("rule missing: %+v", c)
+	c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", input))
+	if c.Status != StatusWarn || c.Fix != add || !strings.Contains(c.Detail, "listeners") || strings.Contains(c.Detail, "rearranges") {
+		t.Errorf("INPUT rule missing: %+v", c)
 	}
-	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallUnknown, executor.FirewallUnknown, "iptables: permission denied"))
+	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", forward))
+	if c.Status != StatusWarn || c.Fix != "sudo iptables -t mangle -I FORWARD -o glsvc+ -j DROP" ||
+		!strings.Contains(c.Detail, "other containers can reach service jobs") || strings.Contains(c.Detail, "listeners") {
+		t.Errorf("FORWARD rule missing: %+v", c)
+	}
+	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallUnknown, executor.FirewallUnknown, "iptables: permission denied", executor.ServiceFirewallRules...))
 	if c.Status != StatusSkip || !strings.Contains(c.Detail, "permission denied") || !strings.Contains(c.Fix, add) ||
 		!strings.Contains(c.Fix, "sudo iptables -C INPUT") {
 		t.Errorf("not root: %+v", c)
@@ -439,7 +448,7 @@ func TestServiceFirewallCheck(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg.Render()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallMissing, "missing"))
+	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallMissing, "missing", input))
 	if c.Status != StatusWarn || !strings.Contains(c.Detail, "service_firewall = off") {
 		t.Errorf("rule missing, setting off: %+v", c)
 	}

@@ -3,48 +3,50 @@ package node
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
 
-// The rule that keeps service jobs off the host's own listeners
-// (executor/service_firewall.go): the daemon makes sure of it at start,
-// before it can take a service job, and doctor checks it. Neither ever
-// fails for it: a daemon without the permission still runs batch jobs, and
-// says in its log what the owner must run.
+// The rules that fence service jobs in (executor/service_firewall.go):
+// off the host's own listeners, and out of reach of other containers while
+// Docker rearranges its own rules. The daemon makes sure of them at start,
+// before it can take a service job, and doctor checks them. Neither ever
+// fails for them: a daemon without the permission still runs batch jobs,
+// and says in its log what the owner must run.
 
 // ensureServiceFirewall is called once Docker is the executor.
 func (n *Node) ensureServiceFirewall(ctx context.Context) {
 	if n.cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff {
-		n.log.Info("provider.service_firewall = off: the owner keeps service jobs off this host's listeners",
-			"rule", "-I "+strings.Join(executor.ServiceFirewallRule, " "))
+		n.log.Info("provider.service_firewall = off: the owner fences service jobs in",
+			"rules", executor.FirewallReport{Tool: "iptables"}.Command()) // a report of no rules names them all
 		return
 	}
 	for _, r := range executor.EnsureServiceFirewall(ctx) {
 		switch r.State {
 		case executor.FirewallAdded:
-			n.log.Info("inserted the "+r.Tool+" rule that keeps service jobs off this host's listeners", "command", r.Command())
+			n.log.Info("inserted the "+r.Tool+" rules that fence service jobs in", "command", r.Command())
 		case executor.FirewallPresent:
 			n.log.Debug("service firewall rule present", "tool", r.Tool)
 		case executor.FirewallSkipped:
 			n.log.Info("service firewall rule skipped", "tool", r.Tool, "why", r.Detail)
 		default:
-			n.log.Warn("service jobs can connect to this host's own listeners: the daemon could not add the firewall rule; run this as root (or set provider.service_firewall = \"off\" if your firewall already refuses it)",
+			n.log.Warn(whyOpen(r.Rules)+": the daemon could not add the firewall rules; run this as root (or set provider.service_firewall = \"off\" if your firewall already refuses that traffic)",
 				"run", r.Command(), "why", r.Detail)
 		}
 	}
 }
 
 // recheckServiceFirewall runs before each service job (the executor's
-// service guard): a -C per family, milliseconds, and the rule put back if
-// a firewall reload flushed it since the start. Only that is logged: what
-// the daemon cannot fix was said at its start.
+// service guard): a -C per rule and family, milliseconds, and a rule put
+// back if a firewall reload flushed it since the start. Only that is
+// logged: what the daemon cannot fix was said at its start.
 func (n *Node) recheckServiceFirewall(ctx context.Context) {
 	for _, r := range executor.EnsureServiceFirewall(ctx) {
 		if r.State == executor.FirewallAdded {
-			n.log.Warn("re-inserted the "+r.Tool+" rule that keeps service jobs off this host's listeners: the host's firewall rules were flushed since this daemon started", "command", r.Command())
+			n.log.Warn("re-inserted the "+r.Tool+" rules that fence service jobs in: the host's firewall rules were flushed since this daemon started", "command", r.Command())
 		}
 	}
 }
@@ -58,15 +60,15 @@ func serviceFirewallCheck(ctx context.Context, dir string, checkRules func(conte
 		off = cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff
 	}
 	var good, fixes, unknown []string
-	missing := false
+	var missingRules []executor.FirewallRule
 	for _, r := range checkRules(ctx) {
 		switch r.State {
 		case executor.FirewallPresent, executor.FirewallAdded:
-			good = append(good, r.Tool+" rule present")
+			good = append(good, r.Tool+" rules present")
 		case executor.FirewallSkipped:
 			good = append(good, r.Detail)
 		case executor.FirewallMissing:
-			missing = true
+			missingRules = append(missingRules, r.Rules...)
 			fixes = append(fixes, r.Command())
 		default:
 			unknown = append(unknown, r.Detail)
@@ -75,22 +77,36 @@ func serviceFirewallCheck(ctx context.Context, dir string, checkRules func(conte
 	}
 	c.Fix = strings.Join(fixes, "; ")
 	switch {
-	case missing:
+	case len(missingRules) > 0:
 		c.Status = StatusWarn
-		c.Detail = "service jobs can connect to this host's own listeners: the INPUT rule on glsvc+ is missing"
+		c.Detail = whyOpen(missingRules) + ": firewall rules on glsvc+ are missing"
 		if !off {
-			c.Detail += " (a daemon running as root adds it at start: none has, or the rules were flushed since)"
+			c.Detail += " (a daemon running as root adds them at start: none has, or the rules were flushed since)"
 		} else {
-			c.Detail += " (provider.service_firewall = off: add it, or refuse that traffic in your own firewall)"
+			c.Detail += " (provider.service_firewall = off: add them, or refuse that traffic in your own firewall)"
 		}
 	case len(unknown) > 0:
 		c.Status = StatusSkip
 		c.Detail = "skipped: " + strings.Join(unknown, "; ")
 		if off {
-			c.Detail += "; provider.service_firewall = off: your own firewall must refuse new connections from glsvc+"
+			c.Detail += "; provider.service_firewall = off: your own firewall must refuse new connections from glsvc+ and forwarding to or from it"
 		}
 	default:
 		c.Status, c.Detail, c.Fix = StatusPass, strings.Join(good, "; "), ""
 	}
 	return c
+}
+
+// whyOpen says what the missing rules leave open, each once.
+func whyOpen(rules []executor.FirewallRule) string {
+	if len(rules) == 0 {
+		rules = executor.ServiceFirewallRules
+	}
+	var out []string
+	for _, r := range rules {
+		if !slices.Contains(out, r.Why) {
+			out = append(out, r.Why)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -25,12 +25,13 @@ import (
 // the container's IP. With inter-container traffic off as well, a
 // container attached to the network by mistake could not talk to the job.
 //
-// What Internal does not stop (moby/libnetwork#1151, seen on Docker
-// 20.10): packets for the host's own addresses are delivered, not
-// forwarded, so the job can connect to the host's listeners on any of its
-// addresses, as every container can. The bridge is named glsvc<hash> so
-// that one INPUT rule refuses those (service_firewall.go): the daemon adds
-// it when it runs with the permission, and the owner otherwise
+// What Internal does not stop: packets for the host's own addresses are
+// delivered, not forwarded, so the job can connect to the host's
+// listeners on any of its addresses, as every container can
+// (moby/libnetwork#1151, seen on Docker 20.10); and Docker's isolation has
+// a gap each time it creates any network. The bridge is named glsvc<hash>
+// so that three rules close both (service_firewall.go): the daemon adds
+// them when it runs with the permission, and the owner otherwise
 // (docs/SERVICES.md, "Reaching a service's container").
 //
 // The network carries the job's labels like every per-job resource: Remove

@@ -87,8 +87,9 @@ type TrustConfig struct {
 type ProviderConfig struct {
 	SimulateGPUs string `toml:"simulate_gpus"`
 	// ServiceFirewall: "auto" (or unset) makes the daemon, when it has
-	// the permission, insert the INPUT rule that keeps service jobs off
-	// the host's own listeners (executor.EnsureServiceFirewall); "off"
+	// the permission, insert the iptables rules that keep service jobs off
+	// the host's own listeners and out of other containers' reach
+	// (executor.EnsureServiceFirewall); "off"
 	// leaves the firewall to an owner who manages it.
 	ServiceFirewall string `toml:"service_firewall"`
 }
@@ -279,7 +280,7 @@ func (c Config) Validate() error {
 	switch c.Provider.ServiceFirewall {
 	case "", ServiceFirewallAuto, ServiceFirewallOff:
 	default:
-		return fmt.Errorf("provider.service_firewall %q: use %q (the daemon adds the rule when it may) or %q (you manage the firewall)",
+		return fmt.Errorf("provider.service_firewall %q: use %q (the daemon adds the rules when it may) or %q (you manage the firewall)",
 			c.Provider.ServiceFirewall, ServiceFirewallAuto, ServiceFirewallOff)
 	}
 	if c.Data.QuotaGiB < 1 {
