@@ -21,7 +21,7 @@ import (
 func (n *Node) ensureServiceFirewall(ctx context.Context) {
 	if n.cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff {
 		n.log.Info("provider.service_firewall = off: the owner fences service jobs in",
-			"rules", executor.FirewallReport{Tool: "iptables"}.Command()) // a report of no rules names them all
+			"rules", executor.FirewallReport{Tool: "iptables", Rules: executor.ServiceFirewallRules}.Command())
 		return
 	}
 	for _, r := range executor.EnsureServiceFirewall(ctx) {
@@ -99,9 +99,6 @@ func serviceFirewallCheck(ctx context.Context, dir string, checkRules func(conte
 
 // whyOpen says what the missing rules leave open, each once.
 func whyOpen(rules []executor.FirewallRule) string {
-	if len(rules) == 0 {
-		rules = executor.ServiceFirewallRules
-	}
 	var out []string
 	for _, r := range rules {
 		if !slices.Contains(out, r.Why) {

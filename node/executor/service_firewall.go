@@ -102,12 +102,8 @@ func (r FirewallReport) Command() string { return r.commands("-I") }
 func (r FirewallReport) CheckCommand() string { return r.commands("-C") }
 
 func (r FirewallReport) commands(op string) string {
-	rules := r.Rules
-	if len(rules) == 0 {
-		rules = ServiceFirewallRules
-	}
-	out := make([]string, len(rules))
-	for i, rule := range rules {
+	out := make([]string, len(r.Rules))
+	for i, rule := range r.Rules {
 		out[i] = rule.Command(r.Tool, op)
 	}
 	return strings.Join(out, "; ")
@@ -171,34 +167,37 @@ func EnsureServiceFirewall(ctx context.Context) []FirewallReport {
 		if r.State != FirewallMissing {
 			continue
 		}
-		for _, rule := range r.Rules {
-			rc, msg, err := iptables(ctx, r.Tool, rule, "-I")
-			switch {
-			case err != nil:
-				out[i].Detail = err.Error()
-			case rc != 0 && isPermission(rc, msg):
-				out[i].Detail = r.Tool + ": permission denied (the daemon needs root or CAP_NET_ADMIN to add the rules)"
-			case rc != 0:
-				out[i].Detail = fmt.Sprintf("%s %s exited %d: %s", r.Tool, strings.Join(rule.Args("-I"), " "), rc, msg)
-			default:
-				continue
-			}
-			break // the rest would fail alike
-
-		}
+		failed := insertRules(ctx, r.Tool, r.Rules)
 		// Checked again rather than trusted: the rules that matter are
 		// the ones -C finds.
 		again := checkRules(ctx, r.Tool)
 		switch {
 		case again.State == FirewallPresent:
 			out[i].State, out[i].Detail = FirewallAdded, "inserted"
-		case again.State == FirewallMissing && out[i].Detail != "missing":
-			out[i].Rules = again.Rules // still missing, for the reason in Detail
+		case again.State == FirewallMissing && failed != "":
+			out[i].Rules, out[i].Detail = again.Rules, failed
 		default:
 			out[i] = again
 		}
 	}
 	return out
+}
+
+// insertRules inserts rules into tool's family and says why it stopped,
+// at the first failure (the rest would fail alike), or "".
+func insertRules(ctx context.Context, tool string, rules []FirewallRule) string {
+	for _, rule := range rules {
+		rc, msg, err := iptables(ctx, tool, rule, "-I")
+		switch {
+		case err != nil:
+			return err.Error()
+		case rc != 0 && isPermission(rc, msg):
+			return tool + ": permission denied (the daemon needs root or CAP_NET_ADMIN to add the rules)"
+		case rc != 0:
+			return fmt.Sprintf("%s %s exited %d: %s", tool, strings.Join(rule.Args("-I"), " "), rc, msg)
+		}
+	}
+	return ""
 }
 
 func iptables(ctx context.Context, tool string, rule FirewallRule, op string) (int, string, error) {

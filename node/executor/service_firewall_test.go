@@ -146,7 +146,7 @@ func leaveFirewallAsFound(t *testing.T) {
 			if err != nil || (rc != 0 && rc != 1) {
 				t.Fatalf("%s -C %q: %d %s %v", tool, rule.Listed(), rc, msg, err)
 			}
-			if was := rc == 0; was {
+			if rc == 0 { // there: put back if the test took it out
 				t.Cleanup(func() {
 					if countRule(t, tool, rule) == 0 {
 						if rc, msg, err := iptables(context.Background(), tool, rule, "-I"); rc != 0 || err != nil {
@@ -154,7 +154,7 @@ func leaveFirewallAsFound(t *testing.T) {
 						}
 					}
 				})
-			} else {
+			} else { // missing: taken out again if the test added it
 				t.Cleanup(func() { deleteRule(t, tool, rule) })
 			}
 		}
@@ -270,18 +270,18 @@ func countRule(t *testing.T, tool string, rule FirewallRule) int {
 type fakeIPTables struct {
 	present map[string]bool // tool + " " + args
 	added   []string
-	answer  func(tool string) (int, string, error)
+	answer  func(tool, op string) (int, string, error)
 }
 
 func (f *fakeIPTables) run(_ context.Context, tool string, args ...string) (int, string, error) {
-	if f.answer != nil {
-		if rc, msg, err := f.answer(tool); rc != 0 || err != nil {
-			return rc, msg, err
-		}
-	}
 	op, key := args[2], tool+" "+strings.Join(args[3:], " ")
 	if args[2] == "-t" { // -w 5 -t TABLE OP RULE...
 		op, key = args[4], tool+" "+args[3]+" "+strings.Join(args[5:], " ")
+	}
+	if f.answer != nil {
+		if rc, msg, err := f.answer(tool, op); rc != 0 || err != nil {
+			return rc, msg, err
+		}
 	}
 	switch op {
 	case "-C":
@@ -333,11 +333,27 @@ func TestEnsureServiceFirewallAddsOnlyWhatIsMissing(t *testing.T) {
 		t.Fatalf("second ensure: %+v, %d inserts", again, len(f.added))
 	}
 
-	f = &fakeIPTables{present: map[string]bool{}, answer: func(tool string) (int, string, error) {
+	// Checking is allowed and inserting is not (a capability dropped
+	// after the check, or a read-only netns): the rules stay missing,
+	// with why.
+	denied := "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"
+	f = &fakeIPTables{present: map[string]bool{}, answer: func(tool, op string) (int, string, error) {
+		if op == "-I" {
+			return 4, denied, nil
+		}
+		return 0, "", nil
+	}}
+	withFakeIPTables(t, f)
+	got = EnsureServiceFirewall(ctx)
+	if got[0].State != FirewallMissing || len(got[0].Rules) != len(ServiceFirewallRules) || !strings.Contains(got[0].Detail, "permission denied") || len(f.added) != 0 {
+		t.Fatalf("inserting refused: %+v, inserted %v", got[0], f.added)
+	}
+
+	f = &fakeIPTables{present: map[string]bool{}, answer: func(tool, _ string) (int, string, error) {
 		if tool == "ip6tables" {
 			return -1, "", exec.ErrNotFound
 		}
-		return 4, "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)", nil
+		return 4, denied, nil
 	}}
 	withFakeIPTables(t, f)
 	got = EnsureServiceFirewall(ctx)
