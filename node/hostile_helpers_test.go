@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -45,7 +46,7 @@ func requireDemoImage(t testing.TB) {
 }
 
 type hostileRig struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	prov *Node
 	h    *p2p.Host
@@ -55,7 +56,7 @@ type hostileRig struct {
 // newHostileRig starts the provider with opts and the owner's settings
 // edited by policy (nil: region eu/DE, bronze and silver at 0.50, batch
 // only), and a connected hostile renter.
-func newHostileRig(t *testing.T, opts Options, policy func(*OfferSettings)) *hostileRig {
+func newHostileRig(t testing.TB, opts Options, policy func(*OfferSettings)) *hostileRig {
 	requireDemoImage(t)
 	// Long enough for a reservation a minute ahead on a busy Docker engine.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -204,14 +205,14 @@ func (r *hostileRig) start(lease []byte, spec string) network.Stream {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { _ = s.Reset() })
-	if err := writeMsg(s, jobRequest{Kind: "start", Lease: lease, Spec: []byte(spec), Nonce: randomNonce()}); err != nil {
+	if err := wire.WriteJobRequest(s, &jobRequest{Kind: "start", Lease: lease, Spec: []byte(spec), Nonce: randomNonce()}); err != nil {
 		r.t.Fatal(err)
 	}
 	return s
 }
 
 // nextEvent reads events from s until one of type typ (or an error event).
-func nextEvent(t *testing.T, s network.Stream, typ string) wireEvent {
+func nextEvent(t testing.TB, s network.Stream, typ string) wireEvent {
 	t.Helper()
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gleaner-net/gleaner/p2p"
-	"github.com/ipfs/go-cid"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +11,9 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -225,7 +226,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 			}
 		}
 	}
-	if err := writeMsg(s, *req); err != nil {
+	if err := wire.WriteJobRequest(s, req); err != nil {
 		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), lost: true}
 	}
 	first := uint64(1)
@@ -409,7 +410,7 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 	r.update(id, "cancelled by the renter", func(j *JobRecord) { j.State = StateCancelled })
 	if len(j.Lease) > 0 {
 		var ev wireEvent
-		if err := r.exchange(ctx, j.Provider, jobProto, jobRequest{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
+		if err := r.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
 			return nil, fmt.Errorf("job marked cancelled, but the provider could not be told: %w", err)
 		}
 		if ev.Type == "error" {

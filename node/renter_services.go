@@ -15,6 +15,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
 )
@@ -289,7 +290,7 @@ func (s *services) cancelJobs(ids []string) {
 			}
 			time.Sleep(time.Duration(try+1) * time.Second)
 			var ev wireEvent
-			if err = s.n.renterJobs.exchange(ctx, j.Provider, jobProto, jobRequest{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
+			if err = s.n.renterJobs.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
 				err = errors.New(ev.Error)
 			}
 		}

@@ -42,23 +42,45 @@ func WriteFrame(w io.Writer, p []byte, max int) error {
 // it: the first buffer of a frame, and the first step of its growth.
 const frameStep = 64 << 10
 
-// ReadFrame reads one frame. The length is checked against max before any
-// buffer is allocated, and the buffer then grows with the bytes that
-// actually arrive (it starts at min(n, frameStep) and doubles, so it is
-// never more than twice what was received plus frameStep): a peer that
-// declares a max-size frame and sends nothing costs frameStep, not max.
-// Truncation anywhere yields io.ErrUnexpectedEOF; a clean end of stream
-// before the first byte yields io.EOF.
+// ReadFrame reads one frame. The length is checked against max, and
+// accounted to the stream's memory budget (reserveFrame), before any
+// buffer is allocated; the reservation lasts while the frame is read,
+// which is as long as the peer decides. The buffer then grows with the
+// bytes that actually arrive (it starts at min(n, frameStep) and doubles,
+// so it is never more than twice what was received plus frameStep): a
+// peer that declares a max-size frame and sends nothing costs frameStep,
+// not max. Truncation anywhere yields io.ErrUnexpectedEOF; a clean end of
+// stream before the first byte yields io.EOF.
 func ReadFrame(r io.Reader, max int) ([]byte, error) {
-	n, err := readUvarint(r)
+	p, release, err := readFrame(r, max)
 	if err != nil {
 		return nil, err
 	}
+	release()
+	return p, nil
+}
+
+// readFrame is ReadFrame with the frame's memory reservation still held:
+// the caller releases it once done with the frame (ReadJSON: decoded).
+func readFrame(r io.Reader, max int) (p []byte, release func(), err error) {
+	n, err := readUvarint(r)
+	if err != nil {
+		return nil, nil, err
+	}
 	if max < 0 || n > uint64(max) {
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+		return nil, nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
 	size := int(n) // fits: n <= max
-	p := make([]byte, min(size, frameStep))
+	held, err := reserveFrame(r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			held()
+		}
+	}()
+	p = make([]byte, min(size, frameStep))
 	for got := 0; ; {
 		m, err := io.ReadFull(r, p[got:])
 		got += m
@@ -66,10 +88,10 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		if got == size {
-			return p, nil
+			return p, held, nil
 		}
 		// Doubling keeps the copying to about n bytes in all; the last
 		// step is cut to size, so a whole frame carries no spare capacity.

@@ -79,7 +79,9 @@ func (h *Host) newPubSub() (*pubsub.PubSub, error) {
 	// peer that slipped through cannot make us track its topics.
 	filter := pubsub.NewRegexpSubscriptionFilter(
 		regexp.MustCompile("^" + regexp.QuoteMeta(h.TopicName("")) + ".+"))
-	return pubsub.NewGossipSub(h.ctx, h.h,
+	// The metered host accounts each RPC's declared length to the
+	// sending peer's memory budget before pubsub allocates it (meter.go).
+	return pubsub.NewGossipSub(h.ctx, MeteredHost(h.h),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithFloodPublish(true),
 		// Only public relay/bootstrap nodes hand out peer exchange lists;

@@ -156,14 +156,14 @@ func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
 //   - peerStreamsIn: inbound streams one peer may hold open, over all
 //     protocols. An honest peer needs a few dozen at most: the DHT and
 //     gossipsub keep one or two each, ledger sync at most 4 fetches, 4
-//     heads exchanges and a push, a renter one job/1 stream per lease it
+//     heads exchanges and a push, a renter one job/2 stream per lease it
 //     follows plus its quotes and awards in flight. 128 leaves room for a
 //     busy renter; of the 240 hostile streams it admits about 125.
 //   - protoPeerStreamsIn: inbound streams one peer may hold on any one
 //     protocol that libp2p does not limit itself (our /gleaner/N/* stream
 //     protocols and the DHT). 32 is eight times what ledger sync asks of
 //     a peer and more leases than one renter holds on one machine, yet a
-//     peer that opens hundreds of job/1 streams gets 32 of them.
+//     peer that opens hundreds of job/2 streams gets 32 of them.
 //   - peer memory (peerMemoryFraction, minPeerMemory): what one peer's
 //     connections may reserve, an eighth of the node's budget and at
 //     least 32 MiB. What the resource manager counts is the muxer's
@@ -171,14 +171,22 @@ func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
 //     window grows towards 16 MiB, while the peer is under half its
 //     limit), so at 512 MiB the 64 MiB cover every stream of
 //     peerStreamsIn at its first window and a fast transfer on top.
-//     Buffers our handlers fill are not reserved there: ReadFrame bounds
-//     those by growing with the bytes that arrive, and the stream counts
-//     above bound how many there are.
+//     Every frame a peer sends is reserved there too, before it is
+//     allocated: ReadFrame for our own protocols, MeteredHost for
+//     gossipsub's and bitswap's messages (framemem.go, meter.go).
+//   - a peer's memory on one protocol: half its share, so that one
+//     renter's two large starts (a 12 MiB job body each) fit at once,
+//     while every other protocol keeps the other half.
+//   - the node's memory (systemMemoryFraction): what all peers together
+//     may make the node hold, half of limits.max_memory_mb; the other
+//     half is the node's own work (its stores, the auction, the RPC).
+//     libp2p's default scaling would allow 640 MiB at 512 MiB.
 const (
-	peerStreamsIn      = 128
-	protoPeerStreamsIn = 32
-	peerMemoryFraction = 8
-	minPeerMemory      = 32 << 20
+	peerStreamsIn        = 128
+	protoPeerStreamsIn   = 32
+	peerMemoryFraction   = 8
+	minPeerMemory        = 32 << 20
+	systemMemoryFraction = 2
 )
 
 // resourceLimits is libp2p's default limits scaled to the node's budget,
@@ -188,11 +196,12 @@ func resourceLimits(maxMemory int64, maxFD int) rcmgr.ConcreteLimitConfig {
 	libp2p.SetDefaultServiceLimits(&limits)
 	peerMemory := max(maxMemory/peerMemoryFraction, minPeerMemory)
 	return rcmgr.PartialLimitConfig{
+		System: rcmgr.ResourceLimits{Memory: rcmgr.LimitVal64(max(maxMemory/systemMemoryFraction, peerMemory))},
 		PeerDefault: rcmgr.ResourceLimits{
 			StreamsInbound: peerStreamsIn,
 			Memory:         rcmgr.LimitVal64(peerMemory),
 		},
-		ProtocolPeerDefault: rcmgr.ResourceLimits{StreamsInbound: protoPeerStreamsIn},
+		ProtocolPeerDefault: rcmgr.ResourceLimits{StreamsInbound: protoPeerStreamsIn, Memory: rcmgr.LimitVal64(peerMemory / 2)},
 	}.Build(limits.Scale(maxMemory, maxFD))
 }
 
@@ -212,7 +221,9 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater,
 	if err := hh.startEventLoop(); err != nil {
 		return hh, err
 	}
-	if hh.dht, err = dht.New(h, dhtOptions(cfg)...); err != nil {
+	// Metered: the DHT reads messages of up to 4 MiB, allocated at their
+	// prefix; the metered host charges them to the peer first (meter.go).
+	if hh.dht, err = dht.New(MeteredHost(h), dhtOptions(cfg)...); err != nil {
 		return hh, err
 	}
 	if hh.ps, err = hh.newPubSub(); err != nil {

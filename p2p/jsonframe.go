@@ -16,13 +16,16 @@ func WriteJSON(w io.Writer, v any, max int) error {
 	return WriteFrame(w, b, max)
 }
 
-// ReadJSON reads one frame of at most max bytes (checked by ReadFrame
-// before anything is read) and decodes it into v as DecodeJSON does.
+// ReadJSON reads one frame of at most max bytes (checked, and accounted
+// to the stream's memory budget, by ReadFrame before anything is read)
+// and decodes it into v as DecodeJSON does. The reservation is held until
+// the frame is decoded.
 func ReadJSON(r io.Reader, max int, v any) error {
-	b, err := ReadFrame(r, max)
+	b, release, err := readFrame(r, max)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return DecodeJSON(b, v)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/ipfs/boxo/bitswap"
 	"github.com/ipfs/boxo/bitswap/client"
 	"github.com/ipfs/boxo/bitswap/client/traceability"
@@ -173,7 +174,10 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 		finder = cfg.Router
 	}
 	evm := network.NewConnectEventManager()
-	net := bsnet.NewFromIpfsHost(cfg.Host, bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
+	// Bitswap allocates a message's declared length (up to 4 MiB) as soon
+	// as it has read its prefix; the metered host charges it to the
+	// sending peer's memory budget first (p2p/meter.go).
+	net := bsnet.NewFromIpfsHost(p2p.MeteredHost(cfg.Host), bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
 	x.bs = bitswap.New(ctx, net, finder, cfg.Store.Blockstore(), opts...)
 	// bitswap hears of connections made from now on; those the host
 	// already has (an exchange restarted on a running node) are told now,

@@ -131,6 +131,28 @@ func (pj *Provider) LeaseState(jobID string) (string, bool) {
 	return rec.State, true
 }
 
+// mayStart refuses, before a start's body is read, the starts that
+// checkStart would refuse whatever the body held: a lease superseded,
+// started already, expired or gone. The renter of a lease may then send
+// its large body once, not again on every stream it opens.
+func (pj *Provider) mayStart(al *activeLease) error {
+	pj.startMu.Lock()
+	superseded := al.superseded
+	pj.startMu.Unlock()
+	info, ok := pj.sched.Lease(al.lease.JobID, time.Now())
+	switch {
+	case superseded:
+		return errors.New("no active lease for this job: this lease was superseded by another")
+	case !ok:
+		return errors.New("no active lease for this job")
+	case info.State == sched.Started:
+		return errors.New("this lease has started already; attach to follow its job")
+	case info.State == sched.Expired || !time.Now().Before(info.Deadline):
+		return errors.New("this award expired: it was not started in time")
+	}
+	return nil
+}
+
 // checkStart admits the spec of a start request for al: it must be the
 // spec the lease names by hash, and the owner's policy as it is now must
 // still allow it. It marks the lease started, once: a second start, even

@@ -21,19 +21,21 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// HandleJob serves /job/1: "start" runs a leased job and streams its events
+// HandleJob serves /job/2: "start" runs a leased job and streams its events
 // until it exits; "attach" follows a running job again (a renter whose node
 // restarted); "cancel" stops it. Only the lease's renter may do any.
 func (pj *Provider) HandleJob(s network.Stream) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var req wire.JobRequest
-	if err := wire.Read(s, wire.MaxJobFrame, &req); err != nil {
+	// The head first, a small frame: the large body of a start is read
+	// only once the head's lease shows an active lease of this peer's
+	// (wire/jobreq.go), so a stranger cannot make us buffer megabytes.
+	head, err := wire.ReadJobHead(s)
+	if err != nil {
 		_ = s.Reset()
 		return
 	}
-	_ = s.SetReadDeadline(time.Time{})
-	l, _, err := auction.DecodeSignedLease(req.Lease, true)
+	l, _, err := auction.DecodeSignedLease(head.Lease, true)
 	if err == nil && l.Renter != s.Conn().RemotePeer().String() {
 		err = errors.New("only the lease's renter may control its job")
 	}
@@ -44,7 +46,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		pj.mu.Unlock()
 		if al == nil {
 			err = errors.New("no active lease for this job")
-		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(req.Lease) {
+		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(head.Lease) {
 			// Another lease of the job holds it now (an award superseded
 			// by its renter's new one): this one is over.
 			err = errors.New("no active lease for this job: this lease was superseded by another")
@@ -54,6 +56,21 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
 		return
 	}
+	if head.Kind == "start" {
+		if err := pj.mayStart(al); err != nil {
+			_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
+			return
+		}
+	}
+	var body wire.JobBody
+	if head.Kind == "start" {
+		if body, err = wire.ReadJobBody(s); err != nil {
+			_ = s.Reset()
+			return
+		}
+	}
+	_ = s.SetReadDeadline(time.Time{})
+	req := head.WithBody(body)
 	switch req.Kind {
 	case "attach":
 		pj.attach(s, al)

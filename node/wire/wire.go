@@ -18,15 +18,23 @@ import (
 const (
 	QuoteProto = "auction/1" // request for quotes -> signed bid or decline
 	AwardProto = "lease/1"   // renter-signed lease -> co-signed lease or refusal
-	JobProto   = "job/1"     // start (then a stream of events) or cancel
+	// JobProto: a start (then a stream of events), an attach or a cancel.
+	// Version 2 sends the request in two frames, a small head that
+	// proves the lease before the large body is read (issue 31).
+	JobProto = "job/2"
 )
 
 // Frame limits, per message: anything larger is hostile, and a reader
 // never accepts more than the message it expects can need, so a peer
 // cannot make this node hold megabytes where kilobytes will do.
 const (
-	// MaxJobFrame: a start request may carry an 8 MiB checkpoint.
+	// MaxJobFrame: a start's body may carry an 8 MiB checkpoint. It is
+	// read only from the renter of an active lease (see JobHead).
 	MaxJobFrame = 12 << 20
+	// MaxJobHeadFrame: a job request's head, a lease (at most
+	// auction.MaxLeaseBytes, 16 KiB, in base64) and a nonce. It is all a
+	// peer can send before it has shown a lease.
+	MaxJobHeadFrame = 32 << 10
 	// MaxRequestFrame: a quote request carries a spec of at most 64 KiB
 	// (base64 in JSON); awards, replies and vouchers are smaller still.
 	MaxRequestFrame = 128 << 10

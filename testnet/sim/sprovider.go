@@ -168,6 +168,9 @@ func (p *simProvider) award(proposal []byte, from string) ([]byte, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
+	// Newcomers' awards left unstarted in the way end first, settled and
+	// released, as node's accept does (auction/provider's newcomer rule).
+	p.do(p.sched.Displace(aw.Lease, aw.GPUs, now))
 	victims, err := p.sched.Claim(aw.Lease, aw.GPUs, now)
 	if errors.Is(err, sched.ErrRaced) {
 		return nil, auction.RefusedRaced
@@ -184,7 +187,7 @@ func (p *simProvider) award(proposal []byte, from string) ([]byte, string) {
 	return raw, ""
 }
 
-// start is the renter's start of its lease (/job/1).
+// start is the renter's start of its lease (/job/2).
 func (p *simProvider) start(jobID string) error {
 	acts, err := p.sched.Start(jobID, p.m.w.Now())
 	if err != nil {

@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// The memory attack of issue 31: three peers each open 40 streams on
+// every protocol the provider serves (the rental's, ledger sync, offers,
+// services, the clock, and the libraries': the DHT, gossipsub, bitswap,
+// identify, ping, ...), declare a frame on each and send all but a
+// twelfth of it, while they flood the offer topic with messages larger
+// than its validator takes. Before frames were charged to the memory
+// budget one peer took a provider from 55 MB to 667 MB and three to
+// 1,775 MB.
+
+const (
+	attackPeers          = 3
+	attackStreamsPerPeer = 40
+)
+
+// attackSizes are the frame lengths the attack declares, one per stream
+// in turn: job/1's old limit, and the largest that the DHT and bitswap
+// (4 MiB), gossipsub (1 MiB) and our request frames (128 KiB) accept, so
+// that every reader sees frames it would otherwise buffer.
+var attackSizes = []int{12 << 20, 4 << 20, 1 << 20, 128 << 10}
+
+// attackBudget is what the attack may make the provider's heap grow by:
+// the half of limits.max_memory_mb (512 MiB) that peers may use (see p2p's
+// systemMemoryFraction).
+const attackBudget = 512 << 20 / 2
+
+// memoryAttack is what one attack measured.
+type memoryAttack struct {
+	protocols int    // protocols attacked
+	opened    int64  // attack streams the provider accepted
+	sent      int64  // bytes the attackers got onto the wire
+	heapPeak  uint64 // peak HeapInuse during the attack minus before it
+	rssPeak   uint64 // peak RSS minus before it
+}
+
+// attackMemory runs the attack on victim from attackPeers fresh peers for
+// d while probe runs, and measures the process meanwhile. The attackers
+// share one zero buffer, so what grows in this process is the victim's.
+func attackMemory(tb testing.TB, victim *Node, d time.Duration, probe func()) memoryAttack {
+	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	defer cancel()
+	var protos []protocol.ID
+	for _, p := range victim.Host().LibP2P().Mux().Protocols() {
+		protos = append(protos, p)
+	}
+	peers := make([]*p2p.Host, attackPeers)
+	for i := range peers {
+		peers[i] = hostileHost(tb, ctx, victim)
+	}
+	res := memoryAttack{protocols: len(protos)}
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap0, rss0 := ms.HeapInuse, selfRSS()
+	var heapPeak, rssPeak atomic.Uint64
+	sampled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > heap0 && m.HeapInuse-heap0 > heapPeak.Load() {
+				heapPeak.Store(m.HeapInuse - heap0)
+			}
+			if r := selfRSS(); r > rss0 && r-rss0 > rssPeak.Load() {
+				rssPeak.Store(r - rss0)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	actx, acancel := context.WithTimeout(ctx, d)
+	defer acancel()
+	zeros := make([]byte, 64<<10)
+	var wg sync.WaitGroup
+	for _, h := range peers {
+		wg.Go(func() { floodOffers(actx, h, zeros) })
+		for _, proto := range protos {
+			for i := range attackStreamsPerPeer {
+				size := attackSizes[i%len(attackSizes)]
+				wg.Go(func() {
+					n, ok := sendFrame(actx, h, victim, proto, size, zeros)
+					atomic.AddInt64(&res.sent, n)
+					if ok {
+						atomic.AddInt64(&res.opened, 1)
+					}
+				})
+			}
+		}
+	}
+	probe()
+	<-actx.Done()
+	acancel()
+	wg.Wait()
+	close(stop)
+	<-sampled
+	res.heapPeak, res.rssPeak = heapPeak.Load(), rssPeak.Load()
+	return res
+}
+
+// sendFrame opens a stream on proto, declares a frame of size bytes and
+// sends 11/12 of it, until the victim stops it or ctx ends. It reports
+// the bytes written and whether the victim accepted the stream.
+func sendFrame(ctx context.Context, h *p2p.Host, victim *Node, proto protocol.ID, size int, zeros []byte) (int64, bool) {
+	s, err := h.LibP2P().NewStream(ctx, victim.Host().ID(), proto)
+	if err != nil {
+		return 0, false
+	}
+	defer s.Reset()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	if _, err := s.Write(binary.AppendUvarint(nil, uint64(size))); err != nil {
+		return 0, false
+	}
+	var sent int64
+	for left := size / 12 * 11; left > 0; {
+		n, err := s.Write(zeros[:min(left, len(zeros))])
+		sent += int64(n)
+		left -= n
+		if err != nil {
+			break
+		}
+	}
+	// Hold the stream, its frame unfinished, until the attack ends.
+	<-ctx.Done()
+	return sent, true
+}
+
+// floodOffers publishes messages larger than the offer topic's validator
+// takes, as fast as gossipsub lets one peer.
+func floodOffers(ctx context.Context, h *p2p.Host, zeros []byte) {
+	// The test providers' region is eu: the offer topic's continent shard.
+	topic, err := h.Join("offers/eu/1", nil, 0)
+	if err != nil {
+		return
+	}
+	defer topic.Close()
+	big := make([]byte, 900<<10)
+	copy(big, zeros)
+	for ctx.Err() == nil {
+		if err := topic.Publish(ctx, big); err != nil {
+			return
+		}
+	}
+}
+
+// An honest renter quotes, awards and starts a job on a provider while
+// three peers attack its memory on every protocol and flood its offer
+// topic; the provider's heap stays under the peers' half of its budget.
+func TestThreePeersCannotExhaustAProvidersMemory(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	var probeErr error
+	res := attackMemory(t, r.prov, 20*time.Second, func() {
+		// Give the attack a moment to reach full size first.
+		time.Sleep(3 * time.Second)
+		spec := hostileSpec("honest-under-attack", "1s")
+		s := r.start(r.lease("honest-under-attack", spec), spec)
+		if ev := nextEvent(t, s, "status"); ev.Type != "status" {
+			probeErr = fmt.Errorf("the honest start got %q: %s", ev.Type, ev.Error)
+		}
+	})
+	t.Logf("%d protocols, %d attack streams accepted, %d MiB sent; heap +%d MiB, RSS +%d MiB",
+		res.protocols, res.opened, res.sent>>20, res.heapPeak>>20, res.rssPeak>>20)
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	if res.opened == 0 || res.protocols < 10 {
+		t.Fatalf("the attack did not reach the provider: %d streams on %d protocols", res.opened, res.protocols)
+	}
+	if res.heapPeak > attackBudget {
+		t.Fatalf("the provider's heap grew by %d MiB under the attack, over the peers' budget of %d MiB",
+			res.heapPeak>>20, attackBudget>>20)
+	}
+	// The node is still whole after it: it quotes again.
+	r.quote("after-the-attack", hostileSpec("after-the-attack", "1s"))
+}
