@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 )
 
@@ -17,11 +18,13 @@ func FuzzJobMessages(f *testing.F) {
 		`{"kind":"start","lease":"oA==","spec":"eA==","secrets":{"K":"V"}}`,
 		`{"lease":"oA=="}`, `{"bid":"oA=="}`, `{"type":"log","log":"aGk=","time":"2026-11-29T00:00:00Z"}`,
 		`{"kind":"start","extra":1}`, `[]`, `{"job_id":"x"} {"job_id":"y"}`, "\xff",
+		`{"kind":"cancel","lease":"oA==","nonce":"AAEC"}`, `{"spec":"eA==","checkpoint":"oA==","registry_auth":{"username":"u"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, v := range []any{&quoteRequest{}, &quoteReply{}, &awardRequest{}, &awardReply{}, &jobRequest{}, &wireEvent{}} {
+		for _, v := range []any{&quoteRequest{}, &quoteReply{}, &awardRequest{}, &awardReply{}, &jobRequest{},
+			&wire.JobHead{}, &wire.JobBody{}, &wireEvent{}} {
 			if decodeMsg(data, v) != nil {
 				continue
 			}
@@ -63,5 +66,47 @@ func TestJobFramesAreBounded(t *testing.T) {
 	}
 	if err := decodeMsg([]byte(`{"kind":"start"}{"kind":"cancel"}`), &req); err == nil {
 		t.Fatal("trailing data was accepted")
+	}
+}
+
+// A job request goes as a head and, for a start only, a body; the head
+// alone is bounded by MaxJobHeadFrame, so a body never fits in it.
+func TestJobRequestsTravelAsHeadAndBody(t *testing.T) {
+	start := &jobRequest{Kind: "start", Lease: []byte{1, 2}, Nonce: []byte{3}, Spec: []byte("name: x"),
+		Secrets: map[string]string{"K": "V"}, Checkpoint: bytes.Repeat([]byte{7}, 1<<20)}
+	var buf bytes.Buffer
+	if err := wire.WriteJobRequest(&buf, start); err != nil {
+		t.Fatal(err)
+	}
+	head, err := wire.ReadJobHead(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := wire.ReadJobBody(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := head.WithBody(body)
+	if got.Kind != "start" || !bytes.Equal(got.Lease, start.Lease) || !bytes.Equal(got.Checkpoint, start.Checkpoint) ||
+		got.Secrets["K"] != "V" || !bytes.Equal(got.Nonce, start.Nonce) || string(got.Spec) != "name: x" {
+		t.Fatalf("the request changed on the way: %+v", got.Head())
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("%d bytes left after the body", buf.Len())
+	}
+	// A cancel is its head alone.
+	if err := wire.WriteJobRequest(&buf, &jobRequest{Kind: "cancel", Lease: []byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ReadJobHead(&buf); err != nil || buf.Len() != 0 {
+		t.Fatalf("a cancel: %v, %d bytes after its head", err, buf.Len())
+	}
+	// An old-style start, spec and checkpoint in its first frame, is
+	// refused at the head's limit, before it is read.
+	if err := writeMsg(&buf, start); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ReadJobHead(&buf); !errors.Is(err, p2p.ErrFrameTooLarge) {
+		t.Fatalf("a 1 MiB head: %v, want ErrFrameTooLarge", err)
 	}
 }

@@ -3,14 +3,20 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
@@ -196,4 +202,85 @@ func TestThreePeersCannotExhaustAProvidersMemory(t *testing.T) {
 	}
 	// The node is still whole after it: it quotes again.
 	r.quote("after-the-attack", hostileSpec("after-the-attack", "1s"))
+}
+
+// A stranger's job request is refused at its head: a head declaring a
+// start's size is reset at once, and a head that names another renter's
+// lease is answered with the refusal without the provider waiting for
+// (or reading) a body.
+func TestAProviderReadsNoJobBodyBeforeTheLeaseIsShown(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	spec := hostileSpec("someone-elses", "1s")
+	lease := r.lease("someone-elses", spec)
+	stranger := hostileHost(t, r.ctx, r.prov)
+	open := func() network.Stream {
+		s, err := stranger.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), stranger.ProtocolID(jobProto))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Reset() })
+		_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+		return s
+	}
+
+	big := open()
+	if _, err := big.Write(binary.AppendUvarint(nil, maxJobFrame)); err != nil {
+		t.Fatal(err)
+	}
+	var ev wireEvent
+	if err := readMsg(big, maxEventFrame, &ev); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a 12 MiB head from a stranger: %v (%+v), want the stream reset at once", err, ev)
+	}
+
+	other := open()
+	if err := writeMsg(other, wire.JobHead{Kind: "start", Lease: lease, Nonce: randomNonce()}); err != nil {
+		t.Fatal(err)
+	}
+	// No body follows: the refusal must come from the head alone.
+	if err := readMsg(other, maxEventFrame, &ev); err != nil {
+		t.Fatalf("another renter's lease, head only: %v, want a refusal", err)
+	}
+	if ev.Type != "error" || !strings.Contains(ev.Error, "only the lease's renter") {
+		t.Fatalf("another renter's lease: %+v", ev)
+	}
+	// The lease's renter still starts it.
+	s := r.start(lease, spec)
+	if ev := nextEvent(t, s, "status"); ev.Type != "status" {
+		t.Fatalf("the renter's own start: %+v", ev)
+	}
+}
+
+// BenchmarkThreePeerMemoryAttack measures the attack of
+// TestThreePeersCannotExhaustAProvidersMemory (shorter) and an honest
+// renter's quote latency beside it: median quote time before the attack
+// and during it, in the same run on the same provider.
+func BenchmarkThreePeerMemoryAttack(b *testing.B) {
+	r := newHostileRig(b, Options{}, nil)
+	spec := hostileSpec("bench-quote", "1s")
+	quotes := func(n int) time.Duration {
+		var took []time.Duration
+		for i := range n {
+			start := time.Now()
+			r.quote(fmt.Sprintf("bench-quote-%d-%d", len(took), i), spec)
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		return took[len(took)/2]
+	}
+	for range b.N {
+		idle := quotes(20)
+		var loaded time.Duration
+		res := attackMemory(b, r.prov, 8*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			loaded = quotes(20)
+		})
+		b.ReportMetric(float64(res.heapPeak>>20), "heap-MiB")
+		b.ReportMetric(float64(res.rssPeak>>20), "rss-MiB")
+		b.ReportMetric(float64(res.opened), "streams")
+		b.ReportMetric(float64(idle.Microseconds())/1000, "quote-ms-idle")
+		b.ReportMetric(float64(loaded.Microseconds())/1000, "quote-ms-attacked")
+		if res.heapPeak > attackBudget {
+			b.Fatalf("heap +%d MiB under the attack, over the peers' budget of %d MiB", res.heapPeak>>20, attackBudget>>20)
+		}
+	}
 }
