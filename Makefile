@@ -77,6 +77,7 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzJobMessages$$' -fuzztime $(FUZZTIME) ./node
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedLease$$' -fuzztime $(FUZZTIME) ./auction
 	$(GO) test -run '^$$' -fuzz '^FuzzHostOrigin$$' -fuzztime $(FUZZTIME) ./node/rpc
+	$(GO) test -run '^$$' -fuzz '^FuzzGatewayHostOrigin$$' -fuzztime $(FUZZTIME) ./node/gateway
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedVoucher$$' -fuzztime $(FUZZTIME) ./ledger
 	$(GO) test -run '^$$' -fuzz '^FuzzVerifyAnyProof$$' -fuzztime $(FUZZTIME) ./ledger
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedEntry$$' -fuzztime $(FUZZTIME) ./ledger

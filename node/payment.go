@@ -91,7 +91,8 @@ func chargeBound(l *auction.Lease, sent, end time.Time, authorised auction.Credi
 
 // recordCharge records in j the provider's charge for its run, ended at
 // end by this node's clock. It returns a note when the charge is more
-// than this node's own bound: the figure is kept, shown as disputed.
+// than this node's own bound, or below zero (no charge can be): the
+// figure is kept, shown as disputed.
 func recordCharge(j *JobRecord, charged auction.Credits, end time.Time) string {
 	l, _, err := auction.DecodeLeaseUnverified(j.Lease) // verified when it was co-signed
 	if err != nil {
@@ -103,6 +104,10 @@ func recordCharge(j *JobRecord, charged auction.Credits, end time.Time) string {
 	}
 	j.Charged, j.ChargeBound = &charged, chargeBound(l, sent, end, j.Paid)
 	j.ChargeDisputed, j.Refunded = charged < 0 || charged > j.ChargeBound, 0
+	if charged < 0 {
+		return fmt.Sprintf("the provider says it charged %s credits, a negative charge, which is invalid: disputed",
+			auction.FormatCredits(charged))
+	}
 	if j.ChargeDisputed {
 		return fmt.Sprintf("the provider says it charged %s credits, more than the %s this node reckons the run cost: disputed",
 			auction.FormatCredits(charged), auction.FormatCredits(j.ChargeBound))

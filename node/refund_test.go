@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -153,8 +154,17 @@ func TestRefundRenterChecksTheProvidersCharge(t *testing.T) {
 	if j, note := rec(139); note != "" || j.ChargeDisputed || *j.Charged != 139 || j.Refunded != per-139 || j.ChargeBound != 417 {
 		t.Fatalf("an honest charge: %+v, note %q", j, note)
 	}
-	if j, note := rec(418); note == "" || !j.ChargeDisputed || *j.Charged != 418 || j.Refunded != 0 {
-		t.Fatalf("a charge over the bound: %+v, note %q", j, note)
+	for _, c := range []struct {
+		charged   auction.Credits
+		says, not string
+	}{
+		{418, "more than the 0.000417", "negative"},
+		{-1, "a negative charge, which is invalid", "more than"},
+	} {
+		j, note := rec(c.charged)
+		if !strings.Contains(note, c.says) || strings.Contains(note, c.not) || !j.ChargeDisputed || *j.Charged != c.charged || j.Refunded != 0 {
+			t.Fatalf("a charge of %d: %+v, note %q: want it disputed, saying %q", c.charged, j, note, c.says)
+		}
 	}
 }
 

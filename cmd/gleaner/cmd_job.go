@@ -345,9 +345,11 @@ func printJob(w io.Writer, j node.JobRecord) {
 	}
 	// The provider's charge is its word: shown only within this node's
 	// own bound (the lease price for the time since it asked for the
-	// start), else reported as disputed.
+	// start), else reported as disputed; below zero it is no charge at all.
 	switch {
 	case j.Charged == nil:
+	case j.ChargeDisputed && *j.Charged < 0:
+		fmt.Fprintf(w, "charged:   DISPUTED: the provider says %s, a negative charge, which is invalid (this node reckons the run cost at most %s)\n", credits(*j.Charged), credits(j.ChargeBound))
 	case j.ChargeDisputed:
 		fmt.Fprintf(w, "charged:   DISPUTED: the provider says %s, more than the %s this node reckons the run cost\n", credits(*j.Charged), credits(j.ChargeBound))
 	default:

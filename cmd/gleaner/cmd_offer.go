@@ -309,6 +309,9 @@ max_price. gleaner offer show draws the week's prices.`,
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if err := finiteFlags(c, "power is in watts, e.g. --max-power 350", "max-power", "stop-power"); err != nil {
+				return err
+			}
 			p, n := offerPatch(c)
 			if n == 0 {
 				return usagef("see `gleaner offer set --help`", "offer set needs at least one setting to change")

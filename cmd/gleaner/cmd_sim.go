@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -100,6 +102,9 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 			return o, err
 		}
 	}
+	if err := simFinite(o); err != nil {
+		return o, err
+	}
 	switch {
 	case o.SupplyFile == "" && (o.Supply.Providers < 1 || o.Supply.Providers > 200_000):
 		return o, usagef("for example: gleaner sim --providers 1000", "--providers %d: use 1 to 200000", o.Supply.Providers)
@@ -125,6 +130,30 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 	return o, nil
 }
 
+// simFinite refuses NaN and ±Inf in every float option, from a flag or
+// the config file (whose YAML key is named where no flag sets it).
+func simFinite(o sim.Options) error {
+	hint := "docs/SIM.md lists the options"
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"--days", o.Days}, {"--load", o.Demand.Load}, {"--loss", o.Market.Network.Loss},
+		{"demand.nonpayershare", o.Demand.NonPayerShare}, {"supply.pricenoise", o.Supply.PriceNoise},
+		{"market.verifyshare", o.Market.VerifyShare},
+	} {
+		if err := finite(f.name, f.v, hint); err != nil {
+			return err
+		}
+	}
+	for b, share := range o.Supply.AdversaryShare {
+		if err := finite(fmt.Sprintf("supply.adversaryshare.%s", b), share, hint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parseAdversaries reads "skip=0.05,nonpayer=0.1": provider behaviours
 // go to the supply, nonpayer to the demand.
 func parseAdversaries(s string, o *sim.Options) error {
@@ -134,7 +163,7 @@ func parseAdversaries(s string, o *sim.Options) error {
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		share, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil || share < 0 || share > 1 {
+		if !ok || err != nil || math.IsNaN(share) || share < 0 || share > 1 {
 			return usagef(hint, "--adversaries %q: want behaviour=share with a share from 0 to 1", part)
 		}
 		switch b := sim.Behaviour(k); b {

@@ -31,3 +31,29 @@ func TestJobStatusShowsChargeAndRefund(t *testing.T) {
 		t.Errorf("a disputed charge:\n%s", out)
 	}
 }
+
+// Each kind of charge gets its own honest line: within the bound, over it
+// (more than), and below zero (not "more than": no charge can be).
+func TestJobStatusChargeLabels(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		charged  auction.Credits
+		disputed bool
+		want     string
+		not      string
+	}{
+		{"within the bound", 625, false, "charged:   0.000625 credits for the time run", "DISPUTED"},
+		{"over the bound", 2_000, true, "charged:   DISPUTED: the provider says 0.002 credits, more than the 0.00125 credits", "negative"},
+		{"negative", -625, true, "charged:   DISPUTED: the provider says -0.000625 credits, a negative charge, which is invalid", "more than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			charged := c.charged
+			j := node.JobRecord{ID: "j", State: node.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, ChargeBound: 1_250, ChargeDisputed: c.disputed}
+			var b strings.Builder
+			printJob(&b, j)
+			if out := b.String(); !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+				t.Errorf("want %q and no %q:\n%s", c.want, c.not, out)
+			}
+		})
+	}
+}

@@ -49,6 +49,15 @@ type Replica struct {
 type Config struct {
 	Service string // the name shown in Stats and error bodies
 
+	// Who may call (guard.go). Token, when set, must come with every
+	// request as "Authorization: Bearer <Token>" (and is not passed on to
+	// the replica); Listen and Start refuse an address beyond loopback
+	// without one. Hosts are names, besides loopback ones and the address
+	// listened on, that a request's Host and Origin may carry (the
+	// machine's LAN name, say).
+	Token string
+	Hosts []string
+
 	// Limits on what one replica may send for one request.
 	MaxResponseBytes       int64         // body bytes per response (64 MiB)
 	MaxResponseHeaderBytes int64         // response header bytes (64 KiB)
@@ -128,6 +137,7 @@ type Gateway struct {
 	cfg     Config
 	figs    *figures // the service's
 	created time.Time
+	acc     atomic.Pointer[access] // who may call; replaced by Start
 
 	mu       sync.RWMutex // guards replicas, srv, closed
 	replicas []*replica   // sorted by ID, for deterministic ties
@@ -140,7 +150,9 @@ type Gateway struct {
 func New(cfg Config) *Gateway {
 	cfg = cfg.withDefaults()
 	now := cfg.Now()
-	return &Gateway{cfg: cfg, figs: newFigures(cfg.Window, now), created: now}
+	g := &Gateway{cfg: cfg, figs: newFigures(cfg.Window, now), created: now}
+	g.acc.Store(newAccess(cfg, nil))
+	return g
 }
 
 // replica is a Replica's live state. Its fields are atomics so that the
@@ -360,7 +372,8 @@ func (g *Gateway) Listen(addr string) (net.Addr, error) {
 	return ln.Addr(), nil
 }
 
-// Start serves on ln until Close, which closes ln.
+// Start serves on ln until Close, which closes ln. An address beyond
+// loopback needs Config.Token.
 func (g *Gateway) Start(ln net.Listener) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -370,6 +383,10 @@ func (g *Gateway) Start(ln net.Listener) error {
 	if g.srv != nil {
 		return errors.New("service gateway: already serving")
 	}
+	if beyondLoopback(ln.Addr()) && g.cfg.Token == "" {
+		return fmt.Errorf("service gateway: %s is reachable from other machines, so the gateway needs a bearer token: set Config.Token, or listen on 127.0.0.1", ln.Addr())
+	}
+	g.acc.Store(newAccess(g.cfg, ln.Addr()))
 	g.srv = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 30 * time.Second,

@@ -77,9 +77,14 @@ type outcome struct {
 	hasUsage   bool
 }
 
-// ServeHTTP forwards r to a replica.
+// ServeHTTP forwards r to a replica, once guard.go's checks admit it.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	acc := g.acc.Load()
+	if status, msg := acc.refusal(r); status != 0 {
+		refuse(w, status, msg) // before anything is counted or sent on
+		return
+	}
 	if r.Method == http.MethodConnect {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the service gateway does not tunnel")
 		return
@@ -101,7 +106,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.figs.retry()
 		}
 		tried = append(tried, rep)
-		o = g.forward(w, r, rep, body, start)
+		o = g.forward(w, r, rep, body, start, acc.token)
 		if o.committed || o.clientGone || o.err == nil {
 			break
 		}
@@ -131,7 +136,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // forward makes one attempt of r on rep; rep was counted outstanding by
 // pick.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rep *replica, body *reqBody, start time.Time) (o outcome) {
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rep *replica, body *reqBody, start time.Time, dropAuth bool) (o outcome) {
 	t0 := time.Now()
 	defer func() {
 		rep.outstanding.Add(-1)
@@ -153,7 +158,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rep *replica, 
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outHeader(r.Header),
+		Header:        outHeader(r.Header, dropAuth),
 		Host:          r.Host,
 		ContentLength: body.size,
 	}
@@ -338,11 +343,12 @@ func hopByHop(k string) bool {
 // outHeader is the client's header for the replica: without hop-by-hop
 // headers (so no upgrades: websockets are not passed), and without
 // Accept-Encoding, so that answers come uncompressed and the gateway can
-// read their usage.
-func outHeader(in http.Header) http.Header {
+// read their usage. dropAuth also leaves out Authorization: the
+// gateway's own token is no business of the provider's.
+func outHeader(in http.Header, dropAuth bool) http.Header {
 	out := make(http.Header, len(in))
 	for k, vv := range in {
-		if hopByHop(k) || k == "Accept-Encoding" {
+		if hopByHop(k) || k == "Accept-Encoding" || dropAuth && k == "Authorization" {
 			continue
 		}
 		out[k] = vv
