@@ -69,6 +69,7 @@ sim: build ## the market simulator on the traces: PROVIDERS (200) for DAYS (7) w
 
 fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./p2p
+	$(GO) test -run '^$$' -fuzz '^FuzzFrameMeter$$' -fuzztime $(FUZZTIME) ./p2p
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./node/rpc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedOffer$$' -fuzztime $(FUZZTIME) ./auction
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./auction
