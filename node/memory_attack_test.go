@@ -52,6 +52,7 @@ type memoryAttack struct {
 	sent      int64  // bytes the attackers got onto the wire
 	heapPeak  uint64 // peak HeapInuse during the attack minus before it
 	rssPeak   uint64 // peak RSS minus before it
+	rssBefore uint64 // RSS before it: the whole process, attackers included
 }
 
 // attackMemory runs the attack on victim from attackPeers fresh peers for
@@ -123,7 +124,7 @@ func attackMemory(tb testing.TB, victim *Node, d time.Duration, probe func()) me
 	wg.Wait()
 	close(stop)
 	<-sampled
-	res.heapPeak, res.rssPeak = heapPeak.Load(), rssPeak.Load()
+	res.heapPeak, res.rssPeak, res.rssBefore = heapPeak.Load(), rssPeak.Load(), rss0
 	return res
 }
 
@@ -276,6 +277,7 @@ func BenchmarkThreePeerMemoryAttack(b *testing.B) {
 		})
 		b.ReportMetric(float64(res.heapPeak>>20), "heap-MiB")
 		b.ReportMetric(float64(res.rssPeak>>20), "rss-MiB")
+		b.ReportMetric(float64((res.rssBefore+res.rssPeak)>>20), "rss-peak-MiB")
 		b.ReportMetric(float64(res.opened), "streams")
 		b.ReportMetric(float64(idle.Microseconds())/1000, "quote-ms-idle")
 		b.ReportMetric(float64(loaded.Microseconds())/1000, "quote-ms-attacked")
