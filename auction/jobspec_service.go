@@ -33,6 +33,9 @@ type Service struct {
 	// replica_placement: entry i narrows where replica i runs (the floor's
 	// replicas first), on top of the spec's placement, which binds them all
 	ReplicaPlacement []ReplicaPlacement
+	// gateway: where the renter's node serves the service (never sent to
+	// a provider; jobspec_gateway.go)
+	Gateway ServiceGateway
 }
 
 // Readiness is an HTTP GET on the replica's port: any 2xx answer within
@@ -175,6 +178,7 @@ var serviceSchema = []specField{
 	}},
 	{name: "replica_placement", typ: "list of mappings", def: "none", help: "entry i narrows where replica i runs (the floor's first): `{regions: [eu], max_rtt_ms: 40}`, within placement, which binds every replica; at most replicas.max entries",
 		set: setReplicaPlacement},
+	{name: "gateway", typ: "mapping", help: "where your node serves the service (never sent to providers)", sub: gatewaySchema},
 }
 
 // boundedDur decodes a duration in whole seconds within lo..hi; lo 0
@@ -536,5 +540,6 @@ func encodeService(root *yaml.Node, sv *Service) {
 		}
 		yAdd(m, "replica_placement", list)
 	}
+	encodeGateway(m, sv.Gateway)
 	yAdd(root, "service", m)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -16,13 +17,23 @@ const (
 // ServiceUpParams are service_up's parameters.
 type ServiceUpParams struct {
 	Spec string `json:"spec" doc:"the service spec as YAML (kind: service; see docs/SERVICES.md)"`
-	Port int    `json:"port,omitempty" doc:"the gateway's port on 127.0.0.1; 0 or absent: any free port"`
+	Port int    `json:"port,omitempty" doc:"the gateway's port; 0 or absent: the spec's gateway.listen port, else any free port"`
+	// Listen overrides the spec's service.gateway.listen.
+	Listen string `json:"listen,omitempty" doc:"host:port the gateway listens on (0.0.0.0:8080: every interface, calls then need the service's token); absent: the spec's gateway.listen, else 127.0.0.1"`
 }
 
-// Validate bounds the port.
+// Validate bounds the port and checks the listen address.
 func (p ServiceUpParams) Validate() error {
 	if p.Port < 0 || p.Port > 65535 {
 		return errors.New("port: must be 0..65535")
+	}
+	if p.Listen != "" {
+		if p.Port != 0 {
+			return errors.New("port: give listen (host:port) or port, not both")
+		}
+		if _, err := auction.ParseGatewayListen(p.Listen); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
 	}
 	if p.Spec == "" {
 		return errors.New("spec: a service spec is required")
@@ -48,9 +59,9 @@ type serviceAPI struct{ n *Node }
 func registerServiceAPI(s *rpc.Server, n *Node) {
 	a := serviceAPI{n}
 	rpc.Register(s, "service_up", rpc.MethodDoc{
-		Summary:     "Run a service: place replicas.min replicas as jobs and serve them through a gateway on 127.0.0.1.",
-		Description: "Returns once the gateway listens and the replicas are submitted; replicas take traffic once they run and pass their readiness check (service_status).",
-		ParamNames:  []string{"spec", "port"},
+		Summary:     "Run a service: place replicas.min replicas as jobs and serve them through a gateway on 127.0.0.1, or on listen with a bearer token.",
+		Description: "Returns once the gateway listens and the replicas are submitted; replicas take traffic once they run and pass their readiness check (service_status). Beyond loopback every call needs the token in token_file.",
+		ParamNames:  []string{"spec", "port", "listen"},
 		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid service spec"}},
 	}, a.Up)
 	rpc.Register(s, "service_list", rpc.MethodDoc{Summary: "Every service this node runs, by name."}, a.List)
@@ -75,7 +86,7 @@ func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, er
 	if err != nil {
 		return nil, err
 	}
-	rec, _, err := s.up([]byte(p.Spec), p.Port)
+	rec, _, err := s.up([]byte(p.Spec), p.Listen, p.Port)
 	if errors.Is(err, auction.ErrBadJobSpec) {
 		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
 	}

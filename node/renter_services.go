@@ -23,17 +23,19 @@ import (
 // The renter's services (docs/SERVICES.md, "Running a service"): a
 // service is replicas.min jobs of its spec, each an ordinary job record
 // (renter_jobs.go) that the batch machinery auctions, starts and follows,
-// and a gateway (node/gateway) on 127.0.0.1 whose replicas reach the
+// and a gateway (node/gateway) on 127.0.0.1, or on an address the renter
+// chose with a token (service_gateway.go), whose replicas reach the
 // jobs' containers through their providers (Node.DialService). The
 // definition is kept in the store, so that after a restart the gateway
-// comes back on the same port with the same replica jobs (which the job
-// manager follows again on its own).
+// comes back on the same address and port, with the same token, and the
+// same replica jobs (which the job manager follows again on its own).
 
 // ServiceRecord is the renter's durable view of one service.
 type ServiceRecord struct {
 	Name     string    `json:"name"`
 	Spec     string    `json:"spec"`
-	Port     int       `json:"port" doc:"the gateway's port on 127.0.0.1"`
+	Port     int       `json:"port" doc:"the gateway's port, on host"`
+	Host     string    `json:"host,omitempty" doc:"the address the gateway listens on; absent: 127.0.0.1"`
 	Replicas []string  `json:"replicas" doc:"the replica jobs' IDs, replica 0 first (the floor's replicas lead)"`
 	Created  time.Time `json:"created"`
 	// Scale is a count fixed by service_scale (0: the spec's, or the
@@ -82,11 +84,15 @@ func healBackoff(step time.Duration, n int) time.Duration {
 const serviceSync = time.Second
 
 type liveService struct {
-	gw     *gateway.Gateway
-	url    string
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    string // why the gateway is not up, when gw is nil
+	gw        *gateway.Gateway
+	url       string   // to call it from this machine
+	listen    string   // the address it listens on
+	lan       []string // its URLs on this machine's other addresses (a wildcard listen address)
+	tokenFile string   // the token's file, when calls need one
+	probePath string   // the readiness path, for the curl line
+	cancel    context.CancelFunc
+	done      chan struct{}
+	err       string // why the gateway is not up, when gw is nil
 }
 
 type services struct {
@@ -132,9 +138,13 @@ func (s *services) resume() {
 			s.live[name] = &liveService{err: err.Error()}
 			continue
 		}
-		if err := s.startLocked(rec, spec); err != nil {
-			s.log.Warn("service gateway not restarted", "service", name, "port", rec.Port, "err", err)
-			s.live[name] = &liveService{err: err.Error()}
+		if err := s.startLocked(rec, spec, false); err != nil {
+			s.log.Warn("service gateway not restarted", "service", name, "host", listenHost(rec), "port", rec.Port, "err", err)
+			why := err.Error()
+			if le := (*gateway.ListenError)(nil); errors.As(err, &le) {
+				why += "; free port " + strconv.Itoa(rec.Port) + " and restart this node, or `gleaner service down " + name + "` and up again"
+			}
+			s.live[name] = &liveService{err: why}
 		}
 		// Jobs a successor took over from before the restart, drained
 		// then but not yet cancelled: they take no more traffic.
@@ -158,7 +168,7 @@ const goldStartLead = 10 * time.Second
 // replicas at the floor's tier and price, a gold replica's start moved
 // to now + goldStartLead once that is past it, and each replica placed
 // by its entry of replica_placement, if it has one, within the spec's
-// placement.
+// placement; without the spec's gateway section.
 func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
 	c := *spec
 	svc := *spec.Service
@@ -180,6 +190,9 @@ func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
 	// keeps no entries: the others' would not lie within its placement,
 	// and it is one replica.
 	svc.ReplicaPlacement = nil
+	// Where the renter's gateway listens is the renter's business: no
+	// provider sees it, and it is no part of the replicas' hashes.
+	svc.Gateway = auction.ServiceGateway{}
 	if i < len(spec.Service.ReplicaPlacement) {
 		p := spec.Service.ReplicaPlacement[i]
 		if len(p.Regions) > 0 {
@@ -192,8 +205,10 @@ func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
 	return yaml.Marshal(&c)
 }
 
-// up places a service's replicas and starts its gateway on port (0: any).
-func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error) {
+// up places a service's replicas and starts its gateway on listen
+// (host:port; "": the spec's gateway.listen, else 127.0.0.1) with port,
+// when not 0, for the port (0: any free one).
+func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord, string, error) {
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, "", err
@@ -204,14 +219,19 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 	if port < 0 || port > 65535 {
 		return nil, "", fmt.Errorf("port %d outside 0..65535", port)
 	}
+	host, port, err := gatewayAddr(spec, listen, port)
+	if err != nil {
+		return nil, "", err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.recs[spec.Name]; ok {
 		return nil, "", fmt.Errorf("a service %q is already up (see `gleaner service status %s`; `gleaner service down %s` first)", spec.Name, spec.Name, spec.Name)
 	}
-	rec := &ServiceRecord{Name: spec.Name, Spec: string(specYAML), Port: port, Created: time.Now().UTC()}
+	rec := &ServiceRecord{Name: spec.Name, Spec: string(specYAML), Port: port, Host: host, Created: time.Now().UTC()}
 	// The gateway first: a port taken fails before anything is bought.
-	if err := s.startLocked(rec, spec); err != nil {
+	if err := s.startLocked(rec, spec, true); err != nil {
+		s.forgetToken(rec.Name)
 		return nil, "", err
 	}
 	ls := s.live[rec.Name]
@@ -225,11 +245,13 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 			}
 		}
 		s.stopLocked(rec.Name)
+		s.forgetToken(rec.Name)
 		s.cancelJobs(rec.Replicas)
 		return nil, "", fmt.Errorf("replica %d: %w", i, err)
 	}
 	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
 		s.stopLocked(rec.Name)
+		s.forgetToken(rec.Name)
 		s.cancelJobs(rec.Replicas)
 		return nil, "", err
 	}
@@ -238,19 +260,27 @@ func (s *services) up(specYAML []byte, port int) (*ServiceRecord, string, error)
 	return &c, ls.url, nil
 }
 
-// startLocked starts rec's gateway and the loop that keeps its replicas.
-func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec) error {
+// startLocked starts rec's gateway and the loop that keeps its replicas;
+// fresh (service up, not a restart) makes the gateway's token anew.
+func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh bool) error {
 	rd := spec.Service.Readiness
+	host := listenHost(rec)
+	token, tokenFile, err := s.gatewayToken(rec.Name, host, fresh)
+	if err != nil {
+		return err
+	}
 	gw := gateway.New(gateway.Config{Service: rec.Name, ReadyPath: rd.Path, ProbeInterval: rd.Period,
-		ProbeTimeout: rd.Timeout, FailThreshold: rd.FailureThreshold, Cost: s.serviceCost(rec)})
-	addr, err := gw.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(rec.Port)))
+		ProbeTimeout: rd.Timeout, FailThreshold: rd.FailureThreshold, Cost: s.serviceCost(rec),
+		Token: token, Hosts: spec.Service.Gateway.Hosts})
+	addr, err := gw.Listen(net.JoinHostPort(host, strconv.Itoa(rec.Port)))
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(s.n.renterJobs.bg)
-	ls := &liveService{gw: gw, url: "http://" + addr.String(), cancel: cancel, done: make(chan struct{})}
-	s.live[rec.Name] = ls
 	rec.Port = addr.(*net.TCPAddr).Port
+	ls := &liveService{gw: gw, url: callURL(host, rec.Port), listen: net.JoinHostPort(host, strconv.Itoa(rec.Port)),
+		lan: lanURLs(host, rec.Port), tokenFile: tokenFile, probePath: rd.Path, cancel: cancel, done: make(chan struct{})}
+	s.live[rec.Name] = ls
 	go func() {
 		defer close(ls.done)
 		var wg sync.WaitGroup
@@ -671,6 +701,7 @@ func (s *services) down(name string) (*ServiceRecord, error) {
 	err := s.n.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketServices, name) })
 	s.mu.Unlock()
 	<-done
+	s.forgetToken(name)
 	// The successors and the jobs being retired go too.
 	s.cancelJobs(append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...))
 	c := *rec
@@ -709,6 +740,10 @@ type ServiceView struct {
 	Gateway  string           `json:"gateway" doc:"up, or down with why in gateway_error"`
 	Error    string           `json:"gateway_error,omitempty"`
 	Port     int              `json:"port"`
+	Listen   string           `json:"listen,omitempty" doc:"the address the gateway listens on (0.0.0.0 or [::]: every interface); absent while it is down"`
+	LAN      []string         `json:"lan_urls,omitempty" doc:"the gateway's URLs on this machine's other addresses, for other machines, when it listens on every interface"`
+	Token    string           `json:"token_file,omitempty" doc:"the file holding the bearer token every call needs (the gateway listens beyond loopback); absent: none is needed"`
+	Curl     string           `json:"curl,omitempty" doc:"a command that calls the readiness path through the gateway, with the token when one is needed"`
 	Created  time.Time        `json:"created"`
 	Replicas []ServiceReplica `json:"replicas"`
 	Stats    *gateway.Stats   `json:"stats,omitempty" doc:"the gateway's figures (service_status only)"`
@@ -737,7 +772,8 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	ready := map[string]bool{}
 	switch {
 	case ls != nil && ls.gw != nil:
-		v.URL, v.Gateway = ls.url, "up"
+		v.URL, v.Gateway, v.Listen, v.LAN, v.Token = ls.url, "up", ls.listen, ls.lan, ls.tokenFile
+		v.Curl = curlLine(ls.url, ls.probePath, ls.tokenFile)
 		st := ls.gw.Stats()
 		for _, r := range st.Replicas {
 			ready[r.ID] = r.Ready
@@ -746,7 +782,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 			v.Stats = &st
 		}
 	case ls != nil:
-		v.Error = ls.err + "; free port " + strconv.Itoa(rec.Port) + " and restart this node, or `gleaner service down " + rec.Name + "` and up again"
+		v.Error = ls.err
 	default:
 		v.Error = "not started"
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
@@ -37,26 +38,40 @@ func serviceCommand() *cli.Command {
 		Description: `A service spec (YAML, kind: service, see docs/SERVICES.md) is a job that
 serves on a port. Your node places replicas.min replicas as jobs and serves
 them through a gateway on 127.0.0.1, which routes each request to a ready
-replica through its provider.
+replica through its provider. With --listen 0.0.0.0:8080 (or the spec's
+service.gateway.listen) other machines can call it too, and every call
+needs the service's bearer token, which service up and status show.
 
-   gleaner service up spec.yaml [--port N]   place the replicas, print the gateway's URL
+   gleaner service up spec.yaml [--port N | --listen HOST:PORT]   place the replicas, print the gateway's URL
    gleaner service ls | status NAME | down NAME`,
 		Subcommands: []*cli.Command{
 			{Name: "up", Usage: "run a service spec and print its gateway's URL", ArgsUsage: "<spec.yaml>",
-				Flags: []cli.Flag{&cli.IntFlag{Name: "port", Usage: "the gateway's port on 127.0.0.1 (0: any free port)"}, jsonFlag},
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "port", Usage: "the gateway's port (0: any free port), on 127.0.0.1 unless the spec's service.gateway.listen names another host"},
+					&cli.StringFlag{Name: "listen", Usage: "host:port the gateway listens on, over the spec's service.gateway.listen: 0.0.0.0:8080 for every interface (every call then needs the service's token)"},
+					jsonFlag},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
 						return usagef("for example: gleaner service up service.yaml (format: docs/SERVICES.md)", "%s needs exactly one service spec file", c.Command.Name)
+					}
+					listen, err := listenFlag(c)
+					if err != nil {
+						return err
 					}
 					spec, err := os.ReadFile(c.Args().First())
 					if err != nil {
 						return err
 					}
 					var v node.ServiceView
-					if err := callCmd(c, "service_up", node.ServiceUpParams{Spec: string(spec), Port: c.Int("port")}, &v); err != nil {
+					if err := callCmd(c, "service_up", node.ServiceUpParams{Spec: string(spec), Port: c.Int("port"), Listen: listen}, &v); err != nil {
 						return err
 					}
-					return emit(c, v, func(w io.Writer) { fmt.Fprintln(w, v.URL) })
+					// The URL alone on stdout, as a script captures it; how
+					// to call a gateway that needs a token goes to stderr.
+					return emit(c, v, func(w io.Writer) {
+						fmt.Fprintln(w, v.URL)
+						printGatewayAccess(c.App.ErrWriter, v, "")
+					})
 				}},
 			{Name: "ls", Usage: "list this node's services", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
@@ -100,6 +115,7 @@ func printService(w io.Writer, v node.ServiceView) {
 		fmt.Fprintf(w, " at %s", v.URL)
 	}
 	fmt.Fprintln(w)
+	printGatewayAccess(w, v, "  ")
 	if v.Error != "" {
 		fmt.Fprintf(w, "  %s\n", v.Error)
 	}
@@ -137,4 +153,40 @@ func printService(w io.Writer, v node.ServiceView) {
 		rows = append(rows, []string{strconv.Itoa(r.Index), r.Job, r.State, prov, strconv.FormatBool(r.Ready), note})
 	}
 	table(w, rows)
+}
+
+// listenFlag is --listen checked as the node will, a usage error before
+// anything is sent; "" when not given.
+func listenFlag(c *cli.Context) (string, error) {
+	const hint = "for example: --listen 0.0.0.0:8080 (every interface), --listen 192.168.1.20:8080, or --port N on 127.0.0.1"
+	if !c.IsSet("listen") {
+		return "", nil
+	}
+	if c.IsSet("port") {
+		return "", usagef(hint, "give --listen HOST:PORT or --port N, not both")
+	}
+	norm, err := auction.ParseGatewayListen(c.String("listen"))
+	if err != nil {
+		return "", usagef(hint, "--listen %v", err)
+	}
+	return norm, nil
+}
+
+// printGatewayAccess says, for a gateway that needs a token, where it
+// listens, where the token is and a command that calls it; nothing for
+// one on loopback, which is called as its URL says.
+func printGatewayAccess(w io.Writer, v node.ServiceView, indent string) {
+	if v.Token == "" {
+		return
+	}
+	where := v.Listen
+	if strings.HasPrefix(where, "0.0.0.0:") || strings.HasPrefix(where, "[::]:") {
+		where += " (every interface)"
+	}
+	if len(v.LAN) > 0 {
+		where += "; other machines: " + strings.Join(v.LAN, ", ")
+	}
+	fmt.Fprintf(w, "%slistens on %s\n", indent, where)
+	fmt.Fprintf(w, "%severy call needs the bearer token in %s\n", indent, v.Token)
+	fmt.Fprintf(w, "%s%s\n", indent, v.Curl)
 }

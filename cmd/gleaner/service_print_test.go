@@ -25,3 +25,29 @@ func TestPrintServiceShowsRenewal(t *testing.T) {
 		t.Errorf("a replica not renewing shown as renewing:\n%s", out)
 	}
 }
+
+// service status shows, for a gateway that needs a token, where it
+// listens, the token's file and a curl line; nothing of the kind for one
+// on loopback.
+func TestPrintServiceShowsTheToken(t *testing.T) {
+	var b strings.Builder
+	curl := `curl -H "Authorization: Bearer $(cat /r/service-tokens/chat.token)" http://127.0.0.1:8080/health`
+	printService(&b, node.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "0.0.0.0:8080",
+		LAN: []string{"http://192.168.1.20:8080"}, Token: "/r/service-tokens/chat.token", Curl: curl})
+	out := b.String()
+	for _, want := range []string{
+		"service chat: gateway up at http://127.0.0.1:8080\n",
+		"  listens on 0.0.0.0:8080 (every interface); other machines: http://192.168.1.20:8080\n",
+		"  every call needs the bearer token in /r/service-tokens/chat.token\n",
+		"  " + curl + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	printService(&b, node.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "127.0.0.1:8080", Curl: "curl http://127.0.0.1:8080/health"})
+	if out := b.String(); strings.Contains(out, "token") || strings.Contains(out, "listens on") {
+		t.Errorf("a loopback gateway shown as needing a token:\n%s", out)
+	}
+}

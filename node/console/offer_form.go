@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -167,8 +168,11 @@ func patchParam(f offerField, v string) (any, string) {
 		}
 		return n, ""
 	case "float":
+		// NaN and ±Inf parse, and NaN passes every range check (it
+		// compares false with everything), then fails far from the field
+		// (json: unsupported value: NaN).
 		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, strconv.Quote(v) + ": want a number of watts, 0 for none"
 		}
 		return x, ""
