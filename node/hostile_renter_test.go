@@ -113,10 +113,16 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 	r := newHostileRig(t, Options{StartDeadline: time.Second}, nil)
 	spec := hostileSpec("squat", "1s")
 	lease := r.lease("squat", spec)
+	// A newcomer's unstarted award holds the GPU but hides it from no
+	// quote: another award would displace it (auction/provider's
+	// newcomer rule).
+	if !r.prov.providerJobs.Holds("squat") {
+		t.Fatal("the award does not hold the GPU")
+	}
 	var rep quoteReply
 	r.exchange(quoteProto, quoteRequest{JobID: "honest", Nonce: randomNonce(), Spec: []byte(hostileSpec("honest", "1s"))}, &rep)
-	if rep.Decline != auction.ReasonBusy {
-		t.Fatalf("while the award holds the GPU: decline %q, want %q", rep.Decline, auction.ReasonBusy)
+	if rep.Decline != "" {
+		t.Fatalf("while a newcomer's unstarted award holds the GPU: declined %q, want a bid", rep.Decline)
 	}
 	waitFor(t, 10*time.Second, "the award to expire and free its GPU", func() bool {
 		held := r.prov.providerJobs.Holds("squat")

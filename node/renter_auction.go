@@ -168,7 +168,10 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 			return
 		}
-		exclude[lease.Provider], left[lease.Provider], last = true, out.why, out.why
+		left[lease.Provider], last = out.why, out.why
+		if !out.displaced {
+			exclude[lease.Provider] = true
+		}
 		if out.notStarted {
 			notStarted++
 			if out.pull {
@@ -187,6 +190,9 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 				return
 			}
 			note := out.why + "; nothing was charged; auctioning again without that provider (no re-auction spent)"
+			if out.displaced {
+				note = out.why + "; nothing was charged; auctioning again (no re-auction spent)"
+			}
 			r.update(id, note, func(j *JobRecord) { j.State, j.Error = StateAuction, note })
 			continue
 		}

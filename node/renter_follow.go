@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/wire"
@@ -35,6 +36,11 @@ type runEnd struct {
 	// it is one that followLease acts on (refusedNoLease, ...).
 	lost    bool
 	refused string
+	// displaced: not started because this renter was slow to start its
+	// award and the provider gave the GPUs to another (the newcomer rule,
+	// auction/provider.Displace): neither side failed, and the provider is
+	// not excluded from the job's next auction.
+	displaced bool
 }
 
 // follow1 starts the leased job on the provider and follows it to its
@@ -256,9 +262,16 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 			// provider, as after a failed pull. A bronze award is the
 			// provider's to take back; any other is its failure.
 			out.state, out.notStarted = "", true
-			out.why += " (the award was taken back before it started)"
-			if l.Tier == auction.Bronze {
+			switch {
+			case strings.Contains(out.why, sched.ReasonDisplaced):
+				// Our own slowness: the outcome is the renter's
+				// (cancelled, nothing ran), not held against the provider.
+				out.displaced, out.result = true, ledger.OutcomeCancelled
+			case l.Tier == auction.Bronze:
+				out.why += " (the award was taken back before it started)"
 				out.result = ledger.OutcomePreempted
+			default:
+				out.why += " (the award was taken back before it started)"
 			}
 		}
 	}

@@ -155,8 +155,14 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 	// that overlap: the bids name the same GPU.
 	b1, raw1 := r.quote("first", first)
 	b2, raw2 := r.quote("second", second)
-	if _, refused := r.award(r.leaseFor(b1, raw1, nil)); refused != "" {
+	lease1, refused := r.award(r.leaseFor(b1, raw1, nil))
+	if refused != "" {
 		t.Fatalf("the first reservation was refused: %s", refused)
+	}
+	// Started at once, as a renter does (it waits for its window on the
+	// provider): unstarted, a newcomer's award would be displaced.
+	if ev := nextEvent(t, r.start(lease1, first), "status"); ev.Status != "reserved" {
+		t.Fatalf("the first reservation's start: %+v", ev)
 	}
 	if _, refused := r.award(r.leaseFor(b2, raw2, nil)); refused != auction.RefusedRaced {
 		t.Fatalf("the second reservation of the same window: refused %q, want %q", refused, auction.RefusedRaced)

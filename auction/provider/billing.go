@@ -156,6 +156,9 @@ func (s *Scheduler) step(l *lease, now time.Time) (Action, bool) {
 	}
 	if l.state == Awarded {
 		if !now.Before(l.deadline) {
+			if !l.kept {
+				s.demote(l.l.Renter) // an award left unstarted: a newcomer again
+			}
 			return l.end(Expire, ReasonNotStarted, ""), true
 		}
 		return Action{}, false

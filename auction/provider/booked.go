@@ -13,8 +13,10 @@ import (
 // [now, now+horizon): per instant, how many sellable GPUs silver and gold
 // leases hold, in whole seconds rounded outward, merged and bounded as an
 // offer carries them (auction.NormalizeBookings). Bronze is left out: it
-// yields to any other lease. A withdrawn GPU is not in the offer, so what
-// it holds is not either.
+// yields to any other lease; so are newcomers' unstarted awards, which
+// another award displaces (see newcomer.go), or a throwaway identity
+// could hide the machine from the market for nothing. A withdrawn GPU is
+// not in the offer, so what it holds is not either.
 func (s *Scheduler) Booked(now time.Time, horizon time.Duration) []auction.Booking {
 	from, to := now.Unix(), now.Add(horizon).Unix()
 	type edge struct {
@@ -34,7 +36,7 @@ func (s *Scheduler) Booked(now time.Time, horizon time.Duration) []auction.Booki
 		// its commitments touch.
 		var spans []auction.Window
 		for _, c := range g.commits {
-			if c.l.l.Tier == auction.Bronze {
+			if c.l.l.Tier == auction.Bronze || s.soft(c.l) {
 				continue
 			}
 			sp := c.at(now)

@@ -15,8 +15,10 @@ func book(a, b time.Duration, gpus int) auction.Booking {
 	return auction.Booking{Start: at(a).Unix(), End: at(b).Unix(), GPUs: gpus}
 }
 
+// claimLease claims l for an established renter (see mustClaim).
 func claimLease(t *testing.T, s *Scheduler, l *auction.Lease, now time.Time, gpus ...int) {
 	t.Helper()
+	s.Establish(l.Renter)
 	if _, err := s.Claim(l, gpus, now); err != nil {
 		t.Fatalf("claim %s %v: %v", l.JobID, gpus, err)
 	}

@@ -54,6 +54,7 @@ func TestBurstNeverCollides(t *testing.T) {
 				j := unclaimed[k]
 				unclaimed = append(unclaimed[:k], unclaimed[k+1:]...)
 				l := mkLease(fmt.Sprint("job", j), auction.Silver, 1, t0, time.Hour)
+				ps[owner[j]/8].Establish(l.Renter) // its award counts as load
 				if _, err := ps[owner[j]/8].Claim(l, plans[j], t0); err != nil {
 					t.Fatalf("seed %d: claim of job %d on %v: %v", seed, j, plans[j], err)
 				}

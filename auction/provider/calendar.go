@@ -95,7 +95,8 @@ func (s *Scheduler) fit(l *lease, now time.Time) {
 // gold, bronze counts as free). A lease's commitment counts for the span
 // it was sold, not past its end as Utilisation's does at now, so a
 // reservation is priced by the load at its window. at <= now is
-// Utilisation(t, now).
+// Utilisation(t, now). Newcomers' unstarted awards count as free (see
+// newcomer.go).
 func (s *Scheduler) LoadAt(t auction.Tier, at, now time.Time) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,6 +108,9 @@ func (s *Scheduler) LoadAt(t auction.Tier, at, now time.Time) float64 {
 		}
 		total++
 		for _, c := range g.commits {
+			if s.soft(c.l) {
+				continue // a newcomer's unstarted award: displaceable, so free
+			}
 			span := c.at(now) // now: a lease past its end holds until released
 			if at.After(now) {
 				span = Span{c.start, c.end}

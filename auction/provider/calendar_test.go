@@ -60,6 +60,7 @@ func TestBronzeBackfillsTheGapBeforeAReservation(t *testing.T) {
 func TestTheGapIsSoldOnlyWhenItFits(t *testing.T) {
 	s := newSched(1)
 	start := at(time.Minute)
+	s.Establish("renter-g")
 	if _, err := s.Claim(mkLease("g", auction.Gold, 1, start, time.Hour), []int{0}, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +208,7 @@ func TestSilverOverBronzeWithoutNoticePreemptsAtOnce(t *testing.T) {
 func TestLoadAtAReservationsWindow(t *testing.T) {
 	s := newSched(2)
 	mustClaim(t, s, "now", auction.Silver, t0, 0) // t0..t0+1h
+	s.Establish("renter-later")
 	if _, err := s.Claim(mkLease("later", auction.Gold, 1, at(3*time.Hour), time.Hour), []int{1}, t0); err != nil {
 		t.Fatal(err)
 	}

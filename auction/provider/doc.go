@@ -7,6 +7,7 @@
 // A lease goes through the scheduler like this:
 //
 //	Plan      names the GPUs of a bid; nothing is reserved
+//	Displace  ends newcomers' unstarted awards in its way (newcomer.go)
 //	Claim     an award takes exactly those GPUs          -> Awarded
 //	Start     the renter starts it, once                 -> Started
 //	Launch    (an Action) its GPUs are free and its window has begun

@@ -53,9 +53,12 @@ func mkLease(job string, tier auction.Tier, gpus int, start time.Time, dur time.
 }
 
 // mustClaim claims gpus for a lease of job at now, failing the test if it
-// cannot.
+// cannot. Its renter is established (a renter that has paid before), so
+// that its award holds its GPUs as every award did before the newcomer
+// rule; newcomer_test.go claims newcomers' awards with claimAs.
 func mustClaim(t testing.TB, s *Scheduler, job string, tier auction.Tier, now time.Time, gpus ...int) []Action {
 	t.Helper()
+	s.Establish("renter-" + job)
 	acts, err := s.Claim(mkLease(job, tier, len(gpus), now, time.Hour), gpus, now)
 	if err != nil {
 		t.Fatalf("claim %s %v: %v", job, gpus, err)

@@ -19,6 +19,11 @@ type lease struct {
 	deadline time.Time // the start deadline
 	free     bool      // a lease that costs nothing never pauses
 	launched bool      // the Launch action was given
+	// newcomer: its renter was not established when it was claimed;
+	// protect ends the grace in which other newcomers cannot displace it.
+	newcomer bool
+	protect  time.Time
+	kept     bool // claimed with Kept: held again after a restart
 
 	running   bool // the billing clock runs from since
 	since     time.Time
@@ -115,8 +120,8 @@ func (s *Scheduler) info(l *lease, now time.Time) Info {
 	return in
 }
 
-// Ended reports how a released lease ended (Ended or Expired), while it is
-// remembered (see WithRetention).
+// Ended reports how a released lease ended (Ended, Expired or
+// Displaced), while it is remembered (see WithRetention).
 func (s *Scheduler) Ended(jobID string) (State, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,7 +131,8 @@ func (s *Scheduler) Ended(jobID string) (State, bool) {
 
 // Start admits the renter's start of jobID, once: ErrStarted on any later
 // start (it would run a second container on the same GPUs), ErrExpired
-// from the start deadline on, ErrEnding for a lease already being stopped
+// from the start deadline on (ErrDisplaced for a newcomer's award that
+// another award displaced), ErrEnding for a lease already being stopped
 // (a bronze award preempted before it started). It returns the Launch
 // action at once when the job may run now; otherwise a later Tick or
 // Release gives it.
@@ -140,7 +146,7 @@ func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
 	case l.state == Started:
 		return nil, ErrStarted
 	case l.state == Expired || !now.Before(l.deadline):
-		return nil, ErrExpired
+		return nil, errDisplacedOr(l, ErrExpired)
 	case l.ending != 0:
 		return nil, fmt.Errorf("%w: %s", ErrEnding, l.why)
 	}
@@ -158,6 +164,8 @@ func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
 // gone is the error for a job with no active lease.
 func (s *Scheduler) gone(jobID string) error {
 	switch s.ended[jobID] {
+	case Displaced:
+		return ErrDisplaced
 	case Expired:
 		return ErrExpired
 	case Ended:
@@ -244,7 +252,9 @@ func (s *Scheduler) Paid(jobID string, covered time.Duration) error {
 }
 
 // PaidTotal reports the best voucher's cumulative total: it covers as
-// many billing intervals as it pays for in full (see CoveredBy).
+// many billing intervals as it pays for in full (see CoveredBy). A
+// voucher that pays for an interval of a started lease establishes its
+// renter (see Establish).
 func (s *Scheduler) PaidTotal(jobID string, total auction.Credits) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,7 +262,11 @@ func (s *Scheduler) PaidTotal(jobID string, total auction.Credits) error {
 	if !ok {
 		return s.gone(jobID)
 	}
-	s.pay(l, CoveredBy(&l.l, total))
+	covered := CoveredBy(&l.l, total)
+	if total > 0 && covered > 0 && l.state == Started {
+		s.establish(l.l.Renter) // paid for a started lease: see newcomer.go
+	}
+	s.pay(l, covered)
 	return nil
 }
 
@@ -301,6 +315,9 @@ func (s *Scheduler) release(l *lease, now time.Time, mark bool) []Action {
 	}
 	if mark {
 		s.ended[jobID] = l.state
+		if l.why == ReasonDisplaced {
+			s.ended[jobID] = Displaced
+		}
 		s.endedQ = append(s.endedQ, endedAt{jobID, now})
 		for len(s.endedQ) > 0 && now.Sub(s.endedQ[0].at) > s.retention {
 			delete(s.ended, s.endedQ[0].job)

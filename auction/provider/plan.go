@@ -64,7 +64,8 @@ func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Tim
 		if g.out != "" {
 			return nil, fmt.Errorf("%w: GPU %d: %s", ErrWithdrawn, i, g.out)
 		}
-		if g.standing(tier, span, now, notice) == held {
+		if s.standing(g, tier, span, now, notice) > yielding {
+			// Held, or by a newcomer's award that only Displace ends.
 			return nil, ErrRaced
 		}
 		for _, c := range g.commits {
@@ -76,25 +77,34 @@ func (s *Scheduler) check(gpus []int, tier auction.Tier, span Span, now time.Tim
 	return victims, nil
 }
 
-// standing is whether a GPU can be committed for span at tier.
+// standing is whether a GPU can be committed for span at tier; a GPU
+// stands as its worst commitment does.
 type standing uint8
 
 const (
 	free     standing = iota // no commitment overlaps span
 	yielding                 // only commitments that yield to tier do
+	open                     // and newcomers' awards past their grace (soft)
+	guarded                  // and newcomers' awards in their grace
 	held                     // a commitment that does not yield does
 )
 
-func (g *gpu) standing(tier auction.Tier, span Span, now time.Time, notice time.Duration) standing {
+// standing is g's standing for a claim of tier for span at now. Called
+// with s.mu held.
+func (s *Scheduler) standing(g *gpu, tier auction.Tier, span Span, now time.Time, notice time.Duration) standing {
 	st := free
 	for _, c := range g.commits {
 		switch {
 		case !c.blocks(span, now):
 		case preemptible(c.l.l.Tier, tier):
-			st = yielding
+			st = max(st, yielding)
 		case tier == auction.Bronze && c.start.After(now) && backfills(c.start, now, notice):
 			// A reservation later in span: the bronze lease is sold the
 			// gap and preempted with its notice before the reservation.
+		case s.displaceable(c.l, false, now):
+			st = max(st, open)
+		case s.soft(c.l):
+			st = max(st, guarded)
 		default:
 			return held
 		}
@@ -121,8 +131,12 @@ func (s *Scheduler) CanPromise(gpus []int, tier auction.Tier, span Span, now tim
 // ErrBusy. Free GPUs come first, the least recently quoted first, so that
 // concurrent quotes name different GPUs: nothing is reserved until Claim,
 // and naming the same first free GPUs in every quote made a burst of
-// awards collide on them while others sat idle. For silver and gold, GPUs
-// held by bronze leases make up what free GPUs lack.
+// awards collide on them while others sat idle. Then GPUs held only by
+// newcomers' unstarted awards past their grace (which the award will
+// displace); for silver and gold, then GPUs held by bronze leases; last,
+// GPUs held by newcomers' awards still in their grace, which will be
+// displaceable within it or started (the award is then refused as raced,
+// and its renter asks again at once).
 func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]int, error) {
 	if n < 1 || !span.End.After(span.Start) || !span.End.After(now) {
 		return nil, fmt.Errorf("%w: %d GPUs for %v..%v", ErrInvalid, n, span.Start, span.End)
@@ -130,31 +144,34 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hold := holdSpan(tier, span, now)
-	// frees and yields live in one scratch array, reused by every plan.
+	// The GPUs by standing live in one scratch array, reused by every plan.
 	g := len(s.gpus)
-	if cap(s.scratch) < 2*g {
-		s.scratch = make([]int, 2*g)
+	if cap(s.scratch) < 4*g {
+		s.scratch = make([]int, 4*g)
 	}
-	frees, yields := s.scratch[:0:g], s.scratch[g:g:2*g]
+	var by [4][]int // free, yielding, open, guarded
+	for k := range by {
+		by[k] = s.scratch[k*g : k*g : (k+1)*g]
+	}
+	total := 0
 	for i := range s.gpus {
 		gp := &s.gpus[i]
 		if !gp.known || gp.out != "" {
 			continue
 		}
-		switch gp.standing(tier, hold, now, s.notice) {
-		case free:
-			frees = append(frees, i)
-		case yielding:
-			yields = append(yields, i)
+		if st := s.standing(gp, tier, hold, now, s.notice); st < held {
+			by[st] = append(by[st], i)
+			total++
 		}
 	}
-	if len(frees)+len(yields) < n { // nothing yields to bronze
+	if total < n { // nothing yields to bronze
 		return nil, ErrBusy
 	}
 	plan := make([]int, 0, n)
-	plan = append(plan, s.leastQuoted(frees, n)...)
-	if len(plan) < n {
-		plan = append(plan, s.leastQuoted(yields, n-len(plan))...)
+	for _, st := range [...]standing{free, open, yielding, guarded} {
+		if len(plan) < n {
+			plan = append(plan, s.leastQuoted(by[st], n-len(plan))...)
+		}
 	}
 	for _, i := range plan {
 		s.seq++
@@ -195,7 +212,15 @@ func (s *Scheduler) leastQuoted(idx []int, n int) []int {
 // for its own window only. A bronze lease may be claimed into the gap
 // before a reservation (see MinBackfill): it holds its GPUs until the
 // reservation starts and is preempted with its notice before then.
-func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action, error) {
+//
+// A claim over a newcomer's unstarted award is refused as raced until
+// Displace has ended it and the caller released it. The lease claimed is
+// a newcomer's unless its renter is established or opts say Kept.
+func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time, opts ...ClaimOption) ([]Action, error) {
+	var o claimOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if l == nil || l.JobID == "" || len(gpus) != l.GPUs || len(gpus) == 0 || hasDuplicates(gpus) {
 		return nil, fmt.Errorf("%w: a claim names its lease's job and as many distinct GPUs as it leases", ErrInvalid)
 	}
@@ -224,7 +249,8 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time) ([]Action
 	}
 	s.seq++
 	nl := &lease{l: *l, gpus: slices.Clone(gpus), seq: s.seq, state: Awarded, claimed: now,
-		deadline: now.Add(s.startDeadline), free: IntervalPrice(l) <= 0}
+		deadline: now.Add(s.startDeadline), free: IntervalPrice(l) <= 0, kept: o.kept}
+	s.admit(nl, o, now)
 	for _, i := range gpus {
 		s.gpus[i].commits = append(s.gpus[i].commits, commit{nl, hold.Start, hold.End})
 	}

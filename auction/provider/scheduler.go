@@ -75,6 +75,13 @@ type Scheduler struct {
 	retention     time.Duration // fixed by New
 
 	mu sync.Mutex // guards every field below and the leases and GPUs they reach
+	// grace protects a newcomer's unstarted award from other newcomers'
+	// (see newcomer.go); < 0: the rule is off.
+	grace time.Duration
+	// est are the established renters, each with the estSeq of its last
+	// payment, bounded by MaxEstablished.
+	est    map[string]uint64
+	estSeq uint64
 	// gpus by index; an index the inventory never named is not known.
 	gpus []gpu
 	// windows is the owner's availability (merged, sorted); bounded is
@@ -117,9 +124,12 @@ type endedAt struct {
 // New returns a scheduler with no GPUs; give it an inventory with
 // SetAvailability. Options apply first, defaults last.
 func New(opts ...Option) *Scheduler {
-	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}}
+	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}, est: map[string]uint64{}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.grace == 0 {
+		s.grace = DefaultNewcomerGrace
 	}
 	if s.startDeadline <= 0 {
 		s.startDeadline = DefaultStartDeadline

@@ -145,6 +145,8 @@ func (pj *Provider) mayStart(al *activeLease) error {
 		return errors.New("no active lease for this job: this lease was superseded by another")
 	case !ok:
 		return errors.New("no active lease for this job")
+	case info.Reason == sched.ReasonDisplaced:
+		return sched.ErrDisplaced
 	case info.State == sched.Started:
 		return errors.New("this lease has started already; attach to follow its job")
 	case info.State == sched.Expired || !time.Now().Before(info.Deadline):

@@ -54,6 +54,7 @@ type Provider struct {
 	onServiceDrain func(jobID string)
 	dead           atomic.Bool // SimulateCrash: write nothing, touch no container
 	startMu        sync.Mutex  // an award is started (checkStart) or superseded, one at a time
+	claimMu        sync.Mutex  // awards are displaced, claimed and journaled one at a time (accept)
 	stopping       atomic.Bool // Shutdown: no more quotes or awards
 
 	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
@@ -168,6 +169,7 @@ func New(bg context.Context, c Config) *Provider {
 		pj.inputTimeout = DefaultInputFetchTimeout
 	}
 	pj.sched.SetLaunchLead(defaultBegin)
+	pj.loadEstablished()
 	return pj
 }
 
@@ -241,6 +243,12 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 		return nil, err
 	}
 	l, sl, want := aw.Lease, aw.Signed, aw.GPUs
+	pj.awaitGrace(l, want) // a newcomer's award in a newcomer's grace: wait it out
+	// One award at a time from here: no displacement (below) may end a
+	// lease another award has claimed but not yet recorded and
+	// journaled, or one being superseded.
+	pj.claimMu.Lock()
+	defer pj.claimMu.Unlock()
 	// The same award again (a renter whose reply was lost) gets the same
 	// lease; any other award for this job is refused by the claim.
 	if al := pj.lookup(l.JobID); al != nil {
@@ -258,6 +266,9 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Newcomers' unstarted awards in the way, past their grace (or any,
+	// for a renter that has paid us), are settled and freed first.
+	pj.displace(l, want)
 	victims, err := pj.sched.Claim(l, want, time.Now())
 	if errors.Is(err, sched.ErrRaced) {
 		return nil, errors.New(auction.RefusedRaced)

@@ -240,5 +240,5 @@ func (pj *Provider) claimAgain(l *auction.Lease, now time.Time) ([]sched.Action,
 	if err != nil {
 		return nil, errors.New("its GPUs are no longer in this machine")
 	}
-	return pj.sched.Claim(l, want, now)
+	return pj.sched.Claim(l, want, now, sched.Kept())
 }

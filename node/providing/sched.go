@@ -87,7 +87,11 @@ func (pj *Provider) do(acts []sched.Action) {
 			// Expired, or preempted before its renter started it: settle
 			// and free at once, in that order.
 			state := LeaseEnded
-			if a.Kind == sched.Expire {
+			switch {
+			case a.Reason == sched.ReasonDisplaced:
+				state = LeaseExpired
+				pj.log.Info("award displaced: a newcomer's, not started", "job", a.JobID, "renter", al.lease.Renter, "why", a.Detail)
+			case a.Kind == sched.Expire:
 				state = LeaseExpired
 				pj.log.Info("award expired: never started", "job", a.JobID, "renter", al.lease.Renter)
 			}
