@@ -26,40 +26,37 @@ const (
 
 // Withdrawn reports whether the owner's rules take g out of the offer, and
 // why in words fit for the owner's log. A GPU is withdrawn when it runs a
-// compute process whose PID is not in ownPIDs (gleaner's own jobs, as host
-// PIDs), when its process list cannot be read, or when it is over the
-// owner's temperature or power limit (a zero limit is no limit). The
-// owner's work comes first, so that reason wins when several apply.
-func Withdrawn(g GPU, lim Limits, ownPIDs map[int]bool) (bool, string) {
-	cause, reason := withdrawal(g, lim, ownPIDs)
+// compute process that is not in own (gleaner's own jobs, by host PID),
+// when its process list cannot be read, or when it is over the owner's
+// temperature or power limit (a zero limit is no limit). The owner's work
+// comes first, so that reason wins when several apply. A job's process on
+// a GPU its job did not lease is not the owner's: it does not withdraw
+// the GPU, and Monitor reports it as an Escape.
+func Withdrawn(g GPU, lim Limits, own JobProcesses) (bool, string) {
+	cause, reason, _ := withdrawal(g, lim, own)
 	return cause != "", reason
 }
 
-func withdrawal(g GPU, lim Limits, own map[int]bool) (cause, reason string) {
-	var pids []int
-	for _, p := range g.Processes {
-		if !own[p.PID] {
-			pids = append(pids, p.PID)
-		}
-	}
+func withdrawal(g GPU, lim Limits, own JobProcesses) (cause, reason string, escaped []Escape) {
+	pids, escaped := processesOf(g, own)
 	if len(pids) > 0 {
 		slices.Sort(pids)
 		s := make([]string, len(pids))
 		for i, pid := range pids {
 			s[i] = strconv.Itoa(pid)
 		}
-		return causeOwner, fmt.Sprintf("busy with the owner's processes (pid %s)", strings.Join(s, ", "))
+		return causeOwner, fmt.Sprintf("busy with the owner's processes (pid %s)", strings.Join(s, ", ")), escaped
 	}
 	if g.ProcessesUnknown {
-		return causeUnknown, "its process list cannot be read, so the owner may be using it"
+		return causeUnknown, "its process list cannot be read, so the owner may be using it", escaped
 	}
 	if lim.MaxTempC > 0 && g.TempC > lim.MaxTempC {
-		return causeTemp, fmt.Sprintf("temperature %d°C over limit %d°C", g.TempC, lim.MaxTempC)
+		return causeTemp, fmt.Sprintf("temperature %d°C over limit %d°C", g.TempC, lim.MaxTempC), escaped
 	}
 	if lim.MaxPowerW > 0 && g.PowerW > lim.MaxPowerW {
-		return causePower, fmt.Sprintf("power draw %s W over limit %s W", watts(g.PowerW), watts(lim.MaxPowerW))
+		return causePower, fmt.Sprintf("power draw %s W over limit %s W", watts(g.PowerW), watts(lim.MaxPowerW)), escaped
 	}
-	return "", ""
+	return "", "", escaped
 }
 
 // overHardLimit says why g is over the owner's hard limits, "" if it is
@@ -88,6 +85,9 @@ type Availability struct {
 	// StopPowerW): every job on them is stopped, silver and gold too.
 	Stop map[int]string `json:"stop,omitempty"`  // GPU index -> reason
 	Err  string         `json:"error,omitempty"` // the Source failed: nothing is offered
+	// Escaped are job processes on GPUs their jobs did not lease, by
+	// GPU then PID: each such job is to stop.
+	Escaped []Escape `json:"escaped,omitempty"`
 }
 
 // DefaultMonitorInterval is short because the owner's own work must push
@@ -100,7 +100,7 @@ const DefaultMonitorInterval = 2 * time.Second
 type Monitor struct {
 	src    Source
 	limits func() Limits
-	own    func() map[int]bool
+	own    func(context.Context) JobProcesses
 	every  time.Duration
 
 	mu       sync.Mutex // guards the fields below; Check may race Run
@@ -111,14 +111,16 @@ type Monitor struct {
 
 // NewMonitor returns a Monitor of src. limits and own are called on every
 // poll so that changed settings and newly started jobs apply at once; own
-// returns the host PIDs of gleaner's job processes. Either may be nil (no
-// limits; no own processes). every <= 0 means DefaultMonitorInterval.
-func NewMonitor(src Source, limits func() Limits, own func() map[int]bool, every time.Duration) *Monitor {
+// returns the processes of gleaner's running jobs, read after the
+// inventory so that a job process the inventory lists is already there.
+// Either may be nil (no limits; no own processes). every <= 0 means
+// DefaultMonitorInterval.
+func NewMonitor(src Source, limits func() Limits, own func(context.Context) JobProcesses, every time.Duration) *Monitor {
 	if limits == nil {
 		limits = func() Limits { return Limits{} }
 	}
 	if own == nil {
-		own = func() map[int]bool { return nil }
+		own = noJobs
 	}
 	if every <= 0 {
 		every = DefaultMonitorInterval
@@ -135,7 +137,7 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 		// Cut short by the caller, not a failing Source: record nothing.
 		return Availability{Err: err.Error()}, false
 	}
-	lim, own := m.limits(), m.own()
+	lim, own := m.limits(), m.own(ctx)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -153,7 +155,8 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 		present := map[int]bool{}
 		for _, g := range inv.GPUs {
 			present[g.Index], m.seen[g.Index] = true, true
-			c, r := withdrawal(g, lim, own)
+			c, r, esc := withdrawal(g, lim, own)
+			av.Escaped = append(av.Escaped, esc...)
 			hard := overHardLimit(g, lim)
 			if c == "" && hard != "" {
 				c, r = causeHard, hard // over the hard limit is over any limit
@@ -178,18 +181,27 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 			}
 		}
 		slices.Sort(av.Available)
+		sortEscapes(av.Escaped)
 	}
-	key := availabilityKey(av.Available, causes, err != nil)
+	key := availabilityKey(av.Available, causes, av.Escaped, err != nil)
 	changed := !m.reported || key != m.lastKey
 	m.reported, m.lastKey = true, key
 	return av, changed
 }
 
 // availabilityKey fingerprints what the node acts on: which GPUs are
-// offerable and the kind of reason for the rest.
-func availabilityKey(avail []int, causes map[int]string, failed bool) string {
+// offerable, the kind of reason for the rest, and which jobs escaped onto
+// which GPUs (not their PIDs: a job's new process on the same GPU is no
+// news).
+func availabilityKey(avail []int, causes map[int]string, escaped []Escape, failed bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v|%v|", failed, avail)
+	esc := make([]string, len(escaped))
+	for i, e := range escaped {
+		esc[i] = fmt.Sprintf("%s@%d", e.Job, e.GPU)
+	}
+	slices.Sort(esc)
+	fmt.Fprintf(&b, "%v|", slices.Compact(esc))
 	idx := make([]int, 0, len(causes))
 	for i := range causes {
 		idx = append(idx, i)

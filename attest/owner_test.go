@@ -3,6 +3,7 @@ package attest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,7 +14,7 @@ import (
 
 func TestWithdrawn(t *testing.T) {
 	lim := Limits{MaxTempC: 85, MaxPowerW: 300}
-	own := map[int]bool{777: true, 778: true}
+	own := JobProcesses{777: {Job: "a", GPUs: []string{"GPU-a"}}, 778: {Job: "a", GPUs: []string{"GPU-a"}}}
 	cases := []struct {
 		name   string
 		g      GPU
@@ -25,9 +26,9 @@ func TestWithdrawn(t *testing.T) {
 		{"at the limits", GPU{TempC: 85, PowerW: 300}, lim, false, ""},
 		{"hot", GPU{TempC: 91, PowerW: 20}, lim, true, "temperature 91°C over limit 85°C"},
 		{"power", GPU{TempC: 40, PowerW: 312.54}, lim, true, "power draw 312.5 W over limit 300 W"},
-		{"gleaner's own job", GPU{Processes: []Process{{PID: 777}, {PID: 778}}}, lim, false, ""},
-		{"owner's process", GPU{Processes: []Process{{PID: 777}, {PID: 1234}}}, lim, true, "busy with the owner's processes (pid 1234)"},
-		{"owner's processes sorted", GPU{Processes: []Process{{PID: 99}, {PID: 777}, {PID: 12}}}, lim, true, "busy with the owner's processes (pid 12, 99)"},
+		{"gleaner's own job", GPU{UUID: "GPU-a", Processes: []Process{{PID: 777}, {PID: 778}}}, lim, false, ""},
+		{"owner's process", GPU{UUID: "GPU-a", Processes: []Process{{PID: 777}, {PID: 1234}}}, lim, true, "busy with the owner's processes (pid 1234)"},
+		{"owner's processes sorted", GPU{UUID: "GPU-a", Processes: []Process{{PID: 99}, {PID: 777}, {PID: 12}}}, lim, true, "busy with the owner's processes (pid 12, 99)"},
 		{"owner beats heat", GPU{TempC: 99, Processes: []Process{{PID: 5}}}, lim, true, "busy with the owner's processes (pid 5)"},
 		{"process list unreadable", GPU{ProcessesUnknown: true}, lim, true, "its process list cannot be read, so the owner may be using it"},
 		{"no limits", GPU{TempC: 105, PowerW: 900}, Limits{}, false, ""},
@@ -48,7 +49,7 @@ func TestWithdrawn(t *testing.T) {
 func gpus(temps ...int) Inventory {
 	inv := Inventory{}
 	for i, tc := range temps {
-		inv.GPUs = append(inv.GPUs, GPU{Index: i, Model: "RTX4090", TempC: tc, PowerW: 30})
+		inv.GPUs = append(inv.GPUs, GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Model: "RTX4090", TempC: tc, PowerW: 30})
 	}
 	return inv
 }
@@ -57,9 +58,9 @@ func TestMonitorRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := NewFake(gpus(40, 40))
 		var mu sync.Mutex
-		own := map[int]bool{}
+		own := JobProcesses{}
 		m := NewMonitor(fake, func() Limits { return Limits{MaxTempC: 85} },
-			func() map[int]bool { mu.Lock(); defer mu.Unlock(); return own }, time.Second)
+			func(context.Context) JobProcesses { mu.Lock(); defer mu.Unlock(); return own }, time.Second)
 
 		ch := make(chan Availability, 32)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -103,7 +104,7 @@ func TestMonitorRun(t *testing.T) {
 		busy.GPUs[0].Processes = []Process{{PID: 777}}
 		expect("gpu 1 cool, gpu 0 runs an unknown pid", step(func() { fake.Set(busy) }), []int{1},
 			map[int]string{0: "busy with the owner's processes (pid 777)"})
-		expect("pid 777 becomes gleaner's job", step(func() { mu.Lock(); own = map[int]bool{777: true}; mu.Unlock() }),
+		expect("pid 777 becomes gleaner's job", step(func() { mu.Lock(); own = JobProcesses{777: {Job: "j", GPUs: []string{"GPU-0"}}}; mu.Unlock() }),
 			[]int{0, 1}, none)
 		fails := step(func() { fake.SetError(errors.New("GPU is lost")) })
 		expect("source fails", fails, nil, map[int]string{

@@ -34,6 +34,9 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
+	if d, ok := exec.(*executor.Docker); ok {
+		n.ownJobs.set(d, tag) // before any job starts
+	}
 	n.services = newServiceForwarder(defaultServiceLimits(), n.log.With("part", "service-forward"))
 	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,

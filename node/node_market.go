@@ -43,7 +43,10 @@ func (n *Node) startMarket() error {
 		n.onClose(func(context.Context) error { return src.Close() })
 		n.claims = &claimer{n: n, minGap: claimGap}
 		n.claims.start(ctx, src)
-		mon := attest.NewMonitor(src, p.Limits, noOwnJobs, attest.DefaultMonitorInterval)
+		// The executor, made in startJobs below, tells the monitor which
+		// processes are jobs' (own_jobs.go); until then none is.
+		n.ownJobs.log = n.log.With("part", "gpu-monitor")
+		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.processes, attest.DefaultMonitorInterval)
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.SetAvailability(a) // publish the first offer without waiting a poll
 		}
@@ -93,9 +96,6 @@ func (n *Node) openGPUs() (attest.Source, error) {
 	}
 	return src, err
 }
-
-// noOwnJobs: until jobs run, every compute process on a GPU is the owner's.
-func noOwnJobs() map[int]bool { return map[int]bool{} }
 
 // startFeeds opens the ledger (its own bbolt file, <repo>/ledger.db),
 // joins its replication and starts the journal that appends to it.

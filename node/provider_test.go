@@ -53,7 +53,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mon := attest.NewMonitor(sim, p.Limits, noOwnJobs, 20*time.Millisecond)
+	mon := attest.NewMonitor(sim, p.Limits, nil, 20*time.Millisecond)
 	go func() { _ = mon.Run(ctx, p.SetAvailability) }()
 	go p.Run(ctx)
 

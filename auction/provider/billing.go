@@ -77,6 +77,10 @@ const (
 	ReasonNotStarted = "the award was not started in time"
 	ReasonLeaseEnd   = "the lease's end is reached"
 	ReasonStopping   = "the provider's daemon is stopping"
+	// ReasonEscaped: a process of the job computes on a GPU its lease did
+	// not give it (its container escaped its device restriction). Every
+	// tier stops. Detail: which process on which GPU.
+	ReasonEscaped = "the job escaped its GPUs"
 )
 
 // Action is one thing the scheduler asks its caller to do for a lease.

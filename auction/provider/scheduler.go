@@ -3,6 +3,7 @@ package provider
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -174,9 +175,21 @@ func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Acti
 			g.out = "not offered"
 		}
 	}
+	escaped := map[string]string{} // job -> where it escaped
+	for _, e := range a.Escaped {
+		if _, dup := escaped[e.Job]; !dup {
+			escaped[e.Job] = fmt.Sprintf("pid %d on GPU %d (%s)", e.PID, e.GPU, e.GPUUUID)
+		}
+	}
 	var out []Action
 	for _, l := range s.active {
 		if l.ending != 0 {
+			continue
+		}
+		if where, ok := escaped[l.l.JobID]; ok {
+			// Whatever its tier: it uses a GPU that is not its own.
+			out = append(out, l.end(Preempt, ReasonEscaped, where))
+			s.refresh(l)
 			continue
 		}
 		for _, i := range l.gpus {

@@ -224,9 +224,6 @@ func (s *memState) SaveState(v State) error {
 	return nil
 }
 
-// noOwnJobs: no compute process on a GPU is a gleaner job.
-func noOwnJobs() map[int]bool { return map[int]bool{} }
-
 // newBenchProvider makes m's host a provider the way the node's
 // startMarket does, with its state in memory, one simulated RTX 4090,
 // region eu/DE and a bronze price. It neither publishes nor serves; the
@@ -253,7 +250,7 @@ func newBenchProvider(b testing.TB, ctx context.Context, m *Market, bronze aucti
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _ := attest.NewMonitor(src, p.Limits, noOwnJobs, 0).Check(ctx)
+	a, _ := attest.NewMonitor(src, p.Limits, nil, 0).Check(ctx)
 	if a.Err != "" {
 		b.Fatal(a.Err)
 	}

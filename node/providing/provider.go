@@ -345,8 +345,15 @@ func (pj *Provider) DealsWith(author string) bool { return pj.sched.DealsWith(au
 func (pj *Provider) Holds(jobID string) bool { return pj.lookup(jobID) != nil }
 
 // SetAvailability hands the scheduler the inventory as it is now; an
-// owner reclaiming a GPU preempts the bronze leases on it.
+// owner reclaiming a GPU preempts the bronze leases on it, and a job
+// whose process runs on a GPU it did not lease is stopped.
 func (pj *Provider) SetAvailability(a attest.Availability) {
+	for _, e := range a.Escaped {
+		// Its container's device restriction failed: the runtime, not
+		// the renter alone, is at fault, and the owner must know.
+		pj.log.Error("A JOB ESCAPED ITS GPUs: its process computes on a GPU its lease did not give it; stopping the job",
+			"job", e.Job, "pid", e.PID, "gpu", e.GPU, "uuid", e.GPUUUID)
+	}
 	pj.do(pj.sched.SetAvailability(a, time.Now()))
 }
 

@@ -42,6 +42,15 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
+	case "spawn": // a child process (the probe's "ignore"); print its PID, then wait
+		child, err := os.StartProcess("/proc/self/exe", []string{os.Args[0], "ignore"},
+			&os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}})
+		if err != nil {
+			fmt.Println("spawn:", err)
+			os.Exit(3)
+		}
+		fmt.Printf("child %d\n", child.Pid)
+		_, _ = child.Wait()
 	case "count": // count N MS CODE: print "tick i" every MS ms, N times, then exit CODE
 		n, ms, code := atoi(os.Args[2]), atoi(os.Args[3]), atoi(os.Args[4])
 		for i := 1; i <= n; i++ {
