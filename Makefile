@@ -36,6 +36,12 @@ demo-image: ## the demo workload as a Docker image built FROM scratch (no regist
 	printf 'FROM scratch\nCOPY demojob /demojob\nENTRYPOINT ["/demojob"]\n' > build/demojob/Dockerfile
 	docker build -q -t gleaner-demojob:1 build/demojob
 
+.PHONY: gpu-check
+GPU_IMAGE ?= nvidia/cuda:12.4.1-base-ubuntu22.04
+gpu-check: ## on a host with an NVIDIA GPU: NVML inventory, signed telemetry, a container on one GPU by UUID (skips without one; docs/OPERATIONS.md)
+	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gleaner  # NVML needs cgo: without it every host looks GPU-less
+	./$(BIN) doctor --gpu-check --gpu-image $(GPU_IMAGE)
+
 .PHONY: node-image
 NODE_IMAGE ?= gleaner-node:latest
 node-image: ## the node's container image from deploy/Dockerfile as NODE_IMAGE (pulls golang; docs/INSTALL.md)

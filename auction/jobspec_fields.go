@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-net/gleaner/attest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -22,7 +23,7 @@ var jobSpecSchema = []specField{
 		set: strVal(func(s *JobSpec) *string { return &s.Image }, validImage)},
 	{name: "command", typ: "list of strings", def: "the image's entrypoint", help: "argv of the container's process",
 		set: listVal(func(s *JobSpec) *[]string { return &s.Command }, maxSpecList, false, validArg)},
-	{name: "env", typ: "mapping", help: "environment variables; keys [A-Za-z_][A-Za-z0-9_]*, values taken as written", set: setEnv},
+	{name: "env", typ: "mapping", help: "environment variables; keys [A-Za-z_][A-Za-z0-9_]*, values taken as written; not GLEANER_* nor the NVIDIA_VISIBLE_DEVICES family, which the provider sets (CUDA_VISIBLE_DEVICES is allowed)", set: setEnv},
 	{name: "secrets_file", typ: "path", help: "KEY=VALUE file read by the renter's node and sent to the provider only, never gossiped or logged",
 		set: strVal(func(s *JobSpec) *string { return &s.SecretsFile }, validArg)},
 	{name: "registry_auth_file", typ: "path", help: "credentials for a private image (lines username=, password= or identity_token=, and optionally server=), relative to the spec; read by the CLI, sent to the winning provider only, never stored or logged",
@@ -230,6 +231,12 @@ func setEnv(d *specDecoder, path string, n *yaml.Node) error {
 			// checkpoint path) and refuses a spec that names them; refusing
 			// here saves a renter a lease it paid for and cannot use.
 			return specErr(k, p, "the %s prefix is reserved for what the provider tells the job", ReservedEnvPrefix)
+		}
+		if attest.IsGPURuntimeEnv(key) {
+			// The NVIDIA Container Toolkit reads these to choose the
+			// container's devices; the provider's executor sets them to
+			// the leased GPUs and refuses a spec that names them.
+			return specErr(k, p, "the provider sets which GPUs the job sees (its leased ones, by UUID); use CUDA_VISIBLE_DEVICES to narrow them")
 		}
 		if _, dup := env[key]; dup {
 			return specErr(k, p, "repeated")

@@ -126,6 +126,9 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"image missing", 2, "# no image", 1, "image", "required"},
 		{"command not a list", 3, "command: python train.py", 3, "command", "want a list"},
 		{"env key", 4, "env: {1EPOCHS: 3}", 4, "env.1EPOCHS", "not a variable name"},
+		{"env GPU choice", 4, "env:\n  EPOCHS: 3\n  NVIDIA_VISIBLE_DEVICES: all", 6, "env.NVIDIA_VISIBLE_DEVICES", "provider sets which GPUs"},
+		{"env GPU capabilities", 4, "env: {NVIDIA_DRIVER_CAPABILITIES: all}", 4, "env.NVIDIA_DRIVER_CAPABILITIES", "provider sets which GPUs"},
+		{"env reserved prefix", 4, "env: {GLEANER_GPU_UUIDS: GPU-1}", 4, "env.GLEANER_GPU_UUIDS", "reserved"},
 		{"env nested", 4, "env: {EPOCHS: [3]}", 4, "env.EPOCHS", "single value"},
 		{"tier", 7, "tier: platinum", 7, "tier", "gold, silver or bronze"},
 		{"price 7 decimals", 8, "max_price: 0.6000001", 8, "max_price", "6 fractional"},
@@ -166,6 +169,15 @@ func TestParseJobSpecErrors(t *testing.T) {
 				t.Fatalf("got %q, want line %d field %s message containing %q", err, c.wantLine, c.wantField, c.wantMessage)
 			}
 		})
+	}
+}
+
+// TestParseJobSpecGPUEnv: CUDA_VISIBLE_DEVICES only narrows the GPUs a
+// container has, so a spec may set it, unlike NVIDIA_VISIBLE_DEVICES.
+func TestParseJobSpecGPUEnv(t *testing.T) {
+	s, err := ParseJobSpec(exampleWith(4, `env: {CUDA_VISIBLE_DEVICES: "0", NVIDIA_TF32_OVERRIDE: "0"}`))
+	if err != nil || s.Env["CUDA_VISIBLE_DEVICES"] != "0" {
+		t.Fatalf("%v %v", s, err)
 	}
 }
 

@@ -5,14 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/gleaner-net/gleaner/node/executor"
 )
 
 // minDockerAPI is the oldest Engine API the executor works with: it asks
@@ -32,11 +33,15 @@ type dockerVersion struct {
 // types, so that the checks are tested with a fake engine.
 type dockerProbe interface {
 	version(ctx context.Context) (dockerVersion, error)
-	runtimes(ctx context.Context) ([]string, error)
+	// info is `docker info`: the runtimes and CDI devices the GPU
+	// checks look for (runtimeCheck).
+	info(ctx context.Context) (system.Info, error)
 	hasImage(ctx context.Context, ref string) (bool, error)
-	// runGPU runs `nvidia-smi -L` in ref with every GPU, as the executor
-	// asks for them, and returns its output.
-	runGPU(ctx context.Context, ref string) (string, error)
+	// runGPU runs `nvidia-smi -L` in ref and returns its output: with
+	// uuids, on exactly those GPUs, asked for as the executor asks for a
+	// job's (executor.GPUContainer); with none, on every GPU (--gpus all),
+	// which only doctor's whole-host check does.
+	runGPU(ctx context.Context, ref string, uuids []string) (string, error)
 	Close() error
 }
 
@@ -62,18 +67,7 @@ func (e *engine) version(ctx context.Context) (dockerVersion, error) {
 	return dockerVersion{Host: e.cli.DaemonHost(), Version: v.Version, APIVersion: v.APIVersion}, nil
 }
 
-func (e *engine) runtimes(ctx context.Context) ([]string, error) {
-	info, err := e.cli.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for name := range info.Runtimes {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out, nil
-}
+func (e *engine) info(ctx context.Context) (system.Info, error) { return e.cli.Info(ctx) }
 
 func (e *engine) hasImage(ctx context.Context, ref string) (bool, error) {
 	_, err := e.cli.ImageInspect(ctx, ref)
@@ -83,14 +77,16 @@ func (e *engine) hasImage(ctx context.Context, ref string) (bool, error) {
 	return err == nil, err
 }
 
-func (e *engine) runGPU(ctx context.Context, ref string) (string, error) {
+func (e *engine) runGPU(ctx context.Context, ref string, uuids []string) (string, error) {
+	reqs, env := executor.GPUContainer(uuids)
+	if len(uuids) == 0 {
+		reqs, env = []container.DeviceRequest{{Driver: "nvidia", Count: -1, Capabilities: [][]string{{"gpu"}}}}, nil
+	}
 	c, err := e.cli.ContainerCreate(ctx,
-		&container.Config{Image: ref, Cmd: []string{"nvidia-smi", "-L"}, Labels: map[string]string{"net.gleaner.doctor": "1"}},
+		&container.Config{Image: ref, Cmd: []string{"nvidia-smi", "-L"}, Env: env, Labels: map[string]string{"net.gleaner.doctor": "1"}},
 		&container.HostConfig{
 			NetworkMode: "none",
-			Resources: container.Resources{DeviceRequests: []container.DeviceRequest{{
-				Driver: "nvidia", Count: -1, Capabilities: [][]string{{"gpu"}},
-			}}},
+			Resources:   container.Resources{DeviceRequests: reqs},
 		}, nil, nil, "")
 	if err != nil {
 		return "", err

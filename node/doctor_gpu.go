@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -56,20 +55,8 @@ func gpuChecks(ctx context.Context, o DoctorOptions, d dockerProbe) []Check {
 		rt.Status, rt.Detail = StatusSkip, "skipped: Docker is unreachable (see the docker check)"
 		return append(out, rt, gpuContainerSkipped(o.GPUImage, "Docker is unreachable"))
 	}
-	rts, err := d.runtimes(ctx)
-	switch {
-	case err != nil:
-		rt.Status, rt.Detail, rt.Fix = StatusWarn, "docker info: "+err.Error(), "check that Docker answers `docker info`"
-	case slices.Contains(rts, "nvidia"):
-		rt.Status, rt.Detail = StatusPass, "Docker has the nvidia runtime (runtimes: "+strings.Join(rts, ", ")+")"
-	default:
-		rt.Status = StatusWarn
-		rt.Detail = "Docker has no nvidia runtime (runtimes: " + strings.Join(rts, ", ") + "), so containers cannot be given GPUs"
-		if !hasGPU {
-			rt.Detail += "; nor does this host have a GPU to give"
-		}
-		rt.Fix = "install the NVIDIA Container Toolkit, then: sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"
-	}
+	info, err := d.info(ctx)
+	rt = runtimeCheck(info, err, hasGPU)
 	if rt.Status != StatusPass {
 		return append(out, rt, gpuContainerSkipped(o.GPUImage, "no nvidia runtime in Docker"))
 	}
@@ -124,7 +111,7 @@ func gpuContainer(ctx context.Context, d dockerProbe, image string) Check {
 	}
 	rctx, cancel := context.WithTimeout(ctx, gpuContainerTimeout)
 	defer cancel()
-	out, err := d.runGPU(rctx, image)
+	out, err := d.runGPU(rctx, image, nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %v", gpuContainerTimeout)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/p2p"
@@ -142,15 +143,23 @@ type fakeDocker struct {
 	gpuOut   string
 	gpuErr   error
 	gpuCalls int
+	gpuUUIDs [][]string // what each runGPU asked for
 }
 
 func (f *fakeDocker) version(context.Context) (dockerVersion, error) { return f.v, f.vErr }
-func (f *fakeDocker) runtimes(context.Context) ([]string, error)     { return f.rts, nil }
+func (f *fakeDocker) info(context.Context) (system.Info, error) {
+	info := system.Info{Runtimes: map[string]system.RuntimeWithStatus{}}
+	for _, r := range f.rts {
+		info.Runtimes[r] = system.RuntimeWithStatus{}
+	}
+	return info, nil
+}
 func (f *fakeDocker) hasImage(_ context.Context, ref string) (bool, error) {
 	return f.images[ref], nil
 }
-func (f *fakeDocker) runGPU(context.Context, string) (string, error) {
+func (f *fakeDocker) runGPU(_ context.Context, _ string, uuids []string) (string, error) {
 	f.gpuCalls++
+	f.gpuUUIDs = append(f.gpuUUIDs, uuids)
 	return f.gpuOut, f.gpuErr
 }
 func (f *fakeDocker) Close() error { return nil }
@@ -217,6 +226,49 @@ func TestGPUChecks(t *testing.T) {
 		}
 		if tc.d != nil && tc.d.gpuCalls != tc.wantRun {
 			t.Errorf("%s: ran the GPU container %d times, want %d", tc.name, tc.d.gpuCalls, tc.wantRun)
+		}
+	}
+}
+
+// TestRuntimeCheck judges `docker info` as the engine gives it: the
+// nvidia runtime present, absent, present only as CDI devices, and no
+// answer; every warning says what to install.
+func TestRuntimeCheck(t *testing.T) {
+	rt := func(names ...string) map[string]system.RuntimeWithStatus {
+		m := map[string]system.RuntimeWithStatus{}
+		for _, n := range names {
+			m[n] = system.RuntimeWithStatus{}
+		}
+		return m
+	}
+	cdi := []system.DeviceInfo{{Source: "cdi", ID: "nvidia.com/gpu=0"}, {Source: "cdi", ID: "nvidia.com/gpu=GPU-1"}, {Source: "cdi", ID: "vendor.com/x=1"}}
+	for _, tc := range []struct {
+		name      string
+		info      system.Info
+		err       error
+		hasGPU    bool
+		want      string
+		detailHas []string
+	}{
+		{"runtime present", system.Info{Runtimes: rt("runc", "nvidia")}, nil, true, StatusPass, []string{"runtimes: nvidia, runc", "no NVIDIA CDI devices"}},
+		{"runtime and CDI", system.Info{Runtimes: rt("runc", "nvidia"), CDISpecDirs: []string{"/etc/cdi"}, DiscoveredDevices: cdi}, nil, true, StatusPass, []string{"CDI devices: nvidia.com/gpu=0, nvidia.com/gpu=GPU-1"}},
+		{"runtime absent", system.Info{Runtimes: rt("runc"), CDISpecDirs: []string{"/etc/cdi", "/var/run/cdi"}}, nil, true, StatusWarn, []string{"no nvidia runtime", "no NVIDIA CDI devices in /etc/cdi, /var/run/cdi"}},
+		{"absent, no GPU either", system.Info{Runtimes: rt("runc")}, nil, false, StatusWarn, []string{"nor does this host have a GPU"}},
+		{"CDI only", system.Info{Runtimes: rt("runc"), DiscoveredDevices: cdi}, nil, true, StatusWarn, []string{"CDI devices (nvidia.com/gpu=0", "no nvidia runtime"}},
+		{"no answer", system.Info{}, errors.New("permission denied"), true, StatusWarn, []string{"docker info: permission denied"}},
+	} {
+		c := runtimeCheck(tc.info, tc.err, tc.hasGPU)
+		if c.Status != tc.want || c.Name != "nvidia runtime" {
+			t.Errorf("%s: %+v, want %s", tc.name, c, tc.want)
+		}
+		for _, s := range tc.detailHas {
+			if !strings.Contains(c.Detail, s) {
+				t.Errorf("%s: detail %q lacks %q", tc.name, c.Detail, s)
+			}
+		}
+		if c.Status == StatusWarn && tc.err == nil &&
+			(!strings.Contains(c.Fix, "nvidia-ctk runtime configure --runtime=docker") || !strings.Contains(c.Fix, "nvidia-ctk cdi generate")) {
+			t.Errorf("%s: fix %q does not say what to install", tc.name, c.Fix)
 		}
 	}
 }

@@ -25,12 +25,17 @@ from, and prints each check as pass, warn, fail or skip, with the fix:
    docker          the Docker engine answers and is new enough (API 1.40, Docker 19.03)
    gpu             the NVIDIA driver (NVML) and its GPUs; without one, says the host can
                    offer only simulated GPUs
-   nvidia runtime  Docker has the nvidia runtime
+   nvidia runtime  Docker has the nvidia runtime (and which NVIDIA CDI devices it found)
    gpu container   nvidia-smi sees the GPUs inside a container (--gpu-image; run only when
                    the runtime exists and the image is already here: doctor never pulls)
    listen          the running node's listen addresses
    nat             AutoNAT's answer: can peers dial this node directly?
    clock           the clock skew against connected peers (warn over 2 s, fail over 30 s)
+
+--gpu-check runs only the GPU check instead (docs/OPERATIONS.md): NVML's
+inventory, telemetry samples of the first GPU signed and verified, and a
+container given that GPU alone by UUID, where nvidia-smi -L must list it
+and no other. Without a GPU it prints "no NVIDIA GPU: skipped" and exits 0.
 
 listen, nat and clock need the daemon; without one they are skipped and the
 rest still run. Exit code 0 when no check failed (warnings included), 1 when
@@ -46,6 +51,7 @@ func doctorCommand() *cli.Command {
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.StringFlag{Name: "gpu-image", Value: node.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
+			&cli.BoolFlag{Name: "gpu-check", Usage: "instead, prove the GPU path on this host: NVML inventory, signed telemetry, a container on one GPU by UUID (make gpu-check)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -57,6 +63,9 @@ func doctorCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 			defer cancel()
+			if c.Bool("gpu-check") {
+				return gpuCheck(c, node.GPUCheck(ctx, node.GPUCheckOptions{Image: image}))
+			}
 			rep := runDoctor(ctx, c.String("repo"), image)
 			if err := emit(c, rep, func(w io.Writer) { printDoctor(w, rep) }); err != nil {
 				return err

@@ -246,3 +246,20 @@ func runTB(tb testing.TB, args ...string) result {
 	}
 	return result{so.String(), se.String(), cmd.ProcessState.ExitCode()}
 }
+
+// TestDoctorGPUCheckNoGPU is `make gpu-check` on a machine without an
+// NVIDIA GPU (this one): the skip line, exit 0, and no other checks.
+func TestDoctorGPUCheckNoGPU(t *testing.T) {
+	r := gleaner(t, "doctor", "--gpu-check")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 1 ||
+		!strings.HasPrefix(lines[0], "no NVIDIA GPU: skipped (") || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and the skip line", r.code, r.stdout, r.stderr)
+	}
+	r = gleaner(t, "doctor", "--gpu-check", "--json")
+	var rep struct {
+		Skipped bool `json:"skipped"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || !rep.Skipped {
+		t.Errorf("--json: exit %d, stdout %q", r.code, r.stdout)
+	}
+}

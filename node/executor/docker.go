@@ -225,7 +225,7 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image:        s.Image,
 		Cmd:          s.Command,
-		Env:          s.environ(s.CheckpointPath, s.inputTargets(), s.OutputPath),
+		Env:          append(s.environ(s.CheckpointPath, s.inputTargets(), s.OutputPath), s.gpuEnv()...),
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -263,13 +263,9 @@ func containerConfig(s *Spec) (*container.Config, *container.HostConfig) {
 	if s.Egress {
 		hc.NetworkMode = container.NetworkMode(networkName(s.JobID))
 	}
-	if !s.SimulatedGPUs && len(s.GPUUUIDs) > 0 {
-		hc.DeviceRequests = []container.DeviceRequest{{
-			Driver:       "nvidia",
-			DeviceIDs:    s.GPUUUIDs,
-			Capabilities: [][]string{{"gpu"}},
-		}}
-	}
+	// Exactly the leased GPUs, by UUID, and nothing for simulated ones
+	// (gpus.go says what else could widen it).
+	hc.DeviceRequests = s.gpuDeviceRequests()
 	for _, v := range s.quotaVolumes() {
 		hc.Mounts = append(hc.Mounts, mount.Mount{
 			Type:          mount.TypeVolume,

@@ -115,6 +115,9 @@ func (s *Spec) validate() error {
 	case s.SimulatedGPUs && len(s.GPUUUIDs) == 0:
 		return bad("simulated GPUs without UUIDs")
 	}
+	if err := s.validateGPUs(bad); err != nil {
+		return err
+	}
 	if err := s.validateInputs(bad); err != nil {
 		return err
 	}
