@@ -27,6 +27,12 @@ type GPU struct {
 	// compute processes. Owner control then cannot tell whether the owner
 	// is using it, so Withdrawn treats it as busy.
 	ProcessesUnknown bool `json:"processes_unknown,omitempty"`
+	// Health is what the driver reports of the GPU's soundness (Xid
+	// errors, uncorrected ECC errors); see health.go.
+	Health Health `json:"health,omitzero"`
+	// MIG is true when the GPU is in MIG mode. It is then not offered:
+	// its instances are not units of sale yet (see health.go).
+	MIG bool `json:"mig,omitempty"`
 	// Simulated is true when no real device backs this GPU. It travels in
 	// every offer and output; a simulated GPU never passes as real.
 	Simulated bool `json:"simulated"`

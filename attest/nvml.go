@@ -19,6 +19,13 @@ type nvmlLib interface {
 	driverVersion() (string, error)
 	cudaVersion() (int, error) // e.g. 12040 for 12.4
 	processName(pid int) (string, error)
+	// watchXid registers dev for Xid critical error events in the
+	// library's one event set (made at the first call; shutdown frees
+	// it). errNotSupported: the device cannot deliver them.
+	watchXid(dev nvmlDevice) error
+	// xidEvents drains the events that arrived since the last call,
+	// without waiting for any.
+	xidEvents() ([]xidEvent, error)
 }
 
 // nvmlDevice is one device handle.
@@ -32,6 +39,8 @@ type nvmlDevice interface {
 	powerLimit() (uint32, error) // mW, the enforced limit
 	utilization() (int, error)   // percent
 	computeProcesses() ([]nvmlProc, error)
+	eccUncorrected() (uint64, error) // volatile count; errNotSupported without ECC
+	migMode() (bool, error)          // current mode; errNotSupported: not MIG-capable
 }
 
 // nvmlProc is a compute process as NVML reports it.
@@ -49,6 +58,7 @@ type nvmlSource struct {
 	mu     sync.Mutex // serialises reads against Close
 	lib    nvmlLib
 	closed bool
+	xids   xidWatch
 }
 
 // openNVML initialises the library and checks there is at least one
@@ -71,7 +81,7 @@ func openNVML(lib nvmlLib) (Source, error) {
 		_ = lib.shutdown() // nothing to sell; the shutdown error adds nothing
 		return nil, err
 	}
-	return &nvmlSource{lib: lib}, nil
+	return &nvmlSource{lib: lib, xids: newXidWatch()}, nil
 }
 
 // Inventory reads every device afresh; NVML reads are cheap (well under a
@@ -85,7 +95,7 @@ func (s *nvmlSource) Inventory(ctx context.Context) (Inventory, error) {
 	if s.closed {
 		return Inventory{}, errors.New("attest: NVML source is closed")
 	}
-	return readInventory(s.lib)
+	return readInventory(s.lib, &s.xids)
 }
 
 // Close shuts NVML down once; later calls do nothing.
@@ -102,8 +112,9 @@ func (s *nvmlSource) Close() error {
 // readInventory assembles a snapshot. A device that cannot say what it is
 // (name, UUID, memory) is left out with a warning rather than failing the
 // whole machine: the other GPUs are still sellable. Sensor readings that
-// are not supported stay zero with a warning.
-func readInventory(lib nvmlLib) (Inventory, error) {
+// are not supported stay zero with a warning. xids keeps the Xid events
+// across reads (nvml_health.go).
+func readInventory(lib nvmlLib, xids *xidWatch) (Inventory, error) {
 	inv := Inventory{Source: "nvml"}
 	n, err := lib.deviceCount()
 	if err != nil {
@@ -136,7 +147,12 @@ func readInventory(lib nvmlLib) (Inventory, error) {
 			warn("gpu %d: left out: %v", i, err)
 			continue
 		}
+		xids.watch(lib, dev, g.UUID, func(err error) { warn("gpu %d: Xid events: %v", i, err) })
 		inv.GPUs = append(inv.GPUs, g)
+	}
+	xids.drain(lib, func(err error) { warn("Xid events: %v", err) })
+	for i := range inv.GPUs {
+		xids.fill(&inv.GPUs[i])
 	}
 	if len(inv.GPUs) == 0 {
 		return Inventory{}, fmt.Errorf("attest: none of %d GPUs could be read: %s",
@@ -188,6 +204,7 @@ func readGPU(lib nvmlLib, index int, dev nvmlDevice, warn func(string, ...any)) 
 	} else {
 		warn("gpu %d: utilisation: %v", index, err)
 	}
+	readHealth(dev, &g, func(what string, err error) { warn("gpu %d: %s: %v", index, what, err) })
 	procs, err := dev.computeProcesses()
 	if err != nil {
 		// Fail safe for the owner: an unreadable list might hide their work.

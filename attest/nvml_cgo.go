@@ -19,12 +19,19 @@ func NewNVML() (Source, error) {
 }
 
 // cgoLib adapts go-nvml to nvmlLib.
-type cgoLib struct{ l nvml.Interface }
+type cgoLib struct {
+	l   nvml.Interface
+	set nvml.EventSet // Xid events; nil until the first watchXid
+}
 
-// errOf turns an NVML return code into an error with the driver's text.
+// errOf turns an NVML return code into an error with the driver's text;
+// not supported is errNotSupported, which callers test for.
 func (c *cgoLib) errOf(ret nvml.Return) error {
-	if ret == nvml.SUCCESS {
+	switch ret {
+	case nvml.SUCCESS:
 		return nil
+	case nvml.ERROR_NOT_SUPPORTED:
+		return errNotSupported
 	}
 	return errors.New(c.l.ErrorString(ret))
 }
@@ -42,7 +49,53 @@ func (c *cgoLib) init() error {
 	}
 }
 
-func (c *cgoLib) shutdown() error { return c.errOf(c.l.Shutdown()) }
+func (c *cgoLib) shutdown() error {
+	if c.set != nil {
+		_ = c.set.Free() // Shutdown releases it anyway
+		c.set = nil
+	}
+	return c.errOf(c.l.Shutdown())
+}
+
+func (c *cgoLib) watchXid(dev nvmlDevice) error {
+	if c.set == nil {
+		set, ret := c.l.EventSetCreate()
+		if ret != nvml.SUCCESS {
+			return c.errOf(ret)
+		}
+		c.set = set
+	}
+	return c.errOf(dev.(cgoDevice).d.RegisterEvents(nvml.EventTypeXidCriticalError, c.set))
+}
+
+// maxEventsPerRead bounds one drain, so a storm of events cannot hold a
+// read; the rest wait for the next.
+const maxEventsPerRead = 256
+
+// xidEvents waits 0 ms for each event, so a read never blocks.
+func (c *cgoLib) xidEvents() ([]xidEvent, error) {
+	if c.set == nil {
+		return nil, nil
+	}
+	var out []xidEvent
+	for range maxEventsPerRead {
+		e, ret := c.l.EventSetWait(c.set, 0)
+		switch {
+		case ret == nvml.ERROR_TIMEOUT:
+			return out, nil
+		case ret != nvml.SUCCESS:
+			return out, c.errOf(ret)
+		case e.EventType&nvml.EventTypeXidCriticalError == 0 || e.Device == nil:
+			continue
+		}
+		uuid, ret := e.Device.GetUUID()
+		if ret != nvml.SUCCESS {
+			return out, fmt.Errorf("Xid %d on a device without a UUID: %v", e.EventData, c.errOf(ret))
+		}
+		out = append(out, xidEvent{uuid: uuid, xid: e.EventData})
+	}
+	return out, nil
+}
 
 func (c *cgoLib) deviceCount() (int, error) {
 	n, ret := c.l.DeviceGetCount()
@@ -130,4 +183,14 @@ func (d cgoDevice) computeProcesses() ([]nvmlProc, error) {
 		out[i] = nvmlProc{pid: p.Pid, usedBytes: p.UsedGpuMemory}
 	}
 	return out, nil
+}
+
+func (d cgoDevice) eccUncorrected() (uint64, error) {
+	n, ret := d.d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+	return n, d.c.errOf(ret)
+}
+
+func (d cgoDevice) migMode() (bool, error) {
+	current, _, ret := d.d.GetMigMode()
+	return current == nvml.DEVICE_MIG_ENABLE, d.c.errOf(ret)
 }

@@ -14,6 +14,9 @@ type fakeLib struct {
 	countErr  error
 	devs      []*fakeDev
 	shutdowns int
+	watchErr  error      // watchXid's answer
+	events    []xidEvent // drained by the next xidEvents
+	eventsErr error
 }
 
 func (l *fakeLib) init() error     { return l.initErr }
@@ -29,6 +32,12 @@ func (l *fakeLib) device(i int) (nvmlDevice, error) {
 }
 func (l *fakeLib) driverVersion() (string, error) { return "550.54.15", nil }
 func (l *fakeLib) cudaVersion() (int, error)      { return 12040, nil }
+func (l *fakeLib) watchXid(nvmlDevice) error      { return l.watchErr }
+func (l *fakeLib) xidEvents() ([]xidEvent, error) {
+	evs := l.events
+	l.events = nil
+	return evs, l.eventsErr
+}
 func (l *fakeLib) processName(pid int) (string, error) {
 	if pid == 4242 {
 		return "", errors.New("Not Found")
@@ -41,6 +50,9 @@ type fakeDev struct {
 	nameErr, tempErr error
 	procs            []nvmlProc
 	procErr          error
+	ecc              uint64
+	eccErr, migErr   error
+	mig              bool
 }
 
 func (d *fakeDev) name() (string, error)                 { return d.nameStr, d.nameErr }
@@ -52,13 +64,15 @@ func (d *fakeDev) powerUsage() (uint32, error)           { return 312_500, nil }
 func (d *fakeDev) powerLimit() (uint32, error)           { return 450_000, nil }
 func (d *fakeDev) utilization() (int, error)             { return 87, nil }
 func (d *fakeDev) computeProcesses() ([]nvmlProc, error) { return d.procs, d.procErr }
+func (d *fakeDev) eccUncorrected() (uint64, error)       { return d.ecc, d.eccErr }
+func (d *fakeDev) migMode() (bool, error)                { return d.mig, d.migErr }
 
 func TestReadInventoryAssembles(t *testing.T) {
 	lib := &fakeLib{devs: []*fakeDev{
 		{nameStr: "NVIDIA GeForce RTX 4090", procs: []nvmlProc{{pid: 1234, usedBytes: 3 << 30}, {pid: 4242, usedBytes: usedNotAvailable}}},
 		{nameStr: "NVIDIA A100-SXM4-80GB", procErr: errors.New("Insufficient Permissions"), tempErr: errors.New("Not Supported")},
 	}}
-	inv, err := readInventory(lib)
+	inv, err := readInventory(lib, freshXids())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +115,7 @@ func TestReadInventorySkipsUnreadableDevices(t *testing.T) {
 		{nameStr: "NVIDIA L4", nameErr: errors.New("Unknown Error")},
 		{nameStr: "NVIDIA L4"},
 	}}
-	inv, err := readInventory(lib)
+	inv, err := readInventory(lib, freshXids())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +128,7 @@ func TestReadInventorySkipsUnreadableDevices(t *testing.T) {
 	}
 
 	lib.devs = lib.devs[:2]
-	if _, err := readInventory(lib); err == nil || errors.Is(err, ErrNoGPU) {
+	if _, err := readInventory(lib, freshXids()); err == nil || errors.Is(err, ErrNoGPU) {
 		t.Errorf("all devices unreadable: err = %v, want a plain failure", err)
 	}
 }
@@ -131,7 +145,7 @@ func TestOpenNVMLNoDevices(t *testing.T) {
 	if lib.shutdowns != 1 {
 		t.Errorf("shutdowns = %d, want 1: an initialised library must be released", lib.shutdowns)
 	}
-	if _, err := readInventory(lib); !errors.Is(err, ErrNoGPU) {
+	if _, err := readInventory(lib, freshXids()); !errors.Is(err, ErrNoGPU) {
 		t.Errorf("readInventory with zero devices = %v, want ErrNoGPU", err)
 	}
 }
@@ -190,3 +204,5 @@ func TestNewNVMLOnThisMachine(t *testing.T) {
 	}
 	t.Logf("real GPUs: %+v", inv)
 }
+
+func freshXids() *xidWatch { w := newXidWatch(); return &w }

@@ -22,6 +22,8 @@ const (
 	causeUnread    = "unreadable"
 	causeReadError = "read-error"
 	causeHard      = "hard-limit"
+	causeHealth    = "health"
+	causeMIG       = "mig"
 )
 
 // Withdrawn reports whether the owner's rules take g out of the offer, and
@@ -31,7 +33,9 @@ const (
 // temperature or power limit (a zero limit is no limit). The owner's work
 // comes first, so that reason wins when several apply. A job's process on
 // a GPU its job did not lease is not the owner's: it does not withdraw
-// the GPU, and Monitor reports it as an Escape.
+// the GPU, and Monitor reports it as an Escape. A GPU in MIG mode is
+// withdrawn whoever uses it (MIGReason). Health faults are the Monitor's
+// to judge, since they depend on earlier readings.
 func Withdrawn(g GPU, lim Limits, own JobProcesses) (bool, string) {
 	cause, reason, _ := withdrawal(g, lim, own)
 	return cause != "", reason
@@ -39,6 +43,9 @@ func Withdrawn(g GPU, lim Limits, own JobProcesses) (bool, string) {
 
 func withdrawal(g GPU, lim Limits, own JobProcesses) (cause, reason string, escaped []Escape) {
 	pids, escaped := processesOf(g, own)
+	if g.MIG {
+		return causeMIG, MIGReason, escaped
+	}
 	if len(pids) > 0 {
 		slices.Sort(pids)
 		s := make([]string, len(pids))
@@ -82,9 +89,14 @@ type Availability struct {
 	Available []int          `json:"available"`           // GPU indexes, ascending
 	Withdrawn map[int]string `json:"withdrawn,omitempty"` // GPU index -> reason
 	// Stop are the GPUs over the owner's hard limits (Limits.StopTempC,
-	// StopPowerW): every job on them is stopped, silver and gold too.
-	Stop map[int]string `json:"stop,omitempty"`  // GPU index -> reason
-	Err  string         `json:"error,omitempty"` // the Source failed: nothing is offered
+	// StopPowerW) or faulty (Faults): every job on them is stopped,
+	// silver and gold too.
+	Stop map[int]string `json:"stop,omitempty"` // GPU index -> reason
+	// Faults are the GPUs the driver reported faulty (an Xid critical
+	// error, a rise in uncorrected ECC errors), by index, with why. Each
+	// is also in Withdrawn and Stop, and stays until the node restarts.
+	Faults map[int]string `json:"faults,omitempty"`
+	Err    string         `json:"error,omitempty"` // the Source failed: nothing is offered
 	// Escaped are job processes on GPUs their jobs did not lease, by
 	// GPU then PID: each such job is to stop.
 	Escaped []Escape `json:"escaped,omitempty"`
@@ -107,6 +119,7 @@ type Monitor struct {
 	reported bool
 	lastKey  string
 	seen     map[int]bool // every GPU index ever read, to name ones that vanish
+	health   healthWatch
 }
 
 // NewMonitor returns a Monitor of src. limits and own are called on every
@@ -125,7 +138,7 @@ func NewMonitor(src Source, limits func() Limits, own func(context.Context) JobP
 	if every <= 0 {
 		every = DefaultMonitorInterval
 	}
-	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}}
+	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}, health: newHealthWatch()}
 }
 
 // Check polls once and returns the availability and whether it differs
@@ -160,6 +173,15 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 			hard := overHardLimit(g, lim)
 			if c == "" && hard != "" {
 				c, r = causeHard, hard // over the hard limit is over any limit
+			}
+			if fault := m.health.check(g); fault != "" {
+				// A faulty GPU is the news whatever else applies: its
+				// jobs stop, like over a hard limit, and it stays out.
+				c, r, hard = causeHealth, fault, fault
+				if av.Faults == nil {
+					av.Faults = map[int]string{}
+				}
+				av.Faults[g.Index] = fault
 			}
 			if c != "" {
 				causes[g.Index], av.Withdrawn[g.Index] = c, r

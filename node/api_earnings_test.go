@@ -223,15 +223,16 @@ func TestGPUStatusesByIndex(t *testing.T) {
 		Available: []int{5},
 		Withdrawn: map[int]string{2: "over 80°C"},
 		Stop:      map[int]string{5: "over 90°C"},
+		Faults:    map[int]string{2: "Xid 79"},
 	}
 	got := gpuStatuses(av, true, map[int]*GPULease{5: {JobID: "j"}})
 	if len(got) != 2 {
 		t.Fatalf("%+v", got)
 	}
-	if g := got[0]; g.Index != 2 || g.Offered || g.Withdrawn != "over 80°C" || g.Stopping != "" || g.Lease != nil {
+	if g := got[0]; g.Index != 2 || g.Offered || g.Withdrawn != "over 80°C" || g.Stopping != "" || g.Fault != "Xid 79" || g.Lease != nil {
 		t.Errorf("GPU 2: %+v", g)
 	}
-	if g := got[1]; g.Index != 5 || !g.Offered || g.Withdrawn != "" || g.Stopping != "over 90°C" || g.Lease == nil || g.Lease.JobID != "j" {
+	if g := got[1]; g.Index != 5 || !g.Offered || g.Withdrawn != "" || g.Stopping != "over 90°C" || g.Fault != "" || g.Lease == nil || g.Lease.JobID != "j" {
 		t.Errorf("GPU 5: %+v", g)
 	}
 	if got := gpuStatuses(av, false, nil); got[1].Offered {

@@ -77,8 +77,13 @@ type GPUStatus struct {
 	attest.GPU
 	Offered   bool   `json:"offered"`
 	Withdrawn string `json:"withdrawn,omitempty"`
-	// Stopping: over the owner's hard limit, every job on it is stopped.
+	// Stopping: over the owner's hard limit, or faulty, every job on it
+	// is stopped.
 	Stopping string `json:"stopping,omitempty"`
+	// Fault: the driver reported the GPU faulty (an Xid critical error,
+	// a rise in uncorrected ECC errors); it stays withdrawn until the
+	// node restarts.
+	Fault string `json:"fault,omitempty"`
 	// Lease is the lease holding it now, if any: a GPU can be offered
 	// and leased at once (the offer says which spans are booked).
 	Lease *GPULease `json:"lease,omitempty"`
@@ -187,7 +192,7 @@ func gpuStatuses(av attest.Availability, offered bool, leases map[int]*GPULease)
 	out := make([]GPUStatus, 0, len(av.Inventory.GPUs))
 	for _, g := range av.Inventory.GPUs {
 		out = append(out, GPUStatus{GPU: g, Offered: available[g.Index] && offered, Withdrawn: av.Withdrawn[g.Index], Stopping: av.Stop[g.Index],
-			Lease: leases[g.Index]})
+			Fault: av.Faults[g.Index], Lease: leases[g.Index]})
 	}
 	return out
 }

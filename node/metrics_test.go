@@ -120,6 +120,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	want(0, "gleaner_leases", "state", providing.LeaseStarted)
 	want(2, "gleaner_gpus", "state", "available")
+	want(0, "gleaner_gpu_faults_total", "kind", "xid") // simulated GPUs never fault
+	want(0, "gleaner_gpu_faults_total", "kind", "ecc")
 	if v, ok := sample(fams, "gleaner_offer_published"); !ok || (v != 0 && v != 1) {
 		t.Errorf("gleaner_offer_published = %v, %v", v, ok)
 	}

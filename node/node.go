@@ -92,7 +92,8 @@ type Node struct {
 	renterJobs     *renterJobs
 	renterServices *services // the renter's services and their gateways (renter_services.go)
 	gpus           attest.Source
-	ownJobs        ownJobs // the GPU monitor's view of which processes are jobs (own_jobs.go)
+	gpuMon         *attest.Monitor // set with gpus; its fault counts feed the metrics
+	ownJobs        ownJobs         // the GPU monitor's view of which processes are jobs (own_jobs.go)
 	rpc            *rpc.Server
 	httpSrv        *http.Server
 	url            string

@@ -47,6 +47,7 @@ func (n *Node) startMarket() error {
 		// processes are jobs' (own_jobs.go); until then none is.
 		n.ownJobs.log = n.log.With("part", "gpu-monitor")
 		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.processes, attest.DefaultMonitorInterval)
+		n.gpuMon = mon
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.SetAvailability(a) // publish the first offer without waiting a poll
 		}

@@ -262,6 +262,9 @@ func (n *Node) readGPUs(s *metrics.Snapshot) {
 		}
 	}
 	s.GPUs = map[string]int{"available": len(a.Available), "withdrawn": withdrawn, "stopped": stopped}
+	if n.gpuMon != nil {
+		s.GPUFaults = n.gpuMon.FaultCounts()
+	}
 	ctx, cancel := context.WithTimeout(n.bgOrBackground(), gpuReadTimeout)
 	defer cancel()
 	inv, err := n.gpus.Inventory(ctx)

@@ -81,6 +81,11 @@ const (
 	// not give it (its container escaped its device restriction). Every
 	// tier stops. Detail: which process on which GPU.
 	ReasonEscaped = "the job escaped its GPUs"
+	// ReasonGPUFault: the driver reported the GPU faulty (an Xid critical
+	// error, a rise in uncorrected ECC errors). Every tier stops, and the
+	// GPU stays withdrawn until the provider's node restarts. Detail:
+	// which error.
+	ReasonGPUFault = "the GPU reported a hardware fault"
 )
 
 // Action is one thing the scheduler asks its caller to do for a lease.

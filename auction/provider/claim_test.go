@@ -178,3 +178,23 @@ func TestAHardLimitStopsEveryTier(t *testing.T) {
 		t.Fatalf("over the hard limit: %s %+v, want silver and gold stopped with their notice", show(acts), acts)
 	}
 }
+
+// A GPU the driver reports faulty (attest's Faults, also in Stop) stops
+// every lease on it with the typed fault reason, not the hard limit's.
+func TestAGPUFaultStopsEveryTierWithItsReason(t *testing.T) {
+	s := newSched(3)
+	mustClaim(t, s, "s", auction.Silver, t0, 0)
+	mustClaim(t, s, "b", auction.Bronze, t0, 1)
+	mustClaim(t, s, "h", auction.Gold, t0, 2)
+	why := "the driver reported Xid 79, a critical GPU error"
+	a := availability(3, map[int]string{0: why, 2: "hot"})
+	a.Stop = map[int]string{0: why, 2: "temperature 96°C over the hard limit 95°C"}
+	a.Faults = map[int]string{0: why}
+	acts := s.SetAvailability(a, at(time.Minute))
+	if show(acts) != "preempt:s preempt:h" {
+		t.Fatalf("got %s, want the faulty GPU's silver lease and the hot one's gold lease stopped", show(acts))
+	}
+	if acts[0].Reason != ReasonGPUFault || acts[0].Detail != why || acts[1].Reason != ReasonHardLimit {
+		t.Fatalf("reasons %+v, want the fault typed apart from the hard limit", acts)
+	}
+}

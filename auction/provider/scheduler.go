@@ -147,7 +147,7 @@ func New(opts ...Option) *Scheduler {
 // leases) when this one omits them, withdrawn. It returns the leases to
 // preempt: bronze ones on a GPU the owner took back (silver and gold run
 // out their lease on it), and every one on a GPU over the owner's hard
-// limits (a.Stop), whatever its tier.
+// limits or faulty (a.Stop), whatever its tier.
 func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Action {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,9 +194,14 @@ func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Acti
 		}
 		for _, i := range l.gpus {
 			if why, hard := a.Stop[i]; hard {
-				// Over the owner's hard limit every tier stops, with its
-				// notice: the owner's hardware comes before any lease.
-				out = append(out, l.end(Preempt, ReasonHardLimit, why))
+				// Over the owner's hard limit, or faulty, every tier
+				// stops, with its notice: the owner's hardware comes
+				// before any lease.
+				reason := ReasonHardLimit
+				if _, fault := a.Faults[i]; fault {
+					reason = ReasonGPUFault
+				}
+				out = append(out, l.end(Preempt, reason, why))
 				s.refresh(l)
 				break
 			}

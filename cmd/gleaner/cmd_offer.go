@@ -103,6 +103,8 @@ func gpuState(g node.GPUStatus) string {
 		state = "offered"
 	}
 	switch {
+	case g.Fault != "":
+		state = "FAULTY, its jobs stopped, withdrawn until the node restarts: " + g.Fault
 	case g.Stopping != "":
 		state = "STOPPING ITS JOBS: " + g.Stopping
 	case g.Withdrawn != "":

@@ -52,6 +52,10 @@ type Snapshot struct {
 	GPUs map[string]int
 	// GPU are the per-device readings.
 	GPU []GPUReading
+	// GPUFaults counts the GPU faults the node's monitor detected since
+	// it started, by kind (attest.FaultXid, attest.FaultECC: a bounded
+	// set). Nil: the node has no GPUs to sell.
+	GPUFaults map[string]uint64
 
 	// The ledger: proven settlements, in micro-credits. HasLedger false
 	// leaves them out.
@@ -86,7 +90,7 @@ type Collector struct {
 	leases, leasesActive             *prometheus.Desc
 	data                             *prometheus.Desc
 	gpus, gpuTemp, gpuPower, gpuUtil *prometheus.Desc
-	gpuMem                           *prometheus.Desc
+	gpuMem, gpuFaults                *prometheus.Desc
 	earned, spent, balance           *prometheus.Desc
 	descs                            []*prometheus.Desc
 }
@@ -117,6 +121,7 @@ func NewCollector(read func(*Snapshot)) *Collector {
 	c.gpuPower = d("gpu_power_watts", "GPU power draw.", "index", "model")
 	c.gpuUtil = d("gpu_utilization_ratio", "GPU utilization, 0 to 1.", "index", "model")
 	c.gpuMem = d("gpu_memory_bytes", "GPU memory: total and free.", "index", "model", "kind")
+	c.gpuFaults = d("gpu_faults_total", "GPU faults detected since the node started, by kind (xid: an Xid critical error, ecc: a rise in uncorrected ECC errors).", "kind")
 	c.earned = d("earned_microcredits_total", "Micro-credits earned as a provider, from proven settlements.")
 	c.spent = d("spent_microcredits_total", "Micro-credits spent as a renter, from proven settlements.")
 	c.balance = d("balance_microcredits", "Faucet + earned - spent, in micro-credits.")
@@ -174,6 +179,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.gpuUtil, float64(r.UtilPct)/100, idx, r.Model)
 		g(c.gpuMem, float64(r.VRAMMiB)*(1<<20), idx, r.Model, "total")
 		g(c.gpuMem, float64(r.VRAMFreeMiB)*(1<<20), idx, r.Model, "free")
+	}
+	for kind, v := range s.GPUFaults {
+		ch <- prometheus.MustNewConstMetric(c.gpuFaults, prometheus.CounterValue, float64(v), kind)
 	}
 	if s.HasLedger {
 		ch <- prometheus.MustNewConstMetric(c.earned, prometheus.CounterValue, float64(s.EarnedMicro))

@@ -131,3 +131,30 @@ func TestMetricsCallsLabels(t *testing.T) {
 		}
 	}
 }
+
+// GPU faults are counters by kind, every kind present.
+func TestMetricsGPUFaultsAreCounters(t *testing.T) {
+	reg := NewRegistry("1.2.3", "local")
+	reg.MustRegister(NewCollector(func(s *Snapshot) {
+		s.GPUFaults = map[string]uint64{"xid": 2, "ecc": 0}
+	}))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "gleaner_gpu_faults_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.Counter == nil {
+				t.Fatalf("%s is not a counter", f.GetName())
+			}
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if len(got) != 2 || got["xid"] != 2 || got["ecc"] != 0 {
+		t.Errorf("gleaner_gpu_faults_total = %v, want xid 2, ecc 0", got)
+	}
+}
