@@ -180,7 +180,7 @@ func floodOffers(ctx context.Context, h *p2p.Host, zeros []byte) {
 func TestThreePeersCannotExhaustAProvidersMemory(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	var probeErr error
-	res := attackMemory(t, r.prov, 20*time.Second, func() {
+	res := attackMemory(t, r.prov, 12*time.Second, func() {
 		// Give the attack a moment to reach full size first.
 		time.Sleep(3 * time.Second)
 		spec := hostileSpec("honest-under-attack", "1s")
