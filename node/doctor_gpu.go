@@ -15,6 +15,9 @@ type nvmlReport struct {
 	Driver, CUDA string
 	GPUs         []string // model names, one per device
 	Simulated    bool     // never true from NVML; checked so it can never pass as real
+	// Devices are the GPUs as read, for their MIG mode and health
+	// (doctor_gpu_health.go).
+	Devices []attest.GPU
 }
 
 // readNVML opens the real driver, as the node does to sell GPUs.
@@ -28,12 +31,17 @@ func readNVML(ctx context.Context) (nvmlReport, error) {
 	if err != nil {
 		return nvmlReport{}, err
 	}
-	r := nvmlReport{Driver: inv.DriverVersion, CUDA: inv.CUDAVersion, Simulated: inv.Simulated}
+	return reportOf(inv), nil
+}
+
+// reportOf is doctor's report of an inventory.
+func reportOf(inv attest.Inventory) nvmlReport {
+	r := nvmlReport{Driver: inv.DriverVersion, CUDA: inv.CUDAVersion, Simulated: inv.Simulated, Devices: inv.GPUs}
 	for _, g := range inv.GPUs {
 		r.GPUs = append(r.GPUs, g.Name)
 		r.Simulated = r.Simulated || g.Simulated
 	}
-	return r, nil
+	return r
 }
 
 const simulatedOnly = "this host can only offer simulated GPUs (labelled simulated)"
@@ -49,6 +57,9 @@ func gpuChecks(ctx context.Context, o DoctorOptions, d dockerProbe) []Check {
 	rep, err := read()
 	hasGPU := err == nil && len(rep.GPUs) > 0 && !rep.Simulated
 	out := []Check{nvmlCheck(rep, err)}
+	if err == nil {
+		out = append(out, gpuHealthChecks(rep)...)
+	}
 
 	rt := Check{Name: "nvidia runtime"}
 	if d == nil {

@@ -79,7 +79,8 @@ const (
 	ReasonStopping   = "the provider's daemon is stopping"
 	// ReasonEscaped: a process of the job computes on a GPU its lease did
 	// not give it (its container escaped its device restriction). Every
-	// tier stops. Detail: which process on which GPU.
+	// tier stops, with no notice (a Preempt whose Notice is 0: killed at
+	// once, no checkpoint to wait for). Detail: which process on which GPU.
 	ReasonEscaped = "the job escaped its GPUs"
 	// ReasonGPUFault: the driver reported the GPU faulty (an Xid critical
 	// error, a rise in uncorrected ECC errors). Every tier stops, and the
@@ -94,7 +95,7 @@ type Action struct {
 	JobID  string
 	Reason string        // one of the Reason constants
 	Detail string        // particulars, may be empty
-	Notice time.Duration // Preempt: the notice the job gets
+	Notice time.Duration // Preempt: the notice the job gets; 0 kills it at once
 }
 
 // Message is the reason as a person reads it.

@@ -29,3 +29,31 @@ func TestEscapedJobStops(t *testing.T) {
 		t.Fatalf("the lease of the GPU escaped onto was ended: %+v", info)
 	}
 }
+
+// An escaped job is killed at once (a Preempt with no notice): a notice
+// would leave it computing on the GPU it escaped onto. A job stopped in
+// the same snapshot for a faulty GPU or the hard limit keeps its notice,
+// to checkpoint.
+func TestEscapedJobGetsNoNotice(t *testing.T) {
+	s := newSched(4)
+	mustClaim(t, s, "e", auction.Bronze, t0, 0)
+	mustClaim(t, s, "f", auction.Silver, t0, 1)
+	mustClaim(t, s, "h", auction.Gold, t0, 2)
+	a := availability(4, map[int]string{1: "Xid 79", 2: "hot"})
+	a.Stop = map[int]string{1: "the driver reported Xid 79", 2: "temperature 96°C over the hard limit 95°C"}
+	a.Faults = map[int]string{1: "the driver reported Xid 79"}
+	a.Escaped = []attest.Escape{{Job: "e", PID: 99, GPU: 3, GPUUUID: "GPU-03"}}
+	acts := s.SetAvailability(a, at(time.Minute))
+	if show(acts) != "preempt:e preempt:f preempt:h" {
+		t.Fatalf("got %s, want e, f and h stopped", show(acts))
+	}
+	want := []struct {
+		reason string
+		notice time.Duration
+	}{{ReasonEscaped, 0}, {ReasonGPUFault, 30 * time.Second}, {ReasonHardLimit, 30 * time.Second}}
+	for i, w := range want {
+		if acts[i].Reason != w.reason || acts[i].Notice != w.notice {
+			t.Errorf("%s: %q with notice %v, want %q with %v", acts[i].JobID, acts[i].Reason, acts[i].Notice, w.reason, w.notice)
+		}
+	}
+}

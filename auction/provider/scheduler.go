@@ -147,7 +147,8 @@ func New(opts ...Option) *Scheduler {
 // leases) when this one omits them, withdrawn. It returns the leases to
 // preempt: bronze ones on a GPU the owner took back (silver and gold run
 // out their lease on it), and every one on a GPU over the owner's hard
-// limits or faulty (a.Stop), whatever its tier.
+// limits or faulty (a.Stop), whatever its tier, with its notice; a job
+// that escaped its GPUs (a.Escaped) stops at once, with no notice.
 func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Action {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,8 +188,12 @@ func (s *Scheduler) SetAvailability(a attest.Availability, now time.Time) []Acti
 			continue
 		}
 		if where, ok := escaped[l.l.JobID]; ok {
-			// Whatever its tier: it uses a GPU that is not its own.
-			out = append(out, l.end(Preempt, ReasonEscaped, where))
+			// Whatever its tier, and at once: it uses a GPU that is not
+			// its own, and a notice would let it go on using it. (A
+			// faulty GPU's job below keeps its notice to checkpoint.)
+			a := l.end(Preempt, ReasonEscaped, where)
+			a.Notice = 0
+			out = append(out, a)
 			s.refresh(l)
 			continue
 		}

@@ -388,7 +388,9 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 	done := make(chan waited, 1)
 	go func() { r, err := job.Wait(ctx); done <- waited{r, err} }()
 	notice := time.Duration(al.lease.NoticeSec) * time.Second
-	stop := func() waited {
+	// stopIn stops the job with notice (the lease's, or a Preempt's own:
+	// none for a job that escaped its GPUs, which is killed at once).
+	stopIn := func(notice time.Duration) waited {
 		drain()
 		bg := context.WithoutCancel(pj.bg)
 		sctx, scancel := context.WithTimeout(bg, notice+10*time.Second)
@@ -397,6 +399,7 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 		r, err := job.Wait(sctx)
 		return waited{r, err}
 	}
+	stop := func() waited { return stopIn(notice) }
 	var w waited
 	preempted, unpaid := "", false
 	// The scheduler bills: it says when to pause (no voucher covers the
@@ -440,7 +443,7 @@ loop:
 			case sched.Preempt:
 				preempted = a.Message()
 				_ = send(wire.Event{Type: "status", Status: "preempting", Error: preempted})
-				w = stop()
+				w = stopIn(a.Notice)
 				break loop
 			}
 		}

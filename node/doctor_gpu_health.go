@@ -1,0 +1,62 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gleaner-net/gleaner/attest"
+)
+
+// gpuHealthFix is what an owner does about a GPU doctor warns of: look at
+// it, and restart the node once it is sound (a running node withdraws a
+// faulty GPU until it restarts; see attest/health.go).
+const gpuHealthFix = "inspect it with `nvidia-smi -q` (and the kernel log for Xid: `dmesg | grep -i xid`); once it is sound, restart the node (gleaner daemon) to offer it again"
+
+// gpuHealthChecks warns, per GPU read through NVML, of one the node will
+// not offer: in MIG mode (attest.MIGReason), or with a fault the driver
+// reported (Xid critical errors, uncorrected ECC errors). Simulated GPUs
+// have no health to report: no lines.
+func gpuHealthChecks(rep nvmlReport) []Check {
+	if rep.Simulated {
+		return nil
+	}
+	var out []Check
+	for _, g := range rep.Devices {
+		if g.Simulated {
+			continue
+		}
+		name := fmt.Sprintf("gpu %d", g.Index)
+		if g.MIG {
+			out = append(out, Check{Name: name, Status: StatusWarn,
+				Detail: gpuLabel(g) + " is not offered: " + attest.MIGReason,
+				Fix:    "to offer the whole GPU, disable MIG mode: sudo nvidia-smi -i " + fmt.Sprint(g.Index) + " -mig 0 (then reset the GPU or reboot), and restart the node"})
+		}
+		if faults := gpuFaults(g.Health); len(faults) > 0 {
+			out = append(out, Check{Name: name, Status: StatusWarn,
+				Detail: gpuLabel(g) + " reported a fault: " + strings.Join(faults, "; ") + "; a running node that sees a new one stops the GPU's jobs and withdraws it until the node restarts",
+				Fix:    gpuHealthFix})
+		}
+	}
+	return out
+}
+
+// gpuFaults says what of h is a fault. Doctor reads the driver once, so
+// the ECC count since the driver loaded is reported as it stands (the
+// node counts only a rise as a new fault).
+func gpuFaults(h attest.Health) []string {
+	var out []string
+	if h.XidKnown && h.Xids > 0 {
+		out = append(out, fmt.Sprintf("%d Xid critical error(s), the last Xid %d", h.Xids, h.LastXid))
+	}
+	if h.ECCKnown && h.ECCUncorrected > 0 {
+		out = append(out, fmt.Sprintf("%d uncorrected ECC memory error(s) since the driver loaded", h.ECCUncorrected))
+	}
+	return out
+}
+
+func gpuLabel(g attest.GPU) string {
+	if g.UUID == "" {
+		return g.Name
+	}
+	return g.Name + " (" + g.UUID + ")"
+}
