@@ -4,7 +4,7 @@ BIN     := bin/gleaner
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test console-shots race lint demo demo-image bench bench-smoke fuzz soak sim clean
+.PHONY: help build test console-shots race lint demo images demo-image model-image bench bench-smoke fuzz soak sim clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -35,6 +35,14 @@ demo-image: ## the demo workload as a Docker image built FROM scratch (no regist
 	CGO_ENABLED=0 $(GO) build -trimpath -o build/demojob/demojob ./testnet/demojob
 	printf 'FROM scratch\nCOPY demojob /demojob\nENTRYPOINT ["/demojob"]\n' > build/demojob/Dockerfile
 	docker build -q -t gleaner-demojob:1 build/demojob
+
+images: demo-image model-image ## every image the docs use: gleaner-demojob:1 (job examples) and gleaner-modelserver:dev (service examples)
+
+model-image: ## the test model server (testnet/modelserver) as gleaner-modelserver:dev, FROM scratch, uid 65534, port 8000
+	@mkdir -p build/modelserver
+	CGO_ENABLED=0 $(GO) build -trimpath -o build/modelserver/modelserver ./testnet/modelserver
+	printf 'FROM scratch\nCOPY modelserver /modelserver\nUSER 65534:65534\nEXPOSE 8000\nENTRYPOINT ["/modelserver"]\n' > build/modelserver/Dockerfile
+	docker build -q -t gleaner-modelserver:dev build/modelserver
 
 .PHONY: gpu-check
 GPU_IMAGE ?= nvidia/cuda:12.4.1-base-ubuntu22.04

@@ -18,13 +18,19 @@ import (
 
 // UpOptions configure a local network of daemon processes.
 type UpOptions struct {
-	Binary  string // the gleaner binary to run
-	Nodes   int
-	Dir     string // parent of the repos; a temporary directory (removed by Down) when empty
-	Network string // default "local"
+	Binary string // the gleaner binary to run
+	Nodes  int
+	Dir    string // parent of the repos; a temporary directory (removed by Down) when empty
+	// Network is the nodes' network: default a fresh private name of
+	// this testnet's own (NewNetworkName), so that two testnets on one
+	// host never merge. "local" and "testnet" join those networks.
+	Network string
 	// Providers is how many of the nodes (the first ones) sell simulated
 	// GPUs, with an offer already set, so that the market has supply.
 	Providers int
+	// Workloads, when set, are the workloads the providers' offers allow
+	// ("batch", "service"); empty leaves the offer's default (batch).
+	Workloads []string
 }
 
 // demoSupply is what `testnet up --providers` sells: a spread of simulated
@@ -51,9 +57,10 @@ type Proc struct {
 
 // Local is a running local testnet.
 type Local struct {
-	Procs  []*Proc
-	dir    string
-	ownDir bool
+	Procs   []*Proc
+	Network string // the nodes' network name
+	dir     string
+	ownDir  bool
 }
 
 // Up starts opts.Nodes daemons on loopback. Node 0 starts first; the others
@@ -67,9 +74,9 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 		return nil, fmt.Errorf("--providers %d: use 0 to --nodes (%d)", opts.Providers, opts.Nodes)
 	}
 	if opts.Network == "" {
-		opts.Network = node.NetworkLocal
+		opts.Network = NewNetworkName()
 	}
-	l := &Local{dir: opts.Dir}
+	l := &Local{dir: opts.Dir, Network: opts.Network}
 	if l.dir == "" {
 		d, err := os.MkdirTemp("", "gleaner-testnet-")
 		if err != nil {
@@ -90,7 +97,7 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 		l.Procs = append(l.Procs, p)
 	}
 	for i := 0; i < opts.Providers && i < len(l.Procs); i++ {
-		if err := l.setDemoOffer(ctx, i); err != nil {
+		if err := l.setDemoOffer(ctx, i, opts.Workloads); err != nil {
 			_ = l.Down()
 			return nil, fmt.Errorf("node %d offer: %w", i, err)
 		}
@@ -98,13 +105,16 @@ func Up(ctx context.Context, opts UpOptions) (*Local, error) {
 	return l, nil
 }
 
-func (l *Local) setDemoOffer(ctx context.Context, i int) error {
+func (l *Local) setDemoOffer(ctx context.Context, i int, workloads []string) error {
 	c, err := l.Client(i)
 	if err != nil {
 		return err
 	}
 	d := demoSupply[i%len(demoSupply)]
 	patch := node.OfferPatch{Region: &d.region, PriceBronze: &d.bronze, PriceSilver: &d.silver}
+	if len(workloads) > 0 {
+		patch.Workloads = &workloads
+	}
 	var res node.OfferShowResult
 	if err := c.Call(ctx, "offer_set", patch, &res); err != nil {
 		return err

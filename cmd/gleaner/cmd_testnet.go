@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,15 +24,23 @@ func testnetCommand() *cli.Command {
 			Name:  "up",
 			Usage: "start N daemons on loopback, connected to each other, until Ctrl-C",
 			Description: `Each node gets its own repo (in a temporary directory unless --dir is given)
-and free ports on 127.0.0.1. The table shows every node's peer ID, RPC URL
-and repo; talk to one with: gleaner --repo <repo> peers
+and free ports on 127.0.0.1. The nodes join a private network of this run's
+own (--network, default tn- and 6 random hex digits), so two testnets on one
+host never merge. The table shows every node's peer ID, RPC URL and repo;
+talk to one with: gleaner --repo <repo> peers (the repo knows its network).
+With --providers, the first nodes sell SIMULATED GPUs and their offers allow
+--workloads (batch and service: run make images first, then
+gleaner --repo <repo> service up docs/examples/service.yaml).
 Ctrl-C stops every node and leaves nothing running.
 
    gleaner testnet up --nodes 5
-   gleaner testnet up --nodes 3 --run-for 30s --json`,
+   gleaner testnet up --nodes 4 --providers 2 --workloads batch
+   gleaner testnet up --nodes 3 --network lab-1 --run-for 30s --json`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "nodes", Aliases: []string{"n"}, Value: 3, Usage: "number of nodes, 1 to 64"},
 				&cli.IntFlag{Name: "providers", Usage: "how many nodes sell SIMULATED GPUs, with offers set (a market to query)"},
+				&cli.StringFlag{Name: "workloads", Value: defaultTestnetWorkloads, Usage: "what the providers' offers allow: batch, service or batch,service"},
+				&cli.StringFlag{Name: "network", Usage: "the nodes' network name (default: a fresh private one, tn-XXXXXX; local and testnet join those)"},
 				&cli.StringFlag{Name: "dir", Usage: "keep the repos in this directory (default: a temporary one, removed on exit)"},
 				durationFlag("run-for", 0, "stop by itself after this long (default: run until Ctrl-C)"),
 				&cli.StringFlag{Name: "job", Usage: "once the market is up, rent a GPU from the last node with this job spec and follow it"},
@@ -50,13 +59,22 @@ func runTestnetUp(c *cli.Context) error {
 	if p := c.Int("providers"); p < 0 || p > n {
 		return usagef("for example: gleaner testnet up --nodes 5 --providers 3", "--providers %d: use 0 to --nodes (%d)", p, n)
 	}
+	workloads, err := parseWorkloads(c.String("workloads"))
+	if err != nil {
+		return usagef("for example: gleaner testnet up --providers 2 --workloads batch,service", "%v", err)
+	}
+	network, err := testnetNetwork(c.String("network"))
+	if err != nil {
+		return usagef(`a network name matches ^[a-z0-9][a-z0-9-]{0,31}$, for example --network lab-1; leave it out for a fresh private one`, "%v", err)
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	progress := c.App.ErrWriter
-	fmt.Fprintf(progress, "starting %d nodes...\n", n)
-	l, err := testnet.Up(c.Context, testnet.UpOptions{Binary: bin, Nodes: n, Dir: c.String("dir"), Providers: c.Int("providers")})
+	fmt.Fprintf(progress, "starting %d nodes on network %s...\n", n, network)
+	l, err := testnet.Up(c.Context, testnet.UpOptions{Binary: bin, Nodes: n, Dir: c.String("dir"), Network: network,
+		Providers: c.Int("providers"), Workloads: workloads})
 	if err != nil {
 		return err
 	}
@@ -69,21 +87,28 @@ func runTestnetUp(c *cli.Context) error {
 	}()
 	counts := waitMesh(c.Context, l, progress)
 	out := struct {
-		Dir   string          `json:"dir"`
-		Nodes []*testnet.Proc `json:"nodes"`
-		Peers []int           `json:"peers"`
-	}{l.Dir(), l.Procs, counts}
+		Network   string          `json:"network"`
+		Workloads []string        `json:"workloads"`
+		Dir       string          `json:"dir"`
+		Nodes     []*testnet.Proc `json:"nodes"`
+		Peers     []int           `json:"peers"`
+	}{l.Network, workloads, l.Dir(), l.Procs, counts}
 	_ = emit(c, out, func(w io.Writer) {
 		rows := [][]string{{"NODE", "PEER ID", "PEERS", "RPC URL", "REPO"}}
 		for i, p := range l.Procs {
 			rows = append(rows, []string{strconv.Itoa(i), p.PeerID, strconv.Itoa(counts[i]), p.RPCURL, p.Repo})
 		}
+		fmt.Fprintf(w, "network: %s\n", l.Network)
 		table(w, rows)
 		last := l.Procs[len(l.Procs)-1].Repo
 		fmt.Fprintf(w, "\ntry: gleaner --repo %s peers\n", last)
 		if c.Int("providers") > 0 {
 			fmt.Fprintf(w, "     gleaner --repo %s market offers 'simulated=true' -o price.bronze\n", last)
+			if slices.Contains(workloads, "service") {
+				fmt.Fprintf(w, "     gleaner --repo %s service up docs/examples/service.yaml   (after make images)\n", last)
+			}
 		}
+		fmt.Fprintf(w, "join: %s\n", joinCommand(l))
 	})
 	if p := c.Int("providers"); p > 0 && !c.Bool("json") {
 		showMarket(c, l, p)

@@ -192,6 +192,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"--repo", repo, "rpc", "node_ping", "{not json"},
 		{"completion", "tcsh"},
 		{"testnet", "up", "--nodes", "0"},
+		{"testnet", "up", "--workloads", "batch,gpu"},
+		{"testnet", "up", "--network", "Lab_1"},
 	} {
 		r := gleaner(t, args...)
 		if r.code != 2 || !strings.HasPrefix(r.stderr, "gleaner: ") {
