@@ -3,19 +3,20 @@ package auction
 import (
 	"encoding/csv"
 	"math/rand"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/traces"
 )
 
-// priceTrace is the public marketplace price list described in
-// shared/traces/README.md; the benchmark draws models, counts, VRAM,
-// prices and locations from it. It is read in place, never copied.
-const priceTrace = "../../shared/traces/gpu_prices_vast_2026.csv"
+// priceTrace is the public marketplace price list embedded in
+// testnet/traces (its README names the source); the benchmark draws
+// models, counts, VRAM, prices and locations from it.
+const priceTrace = "gpu_prices_vast_2026.csv"
 
 type traceRow struct {
 	model            string
@@ -25,9 +26,9 @@ type traceRow struct {
 }
 
 func loadTrace(b *testing.B) []traceRow {
-	f, err := os.Open(priceTrace)
+	f, err := traces.Open(priceTrace)
 	if err != nil {
-		b.Skipf("price trace %s not available (%v); it lives in the shared traces folder next to the repo", priceTrace, err)
+		b.Fatal(err)
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()

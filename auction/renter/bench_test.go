@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"math/rand"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,9 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/auction"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/testnet/traces"
 )
 
 // BenchmarkAuction100k times one auctioneer round over a book of 100,000
@@ -211,7 +212,7 @@ func (n *benchNet) Award(_ context.Context, provider string, proposal []byte) ([
 // What follows is copied from auction's benchmark helpers (bench_test.go,
 // match_bench_test.go, helpers_test.go), only as much as the book needs.
 
-const priceTrace = "../../../shared/traces/gpu_prices_vast_2026.csv"
+const priceTrace = "gpu_prices_vast_2026.csv" // embedded in testnet/traces
 
 type traceRow struct {
 	model            string
@@ -221,9 +222,9 @@ type traceRow struct {
 }
 
 func loadTrace(b *testing.B) []traceRow {
-	f, err := os.Open(priceTrace)
+	f, err := traces.Open(priceTrace)
 	if err != nil {
-		b.Skipf("price trace %s not available (%v); it lives in the shared traces folder next to the repo", priceTrace, err)
+		b.Fatal(err)
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()

@@ -18,7 +18,7 @@ import (
 
 const simHelp = `Runs the market in virtual time: every provider and renter runs the real
 auctioneer, scheduler, billing and reputation code over an in-memory network,
-on supply and demand drawn from the traces in ../shared/traces (or your own
+on supply and demand drawn from public traces built into gleaner (or your own
 CSVs), beside central baselines (random, first-fit, greedy-cheapest, an online
 central scheduler) and an upper bound no schedule can beat. The GPUs are
 simulated. The same seed gives a byte-identical report.json.
@@ -53,7 +53,7 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "baselines", Usage: "comma-separated baselines to run (default all: random,first-fit,greedy-cheapest,central-online)"},
 			durationFlag("latency", sim.DefaultNetwork().Latency, "one-way latency within a continent (4x across)"),
 			&cli.Float64Flag{Name: "loss", Value: sim.DefaultNetwork().Loss, Usage: "share of market messages lost"},
-			&cli.StringFlag{Name: "traces", Value: "../shared/traces", Usage: "directory of the trace files"},
+			&cli.StringFlag{Name: "traces", Usage: "a directory of your own trace files (default: the public traces built into gleaner)"},
 			&cli.StringFlag{Name: "out", Value: "build/sim", Usage: "directory for report.json, report.html and the rest"},
 			jsonFlag,
 		},

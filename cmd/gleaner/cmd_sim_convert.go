@@ -22,15 +22,22 @@ func runSimConvert(c *cli.Context) error {
 	case sim.TraceAlibaba2023:
 		convert = sim.ConvertAlibaba2023
 		if in == "" {
-			in = filepath.Join(c.String("traces"), "alibaba_v2023_openb_pod_list_default.csv")
+			in = "alibaba_v2023_openb_pod_list_default.csv"
 		}
 	case sim.TraceAlibaba2025:
 		convert = sim.ConvertAlibaba2025
 		if in == "" {
-			in = filepath.Join(c.String("traces"), "alibaba_v2025_disaggregated_DLRM_trace.csv")
+			in = "alibaba_v2025_disaggregated_DLRM_trace.csv"
 		}
 	default:
 		return usagef("use --from alibaba-v2023 or --from alibaba-v2025", "--from %q: unknown trace", c.String("from"))
+	}
+	if c.String("in") == "" {
+		dir, err := sim.TraceDir(c.String("traces"))
+		if err != nil {
+			return err
+		}
+		in = filepath.Join(dir, in)
 	}
 	d, err := convert(in, opt)
 	if err != nil {

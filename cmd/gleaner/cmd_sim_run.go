@@ -120,7 +120,7 @@ canonical demand CSV, which --demand reads back.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Required: true, Usage: "alibaba-v2023 (GPU tasks) or alibaba-v2025 (inference instances)"},
 			&cli.StringFlag{Name: "in", Usage: "the trace file (default: the one in --traces)"},
-			&cli.StringFlag{Name: "traces", Value: "../shared/traces", Usage: "directory of the trace files"},
+			&cli.StringFlag{Name: "traces", Usage: "a directory of your own trace files (default: the public traces built into gleaner)"},
 			&cli.IntFlag{Name: "max-jobs", Usage: "keep a seeded random subset of this many jobs (0: all)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the subset"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "the CSV to write"},

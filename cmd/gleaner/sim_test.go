@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/testnet/sim"
 )
 
-// tracesFor is the shared traces directory for a CLI test, or a loud skip.
+// tracesFor is a directory holding the built-in traces, for a CLI test
+// that passes --traces explicitly.
 func tracesFor(t *testing.T) string {
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traces"))
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "gpu_prices_vast_2026.csv"))
-	}
+	dir, err := sim.TraceDir("")
 	if err != nil {
-		t.Skipf("SKIPPED: THE REAL TRACES ARE NOT AT %s (%v); this test needs ../shared/traces beside the repo", dir, err)
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -114,6 +114,10 @@ type upDown struct{ up, down durationDist }
 // loadAvailability reads availability_fits.json and returns the chosen
 // fit of each trace.
 func loadAvailability(dir, fit string) (map[string]upDown, error) {
+	dir, err := TraceDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, availFitsFile)
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -12,18 +12,30 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/ondemand"
+	"github.com/gleaner-net/gleaner/testnet/traces"
 )
 
 // The trace files this package reads, by name inside the traces directory.
 const (
-	priceListFile   = "gpu_prices_vast_2026.csv"
-	nodes2023File   = "alibaba_v2023_openb_node_list_gpu_node.csv"
-	nodes2026File   = "alibaba_v2026_spot_node_info_df.csv"
-	pods2023File    = "alibaba_v2023_openb_pod_list_default.csv"
-	dlrm2025File    = "alibaba_v2025_disaggregated_DLRM_trace.csv"
-	availFitsFile   = "availability_fits.json"
-	defaultTraceDir = "../shared/traces"
+	priceListFile = "gpu_prices_vast_2026.csv"
+	nodes2023File = "alibaba_v2023_openb_node_list_gpu_node.csv"
+	nodes2026File = "alibaba_v2026_spot_node_info_df.csv"
+	pods2023File  = "alibaba_v2023_openb_pod_list_default.csv"
+	dlrm2025File  = "alibaba_v2025_disaggregated_DLRM_trace.csv"
+	availFitsFile = "availability_fits.json"
+	// defaultTraceDir "" is the public traces built into gleaner
+	// (testnet/traces); a directory of one's own replaces them.
+	defaultTraceDir = ""
 )
+
+// TraceDir is where the trace files of dir are: dir itself, or for "" a
+// folder holding the built-in traces (testnet/traces.Dir).
+func TraceDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	return traces.Dir()
+}
 
 // gpuModel is what a trace's GPU code becomes: the public name offers use,
 // the memory per GPU and the price-list model its on-demand price is taken
@@ -84,10 +96,14 @@ type priceList struct {
 // gpu_count, exact in credits (1 credit = 1 USD); the median of an even
 // count is the mean of the middle two, in whole millionths.
 func readPriceList(dir string) (*priceList, error) {
+	dir, err := TraceDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, priceListFile)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (the traces directory is set by the CLI; see %s/README.md)", err, defaultTraceDir)
+		return nil, fmt.Errorf("%w (gleaner sim --traces names the directory; without it the built-in traces are used)", err)
 	}
 	defer f.Close()
 	l, err := ondemand.Parse(f, path)
@@ -221,7 +237,7 @@ func (r traceRow) get(name string) string { return strings.TrimSpace(r.fields[r.
 func readTraceCSV(path string, need ...string) (*traceRows, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (the traces directory is set by the CLI; see %s/README.md)", err, defaultTraceDir)
+		return nil, fmt.Errorf("%w (gleaner sim --traces names the directory; without it the built-in traces are used)", err)
 	}
 	defer f.Close()
 	cr := csv.NewReader(f)

@@ -179,11 +179,15 @@ func (o Options) loadDemand(s *Supply) (*Demand, error) {
 	}
 	var base *Demand
 	var err error
+	dir, err := TraceDir(o.TracesDir)
+	if err != nil {
+		return nil, err
+	}
 	switch o.DemandTrace {
 	case "", TraceAlibaba2023:
-		base, err = ConvertAlibaba2023(filepath.Join(o.TracesDir, "alibaba_v2023_openb_pod_list_default.csv"), ConvertOptions{Seed: o.Seed})
+		base, err = ConvertAlibaba2023(filepath.Join(dir, "alibaba_v2023_openb_pod_list_default.csv"), ConvertOptions{Seed: o.Seed})
 	case TraceAlibaba2025:
-		base, err = ConvertAlibaba2025(filepath.Join(o.TracesDir, "alibaba_v2025_disaggregated_DLRM_trace.csv"), ConvertOptions{Seed: o.Seed})
+		base, err = ConvertAlibaba2025(filepath.Join(dir, "alibaba_v2025_disaggregated_DLRM_trace.csv"), ConvertOptions{Seed: o.Seed})
 	default:
 		return nil, fmt.Errorf("demand trace %q: want %s or %s, or a demand CSV (--demand)", o.DemandTrace, TraceAlibaba2023, TraceAlibaba2025)
 	}

@@ -18,7 +18,7 @@ import (
 type SupplyConfig struct {
 	Providers int
 	Days      float64 // horizon; windows cover [0, Days*86400) seconds
-	TracesDir string  // default ../shared/traces
+	TracesDir string  // "" (default): the built-in traces
 	// Availability is the trace providers' idle windows follow:
 	// Microsoft99, Nd07cpu, mixed (default: each provider one of the two,
 	// even odds) or always (one window over the horizon).
@@ -117,6 +117,10 @@ type node struct {
 // than 8 (none in the 2023/2026 lists) are clamped to 8, the most one
 // provider sells.
 func readNodes(dir string) ([]node, []string, error) {
+	dir, err := TraceDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []node
 	var notes []string
 	for _, src := range []struct{ file, model, count string }{

@@ -13,12 +13,12 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 )
 
-// tracesDir is the shared real traces, or skips the test loudly.
+// tracesDir is a directory holding the built-in real traces.
 func tracesDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "traces")
-	if _, err := os.Stat(filepath.Join(dir, priceListFile)); err != nil {
-		t.Skipf("SKIPPED: THE REAL TRACES ARE NOT AT %s (%v); this test needs ../shared/traces beside the repo", dir, err)
+	dir, err := TraceDir("")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
