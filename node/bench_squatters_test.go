@@ -28,13 +28,7 @@ func BenchmarkRotatingSquatters(b *testing.B) {
 	requireDemoImage(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	prov := startSellerWith(b, ctx, Options{}, nil)
-	paid := renterOf(b, ctx, prov)
-	establish(b, prov, paid)
-	actx, stop := context.WithCancel(ctx)
-	defer stop()
-	q := &squatter{prov: prov}
-	go q.run(actx)
+	prov, paid, q, _ := squatted(b, ctx)
 	waitFor(b, 30*time.Second, "an attacker's award to hold the GPU", func() bool { return len(q.awards()) > 0 })
 
 	type tally struct {

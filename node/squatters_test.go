@@ -156,6 +156,19 @@ func establish(t testing.TB, prov, rn *Node) {
 	})
 }
 
+// squatted starts a provider with one GPU, a renter that has paid it, and
+// the rotating attacker, which stop (or the test's end) stops.
+func squatted(tb testing.TB, ctx context.Context) (prov, paid *Node, q *squatter, stop func()) {
+	prov = startSellerWith(tb, ctx, Options{}, nil)
+	paid = renterOf(tb, ctx, prov)
+	establish(tb, prov, paid)
+	actx, stop := context.WithCancel(ctx)
+	tb.Cleanup(stop)
+	q = &squatter{prov: prov}
+	go q.run(actx)
+	return prov, paid, q, stop
+}
+
 // TestRotatingSquattersDoNotHoldTheGPU: while an attacker with a fresh
 // key every 2-4 s awards the provider's only GPU and never starts, a
 // fresh renter (a newcomer, like the attacker) and a renter that has paid
@@ -169,15 +182,8 @@ func TestRotatingSquattersDoNotHoldTheGPU(t *testing.T) {
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	prov := startSellerWith(t, ctx, Options{}, nil)
-	paid := renterOf(t, ctx, prov)
-	establish(t, prov, paid)
+	prov, paid, q, stop := squatted(t, ctx)
 	fresh := renterOf(t, ctx, prov)
-
-	actx, stop := context.WithCancel(ctx)
-	defer stop()
-	q := &squatter{prov: prov}
-	go q.run(actx)
 	for _, rn := range []*Node{fresh, paid} {
 		name := "the newcomer's"
 		if rn == paid {

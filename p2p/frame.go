@@ -62,7 +62,7 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 
 // readFrame is ReadFrame with the frame's memory reservation still held:
 // the caller releases it once done with the frame (ReadJSON: decoded).
-func readFrame(r io.Reader, max int) (p []byte, release func(), err error) {
+func readFrame(r io.Reader, max int) ([]byte, func(), error) {
 	n, err := readUvarint(r)
 	if err != nil {
 		return nil, nil, err
@@ -71,16 +71,21 @@ func readFrame(r io.Reader, max int) (p []byte, release func(), err error) {
 		return nil, nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
 	size := int(n) // fits: n <= max
-	held, err := reserveFrame(r, size)
+	release, err := reserveFrame(r, size)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			held()
-		}
-	}()
-	p = make([]byte, min(size, frameStep))
+	p, err := readBody(r, size)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return p, release, nil
+}
+
+// readBody reads size bytes into a buffer that grows with what arrives.
+func readBody(r io.Reader, size int) ([]byte, error) {
+	p := make([]byte, min(size, frameStep))
 	for got := 0; ; {
 		m, err := io.ReadFull(r, p[got:])
 		got += m
@@ -88,10 +93,10 @@ func readFrame(r io.Reader, max int) (p []byte, release func(), err error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, nil, err
+			return nil, err
 		}
 		if got == size {
-			return p, held, nil
+			return p, nil
 		}
 		// Doubling keeps the copying to about n bytes in all; the last
 		// step is cut to size, so a whole frame carries no spare capacity.

@@ -131,6 +131,14 @@ func (pj *Provider) LeaseState(jobID string) (string, bool) {
 	return rec.State, true
 }
 
+// The refusals of a start, in the words the renter reads (refusal in
+// node/renter_follow.go matches "no active lease for this job").
+var (
+	errSuperseded     = errors.New("no active lease for this job: this lease was superseded by another")
+	errStartedAlready = errors.New("this lease has started already; attach to follow its job")
+	errAwardExpired   = errors.New("this award expired: it was not started in time")
+)
+
 // mayStart refuses, before a start's body is read, the starts that
 // checkStart would refuse whatever the body held: a lease superseded,
 // started already, expired or gone. The renter of a lease may then send
@@ -142,15 +150,15 @@ func (pj *Provider) mayStart(al *activeLease) error {
 	info, ok := pj.sched.Lease(al.lease.JobID, time.Now())
 	switch {
 	case superseded:
-		return errors.New("no active lease for this job: this lease was superseded by another")
+		return errSuperseded
 	case !ok:
 		return errors.New("no active lease for this job")
 	case info.Reason == sched.ReasonDisplaced:
 		return sched.ErrDisplaced
 	case info.State == sched.Started:
-		return errors.New("this lease has started already; attach to follow its job")
+		return errStartedAlready
 	case info.State == sched.Expired || !time.Now().Before(info.Deadline):
-		return errors.New("this award expired: it was not started in time")
+		return errAwardExpired
 	}
 	return nil
 }
@@ -182,14 +190,14 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 	pj.startMu.Lock()
 	defer pj.startMu.Unlock()
 	if al.superseded {
-		return nil, errors.New("no active lease for this job: this lease was superseded by another")
+		return nil, errSuperseded
 	}
 	acts, err := pj.sched.Start(al.lease.JobID, time.Now())
 	switch {
 	case errors.Is(err, sched.ErrStarted):
-		return nil, errors.New("this lease has started already; attach to follow its job")
+		return nil, errStartedAlready
 	case errors.Is(err, sched.ErrExpired):
-		return nil, errors.New("this award expired: it was not started in time")
+		return nil, errAwardExpired
 	case err != nil:
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(head.Lease) {
 			// Another lease of the job holds it now (an award superseded
 			// by its renter's new one): this one is over.
-			err = errors.New("no active lease for this job: this lease was superseded by another")
+			err = errSuperseded
 		}
 	}
 	if err != nil {
