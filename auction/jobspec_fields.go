@@ -76,7 +76,7 @@ var jobSpecSchema = []specField{
 			set: strVal(func(s *JobSpec) *string { return &s.Checkpoint.Path }, validCheckpoint)},
 	}},
 	{name: "retry", typ: "mapping", help: "when a job is auctioned again", sub: []specField{
-		{name: "max_reauctions", typ: "integer", def: "0", help: "re-auctions after preemption or a retryable exit, 0..100",
+		{name: "max_reauctions", typ: "integer", def: "0", help: "re-auctions after a lost provider or a retryable exit (a preemption spends none), 0..100",
 			set: intVal(func(s *JobSpec) *int { return &s.Retry.MaxReauctions }, 0, maxReauctions)},
 		{name: "on_exit_codes", typ: "list of integers", def: "none", help: "exit codes 1..255 that mean retry",
 			set: setExitCodes},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -12,7 +13,14 @@ import (
 // Application error codes of the service namespace (see docs/RPC.md).
 const (
 	CodeNoSuchService = -32023 // no service by that name on this node
+	// CodeServiceNotPlaced: service_up with wait_s found no replica
+	// placed; the error's data is the service (ServiceView), whose up
+	// says whether it was taken down (not_placed) or kept (timed_out).
+	CodeServiceNotPlaced = -32024
 )
+
+// MaxServiceUpWait bounds service_up's wait_s.
+const MaxServiceUpWait = time.Hour
 
 // ServiceUpParams are service_up's parameters.
 type ServiceUpParams struct {
@@ -20,6 +28,8 @@ type ServiceUpParams struct {
 	Port int    `json:"port,omitempty" doc:"the gateway's port; 0 or absent: the spec's gateway.listen port, else any free port"`
 	// Listen overrides the spec's service.gateway.listen.
 	Listen string `json:"listen,omitempty" doc:"host:port the gateway listens on (0.0.0.0:8080: every interface, calls then need the service's token); absent: the spec's gateway.listen, else 127.0.0.1"`
+	// WaitS: docs/SERVICES.md, "When no replica can be placed".
+	WaitS int `json:"wait_s,omitempty" doc:"seconds to wait for a replica to be placed (its job running on a provider), at most 3600; the call fails with -32024 if none is: taken down when every replica attempt ended without being placed, kept when the wait ran out first. 0 or absent: return once the replicas are submitted"`
 }
 
 // Validate bounds the port and checks the listen address.
@@ -37,6 +47,9 @@ func (p ServiceUpParams) Validate() error {
 	}
 	if p.Spec == "" {
 		return errors.New("spec: a service spec is required")
+	}
+	if p.WaitS < 0 || time.Duration(p.WaitS)*time.Second > MaxServiceUpWait {
+		return fmt.Errorf("wait_s: must be 0..%d", int(MaxServiceUpWait.Seconds()))
 	}
 	return nil
 }
@@ -60,9 +73,10 @@ func registerServiceAPI(s *rpc.Server, n *Node) {
 	a := serviceAPI{n}
 	rpc.Register(s, "service_up", rpc.MethodDoc{
 		Summary:     "Run a service: place replicas.min replicas as jobs and serve them through a gateway on 127.0.0.1, or on listen with a bearer token.",
-		Description: "Returns once the gateway listens and the replicas are submitted; replicas take traffic once they run and pass their readiness check (service_status). Beyond loopback every call needs the token in token_file.",
-		ParamNames:  []string{"spec", "port", "listen"},
-		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid service spec"}},
+		Description: "Returns once the gateway listens and the replicas are submitted, or with wait_s once a replica is placed (its job runs on a provider): if none is, it fails with -32024 naming why, having taken the service down when every replica attempt ended without being placed, or kept it when wait_s ran out first (the error's data is the service, with up saying which). Replicas take traffic once they run and pass their readiness check (service_status). Beyond loopback every call needs the token in token_file.",
+		ParamNames:  []string{"spec", "port", "listen", "wait_s"},
+		Errors: []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid service spec"},
+			{Code: CodeServiceNotPlaced, Message: "no replica of the service could be placed"}},
 	}, a.Up)
 	rpc.Register(s, "service_list", rpc.MethodDoc{Summary: "Every service this node runs, by name."}, a.List)
 	rpc.Register(s, "service_status", rpc.MethodDoc{Summary: "One service: its gateway, its figures and its replicas' jobs.", ParamNames: []string{"name"},
@@ -85,6 +99,17 @@ func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, er
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
+	}
+	if p.WaitS > 0 {
+		v, err := s.upAndWait(ctx, []byte(p.Spec), p.Listen, p.Port, time.Duration(p.WaitS)*time.Second)
+		var np *ServiceNotPlacedError
+		switch {
+		case errors.Is(err, auction.ErrBadJobSpec):
+			return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+		case errors.As(err, &np):
+			return nil, &rpc.Error{Code: CodeServiceNotPlaced, Message: np.Error(), Data: np.View}
+		}
+		return v, err
 	}
 	rec, _, err := s.up([]byte(p.Spec), p.Listen, p.Port)
 	if errors.Is(err, auction.ErrBadJobSpec) {

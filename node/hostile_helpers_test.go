@@ -212,7 +212,7 @@ func (r *hostileRig) start(lease []byte, spec string) network.Stream {
 }
 
 // nextEvent reads events from s until one of type typ (or an error event).
-func nextEvent(t testing.TB, s network.Stream, typ string) wireEvent {
+func nextEvent(t testing.TB, s network.Stream, typ wire.EventType) wireEvent {
 	t.Helper()
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))

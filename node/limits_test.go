@@ -39,8 +39,12 @@ func TestAHardLimitStopsASilverJob(t *testing.T) {
 	if err := sim.SetLoad(0, 95, 300, nil); err != nil {
 		t.Fatal(err)
 	}
-	done := waitJob(t, rn, j.ID, 30*time.Second, "stopped by the hard limit", func(j *JobRecord) bool { return terminal(j.State) })
-	if !strings.Contains(done.Error, "hard limit") {
-		t.Fatalf("the job ended %s with %q, want the hard limit named", done.State, done.Error)
+	// Stopped, and auctioned again (a preemption spends no re-auction),
+	// the hard limit named while it waits for a GPU.
+	done := waitJob(t, rn, j.ID, 30*time.Second, "stopped by the hard limit", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "hard limit")
+	})
+	if done.Attempts != 1 {
+		t.Fatalf("the job stopped by the hard limit shows %d leases, want 1", done.Attempts)
 	}
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,23 +27,18 @@ type JobExplain = renter.Explain
 type QuoteOutcome = renter.QuoteOutcome
 
 // run is one job's life on the renter's side: auction, lease, run, and
-// again, up to the spec's max_reauctions, when the provider is lost, the
-// job is preempted (resuming from the checkpoint it shipped back) or it
-// exits with a code the spec marks for retry. A run the provider could not
-// start (nothing ran, nothing is charged) is auctioned again without
-// spending a re-auction, up to maxNotStarted of them, or pullFailLimit
-// when the providers could not pull the image: then the image is to
-// blame, not they. A re-auction is patient with a book that has not
-// caught up (renter.Policy.Patience).
+// again while the job's lifecycle (renter.Lifecycle, the same code the
+// market simulator runs) says so: a lost provider or a retryable exit
+// spends one of the spec's max_reauctions; a preemption spends none and
+// resumes from the checkpoint it shipped back, on any provider, the one
+// that preempted it included; a run the provider could not start spends
+// none, within bounds. This loop does the I/O the lifecycle decides.
 func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
 	defer func() { // the credentials live as long as the job's auctions, in memory only
 		r.mu.Lock()
 		delete(r.registryAuth, id)
 		r.mu.Unlock()
 	}()
-	exclude := map[string]bool{}
-	left := map[string]string{} // excluded provider -> why the job left it, for the explain
-	var ckpt []byte
 	rec, err := r.get(id)
 	if err != nil {
 		return
@@ -68,52 +62,45 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Service != "" && group != nil {
 		defer group.Release(id) // an ended replica keeps no provider from its successor
 	}
+	life := renter.NewLifecycle(spec, rec.Pin)
 	for _, p := range rec.Avoid {
-		exclude[p], left[p] = true, "its service replica was lost with it"
+		life.Avoid(p, "its service replica was lost with it")
 	}
-	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, Pin: rec.Pin, Group: group,
+	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: life.Exclude(), LastResort: life.LastResort(), Pin: rec.Pin, Group: group,
 		BillingSec: int64(r.billing / time.Second)}
-	var (
-		last       string // why the last run ended, for a job auctioned again
-		notStarted int    // runs the provider could not start
-		pulls      int    // of them, for want of the image
-		inputFails int    // of them, for want of its inputs
-	)
-	for attempt := 0; ; {
+	for {
 		// The auctioneer (auction/renter) runs the round and the
-		// re-auction policy: immediate re-quotes after lost races, backoff
-		// after no match, while re-auctions are left; a re-auction first
-		// waits, spending nothing, for the book to catch up (a provider
-		// that freed GPUs publishing them), unless its pin is gone.
-		pol := renter.Policy{MaxReauctions: spec.Retry.MaxReauctions, Attempt: attempt,
-			Progress: func(p renter.Progress) {
-				note := p.String()
-				r.update(id, note, func(j *JobRecord) {
-					j.State, j.Explain, j.Error = StateAuction, withLeft(p.Explain, left), note
-				})
-			}}
-		if last != "" && (rec.Pin == "" || !exclude[rec.Pin]) {
-			pol.Patience = renter.DefaultPatience
+		// re-auction policy: immediate re-quotes after lost races,
+		// backoff after no match, while re-auctions are left; a job sent
+		// back first waits, spending nothing, for the book to catch up
+		// (the lifecycle's Policy says how long).
+		pol := life.Policy()
+		pol.Progress = func(p renter.Progress) {
+			note := p.String()
+			if after := life.After(); after != "" {
+				note = fmt.Sprintf("%s (auctioned again after: %s)", note, after)
+			}
+			r.update(id, note, func(j *JobRecord) {
+				j.State, j.Explain, j.Error = StateAuction, withLeft(p.Explain, life.Left(), life.Exclude()), note
+			})
 		}
 		placed := time.Now()
 		res, err := r.auc.Place(r.bg, req, pol)
 		r.observeAuction(placed, err) // node_metrics.go
-		attempt = res.Attempt
-		ex := withLeft(res.Explain, left)
+		ex := withLeft(res.Explain, life.Left(), life.Exclude())
 		if err != nil {
 			if r.bg.Err() != nil {
 				return // stopping: not the market's fault; the next start fails the job
 			}
-			state, msg := StateFailed, err.Error()
-			if errors.Is(err, renter.ErrNoMatch) {
-				state, msg = StateNoMatch, fmt.Sprintf("%v (see `gleaner job explain %s`)", err, id)
-				if last != "" {
-					msg = fmt.Sprintf("%v (auctioned again after: %s; see `gleaner job explain %s`)", err, last, id)
-				}
+			step := life.Unplaced(res, err)
+			state, msg := StateFailed, step.Why
+			if step.Outcome == renter.OutcomeNoMatch {
+				state, msg = StateNoMatch, fmt.Sprintf("%s (see `gleaner job explain %s`)", step.Why, id)
 			}
 			r.update(id, msg, func(j *JobRecord) { j.State, j.Error, j.Explain = state, msg, ex })
 			return
 		}
+		life.Placed(res)
 		lease, raw := res.Lease, res.Raw
 		cid := leaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
@@ -128,12 +115,12 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 				j.Reserved = &start
 			}
 			j.Simulated = offerSimulated(r.m, lease.Provider)
-			j.Attempts = attempt + 1 + notStarted
+			j.Attempts = life.Leases()
 		})
 		if !rec.Canary {
 			r.maybeCanary(lease.Provider)
 		}
-		out := r.follow1(id, spec, lease, raw, specYAML, secrets, ckpt)
+		out := r.follow1(id, spec, lease, raw, specYAML, secrets, life.Checkpoint())
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
 		}
@@ -141,7 +128,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if j, err := r.get(id); err == nil {
 			voucher = j.LastVoucher
 		}
-		if out.notStarted {
+		if out.notStarted() {
 			// The provider's settlement charges a run that never began
 			// nothing (auction/provider.Charge of no running time): so
 			// does this record, whatever vouchers went ahead of the start.
@@ -157,99 +144,48 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		}
 		r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
 		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
-		if out.state != "" {
-			r.update(id, out.why, func(j *JobRecord) {
+		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+			return
+		}
+		step := life.Ended(out.typed(lease.Provider))
+		if step.Done {
+			state := outcomeState[step.Outcome]
+			r.update(id, step.Why, func(j *JobRecord) {
 				if j.State != StateCancelled {
-					j.State, j.Error = out.state, out.why
+					j.State, j.Error = state, step.Why
+					if out.notStarted() && state == StateFailed {
+						j.Explain = withFailedStart(ex, lease.Provider, out.why)
+					}
 				}
 			})
 			return
 		}
-		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
-			return
-		}
-		left[lease.Provider], last = out.why, out.why
-		if !out.displaced {
-			exclude[lease.Provider] = true
-		}
-		if out.notStarted {
-			notStarted++
-			if out.pull {
-				pulls++
-			}
-			if out.inputs {
-				inputFails++
-			}
-			if msg := notStartedLimit(spec.Image, notStarted, pulls, inputFails, out.why); msg != "" {
-				failed := withFailedStart(ex, lease.Provider, out.why)
-				r.update(id, msg, func(j *JobRecord) {
-					if j.State != StateCancelled {
-						j.State, j.Error, j.Explain = StateFailed, msg, failed
-					}
-				})
-				return
-			}
-			note := out.why + "; nothing was charged; auctioning again without that provider (no re-auction spent)"
-			if out.displaced {
-				note = out.why + "; nothing was charged; auctioning again (no re-auction spent)"
-			}
-			r.update(id, note, func(j *JobRecord) { j.State, j.Error = StateAuction, note })
-			continue
-		}
-		if attempt >= spec.Retry.MaxReauctions {
-			r.update(id, out.why, func(j *JobRecord) {
-				j.State, j.Error = StateFailed, out.why+fmt.Sprintf(" (no re-auctions left of %d)", spec.Retry.MaxReauctions)
-			})
-			return
-		}
-		if len(out.checkpoint) > 0 {
-			ckpt = out.checkpoint
-		}
-		attempt++
-		note := out.why + "; auctioning again"
-		r.update(id, note, func(j *JobRecord) { j.State, j.Error = StateAuction, note })
+		r.update(id, step.Why, func(j *JobRecord) { j.State, j.Error = StateAuction, step.Why })
 	}
 }
 
-// The bounds on runs the provider could not start, which spend no
-// re-auction: pullFailLimit providers that could not pull the job's image
-// (a reference no registry has, or one that needs credentials, fails alike
-// on every provider: the renter's to fix), or maxNotStarted providers for
-// any reason.
-const (
-	pullFailLimit = 2
-	maxNotStarted = 3
-)
+// outcomeState is a job record's state for each typed outcome.
+var outcomeState = map[renter.Outcome]string{renter.OutcomeCompleted: StateCompleted, renter.OutcomeFailed: StateFailed,
+	renter.OutcomeCancelled: StateCancelled, renter.OutcomeNoMatch: StateNoMatch}
 
-// notStartedLimit is the job's failure once its providers could not start
-// it notStarted times, pulls of them for want of image; "" while it may be
-// auctioned again.
-func notStartedLimit(image string, notStarted, pulls, inputFails int, last string) string {
-	switch {
-	case inputFails >= pullFailLimit:
-		return fmt.Sprintf("%d providers could not fetch the job's inputs (the last said: %s): check that a node holding each input is online and connected (gleaner data ls there, gleaner data pin here); nothing was charged",
-			inputFails, strings.TrimPrefix(last, "provider: "))
-	case pulls >= pullFailLimit:
-		return fmt.Sprintf("%d providers could not pull the image %q (the last said: %s): check that the reference exists and, for a private registry, that the spec's registry_auth_file holds credentials it accepts; nothing was charged",
-			pulls, image, strings.TrimPrefix(last, "provider: "))
-	case notStarted >= maxNotStarted:
-		return fmt.Sprintf("%d providers could not start the job (the last said: %s); nothing was charged",
-			notStarted, strings.TrimPrefix(last, "provider: "))
-	}
-	return ""
-}
-
-// withLeft is ex with the providers the job left (excluded from its
-// auctions) listed first among the rejections, each with why: what `job
-// explain` shows of the runs before this round. ex itself is not changed.
-func withLeft(ex *JobExplain, left map[string]string) *JobExplain {
+// withLeft is ex with the providers the job left listed first among the
+// rejections, each with why: what `job explain` shows of the runs before
+// this round. Those excluded from its auctions show as "excluded"; those
+// it may go back to (they preempted it, took an award back, or displaced
+// it) as "left", asked only after every other. ex itself is not changed.
+func withLeft(ex *JobExplain, left map[string]string, excluded map[string]bool) *JobExplain {
 	if ex == nil || len(left) == 0 {
 		return ex
 	}
 	c := *ex
 	c.Rejected = make([]auction.Rejection, 0, len(left)+len(ex.Rejected))
 	for _, p := range slices.Sorted(maps.Keys(left)) {
-		c.Rejected = append(c.Rejected, auction.Rejection{Provider: p, Check: "excluded", Reason: "this job left it: " + left[p]})
+		if excluded[p] {
+			c.Rejected = append(c.Rejected, auction.Rejection{Provider: p, Check: "excluded", Reason: "this job left it: " + left[p]})
+		} else {
+			c.Rejected = append(c.Rejected, auction.Rejection{Provider: p, Check: "left",
+				Reason: "this job left it: " + left[p] + "; it may go back there, after every other bidder"})
+		}
 	}
 	c.Rejected = append(c.Rejected, ex.Rejected...)
 	return &c

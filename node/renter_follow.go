@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
-	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/ipfs/go-cid"
@@ -22,25 +20,47 @@ import (
 // runEnd is how one leased run ended, as the renter saw it: what becomes
 // of the job, and the result its outcome entry records.
 type runEnd struct {
-	state      string               // a terminal state, or "" when the job should be auctioned again
+	state      string               // a terminal state, or "" when the job goes on (end says how)
 	result     ledger.OutcomeResult // for the outcome entry: the provider's part in the end
 	why        string
 	checkpoint []byte // shipped back by a preempted run
-	// notStarted: the provider could not start the job, so nothing ran
-	// and nothing is charged; pull: because it could not pull the image.
-	notStarted, pull bool
-	// inputs: not started because the provider could not fetch its inputs.
-	inputs bool
-	// lost: the provider could not be reached, or its stream broke, before
-	// the job ended; refused: the provider's refusal of the request, when
-	// it is one that followLease acts on (refusedNoLease, ...).
-	lost    bool
-	refused string
-	// displaced: not started because this renter was slow to start its
-	// award and the provider gave the GPUs to another (the newcomer rule,
-	// auction/provider.Displace): neither side failed, and the provider is
-	// not excluded from the job's next auction.
-	displaced bool
+	// end and cause are the run's end for the job's lifecycle
+	// (renter.Lifecycle) when state is "": preempted, lost, not started
+	// (cause: why), or an exit the spec retries.
+	end   renter.End
+	cause renter.StartCause
+	// code is the provider's typed refusal of the request (wire.Code),
+	// when it refused one: followLease acts on no-lease, started and
+	// not-running.
+	code wire.Code
+}
+
+// notStarted: the provider could not start the job, so nothing ran and
+// nothing is charged.
+func (o runEnd) notStarted() bool { return o.state == "" && o.end == renter.EndNotStarted }
+
+// lost: the provider could not be reached, or its stream broke, before
+// the job ended.
+func (o runEnd) lost() bool { return o.state == "" && o.end == renter.EndLost }
+
+// typed is the run's end for the job's lifecycle. A run that goes on
+// without a typed end (a provider that refused a job it had lost) is the
+// provider's failure: lost.
+func (o runEnd) typed(provider string) renter.RunEnd {
+	e := renter.RunEnd{End: o.end, Cause: o.cause, Provider: provider, Why: o.why, Checkpoint: o.checkpoint}
+	switch o.state {
+	case StateCompleted:
+		e.End = renter.EndCompleted
+	case StateCancelled:
+		e.End = renter.EndCancelled
+	case StateFailed:
+		e.End = renter.EndFailed
+	case "":
+		if e.End == 0 {
+			e.End = renter.EndLost
+		}
+	}
+	return e
 }
 
 // follow1 starts the leased job on the provider and follows it to its
@@ -92,21 +112,21 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 			return out
 		}
 		switch {
-		case out.refused == refusedStarted && flips < 2:
+		case out.code == wire.CodeStarted && flips < 2:
 			attach, flips = true, flips+1 // the provider still has the first start: follow it
 			continue
-		case out.refused == refusedNotRunning && start != nil && flips < 2:
+		case out.code == wire.CodeNotRunning && start != nil && flips < 2:
 			attach, flips = false, flips+1 // it holds the lease, restored by a restart: start it again
 			continue
-		case out.refused == refusedNotRunning && start == nil:
+		case out.code == wire.CodeNotRunning && start == nil:
 			out.state, out.why = StateFailed, "the provider restarted and must be sent the job's start again, but its secrets were never stored: resubmit the job"
 			return out
-		case out.refused == refusedNoLease && !lostAt.IsZero():
+		case out.code == wire.CodeNoLease && !lostAt.IsZero():
 			// The provider did not keep the lease (it restarted without
 			// its job): auctioned again at once, as the first loss says.
 			lost.why += "; the provider no longer holds the lease"
 			return lost
-		case !out.lost:
+		case !out.lost():
 			return out
 		}
 		if lostAt.IsZero() {
@@ -161,7 +181,12 @@ func leaseOver(l *auction.Lease) time.Time {
 }
 
 func (r *renterJobs) reconnectBound(id string) time.Duration {
-	if j, err := r.get(id); err == nil && j.State == StateReserved {
+	j, err := r.get(id)
+	switch {
+	case err != nil:
+	case j.Service != "":
+		return 0 // a replica is placed again elsewhere at once (replica_liveness.go)
+	case j.State == StateReserved:
 		return reserveRetry
 	}
 	return reattachFor
@@ -181,26 +206,6 @@ func (r *renterJobs) begun(id string) bool {
 	return false
 }
 
-// What a provider's refusal of a start or an attach says (its words,
-// node/providing's HandleJob, checkStart and attach): it holds no such
-// lease; the lease has started already (so attach); the lease is held
-// but its job is not running (restored by a restart: start it again).
-const (
-	refusedNoLease    = "no active lease for this job"
-	refusedStarted    = "this lease has started already"
-	refusedNotRunning = "the job is not running"
-)
-
-// refusal names the provider's refusal in why, if it is one of those.
-func refusal(why string) string {
-	for _, r := range []string{refusedNoLease, refusedStarted, refusedNotRunning} {
-		if strings.Contains(why, r) {
-			return r
-		}
-	}
-	return ""
-}
-
 // followOnce sends req (a start or an attach) and follows the job's
 // events until it ends or the provider is lost; again: the provider was
 // lost before (or this node restarted), so a refused start is the
@@ -214,12 +219,15 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 	}
 	s, err := r.dialProvider(ctx, pid)
 	if err != nil {
-		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error(), lost: true}
+		return runEnd{result: ledger.OutcomeFailed, why: "cannot reach the provider: " + err.Error(), end: renter.EndLost}
 	}
 	defer s.Close()
 	// A stopping node hangs up at once rather than reading on until the
 	// provider next speaks.
 	defer context.AfterFunc(r.bg, func() { _ = s.Reset() })()
+	if spec.IsService() {
+		r.spawn(func() { r.watchLiveness(ctx, id, pid, s) }) // ends with ctx, at this return
+	}
 	var tel *telemetry
 	if req.Kind == "start" {
 		req.Nonce = randomNonce()
@@ -233,7 +241,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 		}
 	}
 	if err := wire.WriteJobRequest(s, req); err != nil {
-		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), lost: true}
+		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
 	}
 	first := uint64(1)
 	if j, err := r.get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == leaseCID(leaseRaw) {
@@ -245,31 +253,30 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 		r.recordTelemetry(tel)
 	}
 	r.flushLogs(id)
-	if out.state == StateFailed && out.result == ledger.OutcomeFailed && strings.HasPrefix(out.why, "provider: ") {
-		out.refused = refusal(out.why)
+	if out.state == StateFailed && out.code != "" {
 		switch {
-		case again && out.refused != "":
+		case again && (out.code == wire.CodeNoLease || out.code == wire.CodeStarted || out.code == wire.CodeNotRunning):
 			// The provider, reached again, refused: which way the job
 			// goes on is followLease's to decide; by default it is the
 			// provider's failure, and the job is auctioned again.
 			out.state = ""
-		case req.Kind == "start" && out.refused == refusedNoLease:
+		case req.Kind == "start" && (out.code == wire.CodeNoLease || out.code == wire.CodeDisplaced || out.code == wire.CodeExpired):
 			// The first start, and the provider holds the award no more:
 			// a claim of a better tier took its GPU between the award and
 			// this start (a bronze award may be preempted until it runs),
-			// or the provider dropped it. Nothing ran, so nothing is
-			// charged, and the job is auctioned again without that
-			// provider, as after a failed pull. A bronze award is the
-			// provider's to take back; any other is its failure.
-			out.state, out.notStarted = "", true
+			// the award expired, or the provider dropped it. Nothing ran,
+			// so nothing is charged, and the job is auctioned again. A
+			// bronze award is the provider's to take back; any other is
+			// its failure.
+			out.state, out.end, out.cause = "", renter.EndNotStarted, renter.StartOther
 			switch {
-			case strings.Contains(out.why, sched.ReasonDisplaced):
+			case out.code == wire.CodeDisplaced:
 				// Our own slowness: the outcome is the renter's
 				// (cancelled, nothing ran), not held against the provider.
-				out.displaced, out.result = true, ledger.OutcomeCancelled
+				out.cause, out.result = renter.StartDisplaced, ledger.OutcomeCancelled
 			case l.Tier == auction.Bronze:
 				out.why += " (the award was taken back before it started)"
-				out.result = ledger.OutcomePreempted
+				out.cause, out.result = renter.StartTakenBack, ledger.OutcomePreempted
 			default:
 				out.why += " (the award was taken back before it started)"
 			}
@@ -306,9 +313,9 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			}
-			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), lost: true}
+			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
 		}
-		if reconnected && ev.Type != "error" {
+		if reconnected && ev.Type != wire.EventError {
 			reconnected = false
 			r.update(id, "the provider is back: following the job again", func(j *JobRecord) {
 				if !terminal(j.State) && j.State != StateCancelled {
@@ -317,21 +324,21 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			})
 		}
 		switch ev.Type {
-		case "log":
+		case wire.EventLog:
 			r.appendLog(id, lease, ev)
-		case "telemetry":
+		case wire.EventTelemetry:
 			if tel != nil {
 				tel.accept(ev.Log)
 				sum := tel.sum
 				r.update(id, "", func(j *JobRecord) { j.Telemetry = &sum })
 			}
-		case "checkpoint":
+		case wire.EventCheckpoint:
 			if len(shipped)+len(ev.Log) <= maxCheckpoint {
 				shipped = append(shipped, ev.Log...)
 			}
-		case "status":
+		case wire.EventStatus:
 			r.onStatus(id, ev)
-		case "exit":
+		case wire.EventExit:
 			code, end := ev.ExitCode, time.Now()
 			var disputed string
 			r.update(id, "", func(j *JobRecord) {
@@ -355,28 +362,35 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			switch {
 			case j != nil && j.State == StateCancelled:
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
-			case ev.Status == "unpaid":
+			case ev.Status == wire.StatusUnpaid:
 				return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "the provider stopped the job: no voucher arrived in time"}
-			case ev.Status == "preempted":
-				return runEnd{result: ledger.OutcomePreempted, why: "preempted: " + ev.Error, checkpoint: shipped}
+			case ev.Status == wire.StatusPreempted:
+				return runEnd{result: ledger.OutcomePreempted, why: "preempted: " + ev.Error, checkpoint: shipped, end: renter.EndPreempted}
 			case code == 0:
 				return runEnd{state: StateCompleted, result: ledger.OutcomeCompleted}
 			case slices.Contains(spec.Retry.OnExitCodes, code):
-				return runEnd{result: ledger.OutcomeFailed, why: fmt.Sprintf("exit code %d asks for a retry", code)}
+				return runEnd{result: ledger.OutcomeFailed, why: fmt.Sprintf("exit code %d asks for a retry", code), end: renter.EndRetryExit}
 			default:
 				return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: fmt.Sprintf("the job exited with code %d", code)}
 			}
-		case "error":
+		case wire.EventError:
+			code := wire.LegacyCode(ev) // a provider before job/3 sends no code: its words say
 			if ev.Status == statusNotStarted {
 				// The provider could not start the job (a reservation at
 				// its window, or any job whose image it cannot pull or
 				// whose container it cannot start): nothing ran, the
 				// provider's fault, and the job is auctioned again at once
-				// without it (see run for the bounds).
-				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error, notStarted: true,
-					pull: strings.HasPrefix(ev.Error, providing.PullFailed), inputs: strings.HasPrefix(ev.Error, providing.InputsFailed)}
+				// without it (renter.Lifecycle bounds how often).
+				cause := renter.StartOther
+				switch code {
+				case wire.CodePull:
+					cause = renter.StartPull
+				case wire.CodeInputs:
+					cause = renter.StartInputs
+				}
+				return runEnd{result: ledger.OutcomeFailed, why: "provider: " + ev.Error, end: renter.EndNotStarted, cause: cause, code: code}
 			}
-			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error}
+			return runEnd{state: StateFailed, result: ledger.OutcomeFailed, why: "provider: " + ev.Error, code: code}
 		}
 	}
 }
@@ -385,9 +399,13 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 // noticed within 15 s.
 const lostAfter = 3 * heartbeatEvery
 
+// statusState is the job record's state for each state a provider's
+// status event reports.
+var statusState = map[wire.Status]string{wire.StatusReserved: StateReserved, wire.StatusFetching: StateFetching,
+	wire.StatusPulling: StatePulling, wire.StatusRunning: StateRunning, wire.StatusPreempting: StatePreempting, wire.StatusPaused: StatePaused}
+
 func (r *renterJobs) onStatus(id string, ev wireEvent) {
-	state := map[string]string{"reserved": StateReserved, "fetching": StateFetching, "pulling": StatePulling, "running": StateRunning,
-		"preempting": StatePreempting, "paused": StatePaused}[ev.Status]
+	state := statusState[ev.Status]
 	if state == "" {
 		return
 	}
@@ -426,7 +444,7 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 		if err := r.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
 			return nil, fmt.Errorf("job marked cancelled, but the provider could not be told: %w", err)
 		}
-		if ev.Type == "error" {
+		if ev.Type == wire.EventError {
 			return nil, fmt.Errorf("job marked cancelled, but the provider said: %s", ev.Error)
 		}
 	}
@@ -482,7 +500,7 @@ func (r *renterJobs) dialProvider(ctx context.Context, pid peer.ID) (network.Str
 	defer cancel()
 	h := r.m.Host()
 	learnAddrs(ctx, h, pid)
-	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto))
+	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto), h.ProtocolID(wire.JobProtoV2))
 }
 
 // learnAddrs looks pid's addresses up in the DHT when the peerstore has

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
 // A renter restarted while its gold reservation waits for the window
@@ -37,11 +40,15 @@ func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
 // and the renter's connection to it closed, which breaks the job's
 // stream) until the returned function restores it.
 func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
-	proto := prov.Host().ProtocolID(jobProto)
-	prov.Host().LibP2P().RemoveStreamHandler(proto)
+	protos := []protocol.ID{prov.Host().ProtocolID(jobProto), prov.Host().ProtocolID(wire.JobProtoV2)}
+	for _, p := range protos {
+		prov.Host().LibP2P().RemoveStreamHandler(p)
+	}
 	_ = rn.Host().LibP2P().Network().ClosePeer(prov.Host().ID())
 	return func() {
-		prov.Host().LibP2P().SetStreamHandler(proto, prov.tasks.handler(prov.providerJobs.HandleJob))
+		for _, p := range protos {
+			prov.Host().LibP2P().SetStreamHandler(p, prov.tasks.handler(prov.providerJobs.HandleJob))
+		}
 	}
 }
 

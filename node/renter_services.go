@@ -56,6 +56,11 @@ type ServiceRecord struct {
 	Renewing map[string]string `json:"renewing,omitempty"`
 	Retiring []string          `json:"retiring,omitempty"`
 	Renewed  int               `json:"renewed,omitempty"`
+	// NotPlaced says why no replica is placed, once every replica index
+	// has had an attempt end without a provider running it (no-match, or
+	// failed before it ran); cleared when a replica is placed
+	// (service_placed.go).
+	NotPlaced string `json:"not_placed,omitempty"`
 }
 
 // Healing's bounds: after serviceHealLimit replicas in a row that ended
@@ -339,7 +344,7 @@ func (s *services) cancelJobs(ids []string) {
 func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	added := map[string]string{} // job ID -> provider
 	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}, addedAt: map[string]time.Time{}, gaveUp: map[string]string{},
-		renewTried: map[string]bool{}}
+		renewTried: map[string]bool{}, unplaced: map[int]unplacedEnd{}}
 	var lastSync time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -473,6 +478,9 @@ type keeper struct {
 	// leaseSpans: lease CID -> its start and end (leaseSpan), the current
 	// leases' only.
 	leaseSpans map[string][2]time.Time
+	// unplaced: replica index -> its latest attempt that ended without
+	// being placed, since a replica last was (placement).
+	unplaced map[int]unplacedEnd
 }
 
 // target is how many replicas the service should run: the count fixed by
@@ -529,6 +537,11 @@ func (k *keeper) sync(now time.Time) (drop, retire []string) {
 	// they must not run on unpaid for; the loop below replaces them once
 	// their jobs show cancelled.
 	cancel := k.giveUpUnready(reps, now)
+	// Before the ended replicas are replaced below: what their jobs say
+	// of why none is placed.
+	if k.placement(rec, reps) {
+		changed = true
+	}
 	for _, id := range reps {
 		if k.everReady[id] {
 			k.noMatches = 0
@@ -690,6 +703,19 @@ func (s *services) scale(name string, n int) error {
 
 // down cancels every replica job and closes the gateway.
 func (s *services) down(name string) (*ServiceRecord, error) {
+	rec, err := s.forget(name)
+	if rec == nil {
+		return nil, err
+	}
+	// The successors and the jobs being retired go too.
+	s.cancelJobs(append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...))
+	return rec, err
+}
+
+// forget closes a service's gateway, stops its loop and deletes its
+// record and token, and returns a copy of the record (nil when there is
+// no such service); its jobs are the caller's to cancel.
+func (s *services) forget(name string) (*ServiceRecord, error) {
 	s.mu.Lock()
 	rec, ok := s.recs[name]
 	if !ok {
@@ -702,8 +728,6 @@ func (s *services) down(name string) (*ServiceRecord, error) {
 	s.mu.Unlock()
 	<-done
 	s.forgetToken(name)
-	// The successors and the jobs being retired go too.
-	s.cancelJobs(append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...))
 	c := *rec
 	return &c, err
 }
@@ -728,6 +752,7 @@ type ServiceReplica struct {
 	State    string `json:"state"`
 	Provider string `json:"provider,omitempty"`
 	Ready    bool   `json:"ready"`
+	Error    string `json:"error,omitempty" doc:"the replica job's error: why it ended, or while it is auctioned again why the last round found no match"`
 	Note     string `json:"note,omitempty" doc:"why this replica replaced or renewed another, when it did"`
 	Renewing string `json:"renewing,omitempty" doc:"the successor job bought to take this replica's index before its lease ends; absent when none"`
 }
@@ -751,6 +776,9 @@ type ServiceView struct {
 	Replaced int              `json:"replaced,omitempty" doc:"replicas replaced since the service went up"`
 	Heal     string           `json:"heal_error,omitempty" doc:"why no more replicas are bought, when healing stopped"`
 	Renewed  int              `json:"renewed,omitempty" doc:"replica leases renewed (a successor took over before the lease's end) since the service went up"`
+	// NotPlaced and Up: docs/SERVICES.md, "When no replica can be placed".
+	NotPlaced string            `json:"not_placed,omitempty" doc:"while no replica is placed (none runs on a provider): why, from the latest replica attempt (its state, its error and, for a no-match, the providers' reasons); absent while a replica is placed or the replicas are simply on their way"`
+	Up        *ServiceUpOutcome `json:"up,omitempty" doc:"service_up with wait_s only: whether a replica was placed, why not, and whether the service was kept"`
 }
 
 func (s *services) view(name string, stats bool) (*ServiceView, error) {
@@ -786,12 +814,19 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	default:
 		v.Error = "not started"
 	}
+	placed := false
+	jobs := make([]*JobRecord, len(rec.Replicas))
 	for i, id := range rec.Replicas {
 		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id], Renewing: rec.Renewing[id]}
 		if j, err := s.n.renterJobs.get(id); err == nil {
-			r.State, r.Provider = j.State, j.Provider
+			r.State, r.Provider, r.Error = j.State, j.Provider, j.Error
+			jobs[i] = j
+			placed = placed || placedState(j.State)
 		}
 		v.Replicas = append(v.Replicas, r)
+	}
+	if !placed {
+		v.NotPlaced = notPlacedView(&rec, jobs)
 	}
 	return v, nil
 }

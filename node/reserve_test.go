@@ -219,8 +219,10 @@ func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJob(t, rn, b.ID, 30*time.Second, "the backfill running", func(j *JobRecord) bool { return j.State == StateRunning })
+	// Preempted with its notice, it is auctioned again (a preemption
+	// spends no re-auction) and waits for the GPU.
 	bj := waitJob(t, rn, b.ID, 90*time.Second, "the backfill preempted", func(j *JobRecord) bool {
-		return terminal(j.State) && strings.Contains(j.Error, "reservation")
+		return j.State == StateAuction && strings.Contains(j.Error, "reservation") && j.EndedAt != nil
 	})
 	if bj.EndedAt == nil || bj.EndedAt.After(startAt) {
 		t.Errorf("the backfill ended at %v, after the reservation's start %v", bj.EndedAt, startAt)
@@ -234,6 +236,11 @@ func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 	}
 	gj = waitJob(t, rn, gold.ID, 60*time.Second, "the reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
 	t.Logf("reservation started %v after its start; backfill ended %v before it", gj.StartedAt.Sub(startAt), startAt.Sub(*bj.EndedAt))
+	// Once the reservation is over, the backfill runs again on the GPU.
+	back := waitJob(t, rn, b.ID, 60*time.Second, "the backfill running again", func(j *JobRecord) bool { return j.State == StateRunning && j.Attempts == 2 })
+	if back.Provider != r.prov.Host().ID().String() {
+		t.Errorf("the backfill runs again on %s, want the provider that preempted it", back.Provider)
+	}
 }
 
 // A provider restarted between the award and the start of a reservation

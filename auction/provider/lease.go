@@ -161,6 +161,24 @@ func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
 	return out, nil
 }
 
+// runKey names one lease of a job: its winning bid (a fresh quote's,
+// signed over the renter's nonce, for every auction) and its span. Two
+// claims with the same key are one award sent twice.
+func runKey(l *auction.Lease) string {
+	return fmt.Sprintf("%x/%d/%d", l.Bid, l.Start, l.End)
+}
+
+// replayed: l is the lease of a run of its job that has ended here.
+// Called with s.mu held.
+func (s *Scheduler) replayed(l *auction.Lease) bool {
+	return slices.Contains(s.endedRun[l.JobID], runKey(l))
+}
+
+// maxEndedRuns bounds the ended runs remembered per job: a bid is valid
+// for minutes, so a replay of a run older than the last few would be
+// refused for its expired bid anyway.
+const maxEndedRuns = 16
+
 // gone is the error for a job with no active lease.
 func (s *Scheduler) gone(jobID string) error {
 	switch s.ended[jobID] {
@@ -318,9 +336,14 @@ func (s *Scheduler) release(l *lease, now time.Time, mark bool) []Action {
 		if l.why == ReasonDisplaced {
 			s.ended[jobID] = Displaced
 		}
+		runs := append(s.endedRun[jobID], runKey(&l.l))
+		s.endedRun[jobID] = runs[max(0, len(runs)-maxEndedRuns):]
 		s.endedQ = append(s.endedQ, endedAt{jobID, now})
 		for len(s.endedQ) > 0 && now.Sub(s.endedQ[0].at) > s.retention {
-			delete(s.ended, s.endedQ[0].job)
+			if q := s.endedQ[0]; !slices.ContainsFunc(s.endedQ[1:], func(e endedAt) bool { return e.job == q.job }) {
+				delete(s.ended, q.job) // forgotten only with the job's last mark
+				delete(s.endedRun, q.job)
+			}
 			s.endedQ = s.endedQ[1:]
 		}
 	}

@@ -217,8 +217,7 @@ func (s *Scheduler) inWay(l *auction.Lease, gpus []int, now time.Time) (gone []*
 		l.End <= l.Start || !time.Unix(l.End, 0).After(now) {
 		return nil, time.Time{}, false
 	}
-	_, active := s.leases[l.JobID]
-	if _, ended := s.ended[l.JobID]; active || ended {
+	if _, active := s.leases[l.JobID]; active || s.replayed(l) {
 		return nil, time.Time{}, false
 	}
 	_, est := s.est[l.Renter]

@@ -233,8 +233,8 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time, opts ...C
 	if _, ok := s.leases[l.JobID]; ok {
 		return nil, ErrDuplicate
 	}
-	if _, ok := s.ended[l.JobID]; ok {
-		return nil, ErrDuplicate
+	if s.replayed(l) {
+		return nil, ErrDuplicate // that run has ended: a new run needs a new lease
 	}
 	notice := time.Duration(l.NoticeSec) * time.Second
 	hold := holdSpan(l.Tier, Span{time.Unix(l.Start, 0), end}, now)

@@ -94,13 +94,18 @@ type Scheduler struct {
 	notice time.Duration
 	// lead is how much before its start a reservation launches (see
 	// SetLaunchLead).
-	lead    time.Duration
-	leases  map[string]*lease // active leases by job ID
-	active  []*lease          // the same, in claim order, so output is deterministic
-	ended   map[string]State  // released job IDs, Ended or Expired, for retention
-	endedQ  []endedAt         // ended in release order, to forget them
-	seq     uint64            // orders claims and quotes
-	scratch []int             // Plan's, reused
+	lead   time.Duration
+	leases map[string]*lease // active leases by job ID
+	active []*lease          // the same, in claim order, so output is deterministic
+	ended  map[string]State  // released job IDs, Ended or Expired, for retention
+	// endedRun is the run identities (runKey) of each ended job's leases,
+	// the latest maxEndedRuns: a claim of one of them again is refused,
+	// a new lease of the job
+	// (its renter auctioned it again, as after a preemption) is not.
+	endedRun map[string][]string
+	endedQ   []endedAt // ended in release order, to forget them
+	seq      uint64    // orders claims and quotes
+	scratch  []int     // Plan's, reused
 	// due is the earliest next of the active leases (zero: none), unless
 	// stale, when it is recomputed before use.
 	due   time.Time
@@ -125,7 +130,7 @@ type endedAt struct {
 // New returns a scheduler with no GPUs; give it an inventory with
 // SetAvailability. Options apply first, defaults last.
 func New(opts ...Option) *Scheduler {
-	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}, est: map[string]uint64{}}
+	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}, endedRun: map[string][]string{}, est: map[string]uint64{}}
 	for _, o := range opts {
 		o(s)
 	}

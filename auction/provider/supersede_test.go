@@ -45,7 +45,32 @@ func TestSupersede(t *testing.T) {
 	if st, ok := s.Ended("j"); !ok || st != Ended {
 		t.Fatalf("j ended as %q %v within its retention", st, ok)
 	}
-	if _, err := s.Claim(mkLease("j", auction.Silver, 1, at(80*time.Minute), time.Hour), []int{0}, at(80*time.Minute)); !errors.Is(err, ErrDuplicate) {
-		t.Fatalf("a job that ran claimed again: %v", err)
+}
+
+// A job whose run ended here (preempted, say) may be claimed again by a
+// new lease, its renter's new auction: a preemption must not bar the job
+// from the provider that preempted it. The ended run's own lease, sent
+// again, is refused: that run is over.
+func TestAnEndedJobIsClaimedAgainOnlyByANewLease(t *testing.T) {
+	s := New()
+	s.SetAvailability(availability(1, nil), t0)
+	first := mkLease("j", auction.Bronze, 1, t0, time.Hour)
+	first.Bid = []byte("bid-1")
+	s.Establish(first.Renter)
+	if _, err := s.Claim(first, []int{0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	s.Release("j", t0.Add(time.Minute))
+	if _, err := s.Claim(first, []int{0}, t0.Add(2*time.Minute)); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the ended run's lease, sent again, was claimed: %v", err)
+	}
+	again := mkLease("j", auction.Bronze, 1, t0.Add(2*time.Minute), time.Hour)
+	again.Bid = []byte("bid-2")
+	if _, err := s.Claim(again, []int{0}, t0.Add(2*time.Minute)); err != nil {
+		t.Fatalf("the job's new lease after its run ended was refused: %v", err)
+	}
+	s.Release("j", t0.Add(3*time.Minute))
+	if _, err := s.Claim(first, []int{0}, t0.Add(4*time.Minute)); errors.Is(err, nil) {
+		t.Fatal("the first run's lease was claimed after a second run ended")
 	}
 }

@@ -20,9 +20,14 @@ type Request struct {
 	// Spec is the renter's own parse, which decides feasibility, admission
 	// and ranking; nil means SpecYAML's.
 	Spec *auction.JobSpec
-	// Exclude names providers never to ask: those that lost or preempted
-	// this job. Auction only reads it.
+	// Exclude names providers never to ask: those that lost this job or
+	// could not start it. Auction only reads it.
 	Exclude map[string]bool
+	// LastResort names providers awarded only after every other bidder:
+	// those that preempted this job. It may go back to them (a preemption
+	// is no failure), but one that just took its GPUs back for a better
+	// tier is likely to again. Auction only reads it.
+	LastResort map[string]bool
 	// Pin, when set, is the only provider asked (a canary, `--provider`).
 	Pin string
 	// Group, when set, makes this a replica: siblings' auctions run one at
@@ -78,13 +83,13 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		defer leave()
 		siblings = held
 	}
-	book := a.eligible(a.offers.Snapshot(), req, siblings)
+	book, left := a.eligible(a.offers.Snapshot(), req, siblings)
 	env := auction.Env{Now: a.clock.Now(), RTT: a.preQuoteRTT(spec), Reputation: a.trust}
 	ok, rejected := auction.Feasible(spec, book, env)
 	ex.Considered, ex.Funnel = len(book), auction.Funnel(rejected)
 	ex.Rejected = slices.Clone(rejected[:min(len(rejected), MaxRejected)])
 	if len(ok) == 0 {
-		return res, &NoMatchError{Considered: len(book)}
+		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
 	cands := cheapest(ok, spec.Tier, a.candidates)
 	nonce := make([]byte, 16)
@@ -119,7 +124,16 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	// Capacity may well be free, so Place asks again at once.
 	raced, lostRace, tried := true, false, 0
 	for len(ranked) > 0 {
-		winner, price, rule, ok := clearRound(ranked, spec.MaxPrice, newcomer)
+		// The last-resort providers' bids clear only once no other is left.
+		pool := filterLastResort(ranked, req.LastResort, false)
+		if len(pool) == 0 {
+			pool = ranked
+		}
+		winner, price, rule, ok := clearRound(pool, spec.MaxPrice, newcomer)
+		if !ok && len(pool) < len(ranked) {
+			ranked = filterLastResort(ranked, req.LastResort, true)
+			continue
+		}
 		if !ok {
 			break
 		}
@@ -142,23 +156,28 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	return res, &NoMatchError{Considered: len(book), Feasible: len(ok), Raced: tried > 0 && raced && lostRace}
+	return res, &NoMatchError{Considered: len(book), Excluded: left, Feasible: len(ok), Raced: tried > 0 && raced && lostRace}
 }
 
 // eligible filters book in place: not excluded by the request, not a
 // sibling's provider, only the pin when one is set, and not convicted. The
 // conviction check is a call out of the package per offer, so it runs last.
-func (a *Auctioneer) eligible(book []*auction.Offer, req Request, siblings map[string]bool) []*auction.Offer {
-	out := book[:0]
+// excluded counts the offers left out because the request excludes them,
+// for the no-match message: "0 offers known" is untrue of a book that held
+// the one provider the job left.
+func (a *Auctioneer) eligible(book []*auction.Offer, req Request, siblings map[string]bool) (out []*auction.Offer, excluded int) {
+	out = book[:0]
 	for _, o := range book {
 		switch {
-		case o == nil, req.Pin != "" && o.Provider != req.Pin, req.Exclude[o.Provider], siblings[o.Provider]:
+		case o != nil && req.Exclude[o.Provider] && (req.Pin == "" || o.Provider == req.Pin):
+			excluded++
+		case o == nil, req.Pin != "" && o.Provider != req.Pin, siblings[o.Provider]:
 		case a.trust.Convicted(o.Provider):
 		default:
 			out = append(out, o)
 		}
 	}
-	return out
+	return out, excluded
 }
 
 // cheapest is the k offers with the lowest floor for tier, in order of
@@ -191,6 +210,24 @@ func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {
 		return o.Prices.Silver
 	}
 	return o.Prices.Bronze
+}
+
+// filterLastResort is the bids of rs whose providers are (want true) or
+// are not (want false) in last, in their order.
+func filterLastResort(rs []auction.Ranked, last map[string]bool, want bool) []auction.Ranked {
+	if len(last) == 0 {
+		if want {
+			return nil
+		}
+		return rs
+	}
+	out := make([]auction.Ranked, 0, len(rs))
+	for _, r := range rs {
+		if last[r.Bid.Provider] == want {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {

@@ -81,6 +81,7 @@ var (
 // NoMatchError says why a round leased nothing.
 type NoMatchError struct {
 	Considered int  // offers after exclusions
+	Excluded   int  // offers left out because the request excludes them (providers this job left)
 	Feasible   int  // of those, how many passed every feasibility check
 	Raced      bool // awards lost races for GPUs (RefusedRaced), the others went unanswered
 }
@@ -89,6 +90,8 @@ func (e *NoMatchError) Error() string {
 	switch {
 	case e.Raced:
 		return fmt.Sprintf("%v: %v: other awards took the GPUs our bids named", ErrNoMatch, ErrRaced)
+	case e.Feasible == 0 && e.Excluded > 0:
+		return fmt.Sprintf("%v: %d offers known besides the %d this job left, none feasible", ErrNoMatch, e.Considered, e.Excluded)
 	case e.Feasible == 0:
 		return fmt.Sprintf("%v: %d offers known, none feasible", ErrNoMatch, e.Considered)
 	}

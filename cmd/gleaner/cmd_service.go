@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -42,37 +41,16 @@ replica through its provider. With --listen 0.0.0.0:8080 (or the spec's
 service.gateway.listen) other machines can call it too, and every call
 needs the service's bearer token, which service up and status show.
 
-   gleaner service up spec.yaml [--port N | --listen HOST:PORT]   place the replicas, print the gateway's URL
+   gleaner service up spec.yaml [--port N | --listen HOST:PORT] [--wait 5m]   place the replicas, print the gateway's URL
    gleaner service ls | status NAME | down NAME`,
 		Subcommands: []*cli.Command{
 			{Name: "up", Usage: "run a service spec and print its gateway's URL", ArgsUsage: "<spec.yaml>",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "port", Usage: "the gateway's port (0: any free port), on 127.0.0.1 unless the spec's service.gateway.listen names another host"},
 					&cli.StringFlag{Name: "listen", Usage: "host:port the gateway listens on, over the spec's service.gateway.listen: 0.0.0.0:8080 for every interface (every call then needs the service's token)"},
+					serviceUpWaitFlag(),
 					jsonFlag},
-				Action: func(c *cli.Context) error {
-					if c.Args().Len() != 1 {
-						return usagef("for example: gleaner service up service.yaml (format: docs/SERVICES.md)", "%s needs exactly one service spec file", c.Command.Name)
-					}
-					listen, err := listenFlag(c)
-					if err != nil {
-						return err
-					}
-					spec, err := os.ReadFile(c.Args().First())
-					if err != nil {
-						return err
-					}
-					var v node.ServiceView
-					if err := callCmd(c, "service_up", node.ServiceUpParams{Spec: string(spec), Port: c.Int("port"), Listen: listen}, &v); err != nil {
-						return err
-					}
-					// The URL alone on stdout, as a script captures it; how
-					// to call a gateway that needs a token goes to stderr.
-					return emit(c, v, func(w io.Writer) {
-						fmt.Fprintln(w, v.URL)
-						printGatewayAccess(c.App.ErrWriter, v, "")
-					})
-				}},
+				Action: serviceUp},
 			{Name: "ls", Usage: "list this node's services", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					var vs []node.ServiceView
@@ -118,6 +96,9 @@ func printService(w io.Writer, v node.ServiceView) {
 	printGatewayAccess(w, v, "  ")
 	if v.Error != "" {
 		fmt.Fprintf(w, "  %s\n", v.Error)
+	}
+	if v.NotPlaced != "" {
+		fmt.Fprintf(w, "  not placed: %s\n", v.NotPlaced)
 	}
 	if v.Heal != "" {
 		fmt.Fprintf(w, "  healing stopped: %s\n", v.Heal)

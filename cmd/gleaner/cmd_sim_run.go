@@ -79,6 +79,12 @@ func printSim(w io.Writer, res *sim.Result) {
 			secs(all.JCTP50Sec), secs(all.JCTP95Sec)})
 	}
 	table(w, rows)
+	for _, sr := range r.Strategies {
+		if all := sr.Metrics.Tiers[0]; all.PreemptedRuns > 0 {
+			fmt.Fprintf(w, "%s: %d runs preempted; the job ran again after %d of them, p50 %s, p95 %s after the preemption\n",
+				sr.Name, all.PreemptedRuns, all.Returned, secs(all.ReturnP50Sec), secs(all.ReturnP95Sec))
+		}
+	}
 	fmt.Fprintf(w, "\nupper bound: %.0f GPU-hours; %s\n\nGOALS (market)\n", r.Bound.GPUHours, r.Bound.ExactCheck)
 	for _, g := range r.Goals {
 		if g.Strategy != sim.MarketName {

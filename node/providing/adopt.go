@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
@@ -94,7 +95,43 @@ func (pj *Provider) adopt(jobID string, rec Record, now time.Time) bool {
 		defer fcancel()
 		pj.follow(fctx, al, job, m)
 	})
+	pj.awaitRenter(al, sched.Grace(l))
 	return true
+}
+
+// reasonRenterGone is why an adopted job whose renter did not come back
+// is stopped (awaitRenter).
+const reasonRenterGone = "its renter did not come back after the provider restarted"
+
+// awaitRenter stops an adopted job as unpaid if its renter has not come
+// back (attached again) within grace, the lease's voucher grace. A renter
+// that is alive attaches within seconds of the restart (it comes back to
+// a lost provider with backoff, node/renter_follow.go); one that is gone
+// never pays again, and its job must not hold the GPUs meanwhile. Left
+// to the scheduler's billing alone it would: the adopted run is paused
+// only once the last voucher's interval and the grace have run out, and
+// stopped after the patience of two intervals more, up to a quarter of
+// an hour at the default interval.
+func (pj *Provider) awaitRenter(al *activeLease, grace time.Duration) {
+	time.AfterFunc(grace, func() {
+		select {
+		case <-al.back:
+			return
+		case <-al.done:
+			return // ended or released meanwhile
+		default:
+		}
+		if pj.crashed() || pj.bg.Err() != nil {
+			return
+		}
+		pj.log.Warn("stopping an adopted job: "+reasonRenterGone, "job", al.lease.JobID, "renter", al.lease.Renter, "grace", grace)
+		a := sched.Action{Kind: sched.StopUnpaid, JobID: al.lease.JobID, Reason: reasonRenterGone}
+		select {
+		case al.ctrl <- a:
+		default:
+			pj.log.Warn("the adopted job's run is behind; it is not stopped yet", "job", al.lease.JobID)
+		}
+	})
 }
 
 // holdAdopted claims an adopted lease's GPUs again and has the scheduler

@@ -131,9 +131,10 @@ func (pj *Provider) LeaseState(jobID string) (string, bool) {
 	return rec.State, true
 }
 
-// The refusals of a start, in the words the renter reads (refusal in
-// node/renter_follow.go matches "no active lease for this job").
+// The refusals of a start. The renter reads their codes (errorEvent);
+// renters that predate codes read these words (wire.LegacyCode).
 var (
+	errNoLease        = errors.New("no active lease for this job")
 	errSuperseded     = errors.New("no active lease for this job: this lease was superseded by another")
 	errStartedAlready = errors.New("this lease has started already; attach to follow its job")
 	errAwardExpired   = errors.New("this award expired: it was not started in time")
@@ -152,7 +153,7 @@ func (pj *Provider) mayStart(al *activeLease) error {
 	case superseded:
 		return errSuperseded
 	case !ok:
-		return errors.New("no active lease for this job")
+		return errNoLease
 	case info.Reason == sched.ReasonDisplaced:
 		return sched.ErrDisplaced
 	case info.State == sched.Started:

@@ -62,7 +62,7 @@ func (pj *Provider) fetchInputs(ctx context.Context, al *activeLease, spec *auct
 		case <-ctx.Done():
 		}
 	}()
-	_ = send(wire.Event{Type: "status", Status: "fetching", Error: fmt.Sprintf("%d input(s)", len(spec.Inputs))})
+	_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusFetching, Error: fmt.Sprintf("%d input(s)", len(spec.Inputs))})
 	for i, in := range spec.Inputs {
 		c, err := cid.Decode(in.CID)
 		if err != nil {

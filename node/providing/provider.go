@@ -55,9 +55,12 @@ type Provider struct {
 	dead           atomic.Bool // SimulateCrash: write nothing, touch no container
 	startMu        sync.Mutex  // an award is started (checkStart) or superseded, one at a time
 	claimMu        sync.Mutex  // awards are displaced, claimed and journaled one at a time (accept)
-	stopping       atomic.Bool // Shutdown: no more quotes or awards
+	// stopping: Shutdown has begun; no more quotes, awards or launches.
+	// Set under mu, where launches begin (see launching.go).
+	stopping   atomic.Bool
+	launchHook atomic.Pointer[func(jobID string)] // SetLaunchHook, for tests
 
-	mu     sync.Mutex // guards leases, each activeLease's job and meter, and begins
+	mu     sync.Mutex // guards leases, each activeLease's job, meter and starting, and begins
 	leases map[string]*activeLease
 	begins time.Duration // how long a created job takes to begin, averaged
 }
@@ -119,6 +122,9 @@ type activeLease struct {
 	hub   *eventHub // the streams following the job
 	job   executor.Job
 	meter *meter // what the run has been paid; set with job
+	// starting: the run is starting the job's container (launching.go);
+	// nil before and after.
+	starting *starting
 
 	launch     chan struct{} // closed by the scheduler's Launch action
 	launchOnce sync.Once
@@ -130,6 +136,10 @@ type activeLease struct {
 	// begun (a reservation waiting for its window): nothing to stop yet.
 	cancelled  chan struct{}
 	cancelOnce sync.Once
+	// back is closed once its renter follows the job on a stream of its
+	// own (attach): an adopted job's renter came back (see awaitRenter).
+	back     chan struct{}
+	backOnce sync.Once
 	// superseded: its renter's new award for the job replaced it before
 	// it started (supersede); guarded by Provider.startMu.
 	superseded bool
@@ -141,7 +151,7 @@ type activeLease struct {
 
 func newActiveLease(l *auction.Lease, raw []byte) *activeLease {
 	return &activeLease{lease: l, raw: raw, hub: &eventHub{}, launch: make(chan struct{}),
-		ctrl: make(chan sched.Action, 8), done: make(chan struct{}), cancelled: make(chan struct{}),
+		ctrl: make(chan sched.Action, 8), done: make(chan struct{}), cancelled: make(chan struct{}), back: make(chan struct{}),
 		logRun: fmt.Sprintf("%016x", rand.Uint64())}
 }
 

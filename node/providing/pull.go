@@ -51,6 +51,6 @@ func pullHooks(send func(wire.Event) error) executor.Hooks {
 		if total > 0 {
 			msg += fmt.Sprintf(", %.1f of %.1f MiB", float64(cur)/(1<<20), float64(total)/(1<<20))
 		}
-		_ = send(wire.Event{Type: "status", Status: "pulling", Error: msg})
+		_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusPulling, Error: msg})
 	}}
 }

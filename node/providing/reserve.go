@@ -49,11 +49,11 @@ func (pj *Provider) prepare(ctx context.Context, al *activeLease, es executor.Sp
 		job, err := c.Create(pctx, es, executor.Hooks{})
 		if err != nil {
 			pj.log.Warn("reservation: job not made ready ahead of its start", "job", al.lease.JobID, "image", es.Image, "err", err)
-			_ = send(wire.Event{Type: "log", Log: []byte("gleaner: the job could not be made ready ahead of the reservation (the start will try again): " + err.Error() + "\n")})
+			_ = send(wire.Event{Type: wire.EventLog, Log: []byte("gleaner: the job could not be made ready ahead of the reservation (the start will try again): " + err.Error() + "\n")})
 			out <- ahead{err: err}
 			return
 		}
-		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: image " + es.Image + " is ready for the reservation\n")})
+		_ = send(wire.Event{Type: wire.EventLog, Log: []byte("gleaner: image " + es.Image + " is ready for the reservation\n")})
 		out <- ahead{job: job}
 	}()
 	return out

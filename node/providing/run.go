@@ -21,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// HandleJob serves /job/2: "start" runs a leased job and streams its events
+// HandleJob serves /job/3 (and /job/2, without event codes): "start" runs a leased job and streams its events
 // until it exits; "attach" follows a running job again (a renter whose node
 // restarted); "cancel" stops it. Only the lease's renter may do any.
 func (pj *Provider) HandleJob(s network.Stream) {
@@ -45,7 +45,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		al = pj.leases[l.JobID]
 		pj.mu.Unlock()
 		if al == nil {
-			err = errors.New("no active lease for this job")
+			err = errNoLease
 		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(head.Lease) {
 			// Another lease of the job holds it now (an award superseded
 			// by its renter's new one): this one is over.
@@ -53,12 +53,12 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		}
 	}
 	if err != nil {
-		_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
+		_ = wire.WriteEvent(s, errorEvent(err))
 		return
 	}
 	if head.Kind == "start" {
 		if err := pj.mayStart(al); err != nil {
-			_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
+			_ = wire.WriteEvent(s, errorEvent(err))
 			return
 		}
 	}
@@ -76,19 +76,19 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		pj.attach(s, al)
 	case "cancel":
 		pj.cancel(al)
-		_ = wire.Write(s, wire.Event{Type: "status", Status: "cancelled", Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: wire.EventStatus, Status: wire.StatusCancelled, Time: time.Now()})
 	case "start":
 		// Checked before run takes charge of the lease: a refused start
 		// (another spec, a second start) must not end the lease that a
 		// first start may be running.
 		spec, err := pj.checkStart(al, req.Spec)
 		if err != nil {
-			_ = wire.Write(s, wire.Event{Type: "error", Error: err.Error(), Time: time.Now()})
+			_ = wire.WriteEvent(s, errorEvent(err))
 			return
 		}
 		pj.run(s, al, req, spec)
 	default:
-		_ = wire.Write(s, wire.Event{Type: "error", Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: wire.EventError, Error: fmt.Sprintf("unknown request %q", req.Kind), Time: time.Now()})
 	}
 }
 
@@ -111,6 +111,7 @@ func (pj *Provider) cancel(al *activeLease) {
 // ships its checkpoint back; the container is removed whatever happens.
 func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
 	al.hub.add(s)
+	defer al.hub.detach(s) // last: s has every event sent before HandleJob closes it
 	// Heartbeats from the first moment, not only once the container runs:
 	// a gold reservation waits for its window, an image pull can take
 	// minutes, and a renter hears nothing else meanwhile. Telemetry joins
@@ -126,6 +127,7 @@ func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, 
 		}
 		return
 	}
+	pj.launchedHook(al.lease.JobID)
 	m := newMeter(al.lease, wire.LeaseCID(al.raw))
 	pj.running(al, job, m, time.Now())
 	hb.telemetry(pj.samplers(al, req.Nonce))
@@ -153,14 +155,26 @@ func (pj *Provider) endUnrun(al *activeLease) {
 // handed over from preempted bronze jobs) and starts the job. nil: it did
 // not run; kept: this node is stopping before it began, and the lease is
 // kept, unsettled, to be held again when the node starts (see Restore);
-// otherwise the caller ends the lease (endUnrun).
+// otherwise the caller ends the lease (endUnrun). A job it returns is
+// launching until the caller makes it the lease's (running).
 func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) (job executor.Job, kept bool) {
+	// A stop calls the start off once it has begun (beginLaunch): ctx
+	// ends then, and with it the making and the start of the container.
+	ctx, callOff := context.WithCancelCause(ctx)
+	defer callOff(nil)
+	defer func() {
+		if job == nil {
+			pj.mu.Lock()
+			al.endLaunch()
+			pj.mu.Unlock()
+		}
+	}()
 	send := al.hub.send
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
 	if a := req.RegistryAuth; a != nil {
 		if err := a.Validate(); err != nil {
-			_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: PullFailed + err.Error()})
+			_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Code: wire.CodePull, Error: PullFailed + err.Error()})
 			return nil, false
 		}
 		es.RegistryAuth = &executor.RegistryAuth{Username: a.Username, Password: a.Password, IdentityToken: a.IdentityToken, ServerAddress: a.Server}
@@ -171,14 +185,14 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	if err := pj.fetchInputs(ctx, al, spec, &es, send); err != nil {
 		select {
 		case <-al.cancelled:
-			_ = send(wire.Event{Type: "exit", Status: "stopped", Error: "cancelled by the renter before it began"})
+			_ = send(wire.Event{Type: wire.EventExit, Status: wire.StatusStopped, Error: "cancelled by the renter before it began"})
 			return nil, false
 		default:
 		}
 		if pj.bg.Err() != nil {
 			return nil, pj.saveLease(al.lease.JobID, al.raw, LeaseStarted) == nil // held again at the next start (Restore)
 		}
-		_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: InputsFailed + err.Error()})
+		_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Code: wire.CodeInputs, Error: InputsFailed + err.Error()})
 		return nil, false
 	}
 	var ready <-chan ahead // a reservation's job, made ready ahead
@@ -189,7 +203,7 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 		// reservation whose window has not begun: the scheduler launches
 		// it when it may run. Its job is made ready meanwhile (image
 		// pulled, container created), so that it begins at its start.
-		_ = send(wire.Event{Type: "status", Status: "reserved", Error: "starts " + time.Unix(al.lease.Start, 0).UTC().Format(time.RFC3339)})
+		_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusReserved, Error: "starts " + time.Unix(al.lease.Start, 0).UTC().Format(time.RFC3339)})
 		if time.Unix(al.lease.Start, 0).After(time.Now()) {
 			ready = pj.prepare(ctx, al, es, send)
 		}
@@ -200,14 +214,14 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 				if ready != nil {
 					pj.discard(ready, false)
 				}
-				_ = send(wire.Event{Type: "exit", Status: "preempted", Error: a.Message()})
+				_ = send(wire.Event{Type: wire.EventExit, Status: wire.StatusPreempted, Error: a.Message()})
 				return nil, false
 			}
 		case <-al.cancelled:
 			if ready != nil {
 				pj.discard(ready, false)
 			}
-			_ = send(wire.Event{Type: "exit", Status: "stopped", Error: "cancelled by the renter before it began"})
+			_ = send(wire.Event{Type: wire.EventExit, Status: wire.StatusStopped, Error: "cancelled by the renter before it began"})
 			return nil, false
 		case <-ctx.Done():
 			if ready != nil {
@@ -216,6 +230,16 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 			return nil, pj.bg.Err() != nil
 		}
 	}
+	// From here the job is launching, unless this node is stopping: then
+	// it must not start, and its lease is kept like any that had not
+	// launched (see Shutdown).
+	if !pj.beginLaunch(al, callOff) {
+		if ready != nil {
+			callOff(errStopping)
+			pj.discard(ready, true) // its making ends with ctx
+		}
+		return nil, pj.saveLease(al.lease.JobID, al.raw, LeaseStarted) == nil
+	}
 	// Recorded before the container exists: a provider that restarts
 	// from here on adopts the job's container if it runs, and ends the
 	// lease if it does not, while one that restarts before holds the
@@ -223,7 +247,7 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	// job must not run: a crash would let it start a second time.
 	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseLaunched); err != nil {
 		pj.log.Warn("lease state not saved: not starting its job", "job", al.lease.JobID, "err", err)
-		_ = send(wire.Event{Type: "error", Error: "the provider cannot record the lease's start: " + err.Error()})
+		_ = send(wire.Event{Type: wire.EventError, Error: "the provider cannot record the lease's start: " + err.Error()})
 		if ready != nil {
 			pj.discard(ready, false)
 		}
@@ -240,10 +264,10 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 		}
 	}
 	if job == nil {
-		_ = send(wire.Event{Type: "status", Status: "pulling"})
+		_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusPulling})
 		job, err = pj.exec.Start(ctx, es, pullHooks(send))
 	}
-	if err != nil && pj.bg.Err() != nil {
+	if err != nil && (pj.bg.Err() != nil || calledOff(ctx)) {
 		// Stopping while the job was being started: nothing ran, and the
 		// lease is kept for Restore like any that had not launched.
 		return nil, pj.saveLease(al.lease.JobID, al.raw, LeaseStarted) == nil
@@ -252,15 +276,15 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 		// The job never ran: its settlement charges nothing and cites no
 		// voucher, and the renter, told it did not start, auctions it
 		// again elsewhere.
-		why := "the job could not start: "
+		why, code := "the job could not start: ", wire.CodeStart
 		if ready != nil {
 			pj.failedReservation(al, err)
 			why = "the reservation could not start: "
 		}
 		if isPullError(err) {
-			why = PullFailed
+			why, code = PullFailed, wire.CodePull
 		}
-		_ = send(wire.Event{Type: "error", Status: wire.StatusNotStarted, Error: why + err.Error()})
+		_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Code: code, Error: why + err.Error()})
 		return nil, false
 	}
 	return job, false
@@ -278,6 +302,7 @@ func (pj *Provider) running(al *activeLease, job executor.Job, m *meter, since t
 	}
 	pj.mu.Lock()
 	al.job, al.meter = job, m
+	al.endLaunch() // with the job set: a stop that waited for the launch finds it
 	pj.mu.Unlock()
 }
 
@@ -298,10 +323,10 @@ func (pj *Provider) heartbeats(send func(wire.Event) error) *heartbeat {
 			case <-hb.done:
 				return
 			case <-t.C:
-				_ = send(wire.Event{Type: "heartbeat"})
+				_ = send(wire.Event{Type: wire.EventHeartbeat})
 				if sm := hb.samplers.Load(); sm != nil {
 					for _, raw := range pj.sample(*sm) {
-						_ = send(wire.Event{Type: "telemetry", Log: raw})
+						_ = send(wire.Event{Type: wire.EventTelemetry, Log: raw})
 					}
 				}
 			}
@@ -343,6 +368,7 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 		// its last event; removing the container can take a second and must
 		// not hold them (a renter submitting again at once would be told
 		// the provider is full).
+		al.hub.flush(drainWait)
 		pj.release(al.lease.JobID)
 		// Not pj.bg alone: on shutdown it is already cancelled, and the
 		// renter's container must still go.
@@ -352,7 +378,7 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 			pj.log.Warn("job container not removed; Reconcile will", "job", al.lease.JobID, "err", err)
 		}
 	}()
-	_ = send(wire.Event{Type: "status", Status: "running"})
+	_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusRunning})
 
 	logsDone := make(chan struct{})
 	go func() {
@@ -373,7 +399,7 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 			read += int64(len(chunk))
 			for len(chunk) > 0 {
 				n, off := min(len(chunk), wire.MaxLogChunk), at
-				if send(wire.Event{Type: "log", Log: chunk[:n], Offset: &off, LogRun: al.logRun}) != nil {
+				if send(wire.Event{Type: wire.EventLog, Log: chunk[:n], Offset: &off, LogRun: al.logRun}) != nil {
 					return
 				}
 				chunk, at = chunk[n:], at+int64(n)
@@ -429,12 +455,15 @@ loop:
 					unpaid, w = true, stop()
 					break loop
 				}
-				_ = send(wire.Event{Type: "status", Status: "paused", Error: "no voucher covers the time run"})
+				pj.log.Info("job paused: no voucher covers the time run", "job", al.lease.JobID, "renter", al.lease.Renter,
+					"patience", sched.Patience(al.lease))
+				_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusPaused, Error: "no voucher covers the time run"})
 			case sched.Resume:
 				if job.Resume(ctx) == nil {
-					_ = send(wire.Event{Type: "status", Status: "running"})
+					_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusRunning})
 				}
 			case sched.StopUnpaid:
+				pj.log.Info("stopping the job as unpaid", "job", al.lease.JobID, "renter", al.lease.Renter, "why", a.Message())
 				unpaid, w = true, stop()
 				break loop
 			case sched.StopAtEnd:
@@ -442,7 +471,7 @@ loop:
 				break loop
 			case sched.Preempt:
 				preempted = a.Message()
-				_ = send(wire.Event{Type: "status", Status: "preempting", Error: preempted})
+				_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusPreempting, Error: preempted})
 				w = stopIn(a.Notice)
 				break loop
 			}
@@ -469,20 +498,20 @@ loop:
 	}
 	<-logsDone
 	if w.err != nil {
-		_ = send(wire.Event{Type: "error", Error: w.err.Error()})
+		_ = send(wire.Event{Type: wire.EventError, Error: w.err.Error()})
 		return
 	}
 	if preempted != "" {
 		pj.shipCheckpoint(job, send)
-		_ = send(wire.Event{Type: "exit", Status: "preempted", ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged, Outputs: outputs})
+		_ = send(wire.Event{Type: wire.EventExit, Status: wire.StatusPreempted, ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged, Outputs: outputs})
 		return
 	}
-	status := "completed"
+	status := wire.StatusCompleted
 	switch {
 	case unpaid:
-		status = "unpaid"
+		status = wire.StatusUnpaid
 	case w.res.Stopped:
-		status = "stopped"
+		status = wire.StatusStopped
 	}
 	output := w.res.StdoutSHA256
 	if pj.wrongAnswers && output != "" {
@@ -492,7 +521,7 @@ loop:
 	if outErr != nil {
 		note = "the outputs could not be kept: " + outErr.Error()
 	}
-	_ = send(wire.Event{Type: "exit", Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged,
+	_ = send(wire.Event{Type: wire.EventExit, Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged,
 		Outputs: outputs, Error: note})
 }
 
@@ -516,18 +545,18 @@ func (pj *Provider) shipCheckpoint(job executor.Job, send func(wire.Event) error
 		return
 	}
 	if err != nil {
-		_ = send(wire.Event{Type: "log", Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
+		_ = send(wire.Event{Type: wire.EventLog, Log: []byte("gleaner: checkpoint could not be copied: " + err.Error() + "\n")})
 		return
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, wire.MaxCheckpoint+1))
 	if err != nil || len(data) > wire.MaxCheckpoint {
-		_ = send(wire.Event{Type: "log", Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", wire.MaxCheckpoint))})
+		_ = send(wire.Event{Type: wire.EventLog, Log: []byte(fmt.Sprintf("gleaner: checkpoint not shipped (over %d bytes or unreadable)\n", wire.MaxCheckpoint))})
 		return
 	}
 	for len(data) > 0 {
 		n := min(len(data), 128<<10)
-		if send(wire.Event{Type: "checkpoint", Log: data[:n]}) != nil {
+		if send(wire.Event{Type: wire.EventCheckpoint, Log: data[:n]}) != nil {
 			return
 		}
 		data = data[n:]
@@ -561,37 +590,6 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 	return es
 }
 
-// eventHub fans a job's events out to every stream following it: the one
-// that started it and any a restarted renter attached later. A stream that
-// fails is dropped; the job never waits for its followers.
-type eventHub struct {
-	mu    sync.Mutex // guards sinks and serialises writes
-	sinks []network.Stream
-}
-
-func (h *eventHub) add(s network.Stream) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.sinks = append(h.sinks, s)
-}
-
-func (h *eventHub) send(ev wire.Event) error {
-	ev.Time = time.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	live := h.sinks[:0]
-	for _, s := range h.sinks {
-		_ = s.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if err := wire.Write(s, ev); err != nil {
-			_ = s.Reset()
-			continue
-		}
-		live = append(live, s)
-	}
-	h.sinks = live
-	return nil
-}
-
 // attach adds a renter's new stream to a running job's followers, sends the
 // retained tail of its output, and keeps the stream open until the job ends.
 func (pj *Provider) attach(s network.Stream, al *activeLease) {
@@ -612,15 +610,17 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 	}
 	for at := end - int64(len(tail)); len(tail) > 0; {
 		n, off := min(len(tail), wire.MaxLogChunk), at
-		if err := wire.Write(s, wire.Event{Type: "log", Log: tail[:n], Offset: &off, LogRun: al.logRun, Time: time.Now()}); err != nil {
+		if err := wire.Write(s, wire.Event{Type: wire.EventLog, Log: tail[:n], Offset: &off, LogRun: al.logRun, Time: time.Now()}); err != nil {
 			return
 		}
 		tail, at = tail[n:], at+int64(n)
 	}
-	if err := wire.Write(s, wire.Event{Type: "status", Status: "running", Time: time.Now()}); err != nil {
+	if err := wire.Write(s, wire.Event{Type: wire.EventStatus, Status: wire.StatusRunning, Time: time.Now()}); err != nil {
 		return
 	}
 	al.hub.add(s)
+	defer al.hub.detach(s)
+	al.backOnce.Do(func() { close(al.back) })
 	// A renter that restarted pays on this stream: its vouchers count as
 	// they would have on the one that started the job.
 	go m.readVouchers(s, pj.onPaid(al))
@@ -635,17 +635,18 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 // running anything: the renter must start it again.
 func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
 	if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); !ok || in.State != sched.Started {
-		_ = wire.Write(s, wire.Event{Type: "error", Error: "the job is not running", Time: time.Now()})
+		_ = wire.WriteEvent(s, wire.Event{Type: wire.EventError, Code: wire.CodeNotRunning, Error: "the job is not running", Time: time.Now()})
 		return
 	}
-	ev := wire.Event{Type: "status", Status: "pulling", Time: time.Now()}
+	ev := wire.Event{Type: wire.EventStatus, Status: wire.StatusPulling, Time: time.Now()}
 	if start := time.Unix(al.lease.Start, 0); start.After(time.Now()) {
-		ev.Status, ev.Error = "reserved", "starts "+start.UTC().Format(time.RFC3339)
+		ev.Status, ev.Error = wire.StatusReserved, "starts "+start.UTC().Format(time.RFC3339)
 	}
 	if err := wire.Write(s, ev); err != nil {
 		return
 	}
 	al.hub.add(s)
+	defer al.hub.detach(s)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -659,6 +660,8 @@ func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
 		select {
 		case <-al.done:
 			return
+		case <-pj.bg.Done():
+			return // stopping: a lease kept for the next start is never done here
 		case <-t.C:
 		}
 	}

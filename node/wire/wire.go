@@ -20,8 +20,13 @@ const (
 	AwardProto = "lease/1"   // renter-signed lease -> co-signed lease or refusal
 	// JobProto: a start (then a stream of events), an attach or a cancel.
 	// Version 2 sends the request in two frames, a small head that
-	// proves the lease before the large body is read (issue 31).
-	JobProto = "job/2"
+	// proves the lease before the large body is read (issue 31); version
+	// 3 adds Event.Code, the typed reason a renter decides by.
+	JobProto = "job/3"
+	// JobProtoV2 is still served to renters that speak only version 2;
+	// their events carry no Code (their decoders are strict), and a
+	// renter on it reads the provider's words (LegacyCode).
+	JobProtoV2 = "job/2"
 )
 
 // Frame limits, per message: anything larger is hostile, and a reader
@@ -139,8 +144,8 @@ func (a *RegistryAuth) LogValue() slog.Value { return slog.StringValue(a.String(
 // Event is what a provider streams back on /job/1 while a job runs;
 // the renter turns it into JobEvents for job_follow.
 type Event struct {
-	Type     string    `json:"type"` // "status", "log", "heartbeat", "telemetry", "checkpoint", "exit", "error"
-	Status   string    `json:"status,omitempty"`
+	Type     EventType `json:"type"`
+	Status   Status    `json:"status,omitempty"`
 	Log      []byte    `json:"log,omitempty"`
 	ExitCode int       `json:"exit_code,omitempty"`
 	Error    string    `json:"error,omitempty"`
@@ -169,13 +174,53 @@ type Event struct {
 	// provider's settlement names it ("" for a spec without outputs, or
 	// when they could not be imported; Error then says why).
 	Outputs string `json:"outputs,omitempty"`
+	// Code is the typed reason of an error event (job/3 on): what the
+	// renter decides by. Empty from a provider that predates it: the
+	// renter then maps the words (LegacyCode).
+	Code Code `json:"code,omitempty"`
 }
+
+// EventType is what an event on a job stream carries.
+type EventType string
+
+const (
+	EventStatus     EventType = "status"     // the job's state changed (Status)
+	EventLog        EventType = "log"        // output, or the provider's note
+	EventHeartbeat  EventType = "heartbeat"  // every HeartbeatEvery: the provider lives
+	EventTelemetry  EventType = "telemetry"  // a signed telemetry sample (Log)
+	EventCheckpoint EventType = "checkpoint" // a piece of a preempted job's checkpoint (Log)
+	EventExit       EventType = "exit"       // the run ended (Status says how)
+	EventError      EventType = "error"      // a refusal or a start that failed (Code says which)
+)
+
+// Status is a status event's state of the job, or how an exit event's run
+// ended.
+type Status string
+
+// The states a status event reports.
+const (
+	StatusFetching   Status = "fetching" // its inputs are fetched; not billed
+	StatusPulling    Status = "pulling"
+	StatusReserved   Status = "reserved" // gold: waiting for its window
+	StatusRunning    Status = "running"
+	StatusPaused     Status = "paused" // a voucher is late
+	StatusPreempting Status = "preempting"
+	StatusCancelled  Status = "cancelled" // the answer to a cancel
+)
+
+// How an exit event's run ended.
+const (
+	StatusCompleted Status = "completed" // the job exited by itself (ExitCode)
+	StatusPreempted Status = "preempted" // with notice: a better tier, the owner, a stopping provider
+	StatusUnpaid    Status = "unpaid"    // stopped for want of vouchers
+	StatusStopped   Status = "stopped"   // cancelled by its renter, or stopped at its lease's end
+)
 
 // StatusNotStarted marks the error event of a job the provider could not
 // start (its image could not be pulled, its container not created, a
 // reservation not begun at its window): nothing ran and nothing is
 // charged, and the renter auctions the job again at once elsewhere.
-const StatusNotStarted = "not-started"
+const StatusNotStarted Status = "not-started"
 
 // RenterMsg is what a renter sends on a job stream after the start request.
 type RenterMsg struct {

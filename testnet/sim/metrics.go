@@ -57,6 +57,13 @@ type TierMetrics struct {
 	WaitP95Sec int64 `json:"wait_p95_sec"`
 	JCTP50Sec  int64 `json:"jct_p50_sec"`
 	JCTP95Sec  int64 `json:"jct_p95_sec"`
+	// Preempted runs, and of them how many the job ran again after
+	// (Returned): from a preempted run's end to the job's next run's
+	// start, p50 and p95 over those.
+	PreemptedRuns int   `json:"preempted_runs"`
+	Returned      int   `json:"returned"`
+	ReturnP50Sec  int64 `json:"return_p50_sec"`
+	ReturnP95Sec  int64 `json:"return_p95_sec"`
 }
 
 // GoldMetrics is how reservations fared. A reservation is made when the
@@ -102,6 +109,8 @@ type tierTally struct {
 	demanded, sold, useful, lost int64 // GPU-seconds
 	paid, onDemand               auction.Credits
 	waits, jcts                  []int64
+	preempted                    int
+	returns                      []int64 // seconds from a preempted run's end to the next run's start
 }
 
 // ComputeMetrics measures strategy st on supply s and demand d over
@@ -188,6 +197,15 @@ func (t *tierTally) add(f jobFigures) {
 	t.lost += f.lost
 	t.paid += f.paid
 	t.onDemand += f.onDemand
+	for i, r := range f.o.Runs {
+		if !r.Preempted {
+			continue
+		}
+		t.preempted++
+		if i+1 < len(f.o.Runs) {
+			t.returns = append(t.returns, f.o.Runs[i+1].Start-r.End)
+		}
+	}
 	if f.o.Completed {
 		t.completed++
 		t.jcts = append(t.jcts, f.o.Finished-f.job.Submit)
@@ -200,7 +218,12 @@ func (t *tierTally) add(f jobFigures) {
 func (t *tierTally) metrics(name string) TierMetrics {
 	slices.Sort(t.waits)
 	slices.Sort(t.jcts)
+	slices.Sort(t.returns)
 	return TierMetrics{
+		PreemptedRuns:          t.preempted,
+		Returned:               len(t.returns),
+		ReturnP50Sec:           nearestRank(t.returns, 50),
+		ReturnP95Sec:           nearestRank(t.returns, 95),
 		Tier:                   name,
 		Jobs:                   t.jobs,
 		Completed:              t.completed,

@@ -144,6 +144,10 @@ func TestComputeMetricsByHand(t *testing.T) {
 	rpNear(t, "messages per job", m.MessagesPerJob, 10)
 	rpNear(t, "bytes per job", m.BytesPerJob, 1000)
 	rpNear(t, "gossip", m.GossipBytesPerNodePerSec, 2)
+	// j0's one preempted run ended at 4200 and the job ran again at 90000.
+	if all.PreemptedRuns != 1 || all.Returned != 1 || all.ReturnP50Sec != 85800 || all.ReturnP95Sec != 85800 {
+		t.Errorf("preempted %d, returned %d, p50 %d p95 %d; want 1, 1, 85800, 85800", all.PreemptedRuns, all.Returned, all.ReturnP50Sec, all.ReturnP95Sec)
+	}
 }
 
 func TestNearestRankAndGini(t *testing.T) {

@@ -63,7 +63,7 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 			}
 			m.renters[j.Renter] = r
 		}
-		sj := &simJob{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter], exclude: map[string]bool{}}
+		sj := &simJob{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter]}
 		m.jobs[sj.id] = sj
 		m.outcomes[i].Job = i
 		if j.Submit >= horizon {

@@ -14,8 +14,9 @@ import (
 // node runs. This test reads both sides' sources and fails when either
 // stops calling the shared code: node's /auction/1 and /lease/1 handlers
 // must answer through auction/provider's Desk and claim through its
-// Scheduler, node's renter must auction through auction/renter's Place,
-// and the simulator's nodes must call exactly those.
+// Scheduler, node's renter must auction through auction/renter's Place
+// and decide what follows each run by its Lifecycle, and the simulator's
+// nodes must call exactly those.
 func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 	root := filepath.Join("..", "..")
 	cases := []struct {
@@ -25,10 +26,11 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 		{"node/providing/provider.go", "quote", []string{"pj.desk().Quote"}},
 		{"node/providing/provider.go", "accept", []string{"pj.desk().CheckAward", "pj.sched.Claim", "sl.CounterSign"}},
 		{"node/providing/provider.go", "desk", []string{}},
-		{"node/renter_auction.go", "run", []string{"r.auc.Place"}},
+		{"node/renter_auction.go", "run", []string{"r.auc.Place", "renter.NewLifecycle", "life.Policy", "life.Ended", "life.Unplaced"}},
 		{"testnet/sim/sprovider.go", "quote", []string{"p.desk.Quote"}},
 		{"testnet/sim/sprovider.go", "award", []string{"p.desk.CheckAward", "p.sched.Claim", "aw.Signed.CounterSign"}},
-		{"testnet/sim/srenter.go", "place", []string{"renter.New", "a.Place"}},
+		{"testnet/sim/srenter.go", "place", []string{"renter.New", "a.Place", "renter.NewLifecycle", "j.life.Policy", "j.life.Unplaced"}},
+		{"testnet/sim/srenter_end.go", "next", []string{"j.life.Ended"}},
 	}
 	for _, c := range cases {
 		calls, lits := callsIn(t, filepath.Join(root, c.file), c.fn)

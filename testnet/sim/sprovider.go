@@ -187,7 +187,7 @@ func (p *simProvider) award(proposal []byte, from string) ([]byte, string) {
 	return raw, ""
 }
 
-// start is the renter's start of its lease (/job/2).
+// start is the renter's start of its lease (/job/3).
 func (p *simProvider) start(jobID string) error {
 	acts, err := p.sched.Start(jobID, p.m.w.Now())
 	if err != nil {

@@ -109,6 +109,28 @@ const (
 	endHorizon                      // the simulation ended
 )
 
+func (k endKind) String() string {
+	switch k {
+	case endExited:
+		return "exited"
+	case endPreempted:
+		return "preempted"
+	case endUnpaid:
+		return "stopped unpaid"
+	case endLeaseEnd:
+		return "the lease ended first"
+	case endExpired:
+		return "not started in time"
+	case endAbandoned:
+		return "the provider walked away"
+	case endStopped:
+		return "stopped by the renter: no telemetry"
+	case endHorizon:
+		return "the simulation ended"
+	}
+	return "ended"
+}
+
 // end stops a lease's job, settles (the best voucher, capped by the time
 // run at the lease's price), releases its GPUs and tells the renter.
 func (p *simProvider) end(jobID string, why endKind) {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -37,11 +36,12 @@ type simJob struct {
 	id       string
 	renter   *simRenter
 	done     time.Duration // progress kept, per GPU
-	exclude  map[string]bool
 	payGen   int
 	settled  bool
 	attempts int
-	spent    int // re-auctions spent so far, carried over as node does (Policy.Attempt)
+	// life is the renter's lifecycle of the job, the code node's renter
+	// runs: whom the job leaves, what each end spends, when it gives up.
+	life *renter.Lifecycle
 	// holder is the provider of the job's current lease; a lease's end
 	// counts only from its holder (an award whose start failed may still
 	// expire there after the job moved on).
@@ -126,33 +126,41 @@ func (r *simRenter) place(j *simJob) {
 			r.m.fail(err)
 			return
 		}
-		j.attempts++
-		req := renter.Request{JobID: j.id, SpecYAML: specYAML, Spec: spec, Exclude: j.exclude,
-			BillingSec: int64(r.m.cfg.Billing / time.Second)}
-		// Each placement may wait Patience for a match; re-auctions are
-		// counted across placements and a job sent back (preempted,
-		// lost) first waits patiently for the book, as node's renter does.
-		pol := renter.Policy{MaxReauctions: j.spent + int(r.m.cfg.Patience/r.m.cfg.Retry), Attempt: j.spent,
-			Backoff: r.m.cfg.Retry, MaxBackoff: r.m.cfg.Retry,
-			Rand: rand.New(rand.NewPCG(hash64(r.m.cfg.Seed, "jitter", j.id), uint64(j.attempts)))}
-		if j.attempts > 1 {
-			pol.Patience = renter.DefaultPatience
+		if j.life == nil {
+			// The sim's renters ask for as many re-auctions as their
+			// patience allows; each placement waits at most
+			// market.patience, as the baselines' jobs do.
+			j.life = renter.NewLifecycle(spec, "")
+			j.life.SetMaxReauctions(1 << 30)
 		}
+		j.attempts++
+		req := renter.Request{JobID: j.id, SpecYAML: specYAML, Spec: spec, Exclude: j.life.Exclude(), LastResort: j.life.LastResort(),
+			BillingSec: int64(r.m.cfg.Billing / time.Second)}
+		// The lifecycle's policy (re-auctions spent, the patience of a job
+		// sent back, none after a failed pull), with the sim's timing:
+		// market.retry between re-auctions, market.patience per placement.
+		pol := j.life.Policy()
+		if pol.MaxReauctions > pol.Attempt {
+			pol.MaxReauctions = pol.Attempt + int(r.m.cfg.Patience/r.m.cfg.Retry)
+		}
+		pol.Backoff, pol.MaxBackoff, pol.PatienceStep = r.m.cfg.Retry, r.m.cfg.Retry, r.m.cfg.Retry
+		pol.Rand = rand.New(rand.NewPCG(hash64(r.m.cfg.Seed, "jitter", j.id), uint64(j.attempts)))
 		res, err := a.Place(r.m.ctx, req, pol)
-		j.spent = res.Attempt
-		r.m.stats.Rounds += int64(res.Attempt + res.Races + 1)
+		r.m.stats.Rounds += int64(res.Attempt - pol.Attempt + res.Races + 1)
 		if r.m.ctx.Err() != nil {
 			r.finish(j, "horizon")
 			return
 		}
 		if err != nil {
-			why := "no capacity: " + err.Error()
-			if !errors.Is(err, renter.ErrNoMatch) {
-				why = err.Error()
+			step := j.life.Unplaced(res, err)
+			why := step.Why
+			if step.Outcome == renter.OutcomeNoMatch {
+				why = "no capacity: " + why
 			}
 			r.finish(j, why)
 			return
 		}
+		j.life.Placed(res)
 		p := r.m.byPeer[res.Lease.Provider]
 		j.holder = p.id
 		r.m.feedAppend()
@@ -161,8 +169,7 @@ func (r *simRenter) place(j *simJob) {
 			if err := p.start(j.id); err != nil {
 				r.m.stats.StartFailed++
 				j.holder = ""
-				j.exclude[p.id] = true
-				r.place(j)
+				r.next(j, renter.RunEnd{End: renter.EndNotStarted, Cause: startCause(err, spec.Tier), Provider: p.id, Why: err.Error()})
 			}
 		})
 	})

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/auction/renter"
 )
 
 // ended is the provider's word that the job's lease is over: the renter
@@ -77,9 +80,45 @@ func (r *simRenter) ended(j *simJob, st stint) {
 	case st.why == endHorizon || m.w.now >= m.stop:
 		r.finish(j, "horizon")
 	default:
-		j.exclude[p.id] = true
-		r.place(j)
+		r.next(j, renter.RunEnd{End: runEndOf(st.why), Provider: p.id, Why: st.why.String()})
 	}
+}
+
+// next has the job's lifecycle decide what follows a run that did not
+// finish it: another placement, or its end.
+func (r *simRenter) next(j *simJob, e renter.RunEnd) {
+	if st := j.life.Ended(e); st.Done {
+		r.finish(j, st.Why)
+		return
+	}
+	r.place(j)
+}
+
+// runEndOf is the renter's view of a lease that ended before the job's
+// work did: a preemption, or the provider's failure to run it through (it
+// walked away, stopped for want of vouchers or telemetry, or the lease
+// ran out first), or a job stopped unpaid, which node's renter fails.
+func runEndOf(why endKind) renter.End {
+	switch why {
+	case endPreempted:
+		return renter.EndPreempted
+	case endUnpaid:
+		return renter.EndFailed // node's renter fails a job its provider stopped unpaid
+	}
+	return renter.EndLost
+}
+
+// startCause is why a start the provider refused did not begin, as node's
+// renter reads the provider's code: a bronze award a better claim took
+// back, an award displaced for a newcomer, or anything else (expired).
+func startCause(err error, tier auction.Tier) renter.StartCause {
+	switch {
+	case errors.Is(err, sched.ErrDisplaced):
+		return renter.StartDisplaced
+	case errors.Is(err, sched.ErrNoLease) && tier == auction.Bronze:
+		return renter.StartTakenBack
+	}
+	return renter.StartOther
 }
 
 // finish records j's outcome.
