@@ -62,6 +62,11 @@ type Policy struct {
 	// PatienceStep caps the wait between patient rounds; 0 means
 	// DefaultPatienceStep.
 	PatienceStep time.Duration
+	// PatienceBackoff is the first patient wait, doubled per patient
+	// round up to PatienceStep; 0 means Backoff. The simulator's renters,
+	// whose Backoff is its 5-minute retry, look again after 1 s, 2 s, ...
+	// as node's renter does.
+	PatienceBackoff time.Duration
 	// Progress, when set, is told of every re-auction before its wait.
 	Progress func(Progress)
 }
@@ -185,7 +190,11 @@ func (p Policy) patientWait(patient int, waited time.Duration) time.Duration {
 	if step <= 0 {
 		step = DefaultPatienceStep
 	}
-	return min(Policy{Backoff: p.Backoff, MaxBackoff: step}.backoff(patient), left)
+	first := p.PatienceBackoff
+	if first <= 0 {
+		first = p.Backoff
+	}
+	return min(Policy{Backoff: first, MaxBackoff: step}.backoff(patient), left)
 }
 
 // jitter is the wait before the race'th immediate re-quote.

@@ -307,6 +307,9 @@ func TestPlacePatientWait(t *testing.T) {
 		{Policy{Patience: time.Minute}, 9, time.Minute, 0},
 		{Policy{Patience: 30 * time.Second, Backoff: 5 * time.Second, PatienceStep: 20 * time.Second}, 1, 5 * time.Second, 10 * time.Second},
 		{Policy{Patience: 30 * time.Second, Backoff: 5 * time.Second, PatienceStep: 20 * time.Second}, 2, 15 * time.Second, 15 * time.Second},
+		{Policy{Patience: time.Hour, Backoff: 5 * time.Minute, PatienceBackoff: time.Second, PatienceStep: 5 * time.Minute}, 0, 0, time.Second},
+		{Policy{Patience: time.Hour, Backoff: 5 * time.Minute, PatienceBackoff: time.Second, PatienceStep: 5 * time.Minute}, 4, 15 * time.Second, 16 * time.Second},
+		{Policy{Patience: time.Hour, Backoff: 5 * time.Minute, PatienceBackoff: time.Second, PatienceStep: 5 * time.Minute}, 12, 20 * time.Minute, 5 * time.Minute},
 	} {
 		if got := c.pol.patientWait(c.patient, c.waited); got != c.want {
 			t.Errorf("%+v after %d patient rounds (%s): wait %s, want %s", c.pol, c.patient, c.waited, got, c.want)

@@ -138,12 +138,15 @@ func (r *simRenter) place(j *simJob) {
 			BillingSec: int64(r.m.cfg.Billing / time.Second)}
 		// The lifecycle's policy (re-auctions spent, the patience of a job
 		// sent back, none after a failed pull), with the sim's timing:
-		// market.retry between re-auctions, market.patience per placement.
+		// market.retry between re-auctions, market.patience per placement;
+		// a job sent back looks again as node's does, after 1 s, 2 s, ...,
+		// the waits capped at market.retry.
 		pol := j.life.Policy()
 		if pol.MaxReauctions > pol.Attempt {
 			pol.MaxReauctions = pol.Attempt + int(r.m.cfg.Patience/r.m.cfg.Retry)
 		}
-		pol.Backoff, pol.MaxBackoff, pol.PatienceStep = r.m.cfg.Retry, r.m.cfg.Retry, r.m.cfg.Retry
+		pol.Backoff, pol.MaxBackoff = r.m.cfg.Retry, r.m.cfg.Retry
+		pol.PatienceBackoff, pol.PatienceStep = renter.DefaultBackoff, r.m.cfg.Retry // node's 1 s, 2 s, ... capped at the sim's retry
 		pol.Rand = rand.New(rand.NewPCG(hash64(r.m.cfg.Seed, "jitter", j.id), uint64(j.attempts)))
 		res, err := a.Place(r.m.ctx, req, pol)
 		r.m.stats.Rounds += int64(res.Attempt - pol.Attempt + res.Races + 1)
