@@ -133,7 +133,7 @@ type Lifecycle struct {
 
 	exclude     map[string]bool
 	left        map[string]string // provider the job left (excluded or not) -> why
-	preemptors  map[string]bool   // providers that preempted the job: asked last
+	preemptors  map[string]bool   // providers that preempted the job, or to avoid: asked last
 	checkpoint  []byte
 	spent       int // re-auctions spent (Policy.Attempt)
 	leases      int
@@ -155,19 +155,22 @@ func NewLifecycle(spec *auction.JobSpec, pin string) *Lifecycle {
 // simulator's renters ask for as many as their patience allows.
 func (l *Lifecycle) SetMaxReauctions(n int) { l.maxReauctions = n }
 
-// Avoid leaves provider out of the job's auctions from the start, for
-// why (a service replica's successor avoids the provider lost with it).
+// Avoid makes provider a last resort for the job's auctions from the
+// start, for why: a service replica's successor avoids the provider lost
+// with its predecessor, yet may go back to it (restarted, say) when no
+// other provider bids.
 func (l *Lifecycle) Avoid(provider, why string) {
-	l.exclude[provider], l.left[provider] = true, why
+	l.preemptors[provider], l.left[provider] = true, why
 }
 
 // Exclude is the set of providers the job's auctions leave out; the
 // Request passed to Place holds it, and it grows as runs end.
 func (l *Lifecycle) Exclude() map[string]bool { return l.exclude }
 
-// LastResort is the set of providers that preempted the job: its
-// auctions may award them, but only after every other bidder (the Request
-// passed to Place holds it, and it grows as runs end).
+// LastResort is the set of providers that preempted the job (or that it
+// was told to Avoid): its auctions may award them, but only after every
+// other bidder (the Request passed to Place holds it, and it grows as runs
+// end).
 func (l *Lifecycle) LastResort() map[string]bool { return l.preemptors }
 
 // Left is why the job left each provider it left, excluded (Exclude) or

@@ -313,3 +313,13 @@ func TestAPreemptorIsAwardedOnlyAsALastResort(t *testing.T) {
 		t.Fatalf("with the other refusing, leased %v (%v), want the preemptor as the last resort", res.Lease, err)
 	}
 }
+
+// A replica's successor avoids the provider lost with its predecessor,
+// but may go back to it when nothing else bids (a provider restarted).
+func TestAnAvoidedProviderIsALastResort(t *testing.T) {
+	l := NewLifecycle(lifeSpec(0), "")
+	l.Avoid("lost", "its service replica was lost with it")
+	if l.Exclude()["lost"] || !l.LastResort()["lost"] || l.Left()["lost"] == "" {
+		t.Fatalf("exclude %v, last resort %v, left %v: want a last resort with its why", l.Exclude(), l.LastResort(), l.Left())
+	}
+}

@@ -155,23 +155,29 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 		t.Fatalf("completion after the renter's restart: status %d", resp.StatusCode)
 	}
 
-	// A provider killed and started again adopts its replica's container,
-	// which serves again through the forwarder.
-	p1.restart(t, syscall.SIGKILL)
-	onP1 := ""
+	// A provider killed is given up at once (its replica's renter pings
+	// it every second): the replica is replaced by a new job, which goes
+	// back to p1 once it has started again, since no other provider can
+	// take the silver floor (the lost provider is a last resort, not
+	// excluded); the container p1 adopted, whose renter does not come
+	// back, is stopped within its lease's grace.
+	onP1, index := "", -1
 	for _, rep := range v.Replicas {
 		if rep.Provider == p1.d.peerID {
-			onP1 = rep.Job
+			onP1, index = rep.Job, rep.Index
 		}
 	}
-	waitUntil(t, 45*time.Second, "p1's replica ready again after its provider's restart", func() bool {
+	p1.restart(t, syscall.SIGKILL)
+	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
+	waitUntil(t, 60*time.Second, "p1's replica replaced and ready again on the restarted p1", func() bool {
 		for _, rep := range status().Replicas {
-			if rep.Job == onP1 && rep.Ready && rep.State == node.StateRunning {
+			if rep.Index == index && rep.Job != onP1 && rep.Ready && rep.State == node.StateRunning && rep.Provider == p1.d.peerID {
 				return true
 			}
 		}
 		return false
 	}, all...)
+	v = status() // the replica set as it is now
 	direct := func() int {
 		// Both replicas answer: enough requests that each is picked.
 		ok := 0
@@ -192,9 +198,6 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 		t.Fatalf("after p1's restart: %d of 8 completions answered", ok)
 	}
 
-	// p1 listens on a new port now, which the renter learns here (a
-	// testnet's daemons have no DHT to find it by).
-	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
 	r = rn.cli(t, "service", "logs", "chat", "--json", "--tail", "5")
 	mustOK(t, r, "service logs --json")
 	var logs node.ServiceLogsResult
