@@ -31,6 +31,8 @@ simulated. The same seed gives a byte-identical report.json.
 
 Writes report.json (every figure), report.html (plots), timing.json (speed
 here), supply.csv and demand.csv (what was simulated, to feed back in).
+Every job is checked before the run; a bad row fails it naming file:line.
+Ctrl-C or SIGTERM stops a run at once, writing nothing (exit code 130).
 docs/SIM.md explains every figure, every flag and the CSV formats.`
 
 func simCommand() *cli.Command {
@@ -41,10 +43,10 @@ func simCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "YAML file of options (docs/SIM.md); flags given override it"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed: the same seed and options give the same report"},
-			&cli.IntFlag{Name: "providers", Value: 200, Usage: "providers to draw from the node lists (ignored with --supply)"},
-			&cli.IntFlag{Name: "renters", Value: 100, Usage: "renters the demand is spread over"},
+			&cli.IntFlag{Name: "providers", Value: 200, Usage: "providers to draw from the node lists (not used with --supply)"},
+			&cli.IntFlag{Name: "renters", Value: 100, Usage: "renters the demand is spread over: each sampled job's drawn among them; a --demand CSV's jobs dealt over them in turn, unless it has a renter column"},
 			&cli.Float64Flag{Name: "days", Value: 7, Usage: "simulated days"},
-			&cli.Float64Flag{Name: "load", Value: 0.8, Usage: "demanded GPU-hours over offered idle GPU-hours (sampled demand only)"},
+			&cli.Float64Flag{Name: "load", Value: 0.8, Usage: "demanded GPU-hours over offered idle GPU-hours (sampled demand only: not used with --demand)"},
 			&cli.StringFlag{Name: "supply", Usage: "canonical supply CSV instead of drawing from the traces"},
 			&cli.StringFlag{Name: "demand", Usage: "canonical demand CSV (docs/SIM.md) instead of sampling a trace"},
 			&cli.StringFlag{Name: "demand-trace", Value: sim.TraceAlibaba2023, Usage: "trace to sample demand from: alibaba-v2023 or alibaba-v2025"},

@@ -6,15 +6,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gleaner-net/gleaner/testnet/sim"
 	"github.com/urfave/cli/v2"
 )
 
 func runSimConvert(c *cli.Context) error {
-	opt := sim.ConvertOptions{MaxJobs: c.Int("max-jobs"), Seed: c.Uint64("seed")}
+	opt := sim.ConvertOptions{MaxJobs: c.Int("max-jobs"), Seed: c.Uint64("seed"), MaxDuration: int64(durationOf(c, "max-duration") / time.Second)}
 	if opt.MaxJobs < 0 {
 		return usagef("for example: --max-jobs 5000", "--max-jobs %d: use 0 (all) or more", opt.MaxJobs)
+	}
+	if opt.MaxDuration < 0 {
+		return usagef("for example: --max-duration 24h", "--max-duration %v: use 0 (keep) or more", durationOf(c, "max-duration"))
 	}
 	in := c.String("in")
 	var convert func(string, sim.ConvertOptions) (*sim.Demand, error)
@@ -44,7 +48,9 @@ func runSimConvert(c *cli.Context) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := sim.WriteDemandCSV(&buf, d); err != nil {
+	// The traces do not say who submitted each job: no renter column, so
+	// that a run deals the jobs over its --renters.
+	if err := sim.WriteDemandCSVNoRenters(&buf, d); err != nil {
 		return err
 	}
 	out := c.String("out")

@@ -19,6 +19,10 @@ type ConvertOptions struct {
 	// submit order); 0 keeps all.
 	MaxJobs int
 	Seed    uint64 // draws that subset
+	// MaxDuration caps each job's duration, in seconds; 0 keeps them as
+	// the trace has them (pods that ran for months included, which no
+	// lease can hold: CheckDemand refuses them).
+	MaxDuration int64
 }
 
 // qos2023 maps the 2023 pod list's Kubernetes QoS classes. Guaranteed pods
@@ -215,6 +219,16 @@ func finishConverted(jobs []Job, opt ConvertOptions) *Demand {
 		for i := range jobs {
 			jobs[i].Submit -= base
 		}
+	}
+	if opt.MaxDuration > 0 {
+		capped := 0
+		for i := range jobs {
+			if jobs[i].Duration > opt.MaxDuration {
+				jobs[i].Duration = opt.MaxDuration
+				capped++
+			}
+		}
+		note += fmt.Sprintf("; %d durations capped at %d s", capped, opt.MaxDuration)
 	}
 	return &Demand{Jobs: jobs, Renters: []Behaviour{Honest},
 		Sources: []string{"demand: " + note + "; times rebased to the first submit"}}

@@ -4,28 +4,49 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
 )
 
 // DemandConfig says how SampleDemand draws a run's jobs from a converted
-// trace, and how ResolveDemand fills what a demand CSV left open.
+// trace, and how ResolveDemand fills what a demand CSV left open. The
+// JSON names are the YAML keys (the report's configuration block); a
+// field a run did not use is left out of it.
 type DemandConfig struct {
-	Days float64 // submits fall in [0, Days*86400)
+	Days float64 `json:"days,omitempty"` // submits fall in [0, Days*86400)
 	// Load is demanded GPU-hours over the supply's offered idle GPU-hours
-	// in the horizon; default 0.8.
-	Load     float64
-	Renters  int   // default 100
-	GoldLead int64 // seconds from submit to a gold reservation's start; default 7200 (0 means the default)
-	// MaxPriceOfOnDemandBP is a renter's max price per tier as a share of
-	// the on-demand price of the cheapest acceptable model; defaults gold
-	// 10000, silver 8000, bronze 5000 (a missing tier gets its default).
-	MaxPriceOfOnDemandBP map[auction.Tier]int64
-	NonPayerShare        float64 // share of renters that are NonPayer
-	MaxDuration          int64   // cap on a job's duration, seconds; default 86400
-	Seed                 uint64
+	// in the horizon; default 0.8. Sampled demand only.
+	Load float64 `json:"load,omitempty"`
+	// Renters is how many renters submit the jobs: sampled demand draws
+	// each job's renter among them; a demand CSV without a renter column
+	// has its jobs dealt over them in turn (DealRenters); a CSV with one
+	// names each job's renter itself, and Renters is not used. Default 100.
+	Renters  int   `json:"renters"`
+	GoldLead int64 `json:"goldlead"` // seconds from submit to a gold reservation's start; default 7200 (0 means the default)
+	// MaxPriceOfOnDemandBP is a renter's max price per tier, for a job
+	// whose max price is left open, as a share of the on-demand price of
+	// the models that could serve it: the median over the supply's
+	// offered GPU-hours on those providers (see resolveJobs). Defaults
+	// gold 10000, silver 8000, bronze 5000 (a missing tier gets its
+	// default).
+	MaxPriceOfOnDemandBP map[auction.Tier]int64 `json:"maxpriceofondemandbp"`
+	NonPayerShare        float64                `json:"nonpayershare"`         // share of renters that are NonPayer
+	MaxDuration          int64                  `json:"maxduration,omitempty"` // cap on a sampled job's duration, seconds; default 86400
+	Seed                 uint64                 `json:"seed"`
+	// RentersFrom says, in the report, what decided each job's renter:
+	// RentersDrawn, RentersDealt or RentersColumn. Not an option.
+	RentersFrom string `yaml:"-" json:"renters_from,omitempty"`
 }
+
+// What decided each job's renter (DemandConfig.RentersFrom).
+const (
+	RentersDrawn  = "drawn"  // sampled demand: drawn uniformly among demand.renters
+	RentersDealt  = "dealt"  // a demand CSV without a renter column: dealt in turn over demand.renters
+	RentersColumn = "column" // a demand CSV's renter column; demand.renters not used
+)
 
 // DefaultDemandConfig is load 0.8 over 7 days from 100 honest renters.
 func DefaultDemandConfig() DemandConfig {
@@ -178,7 +199,8 @@ func SampleDemand(base *Demand, s *Supply, cfg DemandConfig) (*Demand, error) {
 }
 
 // ResolveDemand fills what a demand read from CSV left open: MaxPrice 0
-// becomes the tier's share of the cheapest acceptable on-demand price,
+// becomes the tier's share of the median on-demand price of the supply
+// that could serve the job (resolveJobs),
 // gold Start 0 becomes Submit + GoldLead, and Renters grows to cover every
 // renter named, with NonPayerShare of them non-payers.
 func ResolveDemand(d *Demand, s *Supply, cfg DemandConfig) error {
@@ -194,12 +216,19 @@ func ResolveDemand(d *Demand, s *Supply, cfg DemandConfig) error {
 	if err := resolveJobs(d, s, cfg); err != nil {
 		return err
 	}
-	d.Sources = append(d.Sources, fmt.Sprintf("demand: max prices resolved at %v bp of on-demand, gold lead %d s, %d renters, %d non-payers",
+	d.Sources = append(d.Sources, fmt.Sprintf("demand: open max prices resolved at %v bp of the median on-demand price over the offered GPU-hours that could serve each job, gold lead %d s, %d renters, %d non-payers",
 		cfg.MaxPriceOfOnDemandBP, cfg.GoldLead, len(d.Renters), countBehaviour(d.Renters, NonPayer)))
 	return nil
 }
 
-// resolveJobs sets gold starts and max prices left at 0.
+// resolveJobs sets gold starts and max prices left at 0. A job's max
+// price is its tier's share (MaxPriceOfOnDemandBP) of the on-demand price
+// of what could serve it, taken as the median over the GPU-hours the
+// supply offers on the providers that could (an acceptable model, enough
+// GPUs, the job's region, its tier sold): a job that accepts any model
+// is priced by the supply's mix, not by its cheapest card, which would
+// price it out of every dearer one. With no such provider (CheckDemand
+// then refuses the job), the cheapest acceptable model's price is used.
 func resolveJobs(d *Demand, s *Supply, cfg DemandConfig) error {
 	cheapestAny := auction.Credits(math.MaxInt64)
 	for _, p := range s.Providers {
@@ -207,6 +236,7 @@ func resolveJobs(d *Demand, s *Supply, cfg DemandConfig) error {
 			cheapestAny = min(cheapestAny, od)
 		}
 	}
+	median := newMedianOnDemand(s, int64(cfg.Days*86400))
 	for i := range d.Jobs {
 		j := &d.Jobs[i]
 		if j.Tier == auction.Gold && j.Start == 0 {
@@ -215,12 +245,15 @@ func resolveJobs(d *Demand, s *Supply, cfg DemandConfig) error {
 		if j.MaxPrice > 0 {
 			continue
 		}
-		od := cheapestAny
-		if len(j.Models) > 0 {
-			od = math.MaxInt64
-			for _, m := range j.Models {
-				if p, ok := s.OnDemand[m]; ok {
-					od = min(od, p)
+		od, ok := median.of(j)
+		if !ok {
+			od = cheapestAny
+			if len(j.Models) > 0 {
+				od = math.MaxInt64
+				for _, m := range j.Models {
+					if p, ok := s.OnDemand[m]; ok {
+						od = min(od, p)
+					}
 				}
 			}
 		}
@@ -230,6 +263,94 @@ func resolveJobs(d *Demand, s *Supply, cfg DemandConfig) error {
 		j.MaxPrice = max(1, od*auction.Credits(cfg.MaxPriceOfOnDemandBP[j.Tier])/10000)
 	}
 	return nil
+}
+
+// medianOnDemand is the weighted median on-demand price of the providers
+// that could serve a job, memoised by what decides which those are.
+type medianOnDemand struct {
+	s       *Supply
+	offered []int64 // GPU-seconds per provider inside the horizon
+	memo    map[string]medianResult
+}
+
+type medianResult struct {
+	price auction.Credits
+	ok    bool
+}
+
+func newMedianOnDemand(s *Supply, horizon int64) *medianOnDemand {
+	return &medianOnDemand{s: s, offered: offeredSeconds(s, horizon), memo: map[string]medianResult{}}
+}
+
+// of is the on-demand price at which half the offered GPU-hours of the
+// providers that could serve j (price aside) are at or below, or false if
+// none could. When none of them offers anything in the horizon, each
+// counts once.
+func (m *medianOnDemand) of(j *Job) (auction.Credits, bool) {
+	key := fitKey(j)
+	if r, ok := m.memo[key]; ok {
+		return r.price, r.ok
+	}
+	type weighted struct {
+		price  auction.Credits
+		weight int64
+	}
+	var ws []weighted
+	var total int64
+	for i := range m.s.Providers {
+		p := &m.s.Providers[i]
+		od, priced := m.s.OnDemand[p.Model]
+		if !priced || !servesBarPrice(p, j) {
+			continue
+		}
+		ws = append(ws, weighted{od, m.offered[i]})
+		total += m.offered[i]
+	}
+	if total == 0 {
+		for k := range ws {
+			ws[k].weight = 1
+		}
+		total = int64(len(ws))
+	}
+	var r medianResult
+	if len(ws) > 0 {
+		sort.SliceStable(ws, func(a, b int) bool { return ws[a].price < ws[b].price })
+		var cum int64
+		for _, w := range ws {
+			if cum += w.weight; 2*cum >= total {
+				r = medianResult{w.price, true}
+				break
+			}
+		}
+	}
+	m.memo[key] = r
+	return r.price, r.ok
+}
+
+// fitKey is what decides which providers could serve a job, price aside.
+func fitKey(j *Job) string {
+	return fmt.Sprintf("%s|%d|%s|%s", j.Tier, j.GPUs, j.Region, strings.Join(j.Models, "|"))
+}
+
+// servesBarPrice is ProviderServes without the price: p has the GPUs, an
+// acceptable model, the job's region and sells its tier at all.
+func servesBarPrice(p *Provider, j *Job) bool {
+	if p.GPUs < j.GPUs || j.GPUs <= 0 || TierFloor(p.Floors, j.Tier) <= 0 || !regionServes(p, j.Region) {
+		return false
+	}
+	return len(j.Models) == 0 || slices.Contains(j.Models, p.Model)
+}
+
+// DealRenters gives d's jobs to n renters in turn, in submit order (the
+// file's order among equal submits): job k to renter k mod n. It is how
+// demand.renters (--renters) applies to a demand CSV without a renter
+// column. There are never more renters than jobs.
+func DealRenters(d *Demand, n int) {
+	n = max(1, min(n, len(d.Jobs)))
+	for k := range d.Jobs {
+		d.Jobs[k].Renter = k % n
+	}
+	d.Renters = make([]Behaviour, n)
 }
 
 // markNonPayers makes round(share × len) renters NonPayer, counting any

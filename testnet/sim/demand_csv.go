@@ -17,14 +17,16 @@ package sim
 //	tier        gold (a reservation starting at start_s), silver (on demand, never
 //	            preempted) or bronze (preemptible)
 //	max_price   credits per GPU-hour, a decimal with at most 6 places ("1.25");
-//	            empty or 0: resolved to a share of the on-demand price of the cheapest
-//	            acceptable model (sim.DemandConfig.MaxPriceOfOnDemandBP)
+//	            empty or 0: resolved to a share (sim.DemandConfig.MaxPriceOfOnDemandBP)
+//	            of the median on-demand price over the GPU-hours offered by the
+//	            providers that could serve the job (any model: the supply's mix)
 //	region      empty: anywhere; a lower-case continent code (af an as eu na oc sa);
 //	            or an upper-case ISO 3166-1 country ("DE")
 //	kind        training, batch, inference or serving
 //	id          the job's name (letters, digits and . _ : / -); absent: j000000, j000001,
 //	            ... in file order
-//	renter      which renter submits it, 0..999999; absent: 0
+//	renter      which renter submits it, 0..999999; absent: 0, and a run deals the
+//	            jobs over sim.DemandConfig.Renters in turn instead (DealRenters)
 //	start_s     gold only: the reserved window's start, not before submit_s; absent or
 //	            0: submit_s plus the configured lead (sim.DemandConfig.GoldLead)
 //
@@ -65,23 +67,52 @@ const (
 
 // LoadDemandCSV reads a demand CSV file.
 func LoadDemandCSV(path string) (*Demand, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadDemandCSV(f, path)
+	d, _, err := loadDemandCSV(path)
+	return d, err
 }
 
 // ReadDemandCSV reads the canonical demand CSV; name is used in errors.
 // Every renter it names is honest; ResolveDemand sets adversaries.
 func ReadDemandCSV(r io.Reader, name string) (*Demand, error) {
+	d, _, err := readDemandCSV(r, name)
+	return d, err
+}
+
+// demandRows says where a demand's jobs came from, so that a problem
+// found after reading (CheckDemand) can name the file and line.
+type demandRows struct {
+	name  string
+	lines []int // lines[i] is the line of Demand.Jobs[i]
+	// renterColumn is whether the file has the renter column: then it,
+	// not demand.renters, says which renter submits each job.
+	renterColumn bool
+}
+
+// where names job i: "demand.csv:17: job j5".
+func (r *demandRows) where(d *Demand, i int) string {
+	if r == nil || i >= len(r.lines) {
+		return "job " + d.Jobs[i].ID
+	}
+	return fmt.Sprintf("%s:%d: job %s", r.name, r.lines[i], d.Jobs[i].ID)
+}
+
+func loadDemandCSV(path string) (*Demand, *demandRows, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return readDemandCSV(f, path)
+}
+
+func readDemandCSV(r io.Reader, name string) (*Demand, *demandRows, error) {
 	in := newCSVIn(r, name)
 	header, err := in.header(demandHeader, demandTrailer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := &Demand{}
+	rows := &demandRows{name: name, renterColumn: len(header) > 9}
 	maxRenter := -1
 	for row := 0; ; row++ {
 		rec, err := in.next(len(header))
@@ -89,32 +120,52 @@ func ReadDemandCSV(r io.Reader, name string) (*Demand, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if row == maxDemandRows {
-			return nil, in.errf(-1, "more than %d rows", maxDemandRows)
+			return nil, nil, in.errf(-1, "more than %d rows", maxDemandRows)
 		}
 		j, bad := parseJob(rec)
 		if bad != nil {
-			return nil, in.errf(bad.col, "%s: %s", strings.Split(demandHeader+","+demandTrailer, ",")[bad.col], bad.msg)
+			return nil, nil, in.errf(bad.col, "%s: %s", strings.Split(demandHeader+","+demandTrailer, ",")[bad.col], bad.msg)
 		}
 		if len(rec) < 9 {
 			j.ID = fmt.Sprintf("j%06d", row)
 		}
 		maxRenter = max(maxRenter, j.Renter)
+		line, _ := in.cr.FieldPos(0)
 		d.Jobs = append(d.Jobs, j)
+		rows.lines = append(rows.lines, line)
 	}
-	sort.SliceStable(d.Jobs, func(a, b int) bool { return d.Jobs[a].Submit < d.Jobs[b].Submit })
+	order := make([]int, len(d.Jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return d.Jobs[order[a]].Submit < d.Jobs[order[b]].Submit })
+	jobs, lines := make([]Job, len(order)), make([]int, len(order))
+	for k, i := range order {
+		jobs[k], lines[k] = d.Jobs[i], rows.lines[i]
+	}
+	d.Jobs, rows.lines = jobs, lines
 	d.Renters = make([]Behaviour, maxRenter+1)
 	d.Sources = []string{fmt.Sprintf("demand: %s, %d jobs", name, len(d.Jobs))}
-	return d, nil
+	return d, rows, nil
 }
 
 // WriteDemandCSV writes d with all eleven columns. It refuses a job that
 // ReadDemandCSV would not read back as the same job.
-func WriteDemandCSV(w io.Writer, d *Demand) error {
+func WriteDemandCSV(w io.Writer, d *Demand) error { return writeDemandCSV(w, d, 11) }
+
+// WriteDemandCSVNoRenters writes d's jobs without the renter and start_s
+// columns (nine columns, through id), for a demand that does not say who
+// submits its jobs, such as a converted trace: a run then deals them over
+// demand.renters (--renters). It refuses a job with a renter or a start.
+func WriteDemandCSVNoRenters(w io.Writer, d *Demand) error { return writeDemandCSV(w, d, 9) }
+
+func writeDemandCSV(w io.Writer, d *Demand, cols int) error {
+	names := strings.Split(demandHeader+","+demandTrailer, ",")
 	cw := csv.NewWriter(w)
-	if err := cw.Write(strings.Split(demandHeader+","+demandTrailer, ",")); err != nil {
+	if err := cw.Write(names[:cols]); err != nil {
 		return err
 	}
 	for i, j := range d.Jobs {
@@ -123,14 +174,20 @@ func WriteDemandCSV(w io.Writer, d *Demand) error {
 			strings.Join(j.Models, "|"), string(j.Tier), auction.FormatCredits(j.MaxPrice), j.Region, j.Kind,
 			j.ID, strconv.Itoa(j.Renter), strconv.FormatInt(j.Start, 10),
 		}
-		back, bad := parseJob(rec)
+		back, bad := parseJob(rec[:cols])
 		if bad != nil {
-			return fmt.Errorf("job %d (%s): %s: %s", i, j.ID, strings.Split(demandHeader+","+demandTrailer, ",")[bad.col], bad.msg)
+			return fmt.Errorf("job %d (%s): %s: %s", i, j.ID, names[bad.col], bad.msg)
+		}
+		if cols < 11 {
+			back.Renter, back.Start = j.Renter, j.Start
+			if j.Renter != 0 || j.Start != 0 {
+				return fmt.Errorf("job %d (%s): has a renter or a start, which %d columns cannot hold", i, j.ID, cols)
+			}
 		}
 		if !sameJob(back, j) {
 			return fmt.Errorf("job %d (%s): would not read back the same (models %q)", i, j.ID, j.Models)
 		}
-		if err := cw.Write(rec); err != nil {
+		if err := cw.Write(rec[:cols]); err != nil {
 			return err
 		}
 	}
@@ -254,4 +311,20 @@ func regionOK(s string) bool {
 		return true
 	}
 	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
+}
+
+// DemandCSVNamesRenters reads only the header of the demand CSV at path
+// and says whether it has the renter column, which then decides each
+// job's renter (demand.renters is not used).
+func DemandCSVNamesRenters(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	header, err := newCSVIn(f, path).header(demandHeader, demandTrailer)
+	if err != nil {
+		return false, err
+	}
+	return len(header) > 9, nil
 }

@@ -170,8 +170,10 @@ func TestSampleDemandLoadFromTraces(t *testing.T) {
 			t.Fatalf("job %d: duration %d, renter %d", i, j.Duration, j.Renter)
 		case j.Tier == auction.Gold && j.Start != j.Submit+cfg.GoldLead, j.Tier != auction.Gold && j.Start != 0:
 			t.Fatalf("job %d %s: start %d, submit %d", i, j.Tier, j.Start, j.Submit)
-		case len(j.Models) == 0 && j.MaxPrice != cheapest*bp[j.Tier]/10000:
-			t.Fatalf("job %d %s: max price %d, want %d bp of the cheapest %d", i, j.Tier, j.MaxPrice, bp[j.Tier], cheapest)
+		case len(j.Models) == 0 && j.MaxPrice < cheapest*bp[j.Tier]/10000:
+			// Any model: the tier's share of the supply's median, at
+			// least that of the cheapest card.
+			t.Fatalf("job %d %s: max price %d, under %d bp of the cheapest %d", i, j.Tier, j.MaxPrice, bp[j.Tier], cheapest)
 		}
 	}
 	if ratio := demanded / offered; ratio < 0.95*cfg.Load || ratio > 1.05*cfg.Load {

@@ -9,22 +9,52 @@ import (
 // goals are its goals; baselines are shown beside it for comparison.
 const MarketStrategy = "market"
 
-// Goal is one target and how a strategy did against it. Why is a plain
-// sentence computed from the numbers: always when the goal was missed,
-// and when it was met only because there was nothing to measure.
+// Goal statuses. A goal is "not tested" when the run held nothing it
+// could be judged on (no gold reservation demanded, no cheating provider,
+// no preemptible job, a baseline that sends no messages): such a goal is
+// neither met nor missed, and Why says what was missing.
+const (
+	GoalMet       = "met"
+	GoalMissed    = "missed"
+	GoalNotTested = "not tested"
+)
+
+// Goal is one target and how a strategy did against it. Status is
+// GoalMet, GoalMissed or GoalNotTested; Met is true only for GoalMet.
+// Why is a plain sentence computed from the numbers: always when the goal
+// was missed or not tested.
 type Goal struct {
 	Name     string  `json:"name"`
 	Target   string  `json:"target"`
 	Strategy string  `json:"strategy"`
 	Value    float64 `json:"value"`
 	Unit     string  `json:"unit"`
+	Status   string  `json:"status"`
 	Met      bool    `json:"met"`
 	Why      string  `json:"why,omitempty"`
 }
 
-// goalCheck measures one goal on one strategy: its value, whether it is
-// met and, if not (or if vacuous), why.
-type goalCheck func(sr *StrategyReport) (value float64, met bool, why string)
+// Tested reports whether the run held anything to judge the goal on.
+func (g Goal) Tested() bool { return g.Status != GoalNotTested }
+
+// goalVerdict is one goal measured on one strategy.
+type goalVerdict struct {
+	value  float64
+	status string
+	why    string // for a missed or untested goal
+}
+
+func verdict(value float64, met bool, why string) goalVerdict {
+	if met {
+		return goalVerdict{value, GoalMet, ""}
+	}
+	return goalVerdict{value, GoalMissed, why}
+}
+
+func untested(why string) goalVerdict { return goalVerdict{0, GoalNotTested, why} }
+
+// goalCheck measures one goal on one strategy.
+type goalCheck func(sr *StrategyReport) goalVerdict
 
 // goalDef is one goal; better is +1 when a higher value is better, -1
 // when lower, so that a missed goal can name the best other strategy.
@@ -60,13 +90,13 @@ func EvaluateGoals(strategies []StrategyReport) []Goal {
 	var goals []Goal
 	for _, def := range goalDefs {
 		for i, sr := range order {
-			value, met, why := def.check(sr)
-			if !met {
-				why += bestOther(def, order, i)
+			v := def.check(sr)
+			if v.status == GoalMissed {
+				v.why += bestOther(def, order, i)
 			}
 			goals = append(goals, Goal{
 				Name: def.name, Target: def.target, Strategy: sr.Name,
-				Value: value, Unit: def.unit, Met: met, Why: why,
+				Value: v.value, Unit: def.unit, Status: v.status, Met: v.status == GoalMet, Why: v.why,
 			})
 		}
 	}
@@ -74,15 +104,19 @@ func EvaluateGoals(strategies []StrategyReport) []Goal {
 }
 
 // bestOther is a sentence naming the strategy, other than order[self],
-// that did best on the goal, or "" if there is none.
+// that did best on the goal among those it tested, or "" if there is none.
 func bestOther(def goalDef, order []*StrategyReport, self int) string {
 	best, bestValue := -1, 0.0
 	for i, sr := range order {
 		if i == self {
 			continue
 		}
-		if v, _, _ := def.check(sr); best < 0 || v*def.better > bestValue*def.better {
-			best, bestValue = i, v
+		v := def.check(sr)
+		if v.status == GoalNotTested {
+			continue
+		}
+		if best < 0 || v.value*def.better > bestValue*def.better {
+			best, bestValue = i, v.value
 		}
 	}
 	if best < 0 {
@@ -91,11 +125,11 @@ func bestOther(def goalDef, order []*StrategyReport, self int) string {
 	return fmt.Sprintf(" The best other strategy, %s, reached %.1f %s.", order[best].Name, bestValue, def.unit)
 }
 
-func checkUsefulOfBound(sr *StrategyReport) (float64, bool, string) {
+func checkUsefulOfBound(sr *StrategyReport) goalVerdict {
 	m := &sr.Metrics
 	v := 100 * m.UsefulShareOfBound
 	if m.BoundGPUHours == 0 {
-		return v, true, "The bound is 0 GPU-hours: nothing could have been filled."
+		return untested("The bound is 0 GPU-hours: no schedule could have filled anything.")
 	}
 	worst := m.Tiers[1]
 	for _, t := range m.Tiers[2:] {
@@ -105,40 +139,46 @@ func checkUsefulOfBound(sr *StrategyReport) (float64, bool, string) {
 	}
 	why := fmt.Sprintf("%s made %.1f of the bound's %.1f GPU-hours useful (%.1f%%); the tier completing least was %s at %.1f%% of its jobs.",
 		sr.Name, m.UsefulGPUHours, m.BoundGPUHours, v, worst.Tier, 100*worst.CompletionShare)
-	return v, v >= 90, unlessMet(v >= 90, why)
+	return verdict(v, v >= 90, why)
 }
 
-func checkBronzeCost(sr *StrategyReport) (float64, bool, string) {
+func checkBronzeCost(sr *StrategyReport) goalVerdict {
 	b := sr.Metrics.Tiers[3]
 	v := 100 * b.CostShare
 	switch {
 	case b.Jobs == 0:
-		return v, true, "There were no bronze jobs to price."
+		return untested("There were no bronze jobs to price.")
 	case b.OnDemand == 0:
-		return v, false, fmt.Sprintf("None of the %d bronze jobs did useful work, so bronze saved renters nothing.", b.Jobs)
+		return verdict(v, false, fmt.Sprintf("None of the %d bronze jobs did useful work, so bronze saved renters nothing.", b.Jobs))
 	}
 	why := fmt.Sprintf("Bronze renters paid %.1f%% of the on-demand cost of their useful GPU-hours (gold %.1f%%, silver %.1f%%).",
 		v, 100*sr.Metrics.Tiers[1].CostShare, 100*sr.Metrics.Tiers[2].CostShare)
-	return v, v <= 50, unlessMet(v <= 50, why)
+	return verdict(v, v <= 50, why)
 }
 
-func checkGoldHonoured(sr *StrategyReport) (float64, bool, string) {
+func checkGoldHonoured(sr *StrategyReport) goalVerdict {
 	g := sr.Metrics.Gold
 	v := 100 * g.HonouredShare
 	switch {
 	case g.Demanded == 0:
-		return v, true, "There were no gold reservations to honour."
+		return untested("There were no gold reservations to honour (0 demanded).")
 	case g.Made == 0:
-		return v, false, fmt.Sprintf("None of the %d gold reservations demanded was made.", g.Demanded)
+		return verdict(v, false, fmt.Sprintf("None of the %d gold reservations demanded was made.", g.Demanded))
 	}
 	why := fmt.Sprintf("%d of the %d gold reservations made were not honoured (%d demanded).",
 		g.Made-g.Honoured, g.Made, g.Demanded)
-	return v, v >= 99.9, unlessMet(v >= 99.9, why)
+	return verdict(v, v >= 99.9, why)
 }
 
-func checkPreemptionLoss(sr *StrategyReport) (float64, bool, string) {
+func checkPreemptionLoss(sr *StrategyReport) goalVerdict {
 	m := &sr.Metrics
 	v := 100 * m.Tiers[0].PreemptionLostShare
+	switch {
+	case m.Tiers[3].Jobs == 0:
+		return untested("There were no bronze jobs, the only preemptible tier: nothing could be preempted.")
+	case m.Tiers[3].SoldGPUHours == 0:
+		return untested(fmt.Sprintf("None of the %d bronze jobs ran, so none could be preempted.", m.Tiers[3].Jobs))
+	}
 	worst := m.Tiers[1]
 	for _, t := range m.Tiers[2:] {
 		if t.PreemptionLostShare > worst.PreemptionLostShare {
@@ -147,13 +187,13 @@ func checkPreemptionLoss(sr *StrategyReport) (float64, bool, string) {
 	}
 	why := fmt.Sprintf("Preempted runs lost %.1f of %.1f sold GPU-hours (%.2f%%), most in %s (%.2f%% of its sold GPU-hours).",
 		m.Tiers[0].PreemptionLostGPUHours, m.SoldGPUHours, v, worst.Tier, 100*worst.PreemptionLostShare)
-	return v, v < 2, unlessMet(v < 2, why)
+	return verdict(v, v < 2, why)
 }
 
 // checkCheatersBehind's value is the latest day from which some cheating
 // behaviour stayed behind honest providers; a behaviour that never fell
 // behind for good counts as the number of days simulated.
-func checkCheatersBehind(sr *StrategyReport) (float64, bool, string) {
+func checkCheatersBehind(sr *StrategyReport) goalVerdict {
 	worst, worstDay := "", -1
 	var late []string
 	for _, row := range sr.Adversaries {
@@ -172,12 +212,9 @@ func checkCheatersBehind(sr *StrategyReport) (float64, bool, string) {
 		}
 	}
 	if worst == "" {
-		return 0, true, "There were no cheating providers in this run."
+		return untested("There were no cheating providers in this run (--adversaries adds them).")
 	}
-	if len(late) == 0 {
-		return float64(worstDay), true, ""
-	}
-	return float64(worstDay), false, strings.Join(late, " ")
+	return verdict(float64(worstDay), len(late) == 0, strings.Join(late, " "))
 }
 
 func describeLag(row AdversaryRow) string {
@@ -187,17 +224,11 @@ func describeLag(row AdversaryRow) string {
 	return fmt.Sprintf("%s providers fell behind honest ones for good only on day %d.", row.Behaviour, row.BehindFromDay)
 }
 
-func checkGossip(sr *StrategyReport) (float64, bool, string) {
+func checkGossip(sr *StrategyReport) goalVerdict {
+	if sr.Traffic.Messages == 0 && sr.Traffic.GossipBytes == 0 {
+		return untested(fmt.Sprintf("%s sent no messages: a central baseline has no gossip to measure.", sr.Name))
+	}
 	v := sr.Metrics.GossipBytesPerNodePerSec / 1000
 	why := fmt.Sprintf("Each node gossiped %.1f KB/s on average (%d gossip bytes in all).", v, sr.Traffic.GossipBytes)
-	return v, v <= 50, unlessMet(v <= 50, why)
-}
-
-// unlessMet is why, or "" when the goal was met: a met goal needs no
-// explanation unless it was met only because there was nothing to measure.
-func unlessMet(met bool, why string) string {
-	if met {
-		return ""
-	}
-	return why
+	return verdict(v, v <= 50, why)
 }

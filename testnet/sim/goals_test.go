@@ -12,7 +12,7 @@ func rpGoodMetrics() Metrics {
 		GossipBytesPerNodePerSec: 1000}
 	for _, tier := range reportTiers {
 		m.Tiers = append(m.Tiers, TierMetrics{Tier: tier, Jobs: 10, CompletionShare: 0.9, CostShare: 0.3,
-			OnDemand: 1_000_000, PreemptionLostShare: 0.01})
+			OnDemand: 1_000_000, PreemptionLostShare: 0.01, SoldGPUHours: 25})
 	}
 	m.Gold = GoldMetrics{Demanded: 1000, Made: 1000, Honoured: 1000, HonouredShare: 1}
 	return m
@@ -40,9 +40,10 @@ func TestGoalsMetAndMissed(t *testing.T) {
 		{Side: "provider", Behaviour: "skip", Providers: 1, BehindFromDay: 3, DailyIncomePerOfferedGPUHour: make([]float64, 5)},
 		{Side: "provider", Behaviour: "fake", Providers: 1, BehindFromDay: 1, DailyIncomePerOfferedGPUHour: make([]float64, 5)},
 	}
+	sent := TrafficCounts{Messages: 100, GossipBytes: 1000}
 	goals := EvaluateGoals([]StrategyReport{
-		{Name: "greedy", Metrics: good, Adversaries: cheaters[:1]},
-		{Name: "market", Metrics: bad, Adversaries: cheaters},
+		{Name: "greedy", Metrics: good, Adversaries: cheaters[:1], Traffic: sent},
+		{Name: "market", Metrics: bad, Adversaries: cheaters, Traffic: sent},
 	})
 	if len(goals) != 2*len(goalDefs) || goals[0].Strategy != "market" {
 		t.Fatalf("%d goals, first for %q", len(goals), goals[0].Strategy)
@@ -52,18 +53,20 @@ func TestGoalsMetAndMissed(t *testing.T) {
 		name    string
 		value   float64
 		inWhy   []string
+		greedyS string // greedy's status
 		greedyW string
 	}{
-		{"useful-of-bound", 80, []string{"bronze", "greedy"}, ""},
-		{"bronze-cost", 70, []string{"70.0%", "greedy"}, ""},
-		{"gold-honoured", 99, []string{"10 of the 1000"}, ""},
-		{"preemption-loss", 5, []string{"bronze"}, ""},
-		{"cheaters-behind", 3, []string{"skip", "day 3"}, "no cheating providers"},
-		{"gossip", 60, []string{"60.0 KB/s"}, ""},
+		{"useful-of-bound", 80, []string{"bronze", "greedy"}, GoalMet, ""},
+		{"bronze-cost", 70, []string{"70.0%", "greedy"}, GoalMet, ""},
+		{"gold-honoured", 99, []string{"10 of the 1000"}, GoalMet, ""},
+		{"preemption-loss", 5, []string{"bronze"}, GoalMet, ""},
+		// Greedy had no cheating provider: nothing to test, so not met.
+		{"cheaters-behind", 3, []string{"skip", "day 3"}, GoalNotTested, "no cheating providers"},
+		{"gossip", 60, []string{"60.0 KB/s"}, GoalMet, ""},
 	} {
 		m, g := by[c.name+"/market"], by[c.name+"/greedy"]
-		if m.Met || !g.Met {
-			t.Errorf("%s: market met %v, greedy met %v; want missed and met", c.name, m.Met, g.Met)
+		if m.Met || m.Status != GoalMissed || g.Status != c.greedyS || g.Met != (c.greedyS == GoalMet) {
+			t.Errorf("%s: market %s (met %v), greedy %s (met %v); want missed and %s", c.name, m.Status, m.Met, g.Status, g.Met, c.greedyS)
 		}
 		rpNear(t, c.name+" value", m.Value, c.value)
 		for _, s := range c.inWhy {
@@ -86,7 +89,7 @@ func TestGoalsEdges(t *testing.T) {
 	m.Tiers[3] = TierMetrics{Tier: "bronze", Jobs: 3}
 	never := []AdversaryRow{{Side: "provider", Behaviour: "refuse", Providers: 2, BehindFromDay: -1,
 		DailyIncomePerOfferedGPUHour: make([]float64, 7)}}
-	by := rpGoalsByKey(EvaluateGoals([]StrategyReport{{Name: "market", Metrics: m, Adversaries: never}}))
+	by := rpGoalsByKey(EvaluateGoals([]StrategyReport{{Name: "market", Metrics: m, Adversaries: never, Traffic: TrafficCounts{Messages: 1}}}))
 	if g := by["gold-honoured/market"]; g.Met || !strings.Contains(g.Why, "None of the 4") {
 		t.Errorf("no reservation made: %+v", g)
 	}
@@ -106,5 +109,44 @@ func TestGoalCheatersNeverBehindInOneDay(t *testing.T) {
 	by := rpGoalsByKey(EvaluateGoals([]StrategyReport{{Name: "market", Metrics: rpGoodMetrics(), Adversaries: never}}))
 	if g := by["cheaters-behind/market"]; g.Met {
 		t.Errorf("cheaters never behind in a one-day run: reported met: %+v", g)
+	}
+}
+
+// A goal with nothing to test reads "not tested", says why, and does not
+// count as met: gold honoured at 0 of 0 reservations, cheaters behind
+// when there were none, preemption with no preemptible job, bronze cost
+// with no bronze job, gossip of a strategy that sends nothing. A missed
+// goal's "best other strategy" skips strategies that did not test it.
+func TestGoalsNotTested(t *testing.T) {
+	empty := rpGoodMetrics()
+	empty.Gold = GoldMetrics{}
+	empty.Tiers[3] = TierMetrics{Tier: "bronze"}
+	empty.BoundGPUHours = 0
+	market := rpGoodMetrics()
+	market.GossipBytesPerNodePerSec = 60_000
+	goals := EvaluateGoals([]StrategyReport{
+		{Name: "central", Metrics: empty},
+		{Name: "market", Metrics: market, Traffic: TrafficCounts{Messages: 10, GossipBytes: 10}},
+	})
+	by := rpGoalsByKey(goals)
+	for _, c := range []struct{ key, why string }{
+		{"gold-honoured/central", "no gold reservations"},
+		{"cheaters-behind/central", "no cheating providers"},
+		{"cheaters-behind/market", "no cheating providers"},
+		{"preemption-loss/central", "no bronze jobs"},
+		{"bronze-cost/central", "no bronze jobs"},
+		{"useful-of-bound/central", "bound is 0"},
+		{"gossip/central", "sent no messages"},
+	} {
+		g := by[c.key]
+		if g.Status != GoalNotTested || g.Met || g.Tested() || !strings.Contains(g.Why, c.why) {
+			t.Errorf("%s: %+v; want not tested, not met, why %q", c.key, g, c.why)
+		}
+	}
+	if g := by["gossip/market"]; g.Status != GoalMissed || strings.Contains(g.Why, "best other") {
+		t.Errorf("gossip missed with no other strategy that gossips: %+v", g)
+	}
+	if g := by["gold-honoured/market"]; g.Status != GoalMet || !g.Met {
+		t.Errorf("gold honoured 1000 of 1000: %+v", g)
 	}
 }

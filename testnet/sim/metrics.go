@@ -57,6 +57,18 @@ type TierMetrics struct {
 	WaitP95Sec int64 `json:"wait_p95_sec"`
 	JCTP50Sec  int64 `json:"jct_p50_sec"`
 	JCTP95Sec  int64 `json:"jct_p95_sec"`
+	// JCTMeanSec is the mean JCT of completed jobs, rounded to the second.
+	JCTMeanSec int64 `json:"jct_mean_sec"`
+	// Over every job submitted before the horizon, a job that did not
+	// complete (still running, still waiting, given up or failed) counted
+	// as finishing at the horizon: a censored JCT, a lower bound on what
+	// it would have been. Completed-only figures flatter a strategy that
+	// completes fewer jobs; these do not. Censored is how many jobs were
+	// counted at the horizon.
+	Censored      int   `json:"censored"`
+	JCTAllP50Sec  int64 `json:"jct_all_p50_sec"`
+	JCTAllP95Sec  int64 `json:"jct_all_p95_sec"`
+	JCTAllMeanSec int64 `json:"jct_all_mean_sec"`
 	// Preempted runs, and of them how many the job ran again after
 	// (Returned): from a preempted run's end to the job's next run's
 	// start, p50 and p95 over those.
@@ -109,6 +121,8 @@ type tierTally struct {
 	demanded, sold, useful, lost int64 // GPU-seconds
 	paid, onDemand               auction.Credits
 	waits, jcts                  []int64
+	jctsAll                      []int64 // completed, and the others censored at the horizon
+	censored                     int
 	preempted                    int
 	returns                      []int64 // seconds from a preempted run's end to the next run's start
 }
@@ -152,7 +166,7 @@ func ComputeMetrics(s *Supply, d *Demand, st Strategy, horizon int64, boundGPUSe
 				income[r.Provider] += r.Paid
 			}
 		}
-		f := jobFigures{job: job, o: &o, sold: sold, lost: lost, paid: paid, onDemand: onDemand}
+		f := jobFigures{job: job, o: &o, sold: sold, lost: lost, paid: paid, onDemand: onDemand, horizon: horizon}
 		tallies[0].add(f)
 		if slot > 0 {
 			tallies[slot].add(f)
@@ -187,6 +201,7 @@ type jobFigures struct {
 	o              *Outcome
 	sold, lost     int64 // GPU-seconds
 	paid, onDemand auction.Credits
+	horizon        int64
 }
 
 func (t *tierTally) add(f jobFigures) {
@@ -209,15 +224,20 @@ func (t *tierTally) add(f jobFigures) {
 	if f.o.Completed {
 		t.completed++
 		t.jcts = append(t.jcts, f.o.Finished-f.job.Submit)
+		t.jctsAll = append(t.jctsAll, f.o.Finished-f.job.Submit)
 		if len(f.o.Runs) > 0 {
 			t.waits = append(t.waits, firstStart(f.o.Runs)-waitFrom(f.job))
 		}
+	} else if f.job.Submit < f.horizon {
+		t.censored++
+		t.jctsAll = append(t.jctsAll, f.horizon-f.job.Submit)
 	}
 }
 
 func (t *tierTally) metrics(name string) TierMetrics {
 	slices.Sort(t.waits)
 	slices.Sort(t.jcts)
+	slices.Sort(t.jctsAll)
 	slices.Sort(t.returns)
 	return TierMetrics{
 		PreemptedRuns:          t.preempted,
@@ -240,7 +260,25 @@ func (t *tierTally) metrics(name string) TierMetrics {
 		WaitP95Sec:             nearestRank(t.waits, 95),
 		JCTP50Sec:              nearestRank(t.jcts, 50),
 		JCTP95Sec:              nearestRank(t.jcts, 95),
+		JCTMeanSec:             meanSec(t.jcts),
+		Censored:               t.censored,
+		JCTAllP50Sec:           nearestRank(t.jctsAll, 50),
+		JCTAllP95Sec:           nearestRank(t.jctsAll, 95),
+		JCTAllMeanSec:          meanSec(t.jctsAll),
 	}
+}
+
+// meanSec is the mean of whole seconds, rounded half up; 0 for none.
+func meanSec(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum int64
+	for _, x := range v {
+		sum += x
+	}
+	n := int64(len(v))
+	return (2*sum + n) / (2 * n)
 }
 
 // firstStart is when the earliest of some runs started.

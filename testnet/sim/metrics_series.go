@@ -37,6 +37,11 @@ type Series struct {
 	// JCT per strategy: empirical CDF of completed jobs' completion
 	// times; X hours, Y share of completed jobs.
 	JCT []SeriesCurve `json:"jct"`
+	// JCTAll per strategy: the same over every job submitted before the
+	// horizon, a job that did not complete counted as finishing at the
+	// horizon (censored), so that completing fewer jobs does not look
+	// faster.
+	JCTAll []SeriesCurve `json:"jct_all"`
 	// PriceShare per strategy and tier ("all" first): empirical CDF over
 	// jobs with useful work of paid / on-demand cost of that work.
 	PriceShare []SeriesCurve `json:"price_share"`
@@ -56,7 +61,7 @@ func ComputeSeries(s *Supply, d *Demand, strategies []Strategy, horizon int64) S
 	for _, st := range strategies {
 		used := newBuckets(horizon, out.StepSec)
 		income := make([]auction.Credits, len(s.Providers))
-		var jcts []float64
+		var jcts, jctsAll []float64
 		shares := make([][]float64, len(reportTiers))
 		for _, o := range st.Outcomes {
 			var paid, onDemand auction.Credits
@@ -74,6 +79,9 @@ func ComputeSeries(s *Supply, d *Demand, strategies []Strategy, horizon int64) S
 			job := &d.Jobs[o.Job]
 			if o.Completed {
 				jcts = append(jcts, float64(o.Finished-job.Submit)/3600)
+				jctsAll = append(jctsAll, float64(o.Finished-job.Submit)/3600)
+			} else if job.Submit < horizon {
+				jctsAll = append(jctsAll, float64(horizon-job.Submit)/3600)
 			}
 			if onDemand > 0 {
 				share := float64(paid) / float64(onDemand)
@@ -94,6 +102,7 @@ func ComputeSeries(s *Supply, d *Demand, strategies []Strategy, horizon int64) S
 		slices.Reverse(rates)
 		out.Income = append(out.Income, SeriesCurve{Strategy: st.Name, Points: rankCurve(rates)})
 		out.JCT = append(out.JCT, SeriesCurve{Strategy: st.Name, Points: cdfCurve(jcts)})
+		out.JCTAll = append(out.JCTAll, SeriesCurve{Strategy: st.Name, Points: cdfCurve(jctsAll)})
 		for i, tier := range reportTiers {
 			out.PriceShare = append(out.PriceShare, SeriesCurve{Strategy: st.Name, Tier: tier, Points: cdfCurve(shares[i])})
 		}

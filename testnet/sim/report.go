@@ -10,7 +10,12 @@ import (
 
 // ReportVersion is the report's schema version; bump it when a field
 // changes meaning.
-const ReportVersion = 1
+//
+// Version 2: goals have a status, and one with nothing to test is "not
+// tested", no longer met; the configuration is what ran, under the YAML
+// keys; JCT means and censored JCTs, the demand's price reach and each
+// strategy's description were added.
+const ReportVersion = 2
 
 // Report is everything a simulator run measured, in a form that is the
 // same bytes for the same inputs: no wall-clock values (the caller keeps
@@ -62,7 +67,10 @@ type DemandSummary struct {
 	Kinds            []NameCount `json:"kinds"` // by name
 	RenterBehaviours []NameCount `json:"renter_behaviours"`
 	DemandedGPUHours float64     `json:"demanded_gpu_hours"`
-	Sources          []string    `json:"sources"`
+	// PriceReach is, per tier, how much of the supply the jobs' max
+	// prices leave out (report_reach.go).
+	PriceReach []TierPriceReach `json:"price_reach"`
+	Sources    []string         `json:"sources"`
 }
 
 // BoundSummary is the upper bound on GPU-hours any schedule could fill.
@@ -75,7 +83,9 @@ type BoundSummary struct {
 
 // StrategyReport is one strategy's metrics, adversary table and traffic.
 type StrategyReport struct {
-	Name        string         `json:"name"`
+	Name string `json:"name"`
+	// About says what the strategy is, what it knows and what it pays.
+	About       StrategyAbout  `json:"about"`
 	Metrics     Metrics        `json:"metrics"`
 	Adversaries []AdversaryRow `json:"adversaries"`
 	Traffic     TrafficCounts  `json:"traffic"`
@@ -97,11 +107,11 @@ func NewReport(config any, seed uint64, s *Supply, d *Demand, strategies []Strat
 		Seed:    seed,
 		Config:  config,
 		Supply:  summariseSupply(s, horizon),
-		Demand:  summariseDemand(d),
+		Demand:  summariseDemand(d, s, horizon),
 		Bound:   BoundSummary{GPUSeconds: bound, GPUHours: gpuHours(bound), SlotSec: slot},
 		Notes: []string{
 			"Simulated market: the supply's GPUs are simulated machines drawn from traces, not real hardware.",
-			"Money is in credits, 1 credit taken as 1 USD; JSON amounts named paid, on_demand or on_demand_cost are millionths of a credit.",
+			"Money is in credits, 1 credit taken as 1 USD: totals in credits, prices and income in credits per GPU-hour (credits/GPU-h); JSON amounts named paid, on_demand or on_demand_cost are millionths of a credit, other JSON money figures are credits.",
 			"Percentiles are nearest-rank: the p-th of n sorted values is the one at rank ceil(p*n/100).",
 			"Shares are fractions in [0, 1], and 0 where there was nothing to divide by.",
 		},
@@ -109,6 +119,7 @@ func NewReport(config any, seed uint64, s *Supply, d *Demand, strategies []Strat
 	for _, st := range strategies {
 		r.Strategies = append(r.Strategies, StrategyReport{
 			Name:        st.Name,
+			About:       AboutStrategy(st.Name, 0),
 			Metrics:     ComputeMetrics(s, d, st, horizon, bound),
 			Adversaries: AdversaryTable(s, d, st, horizon),
 			Traffic:     TrafficCounts(st.Messages),
@@ -155,8 +166,9 @@ func summariseSupply(s *Supply, horizon int64) SupplySummary {
 	return out
 }
 
-func summariseDemand(d *Demand) DemandSummary {
-	out := DemandSummary{Jobs: len(d.Jobs), Renters: renterCount(d), Sources: slices.Clone(d.Sources)}
+func summariseDemand(d *Demand, s *Supply, horizon int64) DemandSummary {
+	out := DemandSummary{Jobs: len(d.Jobs), Renters: renterCount(d), Sources: slices.Clone(d.Sources),
+		PriceReach: PriceReach(s, d, horizon)}
 	tiers := map[string]int{}
 	tierHours := map[string]float64{}
 	kinds := map[string]int{}

@@ -3,8 +3,13 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 // rpReport is a report of the market and a baseline on the hand-built
@@ -98,8 +103,10 @@ func TestReportHTML(t *testing.T) {
 		t.Fatal("the same report gave different HTML")
 	}
 	page := a.String()
-	if got, want := strings.Count(page, "<svg"), len(r.reportPlots(series)); got != want || want != 5 {
-		t.Errorf("%d <svg> elements, want %d (5 plots)", got, want)
+	// Utilisation; price for gold, silver and bronze; JCT over completed
+	// and over all jobs; income; the adversaries.
+	if got, want := strings.Count(page, "<svg"), len(r.reportPlots(series)); got != want || want != 8 {
+		t.Errorf("%d <svg> elements, want %d (8 plots)", got, want)
 	}
 	if strings.Contains(page, "<?xml") {
 		t.Error("the XML prolog leaked into the page")
@@ -128,5 +135,97 @@ func TestRenderSVGEmpty(t *testing.T) {
 	_, err = renderSVG(plotSpec{Title: "some", lines: []plotLine{{name: "a"}, {name: "b", points: []SeriesPoint{{0, 0}, {1, 1}}}}})
 	if err != nil {
 		t.Errorf("a plot with one empty line: %v", err)
+	}
+}
+
+// The page answers one question per section (a page each when printed),
+// says what each strategy is and knows, gives money its units, and shows
+// an untested goal as such.
+func TestReportHTMLSections(t *testing.T) {
+	r, series := rpReport(nil)
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf, series); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, s := range []string{
+		"break-before:page",
+		`<section id="fill"><h2>How much of the idle capacity is put to use?`,
+		`<section id="price"><h2>What do renters pay?`,
+		`<section id="time"><h2>How long do jobs wait, and how long do they take?`,
+		`<section id="cheaters"><h2>Do cheaters fall behind?`,
+		`<section id="strategies"><h2>What is each strategy, and what does it know?`,
+		"asks for a lease of the work plus 10%",
+		"all: paid (credits)", "all: on-demand cost (credits)", "on-demand (credits/GPU-h)",
+		"provider income per offered GPU-hour: mean (credits/GPU-h)",
+		"income per offered GPU-hour (credits/GPU-h)", "paid per useful GPU-hour (credits/GPU-h)",
+		"JCT p50 / p95 / mean (all jobs, censored)",
+		"How much of the supply do the max prices leave out?",
+		`<span class="untested">not tested</span>`,
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	// Each plot sits in its question's section.
+	for _, sec := range []string{"fill", "price", "time", "income", "cheaters"} {
+		start := strings.Index(page, `<section id="`+sec+`">`)
+		end := start + strings.Index(page[start:], "</section>")
+		if start < 0 || !strings.Contains(page[start:end], "<svg") {
+			t.Errorf("section %s has no plot", sec)
+		}
+	}
+	// Greedy sends no messages: its gossip goal is not tested, not met.
+	for _, g := range r.Goals {
+		if g.Name == "gossip" && g.Strategy == "greedy" && (g.Met || g.Status != GoalNotTested) {
+			t.Errorf("greedy's gossip goal: %+v", g)
+		}
+	}
+}
+
+// Every strategy the simulator runs says what it is, knows and pays.
+func TestAboutStrategies(t *testing.T) {
+	for _, n := range append([]string{MarketName}, BaselineNames()...) {
+		a := AboutStrategy(n, 250)
+		if a.What == "" || a.Knows == "" || a.Pays == "" {
+			t.Errorf("%s: %+v", n, a)
+		}
+		if n != MarketName && (!strings.Contains(a.Knows, "exact length") || !strings.Contains(a.Pays, "250 bp")) {
+			t.Errorf("%s: knows %q, pays %q; want the exact length and the fee", n, a.Knows, a.Pays)
+		}
+	}
+}
+
+// A plot's legend sits right of the plot area, over no curve, and two
+// lines that coincide still differ in dashes, width and where their
+// markers sit.
+func TestPlotLegendOutsideAndLinesApart(t *testing.T) {
+	same := []SeriesPoint{{0, 0}, {1, 0.5}, {2, 0.7}, {3, 0.9}, {4, 1}}
+	svg, err := renderSVG(plotSpec{Title: "t", XLabel: "x", YLabel: "y", lines: []plotLine{
+		{name: "alpha", style: 0, points: same}, {name: "beta", style: 1, points: same},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(svg)
+	plotRight := plotWidth.Points()
+	for _, name := range []string{"alpha", "beta"} {
+		m := regexp.MustCompile(`<text x="([0-9.]+)"[^<]*>` + name + `</text>`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no legend entry %q in %s", name, page)
+		}
+		if x, _ := strconv.ParseFloat(m[1], 64); x < plotRight {
+			t.Errorf("legend entry %q at x %v, inside the plot area (right edge %v)", name, x, plotRight)
+		}
+	}
+	for _, style := range []string{"stroke-width:3.5\"", "stroke-width:3;stroke-dasharray:6,2\""} {
+		if !strings.Contains(page, style) {
+			t.Errorf("no line drawn with %s", style)
+		}
+	}
+	xys := plotter.XYs{{X: 0}, {X: 1}, {X: 2}, {X: 3}, {X: 4}, {X: 5}, {X: 6}, {X: 7}, {X: 8}, {X: 9}, {X: 10}, {X: 11}, {X: 12}, {X: 13}, {X: 14}, {X: 15}}
+	a, b := markerPoints(xys, 0, 2), markerPoints(xys, 1, 2)
+	if len(a) != markersPerLine || slices.Equal(a, b) {
+		t.Errorf("markers of two coinciding lines: %v and %v; want %d each, apart", a, b, markersPerLine)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,25 +15,26 @@ import (
 
 // SupplyConfig says how BuildSupply draws providers from the traces.
 type SupplyConfig struct {
-	Providers int
-	Days      float64 // horizon; windows cover [0, Days*86400) seconds
-	TracesDir string  // "" (default): the built-in traces
+	Providers int     `json:"providers"`
+	Days      float64 `json:"days,omitempty"`      // horizon; windows cover [0, Days*86400) seconds
+	TracesDir string  `json:"tracesdir,omitempty"` // "" (default): the built-in traces
 	// Availability is the trace providers' idle windows follow:
 	// Microsoft99, Nd07cpu, mixed (default: each provider one of the two,
 	// even odds) or always (one window over the horizon).
-	Availability string
-	Fit          string  // weibull (default), lognormal, gamma, exponential
-	PriceNoise   float64 // sd of the log of each provider's price factor; default 0.15
+	Availability string  `json:"availability,omitempty"`
+	Fit          string  `json:"fit,omitempty"`        // weibull (default), lognormal, gamma, exponential
+	PriceNoise   float64 `json:"pricenoise,omitempty"` // sd of the log of each provider's price factor; default 0.15
 	// Floors relative to the silver floor, in basis points: gold 13000
 	// (30% above silver), bronze 6000 (40% below) by default.
-	GoldOverSilverBP, BronzeOfSilverBP int64
+	GoldOverSilverBP int64 `json:"goldoversilverbp,omitempty"`
+	BronzeOfSilverBP int64 `json:"bronzeofsilverbp,omitempty"`
 	// SilverOfOnDemandBP is the silver floor as a share of the model's
 	// on-demand price; default 6000 (idle capacity sells at 60%).
-	SilverOfOnDemandBP int64
+	SilverOfOnDemandBP int64 `json:"silverofondemandbp,omitempty"`
 	// AdversaryShare is the share of providers per adversary behaviour
 	// (Skip, Fake, Abandon, Refuse); default none.
-	AdversaryShare map[Behaviour]float64
-	Seed           uint64
+	AdversaryShare map[Behaviour]float64 `json:"adversaryshare,omitempty"`
+	Seed           uint64                `json:"seed,omitempty"`
 }
 
 // DefaultSupplyConfig is 200 honest providers over 7 days.
@@ -275,15 +275,8 @@ func CheckFeasible(s *Supply, d *Demand) error {
 	}
 	for _, k := range order {
 		a := asks[k]
-		modelFound, regionFound, most := len(a.models) == 0, a.region == "", 0
-		for _, p := range s.Providers {
-			mOK := len(a.models) == 0 || slices.Contains(a.models, p.Model)
-			rOK := a.region == "" || a.region == p.Continent || a.region == p.Country
-			modelFound, regionFound = modelFound || mOK, regionFound || rOK
-			if mOK && rOK {
-				most = max(most, p.GPUs)
-			}
-		}
+		r := reachOf(s, a.models, a.region)
+		modelFound, regionFound, most := r.modelFound, r.regionFound, r.most
 		where := "anywhere"
 		if a.region != "" {
 			where = fmt.Sprintf("in region %q", a.region)
