@@ -30,19 +30,16 @@ lint: ## gofmt and go vet must be clean
 demo: build demo-image ## a 5-node local testnet: 3 nodes sell simulated GPUs, one rents one and runs a job in Docker
 	./$(BIN) testnet up --nodes 5 --providers 3 --job docs/examples/demo-job.yaml --run-for 3s
 
+# The images are built through the Engine API with BuildKit, as the tests
+# build them (testnet/staticimage): the docker CLI without buildx would
+# use its legacy builder and print its deprecation warning.
 demo-image: ## the demo workload as a Docker image built FROM scratch (no registry needed)
-	@mkdir -p build/demojob
-	CGO_ENABLED=0 $(GO) build -trimpath -o build/demojob/demojob ./testnet/demojob
-	printf 'FROM scratch\nCOPY demojob /demojob\nENTRYPOINT ["/demojob"]\n' > build/demojob/Dockerfile
-	docker build -q -t gleaner-demojob:1 build/demojob
+	$(GO) run ./testnet/staticimage/cmd/build-image demo
 
 images: demo-image model-image ## every image the docs use: gleaner-demojob:1 (job examples) and gleaner-modelserver:dev (service examples)
 
 model-image: ## the test model server (testnet/modelserver) as gleaner-modelserver:dev, FROM scratch, uid 65534, port 8000
-	@mkdir -p build/modelserver
-	CGO_ENABLED=0 $(GO) build -trimpath -o build/modelserver/modelserver ./testnet/modelserver
-	printf 'FROM scratch\nCOPY modelserver /modelserver\nUSER 65534:65534\nEXPOSE 8000\nENTRYPOINT ["/modelserver"]\n' > build/modelserver/Dockerfile
-	docker build -q -t gleaner-modelserver:dev build/modelserver
+	$(GO) run ./testnet/staticimage/cmd/build-image model
 
 .PHONY: gpu-check
 GPU_IMAGE ?= nvidia/cuda:12.4.1-base-ubuntu22.04

@@ -110,6 +110,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			}
 			j.State, j.Explain, j.Lease, j.Provider, j.Error = StateLeased, ex, raw, lease.Provider, ""
 			j.LeaseCID, j.Price = cid, lease.Price
+			j.ExitCode = nil // the last run's: this lease has not exited
 			j.Reserved = nil
 			if start := time.Unix(lease.Start, 0).UTC(); lease.Tier == auction.Gold && start.After(time.Now()) {
 				j.Reserved = &start

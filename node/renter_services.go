@@ -316,17 +316,23 @@ func (s *services) cancelJobs(ids []string) {
 		ctx, cancel := context.WithTimeout(s.n.renterJobs.bg, 30*time.Second)
 		_, err := s.n.renterJobs.cancel(ctx, id)
 		// The record is cancelled either way; a provider not reached (one
-		// that restarted a moment ago: the dial is in backoff) is told
-		// again a few times, so that its container does not run on.
-		for try := 0; err != nil && try < 5 && ctx.Err() == nil; try++ {
+		// that restarted a moment ago: the dial is in backoff, or one lost
+		// mid-pull, which ended the job here while its container may go
+		// on) is told again a few times, so that its container does not
+		// run on. A job that had already ended here was not told at all:
+		// it is told at once. A provider that answers has been told: an
+		// error it answers (no active lease: the job ended there too)
+		// would be its answer to every try, so it is not asked again.
+		for try := 0; err != nil && try < 6 && ctx.Err() == nil; try++ {
 			j, gerr := s.n.renterJobs.get(id)
 			if gerr != nil || len(j.Lease) == 0 || j.Provider == "" {
 				break
 			}
-			time.Sleep(time.Duration(try+1) * time.Second)
+			time.Sleep(time.Duration(try) * time.Second)
 			var ev wireEvent
 			if err = s.n.renterJobs.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
 				err = errors.New(ev.Error)
+				break
 			}
 		}
 		if err != nil {

@@ -47,7 +47,8 @@ providers and compares their stdout hashes (3 decide by majority). Results
 are probe entries in your ledger feed and count in the providers' reputation.`,
 		Subcommands: []*cli.Command{
 			{Name: "run", Usage: "submit a job spec and follow it to the end (exit code = the job's)", ArgsUsage: "<spec.yaml>",
-				Flags: []cli.Flag{providerFlag, jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, true) }},
+				Description: jobRunExitCodes,
+				Flags:       []cli.Flag{providerFlag, jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, true) }},
 			{Name: "submit", Usage: "submit a job spec and print its ID", ArgsUsage: "<spec.yaml>",
 				Flags: []cli.Flag{providerFlag, jsonFlag}, Action: func(c *cli.Context) error { return jobSubmit(c, false) }},
 			{Name: "ls", Usage: "list this node's jobs, newest first", Flags: []cli.Flag{jsonFlag}, Action: jobList},
@@ -197,6 +198,23 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 	} else {
 		printJob(c.App.ErrWriter, final)
 	}
+	return runResult(final)
+}
+
+// jobRunExitCodes is `job run --help`'s word on its exit status.
+const jobRunExitCodes = `Exit codes: 0 when the job completed (and, with verify:, its replicas
+agreed); the job's own exit code (1..255) when its container ran and
+exited non-zero, so a job that exits 3 makes job run exit 3 (and one
+killed by a signal, 137 or 143); 1 when it failed otherwise (nobody could
+run it, its provider was lost, its verification failed); 2 for a usage
+error or an invalid spec; 130 when Ctrl-C stopped the following (the job
+goes on). A job's own code may be 1, 2 or 130 too: the last line on
+stderr says which it is.`
+
+// runResult is job run's verdict on the job's final record: nil when it
+// completed; a jobExitError, which the CLI exits with, when its container
+// exited non-zero; a plain failure (exit 1) otherwise.
+func runResult(final node.JobRecord) error {
 	switch {
 	case final.State == node.StateCompleted && (final.Verified == string(ledger.ProbeFailed) || final.Verified == string(ledger.ProbeInconclusive)):
 		return fmt.Errorf("job %s completed but its verification %s: see gleaner job status for each replica", final.ID, final.Verified)
@@ -204,10 +222,25 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		return nil
 	case final.State == node.StateNoMatch:
 		return withHint(fmt.Errorf("no provider could run job %s: %s", final.ID, final.Error), "see why: gleaner job explain "+final.ID)
+	case final.State == node.StateFailed && final.ExitCode != nil && *final.ExitCode > 0 && *final.ExitCode <= 255:
+		return &jobExitError{err: fmt.Errorf("job %s %s: %s (job run exits with the job's code)", final.ID, final.State, final.Error),
+			code: *final.ExitCode}
 	default:
 		return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Error)
 	}
 }
+
+// jobExitError is a job that ran and exited non-zero: `job run` exits
+// with the job's own code (errors.go's classify asks ExitCode), as a
+// shell would for the command itself.
+type jobExitError struct {
+	err  error
+	code int
+}
+
+func (e *jobExitError) Error() string { return e.err.Error() }
+func (e *jobExitError) Unwrap() error { return e.err }
+func (e *jobExitError) ExitCode() int { return e.code }
 
 // readSecrets loads secrets_file (KEY=VALUE lines), if the spec names one.
 func readSecrets(specPath string, spec []byte) (map[string]string, error) {
@@ -269,11 +302,7 @@ func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.J
 			case ev.Type == "log" && !c.Bool("json"):
 				fmt.Fprint(c.App.Writer, ev.Log)
 			case ev.Type == "state" && progress && !c.Bool("json"):
-				note := ""
-				if ev.Note != "" {
-					note = ": " + ev.Note
-				}
-				fmt.Fprintf(c.App.ErrWriter, "[%s] %s%s\n", ev.Time.Local().Format("15:04:05"), ev.State, note)
+				fmt.Fprintln(c.App.ErrWriter, progressLine(ev))
 			}
 		}
 		// After Ctrl-C too: the state is what the interruption reports. A
@@ -317,8 +346,51 @@ func jobList(c *cli.Context) error {
 	})
 }
 
+// progressLine is `job run`'s line for one of the job's state events.
+// A provider reports "reserved" both for a gold reservation waiting for
+// its window ("starts <its start>", ahead) and for a job that waits for
+// GPUs its preempted bronze jobs are handing over (its start, the bid's
+// time, has passed): only the first is said to start later.
+func progressLine(ev node.JobEvent) string {
+	at := ev.Time.Local().Format("15:04:05")
+	note := ev.Note
+	if ev.State == node.StateReserved {
+		if start, ok := reservedStart(note); ok {
+			if !start.After(ev.Time) {
+				return fmt.Sprintf("[%s] %s", at, handingOver)
+			}
+			note = fmt.Sprintf("starts %s (in %s)", start.Local().Format(time.DateTime), start.Sub(ev.Time).Round(time.Second))
+		}
+	}
+	if note != "" {
+		note = ": " + note
+	}
+	return fmt.Sprintf("[%s] %s%s", at, ev.State, note)
+}
+
+// handingOver is what a job in state reserved waits for when its start
+// has come: GPUs that preempted bronze jobs stop using within their
+// notice.
+const handingOver = "waiting for GPUs being handed over by preempted jobs, which stop within their notice"
+
+// reservedStart is the start a provider's "reserved" note names
+// ("starts 2026-12-08T09:00:00Z").
+func reservedStart(note string) (time.Time, bool) {
+	v, ok := strings.CutPrefix(note, "starts ")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
+}
+
 func printJob(w io.Writer, j node.JobRecord) {
-	fmt.Fprintf(w, "job:       %s\nstate:     %s\n", j.ID, j.State)
+	state := j.State
+	if j.State == node.StateReserved && (j.Reserved == nil || time.Until(*j.Reserved) <= 0) {
+		// Not a reservation waiting for its window: see progressLine.
+		state += " (" + handingOver + ")"
+	}
+	fmt.Fprintf(w, "job:       %s\nstate:     %s\n", j.ID, state)
 	if j.Provider != "" {
 		sim := ""
 		if j.Simulated {
@@ -330,6 +402,8 @@ func printJob(w io.Writer, j node.JobRecord) {
 		when := "began"
 		if left := time.Until(*r); left > 0 && j.StartedAt == nil {
 			when = "starts in " + left.Round(time.Second).String()
+		} else if j.State == node.StateReserved {
+			when = "its window has begun"
 		}
 		fmt.Fprintf(w, "reserved:  %s (%s)\n", r.Local().Format(time.DateTime), when)
 	}
@@ -357,6 +431,9 @@ func printJob(w io.Writer, j node.JobRecord) {
 	}
 	if j.Output != "" {
 		fmt.Fprintf(w, "output:    sha256 %s (of stdout, as the provider reported it)\n", j.Output)
+	}
+	if j.Outputs != "" {
+		fmt.Fprintf(w, "outputs:   %s (get them: gleaner job fetch %s <new-dir>)\n", j.Outputs, j.ID)
 	}
 	if j.Verified != "" {
 		fmt.Fprintf(w, "verified:  %s\n", j.Verified)

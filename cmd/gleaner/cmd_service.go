@@ -80,7 +80,14 @@ needs the service's bearer token, which service up and status show.
 					})
 				}},
 			{Name: "status", Usage: "one service: its gateway, figures and replicas", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag, serviceWatchFlag}, Action: serviceStatus(byName("service_status"))},
-			{Name: "down", Usage: "stop a service: cancel its replicas, close its gateway", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag}, Action: byName("service_down")},
+			{Name: "down", Usage: "stop a service: cancel its replicas, close its gateway (progress on stderr)", ArgsUsage: "<name>", Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					name, err := nameArg(c)
+					if err != nil {
+						return err
+					}
+					return serviceDown(c, name)
+				}},
 			serviceScaleCommand(),
 			serviceLogsCommand(),
 		},

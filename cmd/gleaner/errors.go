@@ -98,6 +98,12 @@ func classify(err error) failure {
 			f.Code = exitUsage
 		}
 	}
+	// A command that stands for a process of its own (job run and its
+	// job's exit code) exits as that process did.
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		f.Code = ec.ExitCode()
+	}
 	var h *hinted
 	if errors.As(err, &h) && h.hint != "" {
 		f.Hint = h.hint

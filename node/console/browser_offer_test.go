@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,7 +142,26 @@ func TestOfferFormInChromium(t *testing.T) {
 	shot("provider-calendar-phone")
 	do(t, b, chromedp.EmulateViewport(1280, 900))
 
-	// One GPU's page: a simulated GPU, said so, with no chart.
+	// The GPUs, in the CLI's units: offer show's "24 GiB" and "35°C",
+	// a simulated GPU's temperature included (it wanders by a degree or
+	// two between two reads).
+	if err := prov.Call(ctx, "offer_show", nil, &shown); err != nil || len(shown.GPUs) != 1 {
+		t.Fatalf("offer_show: %v %+v", err, shown.GPUs)
+	}
+	g := shown.GPUs[0]
+	nearTemp := func(what, got, suffix string) {
+		var deg int
+		if _, err := fmt.Sscanf(strings.TrimSuffix(got, suffix), "%d°C", &deg); err != nil || !strings.HasSuffix(got, "°C"+suffix) || deg < g.TempC-3 || deg > g.TempC+3 {
+			t.Errorf("%s shows the temperature as %q; offer_show reads %d, which the CLI prints as %d°C", what, got, g.TempC, g.TempC)
+		}
+	}
+	do(t, b, chromedp.Navigate(base+"/ui/gpus"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
+	if got, want := text("#gpus tbody tr"), fmt.Sprintf("RTX4090 (%.0f GiB)", float64(g.VRAMMiB)/1024); !strings.Contains(got, want) {
+		t.Errorf("the GPUs page's row %q lacks %q", got, want)
+	}
+	nearTemp("the GPUs page", text("#gpus .temp"), "")
+
+	// One GPU's page: a simulated GPU, said so, its readings charted.
 	do(t, b, chromedp.Navigate(base+"/ui/gpus/0"), chromedp.WaitVisible(chromedp.CSS("#gpu")))
 	shot("provider-gpu")
 	if got := text("#simulated"); got != "simulated" {
@@ -150,4 +170,5 @@ func TestOfferFormInChromium(t *testing.T) {
 	if got := text("#history"); !strings.Contains(got, "simulated") {
 		t.Errorf("the GPU page's history: %q", got)
 	}
+	nearTemp("the GPU page", text("#temp"), " (simulated)")
 }

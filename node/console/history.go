@@ -132,9 +132,9 @@ func (c *Console) gpu(w http.ResponseWriter, r *http.Request, se *session) {
 	}
 	d := map[string]any{"Title": fmt.Sprintf("GPU %d", idx), "Active": "gpus", "G": g, "Samples": len(ss),
 		"Every": c.opts.HistoryEvery.String(), "Span": (time.Duration(c.opts.HistoryLen) * c.opts.HistoryEvery).String()}
-	if !g.Simulated {
-		d["Temp"] = lineChart(fmt.Sprintf("GPU %d temperature", idx), "°C", at, temp)
-		d["Power"] = lineChart(fmt.Sprintf("GPU %d power draw", idx), "W", at, power)
-	}
+	// A simulated GPU's readings are charted too, labelled so by the
+	// page: they are what offer_show reports, and what its limits act on.
+	d["Temp"] = lineChart(fmt.Sprintf("GPU %d temperature", idx), "°C", at, temp)
+	d["Power"] = lineChart(fmt.Sprintf("GPU %d power draw", idx), "W", at, power)
 	c.render(w, r, http.StatusOK, "gpu", se, d)
 }

@@ -81,7 +81,12 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d.%02d %%", *p/100, *p%100)
 	},
-	"secs": func(s int64) string { return (time.Duration(s) * time.Second).String() },
+	// The CLI's units and rounding (cmd/gleaner: offer show, market
+	// offers), so that the console and the CLI show one node alike.
+	"available": available,
+	"gib":       gib,
+	"tempC":     func(c int) string { return fmt.Sprintf("%d°C", c) },
+	"watts":     func(w float64) string { return fmt.Sprintf("%.0f W", w) },
 	"gpuHours": func(s int64) string {
 		return strconv.FormatInt(s/3600, 10) + "." + fmt.Sprintf("%02d", s%3600*100/3600) + " GPU-h"
 	},
@@ -148,7 +153,23 @@ func gpuSummary(gs []auction.GPU) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%d× %s %d GiB", n[key], key.model, key.vram/1024)
+		fmt.Fprintf(&b, "%d× %s %s", n[key], key.model, gib(key.vram))
 	}
 	return b.String()
+}
+
+// gib is a GPU's memory in whole GiB, rounded as the CLI rounds it: an
+// RTX 4090's 24564 MiB is 24 GiB, not 23.
+func gib(mib int) string {
+	return strconv.FormatFloat(float64(mib)/1024, 'f', 0, 64) + " GiB"
+}
+
+// available is how long an offer is available ahead, as the CLI's
+// AVAILABLE column says it: in whole minutes, and 7d+ for an offer
+// available to the end of its 7-day horizon.
+func available(secs int64) string {
+	if secs >= 7*24*3600-60 {
+		return "7d+"
+	}
+	return (time.Duration(secs/60) * time.Minute).String()
 }
