@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,43 +21,16 @@ func TestSimStopsOnSIGINTAndSIGTERM(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		cmd := exec.Command(binPath, "sim", "--providers", "300", "--days", "7", "--baselines", "central-online",
 			"--traces", traces, "--out", out)
-		cmd.Env = append(os.Environ(), "GLEANER_REPO=")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		var seen strings.Builder
-		market := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			sc := bufio.NewScanner(stderr)
-			once := false
-			for sc.Scan() {
-				seen.WriteString(sc.Text() + "\n")
-				if !once && strings.Contains(sc.Text(), "market: day") {
-					once = true
-					close(market)
-				}
-			}
-		}()
-		select {
-		case <-market:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%v: the market never started", sig)
-		}
+		seen := startWatching(t, cmd, "market: day")
+		seen.waitReached(t, 60*time.Second, sig.String()+": the market started")
 		time.Sleep(200 * time.Millisecond)
 		sent := time.Now()
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
 		exited := make(chan error, 1)
-		go func() { <-done; exited <- cmd.Wait() }()
+		go func() { <-seen.done; exited <- cmd.Wait() }()
+		var err error
 		select {
 		case err = <-exited:
 		case <-time.After(5 * time.Second):

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,43 +25,18 @@ func TestCtrlCOnJobRunSaysTheJobGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binPath, "--repo", rn.repo, "job", "run", spec)
-	cmd.Env = append(os.Environ(), "GLEANER_REPO=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
 	// Wait for the job to run, then press Ctrl-C.
-	var seen bytes.Buffer
-	running := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			seen.WriteString(sc.Text() + "\n")
-			if !once && strings.Contains(sc.Text(), "] running") {
-				once = true
-				close(running)
-			}
-		}
-	}()
+	seen := startWatching(t, cmd, "] running")
 	select {
-	case <-running:
+	case <-seen.reached:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("job run never showed the job running:\n%s\n%s", seen.String(), tails([]*rnode{p, rn}))
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	err = cmd.Wait()
+	<-seen.done
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("job run after Ctrl-C: %v, want exit code %d\n%s", err, exitInterrupted, seen.String())
