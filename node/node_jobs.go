@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node/wire"
-
 	"github.com/gleaner-net/gleaner/attest"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/executor"
@@ -92,7 +90,6 @@ func (n *Node) startJobs(ctx context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
-	h.SetStreamHandler(n.host.ProtocolID(wire.JobProtoV2), n.tasks.handler(pj.HandleJob)) // renters that predate Event.Code
 	// Service jobs' renters reach their containers here (service_forward.go);
 	// closed first at Stop, so that no long response holds it up.
 	h.SetStreamHandler(n.host.ProtocolID(serviceProto), n.tasks.handler(n.services.handle))

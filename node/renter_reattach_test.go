@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
@@ -40,7 +39,7 @@ func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
 // and the renter's connection to it closed, which breaks the job's
 // stream) until the returned function restores it.
 func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
-	protos := []protocol.ID{prov.Host().ProtocolID(jobProto), prov.Host().ProtocolID(wire.JobProtoV2)}
+	protos := []protocol.ID{prov.Host().ProtocolID(jobProto)}
 	for _, p := range protos {
 		prov.Host().LibP2P().RemoveStreamHandler(p)
 	}

@@ -204,7 +204,7 @@ func (h *eventHub) write(k *sink) {
 			continue
 		}
 		_ = k.s.SetWriteDeadline(time.Now().Add(writeWait))
-		if err := wire.WriteEvent(k.s, q.ev); err != nil {
+		if err := wire.Write(k.s, q.ev); err != nil {
 			h.drop(k)
 			return
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// HandleJob serves /job/3 (and /job/2, without event codes): "start" runs a leased job and streams its events
+// HandleJob serves /job/3: "start" runs a leased job and streams its events
 // until it exits; "attach" follows a running job again (a renter whose node
 // restarted); "cancel" stops it. Only the lease's renter may do any.
 func (pj *Provider) HandleJob(s network.Stream) {
@@ -53,12 +53,12 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		}
 	}
 	if err != nil {
-		_ = wire.WriteEvent(s, errorEvent(err))
+		_ = wire.Write(s, errorEvent(err))
 		return
 	}
 	if head.Kind == "start" {
 		if err := pj.mayStart(al); err != nil {
-			_ = wire.WriteEvent(s, errorEvent(err))
+			_ = wire.Write(s, errorEvent(err))
 			return
 		}
 	}
@@ -83,7 +83,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		// first start may be running.
 		spec, err := pj.checkStart(al, req.Spec)
 		if err != nil {
-			_ = wire.WriteEvent(s, errorEvent(err))
+			_ = wire.Write(s, errorEvent(err))
 			return
 		}
 		pj.run(s, al, req, spec)
@@ -635,7 +635,7 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 // running anything: the renter must start it again.
 func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
 	if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); !ok || in.State != sched.Started {
-		_ = wire.WriteEvent(s, wire.Event{Type: wire.EventError, Code: wire.CodeNotRunning, Error: "the job is not running", Time: time.Now()})
+		_ = wire.Write(s, wire.Event{Type: wire.EventError, Code: wire.CodeNotRunning, Error: "the job is not running", Time: time.Now()})
 		return
 	}
 	ev := wire.Event{Type: wire.EventStatus, Status: wire.StatusPulling, Time: time.Now()}

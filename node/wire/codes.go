@@ -1,10 +1,7 @@
 package wire
 
 import (
-	"io"
 	"strings"
-
-	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
 // Code is the typed reason of a provider's error event: a renter chooses
@@ -75,20 +72,4 @@ func LegacyCode(ev Event) Code {
 		return CodeStart
 	}
 	return CodeRefused
-}
-
-// Protocoled is a stream that knows its negotiated protocol, as a libp2p
-// stream does.
-type Protocoled interface {
-	io.Writer
-	Protocol() protocol.ID
-}
-
-// WriteEvent writes ev to s, without its Code on a job/2 stream, whose
-// renter's strict decoder would take the field for a broken stream.
-func WriteEvent(s Protocoled, ev Event) error {
-	if strings.HasSuffix(string(s.Protocol()), "/"+JobProtoV2) {
-		ev.Code = ""
-	}
-	return Write(s, ev)
 }

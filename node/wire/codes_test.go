@@ -1,10 +1,7 @@
 package wire
 
 import (
-	"bytes"
 	"testing"
-
-	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
 // A provider that predates codes is read by its words, as it wrote them;
@@ -30,33 +27,6 @@ func TestLegacyCodeReadsTheWordsOfOldProviders(t *testing.T) {
 	} {
 		if got := LegacyCode(c.ev); got != c.want {
 			t.Errorf("%+v: code %q, want %q", c.ev, got, c.want)
-		}
-	}
-}
-
-type protoBuf struct {
-	bytes.Buffer
-	proto protocol.ID
-}
-
-func (b *protoBuf) Protocol() protocol.ID { return b.proto }
-
-// A job/2 renter's strict decoder would take a code for a broken stream:
-// WriteEvent leaves it out there, and keeps it on job/3.
-func TestWriteEventSendsCodesOnlyOnJob3(t *testing.T) {
-	ev := Event{Type: "error", Error: "no active lease for this job", Code: CodeNoLease}
-	for proto, want := range map[protocol.ID]Code{"/gleaner/local/" + JobProto: CodeNoLease, "/gleaner/local/" + JobProtoV2: ""} {
-		var b protoBuf
-		b.proto = proto
-		if err := WriteEvent(&b, ev); err != nil {
-			t.Fatal(err)
-		}
-		var got Event
-		if err := Read(&b, MaxEventFrame, &got); err != nil {
-			t.Fatal(err)
-		}
-		if got.Code != want || got.Error != ev.Error {
-			t.Errorf("on %s: %+v, want code %q", proto, got, want)
 		}
 	}
 }

@@ -23,9 +23,12 @@ const (
 	// proves the lease before the large body is read (issue 31); version
 	// 3 adds Event.Code, the typed reason a renter decides by.
 	JobProto = "job/3"
-	// JobProtoV2 is still served to renters that speak only version 2;
-	// their events carry no Code (their decoders are strict), and a
-	// renter on it reads the provider's words (LegacyCode).
+	// JobProtoV2 is what providers that predate Event.Code serve: a
+	// renter falls back to it and reads their words (LegacyCode). A
+	// provider serves job/3 only: renters upgrade no later than providers
+	// (a job/2 renter's strict decoder would take a code for a broken
+	// stream), and strangers get one job protocol to hold streams on, not
+	// two.
 	JobProtoV2 = "job/2"
 )
 
