@@ -70,7 +70,7 @@ func TestAnEndedJobIsClaimedAgainOnlyByANewLease(t *testing.T) {
 		t.Fatalf("the job's new lease after its run ended was refused: %v", err)
 	}
 	s.Release("j", t0.Add(3*time.Minute))
-	if _, err := s.Claim(first, []int{0}, t0.Add(4*time.Minute)); errors.Is(err, nil) {
-		t.Fatal("the first run's lease was claimed after a second run ended")
+	if _, err := s.Claim(first, []int{0}, t0.Add(4*time.Minute)); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the first run's lease, sent after a second run ended: %v, want ErrDuplicate", err)
 	}
 }

@@ -220,7 +220,7 @@ func TestInputSpecValidation(t *testing.T) {
 		{"etc", []Input{in("/etc/ssl")}, "", `target overlaps the reserved path /etc`},
 		{"checkpoint", []Input{in("/ckpt")}, "/ckpt", `input 0 ("/ckpt"): target overlaps the checkpoint path /ckpt`},
 		{"in checkpoint", []Input{in("/ckpt/data")}, "/ckpt/", `target overlaps the checkpoint path /ckpt`},
-		{"over checkpoint", []Input{in("/work")}, "/work/ckpt", `input 0 ("/work"): target overlaps the checkpoint path /work/ckpt`},
+		{"over checkpoint", []Input{in("/job")}, "/job/ckpt", `input 0 ("/job"): target overlaps the checkpoint path /job/ckpt`},
 		{"same target", []Input{in("/data"), in("/data")}, "", `input 1 ("/data"): target overlaps input 0 ("/data")`},
 		{"nested in another", []Input{in("/data"), in("/data/b")}, "", `input 1 ("/data/b"): target overlaps input 0 ("/data")`},
 		{"over another", []Input{in("/m/a/b"), in("/m/a")}, "", `input 1 ("/m/a"): target overlaps input 0 ("/m/a/b")`},

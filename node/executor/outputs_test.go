@@ -277,7 +277,7 @@ func TestOutputSpecValidation(t *testing.T) {
 	for _, ok := range []Spec{
 		{OutputPath: "/outputs"},
 		{OutputPath: "/outputs", OutputMiB: MaxOutputMiB},
-		{OutputPath: "/work/out", CheckpointPath: "/work/ckpt", Inputs: []Input{in("/work/data"), in("/outputs2")}},
+		{OutputPath: "/job/out", CheckpointPath: "/job/ckpt", Inputs: []Input{in("/job/data"), in("/outputs2")}},
 		{OutputPath: "/temp", CheckpointPath: "/ckpt/"},
 		{OutputPath: "/etcetera"},
 		{OutputMiB: 5}, // no outputs: the quota is unused
@@ -309,7 +309,7 @@ func TestOutputSpecValidation(t *testing.T) {
 		{"etc", "/etc", 0, "", nil, `overlaps the reserved path /etc`},
 		{"checkpoint", "/ckpt", 0, "/ckpt", nil, `output path "/ckpt" overlaps the checkpoint path /ckpt`},
 		{"in checkpoint", "/ckpt/out", 0, "/ckpt/", nil, `output path "/ckpt/out" overlaps the checkpoint path /ckpt`},
-		{"over checkpoint", "/work", 0, "/work/ckpt", nil, `output path "/work" overlaps the checkpoint path /work/ckpt`},
+		{"over checkpoint", "/job", 0, "/job/ckpt", nil, `output path "/job" overlaps the checkpoint path /job/ckpt`},
 		{"input", "/data", 0, "", []Input{in("/data")}, `output path "/data" overlaps input 0 ("/data")`},
 		{"in input", "/models/out", 0, "", []Input{in("/data"), in("/models")}, `output path "/models/out" overlaps input 1 ("/models")`},
 		{"over input", "/m", 0, "", []Input{in("/m/a/b")}, `output path "/m" overlaps input 0 ("/m/a/b")`},

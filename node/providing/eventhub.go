@@ -111,9 +111,7 @@ func (h *eventHub) send(ev wire.Event) error {
 		h.dropLocked(k)
 	}
 	h.mu.Unlock()
-	for _, k := range full {
-		_ = k.s.Reset()
-	}
+	resetStreams(full)
 	return nil
 }
 
@@ -223,6 +221,11 @@ func (h *eventHub) drop(ks ...*sink) {
 		h.dropLocked(k)
 	}
 	h.mu.Unlock()
+	resetStreams(ks)
+}
+
+// resetStreams resets dropped followers' streams, outside the hub's lock.
+func resetStreams(ks []*sink) {
 	for _, k := range ks {
 		_ = k.s.Reset()
 	}
