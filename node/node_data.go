@@ -11,13 +11,11 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
 )
-
-// DataDir is the block store's directory inside the repo.
-const DataDir = "data"
 
 // reprovideEvery re-announces every pin in the DHT, whose provider records
 // expire after 48 h.
@@ -26,7 +24,7 @@ const reprovideEvery = 12 * time.Hour
 // startData opens the content-addressed block store (job inputs and
 // outputs and the datasets an owner pins, bounded by data.quota_gib).
 func (n *Node) startData() error {
-	st, err := data.OpenStore(filepath.Join(n.repo.Dir, DataDir), int64(n.cfg.Data.QuotaGiB)<<30)
+	st, err := data.OpenStore(filepath.Join(n.repo.Dir, repo.DataDir), int64(n.cfg.Data.QuotaGiB)<<30)
 	if err != nil {
 		return err
 	}

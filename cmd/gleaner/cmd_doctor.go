@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/doctor"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/urfave/cli/v2"
 )
@@ -50,7 +51,7 @@ func doctorCommand() *cli.Command {
 		Description: doctorHelp,
 		Flags: []cli.Flag{
 			jsonFlag,
-			&cli.StringFlag{Name: "gpu-image", Value: node.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
+			&cli.StringFlag{Name: "gpu-image", Value: doctor.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
 			&cli.BoolFlag{Name: "gpu-check", Usage: "instead, prove the GPU path on this host: NVML inventory, signed telemetry, a container on one GPU by UUID (make gpu-check)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -59,12 +60,12 @@ func doctorCommand() *cli.Command {
 			}
 			image := strings.TrimSpace(c.String("gpu-image"))
 			if image == "" {
-				return usagef("for example: --gpu-image "+node.DefaultGPUImage, "--gpu-image must name an image")
+				return usagef("for example: --gpu-image "+doctor.DefaultGPUImage, "--gpu-image must name an image")
 			}
 			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 			defer cancel()
 			if c.Bool("gpu-check") {
-				return gpuCheck(c, node.GPUCheck(ctx, node.GPUCheckOptions{Image: image}))
+				return gpuCheck(c, doctor.GPUCheck(ctx, doctor.GPUCheckOptions{Image: image}))
 			}
 			rep := runDoctor(ctx, c.String("repo"), image)
 			if err := emit(c, rep, func(w io.Writer) { printDoctor(w, rep) }); err != nil {
@@ -81,14 +82,14 @@ func doctorCommand() *cli.Command {
 
 // doctorReport is doctor's output; --json prints it as is.
 type doctorReport struct {
-	OK     bool         `json:"ok"` // no check failed
-	Checks []node.Check `json:"checks"`
+	OK     bool           `json:"ok"` // no check failed
+	Checks []doctor.Check `json:"checks"`
 }
 
 func (r doctorReport) failed() []string {
 	var out []string
 	for _, c := range r.Checks {
-		if c.Status == node.StatusFail {
+		if c.Status == doctor.StatusFail {
 			out = append(out, c.Name)
 		}
 	}
@@ -96,43 +97,43 @@ func (r doctorReport) failed() []string {
 }
 
 func runDoctor(ctx context.Context, dir, image string) doctorReport {
-	checks := node.LocalChecks(ctx, node.DoctorOptions{RepoDir: dir, GPUImage: image})
+	checks := doctor.LocalChecks(ctx, doctor.Options{RepoDir: dir, GPUImage: image})
 	checks = append(checks, daemonChecks(ctx, dir)...)
-	return doctorReport{OK: !node.Failed(checks), Checks: checks}
+	return doctorReport{OK: !doctor.Failed(checks), Checks: checks}
 }
 
 // daemonChecks asks the running daemon, if any, for what only it knows.
-func daemonChecks(ctx context.Context, dir string) []node.Check {
+func daemonChecks(ctx context.Context, dir string) []doctor.Check {
 	r, err := node.OpenRepo(dir)
 	if err != nil {
-		return node.DaemonSkipped("no repo at " + dir + " (see the repo check)")
+		return doctor.DaemonSkipped("no repo at " + dir + " (see the repo check)")
 	}
 	url, err := r.URL()
 	if errors.Is(err, node.ErrNotRunning) {
-		return node.DaemonSkipped("daemon not running (start it with gleaner daemon)")
+		return doctor.DaemonSkipped("daemon not running (start it with gleaner daemon)")
 	}
 	tok, terr := r.Token()
 	if err != nil || terr != nil {
-		return node.DaemonSkipped("cannot reach the daemon: " + errors.Join(err, terr).Error())
+		return doctor.DaemonSkipped("cannot reach the daemon: " + errors.Join(err, terr).Error())
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var res node.DoctorResult
+	var res doctor.Result
 	err = rpc.NewClient(url, tok).Call(cctx, "node_doctor", nil, &res)
 	switch {
 	case errors.Is(err, rpc.ErrUnreachable):
-		return node.DaemonSkipped("no daemon answers at " + url + " (it may have crashed; start it with gleaner daemon)")
+		return doctor.DaemonSkipped("no daemon answers at " + url + " (it may have crashed; start it with gleaner daemon)")
 	case err != nil:
 		// The daemon's view cannot be judged: a warning, with the fix for
 		// why, rather than a failed host.
 		fix := doctorCallFix(err)
-		out := node.DaemonSkipped("node_doctor: " + err.Error())
+		out := doctor.DaemonSkipped("node_doctor: " + err.Error())
 		for i := range out {
-			out[i].Status, out[i].Fix = node.StatusWarn, fix
+			out[i].Status, out[i].Fix = doctor.StatusWarn, fix
 		}
 		return out
 	}
-	return node.DaemonChecks(res)
+	return doctor.DaemonChecks(res)
 }
 
 // doctorCallFix is the fix for a node_doctor call that failed: only a
@@ -158,11 +159,11 @@ func printDoctor(w io.Writer, r doctorReport) {
 	for _, c := range r.Checks {
 		counts[c.Status]++
 		rows = append(rows, []string{strings.ToUpper(c.Status), c.Name, c.Detail})
-		if c.Fix != "" && c.Status != node.StatusPass {
+		if c.Fix != "" && c.Status != doctor.StatusPass {
 			rows = append(rows, []string{"", "", "fix: " + c.Fix})
 		}
 	}
 	table(w, rows)
 	fmt.Fprintf(w, "\n%d passed, %d warned, %d failed, %d skipped\n",
-		counts[node.StatusPass], counts[node.StatusWarn], counts[node.StatusFail], counts[node.StatusSkip])
+		counts[doctor.StatusPass], counts[doctor.StatusWarn], counts[doctor.StatusFail], counts[doctor.StatusSkip])
 }

@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/doctor"
 	"github.com/urfave/cli/v2"
 )
 
 // gpuCheck prints `gleaner doctor --gpu-check`'s report and fails when a
 // check did; a host without a GPU prints the skip line and passes.
-func gpuCheck(c *cli.Context, r node.GPUCheckReport) error {
-	rep := doctorReport{OK: !node.Failed(r.Checks), Checks: r.Checks}
+func gpuCheck(c *cli.Context, r doctor.GPUCheckReport) error {
+	rep := doctorReport{OK: !doctor.Failed(r.Checks), Checks: r.Checks}
 	err := emit(c, r, func(w io.Writer) {
 		if r.Skipped {
 			fmt.Fprintln(w, r.Checks[0].Detail) // the skip line, and why

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/urfave/cli/v2"
 )
 
@@ -82,7 +83,7 @@ func printOffers(w io.Writer, res node.MarketOffersResult, explain bool) {
 	}
 }
 
-func shortID(id string) string { return node.ShortPeerID(id) }
+func shortID(id string) string { return p2p.ShortID(id) }
 
 func gpuSummary(o node.OfferView) string {
 	counts := map[string]int{}

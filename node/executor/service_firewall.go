@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -243,4 +244,15 @@ func checkRules(ctx context.Context, tool string) FirewallReport {
 // or, under some builds, 3 with the same text.
 func isPermission(rc int, msg string) bool {
 	return rc == 4 || strings.Contains(msg, "Permission denied") || strings.Contains(msg, "you must be root")
+}
+
+// WhyOpen says what the missing rules leave open, each once.
+func WhyOpen(rules []FirewallRule) string {
+	var out []string
+	for _, r := range rules {
+		if !slices.Contains(out, r.Why) {
+			out = append(out, r.Why)
+		}
+	}
+	return strings.Join(out, "; ")
 }

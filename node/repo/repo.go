@@ -31,6 +31,8 @@ const (
 	StoreFile = "node.db"
 	// LedgerFile is the ledger database inside the repo.
 	LedgerFile = "ledger.db"
+	// DataDir is the block store's directory inside the repo.
+	DataDir = "data"
 )
 
 // ErrRepoExists is returned by InitRepo when the directory already holds a repo.

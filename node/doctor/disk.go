@@ -1,4 +1,4 @@
-package node
+package doctor
 
 import (
 	"fmt"
@@ -22,11 +22,11 @@ const (
 // block store (<repo>/data) live; one check when they share a filesystem.
 func DiskChecks(dir string) []Check {
 	quota := int64(repo.DefaultDataQuotaGiB) << 30
-	if cfg, err := repo.LoadConfig(filepath.Join(dir, ConfigFile)); err == nil {
+	if cfg, err := repo.LoadConfig(filepath.Join(dir, repo.ConfigFile)); err == nil {
 		quota = int64(cfg.Data.QuotaGiB) << 30
 	}
 	paths := []string{dir}
-	dataDir := filepath.Join(dir, DataDir)
+	dataDir := filepath.Join(dir, repo.DataDir)
 	held := dirBytes(dataDir)
 	if st, err := os.Stat(dataDir); err == nil {
 		rst, rerr := os.Stat(dir)

@@ -1,4 +1,4 @@
-package node
+package doctor
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/system"
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -29,18 +30,18 @@ func byName(cs []Check, name string) Check {
 
 func TestRepoChecksPermissions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	if _, err := InitRepo(dir, DefaultConfig(NetworkLocal)); err != nil {
+	if _, err := repo.InitRepo(dir, repo.DefaultConfig(repo.NetworkLocal)); err != nil {
 		t.Fatal(err)
 	}
 	if c := RepoChecks(dir)[0]; c.Status != StatusPass {
 		t.Fatalf("fresh repo: %+v", c)
 	}
-	tok := filepath.Join(dir, TokenFile)
+	tok := filepath.Join(dir, repo.TokenFile)
 	if err := os.Chmod(tok, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := RepoChecks(dir)[0]
-	if c.Status != StatusFail || !strings.Contains(c.Detail, TokenFile) || !strings.Contains(c.Fix, "chmod 600 "+tok) {
+	if c.Status != StatusFail || !strings.Contains(c.Detail, repo.TokenFile) || !strings.Contains(c.Fix, "chmod 600 "+tok) {
 		t.Errorf("world-readable token: %+v", c)
 	}
 	_ = os.Chmod(tok, 0o600)
@@ -51,10 +52,10 @@ func TestRepoChecksPermissions(t *testing.T) {
 		t.Errorf("group-readable repo dir: %+v", c)
 	}
 	_ = os.Chmod(dir, 0o700)
-	if err := os.Remove(filepath.Join(dir, IdentityFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, repo.IdentityFile)); err != nil {
 		t.Fatal(err)
 	}
-	if c := RepoChecks(dir)[0]; c.Status != StatusFail || !strings.Contains(c.Detail, IdentityFile) {
+	if c := RepoChecks(dir)[0]; c.Status != StatusFail || !strings.Contains(c.Detail, repo.IdentityFile) {
 		t.Errorf("missing key: %+v", c)
 	}
 	if c := RepoChecks(filepath.Join(dir, "nope"))[0]; c.Status != StatusFail || !strings.Contains(c.Fix, "gleaner init") {
@@ -106,15 +107,15 @@ func TestJudgeDisk(t *testing.T) {
 	if free < 2*gb || float64(free) < 2*diskWarnFraction*float64(total) {
 		t.Skipf("too little free space here (%d of %d) for the quota test", free, total)
 	}
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Data.QuotaGiB = int(free/gb) + 5
-	if _, err := InitRepo(repoDir, cfg); err != nil {
+	if _, err := repo.InitRepo(repoDir, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if c := DiskChecks(repoDir); c[0].Status != StatusWarn || !strings.Contains(c[0].Fix, "quota") {
 		t.Errorf("empty store, quota past the free space: %+v", c)
 	}
-	dataDir := filepath.Join(repoDir, DataDir, "sub")
+	dataDir := filepath.Join(repoDir, repo.DataDir, "sub")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestJudgeDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = f.Close()
-	if got := dirBytes(filepath.Join(repoDir, DataDir)); got != 6*gb {
+	if got := dirBytes(filepath.Join(repoDir, repo.DataDir)); got != 6*gb {
 		t.Errorf("dirBytes = %d, want %d", got, 6*gb)
 	}
 	if c := DiskChecks(repoDir); c[0].Status != StatusPass || !strings.Contains(c[0].Detail, "6.0 GiB of it in use") {
@@ -216,7 +217,7 @@ func TestGPUChecks(t *testing.T) {
 		if tc.d != nil {
 			dp = tc.d
 		}
-		cs := gpuChecks(context.Background(), DoctorOptions{GPUImage: img, NVML: tc.nvml}, dp)
+		cs := gpuChecks(context.Background(), Options{GPUImage: img, NVML: tc.nvml}, dp)
 		g, rt, ctr := byName(cs, "gpu"), byName(cs, "nvidia runtime"), byName(cs, "gpu container")
 		if g.Status != tc.gpu || rt.Status != tc.rt || ctr.Status != tc.ctr {
 			t.Errorf("%s: gpu %s, runtime %s, container %s; want %s %s %s\n%+v", tc.name, g.Status, rt.Status, ctr.Status, tc.gpu, tc.rt, tc.ctr, cs)
@@ -277,7 +278,7 @@ func TestDaemonChecks(t *testing.T) {
 	peerOK := func(skew float64) PeerClock {
 		return PeerClock{PeerID: "12D3KooWpeer" + fmt.Sprint(skew), SkewMS: skew, RTTMS: 1}
 	}
-	base := DoctorResult{Network: NetworkTestnet, ListenAddrs: []string{"/ip4/0.0.0.0/tcp/4030"}, Reachability: "public", Peers: 2}
+	base := Result{Network: repo.NetworkTestnet, ListenAddrs: []string{"/ip4/0.0.0.0/tcp/4030"}, Reachability: "public", Peers: 2}
 	for _, tc := range []struct {
 		name      string
 		clocks    []PeerClock
@@ -312,7 +313,7 @@ func TestDaemonChecks(t *testing.T) {
 	if c := byName(DaemonChecks(r), "listen"); c.Status != StatusWarn {
 		t.Errorf("loopback only on testnet: %+v", c)
 	}
-	r.Network = NetworkLocal
+	r.Network = repo.NetworkLocal
 	if c := byName(DaemonChecks(r), "listen"); c.Status != StatusPass {
 		t.Errorf("loopback only on the local network: %+v", c)
 	}
@@ -342,15 +343,14 @@ func (f fakeClocks) Clock(_ context.Context, p peer.ID) (p2p.ClockSample, error)
 
 // doctorClock is what Doctor does with the peers: pick, survey, sum up,
 // then judge.
-func doctorClock(t *testing.T, f fakeClocks) (DoctorResult, Check) {
+func doctorClock(t *testing.T, f fakeClocks) (Result, Check) {
 	t.Helper()
 	var ps []p2p.PeerInfo
 	for id := range f {
 		ps = append(ps, p2p.PeerInfo{ID: id, Direction: "outbound"})
 	}
-	r := DoctorResult{Peers: len(ps)}
-	r.Clocks = surveyClocks(context.Background(), f, pickClockPeers(ps, doctorMaxPeers, rand.Shuffle))
-	r.MedianSkewMS, r.MaxSkewMS = skewStats(r.Clocks)
+	r := Result{Peers: len(ps)}
+	SurveyClocks(context.Background(), f, &r, ps)
 	return r, clockCheck(r)
 }
 
@@ -368,14 +368,14 @@ func TestDoctorClockSurvey(t *testing.T) {
 	liar := peer.ID("12D3KooWliar-of-the-hour")
 	f[liar] = time.Hour
 	r, c := doctorClock(t, f)
-	if c.Status != StatusPass || !strings.Contains(c.Detail, "outlier") || !strings.Contains(c.Detail, ShortPeerID(liar.String())) {
+	if c.Status != StatusPass || !strings.Contains(c.Detail, "outlier") || !strings.Contains(c.Detail, p2p.ShortID(liar.String())) {
 		t.Errorf("5 honest + 1 liar: %+v", c)
 	}
 	if r.MedianSkewMS > 5 || r.MaxSkewMS < 3_600_000 {
 		t.Errorf("median %v ms, max %v ms", r.MedianSkewMS, r.MaxSkewMS)
 	}
 	for _, p := range r.Clocks {
-		if strings.Contains(c.Detail, ShortPeerID(p.PeerID)) != (p.PeerID == liar.String()) {
+		if strings.Contains(c.Detail, p2p.ShortID(p.PeerID)) != (p.PeerID == liar.String()) {
 			t.Errorf("%s: named as outlier wrongly (liar %v): %q", p.PeerID, p.PeerID == liar.String(), c.Detail)
 		}
 	}
@@ -403,9 +403,9 @@ func TestDoctorPickClockPeers(t *testing.T) {
 		ps = append(ps, p2p.PeerInfo{ID: peer.ID(fmt.Sprintf("peer-%02d-%s", i, d)), Direction: d})
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	first := pickClockPeers(ps, doctorMaxPeers, rng.Shuffle)
-	if len(first) != doctorMaxPeers {
-		t.Fatalf("picked %d, want %d", len(first), doctorMaxPeers)
+	first := PickClockPeers(ps, MaxClockPeers, rng.Shuffle)
+	if len(first) != MaxClockPeers {
+		t.Fatalf("picked %d, want %d", len(first), MaxClockPeers)
 	}
 	for i, id := range first {
 		if out := strings.HasSuffix(string(id), "outbound"); out != (i < 5) {
@@ -414,7 +414,7 @@ func TestDoctorPickClockPeers(t *testing.T) {
 	}
 	// At random: not the first 16 in order, and not the same sample twice.
 	same, ordered := true, true
-	second := pickClockPeers(ps, doctorMaxPeers, rng.Shuffle)
+	second := PickClockPeers(ps, MaxClockPeers, rng.Shuffle)
 	for i := range first {
 		same = same && first[i] == second[i]
 	}
@@ -425,34 +425,8 @@ func TestDoctorPickClockPeers(t *testing.T) {
 	if same || ordered {
 		t.Errorf("the sample is not random: same twice %v, in order %v", same, ordered)
 	}
-	if got := pickClockPeers(ps[:3], doctorMaxPeers, rng.Shuffle); len(got) != 3 {
+	if got := PickClockPeers(ps[:3], MaxClockPeers, rng.Shuffle); len(got) != 3 {
 		t.Errorf("3 peers: picked %d", len(got))
-	}
-}
-
-// TestDoctorClockServedWithoutRPC: the clock protocol is served as soon as
-// the host is, not only once the RPC API is registered.
-func TestDoctorClockServedWithoutRPC(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cfg := DefaultConfig(NetworkLocal)
-	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.startHost(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.host.Close() })
-	h := hostileHost(t, ctx, n)
-	if s, err := h.Clock(ctx, n.Host().ID()); err != nil || s.RTT <= 0 {
-		t.Fatalf("clock of a node with only its host started: %+v, %v", s, err)
 	}
 }
 
@@ -462,7 +436,7 @@ func TestDoctorClockServedWithoutRPC(t *testing.T) {
 // turned it off.
 func TestServiceFirewallCheck(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	if _, err := InitRepo(dir, DefaultConfig(NetworkLocal)); err != nil {
+	if _, err := repo.InitRepo(dir, repo.DefaultConfig(repo.NetworkLocal)); err != nil {
 		t.Fatal(err)
 	}
 	// Missing and unknown reports name their rules, as
@@ -475,32 +449,32 @@ func TestServiceFirewallCheck(t *testing.T) {
 	ctx := context.Background()
 	input, forward := executor.ServiceFirewallRules[0], executor.ServiceFirewallRules[1]
 	add := "sudo iptables -I INPUT -i glsvc+ -m conntrack --ctstate NEW -j DROP"
-	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallPresent, "present")); c.Status != StatusPass || c.Fix != "" {
+	if c := ServiceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallPresent, "present")); c.Status != StatusPass || c.Fix != "" {
 		t.Errorf("rule present: %+v", c)
 	}
-	if c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallSkipped, "no ip6tables binary")); c.Status != StatusPass || !strings.Contains(c.Detail, "no ip6tables") {
+	if c := ServiceFirewallCheck(ctx, dir, fake(executor.FirewallPresent, executor.FirewallSkipped, "no ip6tables binary")); c.Status != StatusPass || !strings.Contains(c.Detail, "no ip6tables") {
 		t.Errorf("no ip6tables: %+v", c)
 	}
-	c := serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", input))
+	c := ServiceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", input))
 	if c.Status != StatusWarn || c.Fix != add || !strings.Contains(c.Detail, "listeners") || strings.Contains(c.Detail, "rearranges") {
 		t.Errorf("INPUT rule missing: %+v", c)
 	}
-	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", forward))
+	c = ServiceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallPresent, "missing", forward))
 	if c.Status != StatusWarn || c.Fix != "sudo iptables -t mangle -I FORWARD -o glsvc+ -j DROP" ||
 		!strings.Contains(c.Detail, "other containers can reach service jobs") || strings.Contains(c.Detail, "listeners") {
 		t.Errorf("FORWARD rule missing: %+v", c)
 	}
-	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallUnknown, executor.FirewallUnknown, "iptables: permission denied", executor.ServiceFirewallRules...))
+	c = ServiceFirewallCheck(ctx, dir, fake(executor.FirewallUnknown, executor.FirewallUnknown, "iptables: permission denied", executor.ServiceFirewallRules...))
 	if c.Status != StatusSkip || !strings.Contains(c.Detail, "permission denied") || !strings.Contains(c.Fix, add) ||
 		!strings.Contains(c.Fix, "sudo iptables -C INPUT") {
 		t.Errorf("not root: %+v", c)
 	}
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Provider.ServiceFirewall = "off"
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg.Render()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, repo.ConfigFile), []byte(cfg.Render()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c = serviceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallMissing, "missing", input))
+	c = ServiceFirewallCheck(ctx, dir, fake(executor.FirewallMissing, executor.FirewallMissing, "missing", input))
 	if c.Status != StatusWarn || !strings.Contains(c.Detail, "service_firewall = off") {
 		t.Errorf("rule missing, setting off: %+v", c)
 	}

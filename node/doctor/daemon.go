@@ -1,9 +1,11 @@
-package node
+package doctor
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/p2p"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
@@ -29,11 +31,11 @@ func DaemonSkipped(why string) []Check {
 }
 
 // DaemonChecks judges node_doctor's result.
-func DaemonChecks(r DoctorResult) []Check {
+func DaemonChecks(r Result) []Check {
 	return []Check{listenCheck(r), natCheck(r), clockCheck(r)}
 }
 
-func listenCheck(r DoctorResult) Check {
+func listenCheck(r Result) Check {
 	c := Check{Name: "listen"}
 	if len(r.ListenAddrs) == 0 {
 		c.Status, c.Detail = StatusFail, "the node listens on no address: no peer can dial it"
@@ -42,7 +44,7 @@ func listenCheck(r DoctorResult) Check {
 	}
 	c.Status = StatusPass
 	c.Detail = fmt.Sprintf("listening on %s; advertising %d address(es)", strings.Join(r.ListenAddrs, ", "), len(r.Addrs))
-	if r.Network != NetworkLocal && allLoopback(r.ListenAddrs) {
+	if r.Network != repo.NetworkLocal && allLoopback(r.ListenAddrs) {
 		c.Status = StatusWarn
 		c.Detail += "; all on loopback, so no other machine can reach it"
 		c.Fix = "listen on 0.0.0.0 (p2p.listen in config.toml or --listen /ip4/0.0.0.0/tcp/4030)"
@@ -60,7 +62,7 @@ func allLoopback(addrs []string) bool {
 	return true
 }
 
-func natCheck(r DoctorResult) Check {
+func natCheck(r Result) Check {
 	c := Check{Name: "nat"}
 	switch r.Reachability {
 	case "public":
@@ -82,7 +84,7 @@ func natCheck(r DoctorResult) Check {
 // move a median of three or more, so it cannot fail this host; peers far
 // from the median are named as outliers instead. One answer alone is no
 // majority: it can warn, never fail.
-func clockCheck(r DoctorResult) Check {
+func clockCheck(r Result) Check {
 	c := Check{Name: "clock"}
 	if r.Peers == 0 {
 		c.Status, c.Detail = StatusSkip, "skipped: no connected peers to compare clocks with"
@@ -94,7 +96,7 @@ func clockCheck(r DoctorResult) Check {
 	for _, p := range r.Clocks {
 		if p.Error != "" {
 			if firstErr == "" {
-				firstErr = ShortPeerID(p.PeerID) + ": " + p.Error
+				firstErr = p2p.ShortID(p.PeerID) + ": " + p.Error
 			}
 			continue
 		}
@@ -106,11 +108,11 @@ func clockCheck(r DoctorResult) Check {
 		c.Fix = "peers on gleaner older than this one do not answer; try again with other peers"
 		return c
 	}
-	median, _ := skewStats(answered)
+	median, _ := SkewStats(answered)
 	var outliers []string
 	for _, p := range answered {
 		if abs(p.SkewMS-median) > clockWarnSkewMS {
-			outliers = append(outliers, ShortPeerID(p.PeerID)+" "+skewText(p.SkewMS))
+			outliers = append(outliers, p2p.ShortID(p.PeerID)+" "+skewText(p.SkewMS))
 		}
 	}
 	c.Detail = fmt.Sprintf("median skew %s over %d peer(s)", skewText(median), len(answered))
@@ -141,13 +143,4 @@ func skewText(msv float64) string {
 		return fmt.Sprintf("%+.1f s", msv/1000)
 	}
 	return fmt.Sprintf("%+.1f ms", msv)
-}
-
-// ShortPeerID abbreviates a peer ID for a table or a line of text: the
-// first 8 and last 6 characters.
-func ShortPeerID(id string) string {
-	if len(id) > 16 {
-		return id[:8] + "…" + id[len(id)-6:]
-	}
-	return id
 }

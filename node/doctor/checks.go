@@ -1,4 +1,4 @@
-package node
+package doctor
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // Doctor: `gleaner doctor` asks whether this host can run a node that
@@ -45,8 +46,8 @@ func Failed(cs []Check) bool {
 	return false
 }
 
-// DoctorOptions says what the local checks look at.
-type DoctorOptions struct {
+// Options says what the local checks look at.
+type Options struct {
 	RepoDir string
 	// GPUImage is the image the GPU test container would run; it is only
 	// run when Docker has the NVIDIA runtime and the image is already here.
@@ -65,7 +66,7 @@ const DefaultGPUImage = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 // LocalChecks runs the checks that need no daemon: repo, disk, Docker and
 // GPU. ctx bounds them all; each probe has a shorter deadline of its own.
-func LocalChecks(ctx context.Context, o DoctorOptions) []Check {
+func LocalChecks(ctx context.Context, o Options) []Check {
 	if o.GPUImage == "" {
 		o.GPUImage = DefaultGPUImage
 	}
@@ -74,7 +75,7 @@ func LocalChecks(ctx context.Context, o DoctorOptions) []Check {
 	}
 	out := RepoChecks(o.RepoDir)
 	out = append(out, DiskChecks(o.RepoDir)...)
-	out = append(out, serviceFirewallCheck(ctx, o.RepoDir, o.FirewallRules))
+	out = append(out, ServiceFirewallCheck(ctx, o.RepoDir, o.FirewallRules))
 	dp := o.Docker
 	if dp == nil {
 		d, err := newDockerProbe()
@@ -130,10 +131,10 @@ func RepoChecks(dir string) []Check {
 		}
 	}
 	check(dir, 0o700)
-	check(filepath.Join(dir, IdentityFile), 0o600)
-	check(filepath.Join(dir, TokenFile), 0o600)
+	check(filepath.Join(dir, repo.IdentityFile), 0o600)
+	check(filepath.Join(dir, repo.TokenFile), 0o600)
 	if len(problems) == 0 {
-		c.Status, c.Detail = StatusPass, dir+", "+IdentityFile+" and "+TokenFile+" are yours alone"
+		c.Status, c.Detail = StatusPass, dir+", "+repo.IdentityFile+" and "+repo.TokenFile+" are yours alone"
 		return []Check{c}
 	}
 	c.Status, c.Detail = StatusFail, strings.Join(problems, "; ")

@@ -1,4 +1,4 @@
-package node
+package doctor
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestGPUChecksWarnOfMIGAndFaults(t *testing.T) {
 				inv, err := fake.Inventory(context.Background())
 				return reportOf(inv), err
 			}
-			cs := gpuChecks(context.Background(), DoctorOptions{GPUImage: "cuda:test", NVML: read}, nil)
+			cs := gpuChecks(context.Background(), Options{GPUImage: "cuda:test", NVML: read}, nil)
 			got := map[string]Check{}
 			for _, c := range cs {
 				if strings.HasPrefix(c.Name, "gpu ") && c.Name != "gpu container" {

@@ -1,4 +1,4 @@
-package node
+package doctor
 
 import (
 	"context"
@@ -49,7 +49,7 @@ const simulatedOnly = "this host can only offer simulated GPUs (labelled simulat
 // gpuChecks checks the driver, Docker's NVIDIA runtime and, where that
 // exists, a GPU inside a test container. d is nil when Docker is
 // unreachable.
-func gpuChecks(ctx context.Context, o DoctorOptions, d dockerProbe) []Check {
+func gpuChecks(ctx context.Context, o Options, d dockerProbe) []Check {
 	read := o.NVML
 	if read == nil {
 		read = func() (nvmlReport, error) { return readNVML(ctx) }
