@@ -3,8 +3,9 @@ package node
 import (
 	"context"
 	"errors"
-	"github.com/gleaner-net/gleaner/node/wire"
 	"sort"
+
+	"github.com/gleaner-net/gleaner/node/wire"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/providing"

@@ -1,9 +1,10 @@
 package node
 
 import (
-	"github.com/gleaner-net/gleaner/ledger/ledgertest"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/ledger/ledgertest"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"

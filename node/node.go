@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	madns "github.com/multiformats/go-multiaddr-dns"
 )
@@ -77,10 +77,11 @@ type Node struct {
 	store          *Store
 	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange       *data.Exchange
-	boot           *bootstrapper // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
-	fetching       sync.Map      // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal        *journal      // this node's records that callers need not wait for
-	known          *knownPeers   // the peers it was connected to, kept across restarts (peers.go)
+	boot           *bootstrapper   // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
+	fetching       sync.Map        // CID string -> *fetchProgress: fetches in flight (node_data.go)
+	journal        *journal        // this node's records that callers need not wait for
+	known          *knownPeers     // the peers it was connected to, kept across restarts (peers.go)
+	knownAtStart   []peer.AddrInfo // known peers of the last run, dialled by startReconnect
 	market         *market
 	provider       *provider
 	providerJobs   *providing.Provider
@@ -130,7 +131,7 @@ func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
 	return &Node{repo: repo, cfg: cfg, opts: opts, log: opts.Logger}, nil
 }
 
-// Start locks the repo, starts the p2p host and serves the RPC API. On any
+// Start starts the node's components (components.go) in order. On any
 // error everything already started is stopped again.
 func (n *Node) Start(ctx context.Context) (err error) {
 	defer func() {
@@ -138,51 +139,17 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			_ = n.Stop(context.Background())
 		}
 	}()
-	if err := n.repo.Lock(); err != nil {
-		return err
-	}
-	n.onClose(func(context.Context) error { return n.repo.Unlock() })
 	n.started = time.Now()
 	n.bg, n.cancel = context.WithCancel(context.Background())
-
-	// Neither database yet: a brand-new repo, whose identity has no feed
-	// anywhere to recover (read before OpenStore creates node.db).
-	n.newRepo = !exists(filepath.Join(n.repo.Dir, StoreFile)) && !exists(filepath.Join(n.repo.Dir, LedgerFile))
-	st, err := OpenStore(filepath.Join(n.repo.Dir, StoreFile))
-	if err != nil {
-		return err
+	for _, c := range n.components() {
+		// The components' errors say what failed in words of their own
+		// ("rpc: cannot listen on ..."); wrapping them would bury that.
+		if err := c.start(ctx); err != nil {
+			n.log.Debug("component did not start", "component", c.name, "err", err)
+			return err
+		}
 	}
-	n.store = st
-	n.onClose(func(context.Context) error { return st.Close() })
-	if err := n.startData(); err != nil {
-		return err
-	}
-
-	if err := n.startHost(ctx); err != nil {
-		return err
-	}
-	if err := n.startExchange(); err != nil {
-		return err
-	}
-	// Before anything dials: the known peers' addresses are in the
-	// peerstore when the renter follows its jobs again.
-	known := n.startKnownPeers()
-	if err := n.startMarket(); err != nil {
-		return err
-	}
-	// Offered GPU-time is recorded from the provider's start, once: the
-	// fill rate's denominator (earnings_offered.go).
-	n.tasks.Go(func() { n.recordOffered(n.bg) })
-	// Dialled once every protocol is served, so that a peer identifies
-	// the whole node.
-	n.tasks.Go(func() { n.known.reconnect(n.bg, known) })
-	if n.boot != nil {
-		n.tasks.Go(func() { n.boot.run(n.bg) })
-	}
-	if err := n.startRPC(); err != nil {
-		return err
-	}
-	return n.startMetrics()
+	return nil
 }
 
 func (n *Node) startHost(ctx context.Context) error {

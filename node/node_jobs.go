@@ -24,10 +24,11 @@ import (
 // would otherwise hold the GPUs for free until the provider restarts.
 const DefaultStartDeadline = sched.DefaultStartDeadline
 
-// startJobs wires the rental protocols: the provider's quote, award and job
-// handlers (when this node can run containers) and the renter's job
-// manager. ctx is the market's background context.
-func (n *Node) startJobs(ctx context.Context) error {
+// startProviderJobs wires the provider's side of the rental: the
+// executor, the scheduler with the leases of the last run, and the quote,
+// award, job and service handlers.
+func (n *Node) startProviderJobs(context.Context) error {
+	ctx := n.bg
 	key, err := n.repo.Identity()
 	if err != nil {
 		return err
@@ -100,7 +101,17 @@ func (n *Node) startJobs(ctx context.Context) error {
 	// renters the reason, while the host still carries it.
 	n.onStop(pj.Shutdown)
 	n.tasks.Go(func() { pj.Run(ctx) })
+	return nil
+}
 
+// startRenterJobs starts the renter's side: the reputation it reads, the
+// auctioneer and the jobs of the last run, followed again.
+func (n *Node) startRenterJobs(context.Context) error {
+	ctx := n.bg
+	key, err := n.repo.Identity()
+	if err != nil {
+		return err
+	}
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
 	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
 	if err != nil {
@@ -122,6 +133,12 @@ func (n *Node) startJobs(ctx context.Context) error {
 	}
 	n.renterJobs = rj
 	rj.resume() // once wired: follows the jobs leased before a restart again
+	return nil
+}
+
+// startServices resumes the renter's services with their gateways, on the
+// ports they had.
+func (n *Node) startServices(context.Context) error {
 	svcs, err := newServices(n, n.log.With("part", "services"))
 	if err != nil {
 		return fmt.Errorf("services of the last run: %w", err)
@@ -129,6 +146,13 @@ func (n *Node) startJobs(ctx context.Context) error {
 	svcs.resume() // their gateways, on the ports they had
 	n.renterServices = svcs
 	n.onStop(func(context.Context) error { svcs.close(); return nil })
+	return nil
+}
+
+// startCounterparties tells the ledger's replication whose feeds this node
+// keeps: those it deals with, as renter, provider or offer reader.
+func (n *Node) startCounterparties(context.Context) error {
+	pj, rj := n.providerJobs, n.renterJobs
 	dealsWith := func(author string) bool {
 		if _, _, ok := n.market.Book().Get(author); ok {
 			return true

@@ -11,49 +11,26 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
-// startMarket starts the renter's offer book and the provider's offer
-// publisher, which share the offer topics. Its background work runs until
-// Stop, which first withdraws this node's offer.
-func (n *Node) startMarket() error {
-	ctx := n.bg
-	if err := n.startFeeds(ctx); err != nil {
-		return err
-	}
+// startBook starts the renter's offer book, which reads the offer topics
+// and the DHT.
+func (n *Node) startBook(context.Context) error {
 	n.market = newMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
-	if err := n.market.Start(ctx); err != nil {
-		return err
-	}
+	return n.market.Start(n.bg)
+}
+
+// startPublisher starts the provider's offer publisher on the book's
+// topics. Stop's first phase withdraws its offer.
+func (n *Node) startPublisher(context.Context) error {
 	key, err := n.repo.Identity()
 	if err != nil {
 		return err
 	}
-	p, err := newProvider(ctx, n.market, n.store, key, n.opts.OfferTTL, n.log.With("part", "provider"))
+	p, err := newProvider(n.bg, n.market, n.store, key, n.opts.OfferTTL, n.log.With("part", "provider"))
 	if err != nil {
 		return err
 	}
 	n.provider = p
 	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offerStreamProto), serveOffer(p.CurrentRaw))
-
-	src, err := n.openGPUs()
-	if err != nil {
-		p.SetGPUError(err)
-		n.log.Info("this node can rent GPUs but has none to sell", "why", err)
-	} else {
-		n.gpus = src
-		n.onClose(func(context.Context) error { return src.Close() })
-		n.claims = &claimer{n: n, minGap: claimGap}
-		n.claims.start(ctx, src)
-		// The executor, made in startJobs below, tells the monitor which
-		// processes are jobs' (own_jobs.go); until then none is.
-		n.ownJobs.log = n.log.With("part", "gpu-monitor")
-		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.processes, attest.DefaultMonitorInterval)
-		n.gpuMon = mon
-		if a, _ := mon.Check(ctx); a.Err == "" {
-			p.SetAvailability(a) // publish the first offer without waiting a poll
-		}
-		n.tasks.Go(func() { _ = mon.Run(ctx, p.SetAvailability) })
-	}
-	n.tasks.Go(func() { p.Run(ctx) })
 	n.onStop(func(ctx context.Context) error {
 		// Withdraw publishes only over a live offer; a node that offered
 		// nothing (a renter) has nothing to flush and stops at once.
@@ -70,7 +47,38 @@ func (n *Node) startMarket() error {
 		}
 		return nil
 	})
-	return n.startJobs(ctx)
+	return nil
+}
+
+// startGPUs opens the GPUs this node sells, if any, with the monitor that
+// publishes their availability, then runs the publisher: its first offer
+// goes out with the first availability, not before.
+func (n *Node) startGPUs(context.Context) error {
+	ctx, p := n.bg, n.provider
+	src, err := n.openGPUs()
+	if err != nil {
+		p.SetGPUError(err)
+		n.log.Info("this node can rent GPUs but has none to sell", "why", err)
+	} else {
+		n.gpus = src
+		n.onClose(func(context.Context) error { return src.Close() })
+		n.claims = &claimer{n: n, minGap: claimGap}
+		n.claims.start(ctx, src)
+		// The executor, made by the provider's jobs, tells the monitor
+		// which processes are jobs' (own_jobs.go); until then none is.
+		n.ownJobs.log = n.log.With("part", "gpu-monitor")
+		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.processes, attest.DefaultMonitorInterval)
+		n.gpuMon = mon
+		if a, _ := mon.Check(ctx); a.Err == "" {
+			p.SetAvailability(a) // publish the first offer without waiting a poll
+		}
+		n.tasks.Go(func() { _ = mon.Run(ctx, p.SetAvailability) })
+	}
+	n.tasks.Go(func() { p.Run(ctx) })
+	// Offered GPU-time is recorded from the publisher's start: the fill
+	// rate's denominator (earnings_offered.go).
+	n.tasks.Go(func() { n.recordOffered(ctx) })
+	return nil
 }
 
 // withdrawalFlush is how long a stopping node gives gossip to send its
@@ -100,7 +108,8 @@ func (n *Node) openGPUs() (attest.Source, error) {
 
 // startFeeds opens the ledger (its own bbolt file, <repo>/ledger.db),
 // joins its replication and starts the journal that appends to it.
-func (n *Node) startFeeds(ctx context.Context) error {
+func (n *Node) startFeeds(context.Context) error {
+	ctx := n.bg
 	st, err := ledger.OpenStore(filepath.Join(n.repo.Dir, LedgerFile))
 	if err != nil {
 		return err

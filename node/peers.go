@@ -416,10 +416,10 @@ func (k *knownPeers) reconnect(ctx context.Context, peers []peer.AddrInfo) {
 }
 
 // startKnownPeers puts the known peers' addresses in the peerstore,
-// starts recording the peers that connect, and returns the peers to dial
-// once the node is up. A store that cannot be read costs the reconnection
-// only: the node starts from its bootstrap list.
-func (n *Node) startKnownPeers() []peer.AddrInfo {
+// starts recording the peers that connect, and keeps the peers to dial
+// once the node is up (startReconnect). A store that cannot be read costs
+// the reconnection only: the node starts from its bootstrap list.
+func (n *Node) startKnownPeers(context.Context) error {
 	k := newKnownPeers(n.host, n.store, n.log.With("part", "peers"))
 	n.known = k
 	peers, err := k.restore()
@@ -436,5 +436,6 @@ func (n *Node) startKnownPeers() []peer.AddrInfo {
 		}
 		return nil
 	})
-	return peers
+	n.knownAtStart = peers
+	return nil
 }
