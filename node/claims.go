@@ -22,9 +22,14 @@ type claimer struct {
 	// the feed: a change is journaled at the first poll after the gap.
 	minGap time.Duration
 
-	mu     sync.Mutex
-	last   *attest.Claim // what the feed states now; nil before the first check
-	lastAt time.Time     // when this process last journaled one
+	// mu guards the three fields below; the ledger is read and appended
+	// to outside it, so a slow disk never holds up the GPU monitor's
+	// other hooks. appending makes a poll that comes during an append
+	// skip instead of journaling the same claim twice.
+	mu        sync.Mutex
+	last      *attest.Claim // what the feed states now; nil before the first check
+	lastAt    time.Time     // when this process last journaled one
+	appending bool
 }
 
 // claimGap is claimer.minGap in a running node.
@@ -47,27 +52,49 @@ func (c *claimer) observe(inv attest.Inventory) {
 		return // a failed poll, not GPUs gone
 	}
 	claim := attest.ClaimOf(inv)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil {
+	if c.known() == nil {
 		if prev, ok := latestOwnClaim(c.n.ledger, c.n.host.ID().String()); ok {
-			c.last = &prev
+			c.mu.Lock()
+			if c.last == nil {
+				c.last = &prev
+			}
+			c.mu.Unlock()
 		}
 	}
-	if c.last != nil && (c.last.Equal(claim) || time.Since(c.lastAt) < c.minGap) {
+	c.mu.Lock()
+	if c.appending || (c.last != nil && (c.last.Equal(claim) || time.Since(c.lastAt) < c.minGap)) {
+		c.mu.Unlock()
 		return
 	}
-	payload, err := claim.Encode()
+	c.appending = true
+	c.mu.Unlock()
+	err := c.journal(claim)
+	c.mu.Lock()
+	c.appending = false
+	if err == nil {
+		c.last, c.lastAt = &claim, time.Now()
+	}
+	c.mu.Unlock()
 	if err != nil {
-		c.n.log.Warn("no hardware claim", "err", err)
-		return
-	}
-	if _, err := c.n.feeds.Append(ledger.TypeHardwareClaim, payload); err != nil {
 		c.n.log.Warn("hardware claim not journaled", "err", err)
 		return
 	}
-	c.last, c.lastAt = &claim, time.Now()
 	c.n.log.Info("hardware claim journaled", "gpus", len(claim.GPUs), "simulated", claim.Simulated)
+}
+
+func (c *claimer) known() *attest.Claim {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+func (c *claimer) journal(claim attest.Claim) error {
+	payload, err := claim.Encode()
+	if err != nil {
+		return err
+	}
+	_, err = c.n.feeds.Append(ledger.TypeHardwareClaim, payload)
+	return err
 }
 
 // latestOwnClaim reads self's feed for its newest hardware claim.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,18 @@ func TestHardwareClaimJournaledOnChangeOnly(t *testing.T) {
 	c.observe(attest.Inventory{}) // a failed poll is not GPUs gone
 	if got := claims(); got != 2 {
 		t.Fatalf("%d claims after a failed poll, want 2", got)
+	}
+	// Polls racing each other (the monitor's hook and start) journal a
+	// change once: the append runs outside the lock, not twice.
+	full, _ := src.Inventory(ctx)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.observe(full) }()
+	}
+	wg.Wait()
+	if got := claims(); got != 3 {
+		t.Fatalf("%d claims after 8 racing polls of one change, want 3", got)
 	}
 }
 
