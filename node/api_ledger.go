@@ -10,6 +10,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/ipfs/go-cid"
 )
@@ -203,13 +204,13 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		Summary:     "A peer's reputation as this node computes it from the replicated ledger, with its parts.",
 		Description: "score is absent for a peer with no paid history. Outcomes count how its leases ended; paid_total is what its settlements prove it was paid, in micro-credits (1 credit = 1000000).",
 		ParamNames:  []string{"peer"},
-	}, func(ctx context.Context, p PeerParamsRep) (Evidence, error) {
+	}, func(ctx context.Context, p PeerParamsRep) (trust.Evidence, error) {
 		n.feeds.Follow(p.Peer) // someone is weighing this peer: keep its feed
 		_, ev := n.rep.get()
 		if e, ok := ev[p.Peer]; ok {
 			return *e, nil
 		}
-		return Evidence{Peer: p.Peer, Outcomes: map[ledger.OutcomeResult]int{}}, nil
+		return trust.Evidence{Peer: p.Peer, Outcomes: map[ledger.OutcomeResult]int{}}, nil
 	})
 }
 

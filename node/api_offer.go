@@ -6,6 +6,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -135,12 +136,12 @@ func (n *Node) gpuLeases(now time.Time) map[int]*GPULease {
 
 // OfferShowResult is offer_show's result.
 type OfferShowResult struct {
-	Offered  bool          `json:"offered"`
-	Reason   string        `json:"reason,omitempty"`
-	Offer    *OfferView    `json:"offer,omitempty"`
-	Settings OfferSettings `json:"settings"`
-	GPUs     []GPUStatus   `json:"gpus"`
-	GPUError string        `json:"gpu_error,omitempty"`
+	Offered  bool            `json:"offered"`
+	Reason   string          `json:"reason,omitempty"`
+	Offer    *OfferView      `json:"offer,omitempty"`
+	Settings offers.Settings `json:"settings"`
+	GPUs     []GPUStatus     `json:"gpus"`
+	GPUError string          `json:"gpu_error,omitempty"`
 	// Week is the settings' prices for the seven days from today, hour
 	// by hour in the calendar's zone, whether or not anything is offered.
 	Week *auction.PriceWeek `json:"week,omitempty"`
@@ -197,7 +198,7 @@ func gpuStatuses(av attest.Availability, offered bool, leases map[int]*GPULease)
 	return out
 }
 
-func (a offerAPI) Set(ctx context.Context, patch OfferPatch) (OfferShowResult, error) {
+func (a offerAPI) Set(ctx context.Context, patch offers.Patch) (OfferShowResult, error) {
 	if _, err := a.n.provider.Update(patch.Apply); err != nil {
 		return OfferShowResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -205,14 +206,14 @@ func (a offerAPI) Set(ctx context.Context, patch OfferPatch) (OfferShowResult, e
 }
 
 func (a offerAPI) Pause(ctx context.Context, _ struct{}) (OfferShowResult, error) {
-	if _, err := a.n.provider.Update(func(s OfferSettings) (OfferSettings, error) { s.Paused = true; return s, nil }); err != nil {
+	if _, err := a.n.provider.Update(func(s offers.Settings) (offers.Settings, error) { s.Paused = true; return s, nil }); err != nil {
 		return OfferShowResult{}, err
 	}
 	return a.settled(ctx)
 }
 
 func (a offerAPI) Resume(ctx context.Context, _ struct{}) (OfferShowResult, error) {
-	if _, err := a.n.provider.Update(func(s OfferSettings) (OfferSettings, error) { s.Paused = false; return s, nil }); err != nil {
+	if _, err := a.n.provider.Update(func(s offers.Settings) (offers.Settings, error) { s.Paused = false; return s, nil }); err != nil {
 		return OfferShowResult{}, err
 	}
 	return a.settled(ctx)

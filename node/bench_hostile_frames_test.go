@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/replicate"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -43,16 +44,16 @@ const hostileFrameBound = 512 << 20 / 8
 // with the default limits, as `gleaner daemon` would.
 func startVictimDaemon(t testing.TB) *Node {
 	t.Helper()
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
 	cfg.RPC.Address = "127.0.0.1:0"
 	cfg.Provider.SimulateGPUs = "1xRTX4090"
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "victim"), cfg)
+	rp, err := repo.InitRepo(filepath.Join(t.TempDir(), "victim"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog})
+	n, err := New(rp, cfg, Options{InProcess: true, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

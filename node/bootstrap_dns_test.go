@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/miekg/dns"
 	madns "github.com/multiformats/go-multiaddr-dns"
@@ -70,7 +71,7 @@ func (s *dnsaddrServer) resolver(t testing.TB) *madns.Resolver {
 // /dnsaddr/<name>, resolved through r.
 func startBootstrapping(t testing.TB, ctx context.Context, name string, r *madns.Resolver) *Node {
 	t.Helper()
-	return startNodeWith(t, ctx, func(c *Config) { c.P2P.Bootstrap = []string{"/dnsaddr/" + name} }, Options{DNSResolver: r})
+	return startNodeWith(t, ctx, func(c *repo.Config) { c.P2P.Bootstrap = []string{"/dnsaddr/" + name} }, Options{DNSResolver: r})
 }
 
 // A node started while its bootstrap name does not resolve says why in

@@ -10,11 +10,6 @@ import (
 	"github.com/gleaner-net/gleaner/node/repo"
 )
 
-// DefaultCanaryMinRate is the least often a renter checks even a provider
-// with a long clean streak: never checking again would let a provider
-// build a streak and then cheat forever.
-const DefaultCanaryMinRate = repo.DefaultCanaryMinRate
-
 // CanaryRate is the probability of sending a known-answer job along with a
 // job awarded to a provider that has passed streak canaries in a row since
 // its last failure: 1 for a provider never checked, falling as 1/(1+streak)
@@ -57,7 +52,7 @@ func loadCanary(path string, minRate float64) (*canaryPlan, error) {
 		return nil, fmt.Errorf("trust.canary_spec %s: a canary runs on the provider it checks; remove verify.replicas", path)
 	}
 	if minRate == 0 {
-		minRate = DefaultCanaryMinRate
+		minRate = repo.DefaultCanaryMinRate
 	}
 	return &canaryPlan{spec: b, minRate: minRate, draw: rand.Float64, inFlight: map[string]bool{}}, nil
 }

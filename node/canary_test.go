@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 func TestCanaryRateFallsWithPassesAndResets(t *testing.T) {
@@ -53,7 +54,7 @@ func TestLoadCanaryRefusesSpecsThatCannotFail(t *testing.T) {
 	}
 	good := write("good.yaml", base+"verify: {expect_sha256: "+strings.Repeat("ab", 32)+"}\n")
 	c, err := loadCanary(good, 0)
-	if err != nil || c.minRate != DefaultCanaryMinRate {
+	if err != nil || c.minRate != repo.DefaultCanaryMinRate {
 		t.Fatalf("good canary: %+v %v", c, err)
 	}
 	if c, err := loadCanary("", 0); c != nil || err != nil {

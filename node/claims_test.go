@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -92,7 +93,7 @@ func newLedgerNode(t testing.TB, ctx context.Context) (*p2p.Host, *ledger.Store,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), LedgerFile))
+	st, err := ledger.OpenStore(filepath.Join(t.TempDir(), repo.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}

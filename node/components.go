@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"path/filepath"
+
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // component is one part of the node. Start runs the components in the
@@ -56,8 +58,8 @@ func (n *Node) lockRepo(context.Context) error {
 // whose identity has no feed anywhere to recover (read before OpenStore
 // creates node.db).
 func (n *Node) openStore(context.Context) error {
-	n.newRepo = !exists(filepath.Join(n.repo.Dir, StoreFile)) && !exists(filepath.Join(n.repo.Dir, LedgerFile))
-	st, err := OpenStore(filepath.Join(n.repo.Dir, StoreFile))
+	n.newRepo = !exists(filepath.Join(n.repo.Dir, repo.StoreFile)) && !exists(filepath.Join(n.repo.Dir, repo.LedgerFile))
+	st, err := OpenStore(filepath.Join(n.repo.Dir, repo.StoreFile))
 	if err != nil {
 		return err
 	}

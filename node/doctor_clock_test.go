@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // TestDoctorClockServedWithoutRPC: the clock protocol is served as soon as
@@ -12,10 +14,10 @@ import (
 func TestDoctorClockServedWithoutRPC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
-	rp, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
+	rp, err := repo.InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
@@ -19,15 +20,15 @@ import (
 
 // startSeller starts a provider selling one simulated GPU at bronze and
 // silver for 0.50, edited by policy, and waits for its offer.
-func startSeller(t testing.TB, ctx context.Context, policy func(*OfferSettings)) *Node {
+func startSeller(t testing.TB, ctx context.Context, policy func(*offers.Settings)) *Node {
 	return startSellerWith(t, ctx, Options{}, policy)
 }
 
 // startSellerWith is startSeller with the node's options.
-func startSellerWith(t testing.TB, ctx context.Context, opts Options, policy func(*OfferSettings)) *Node {
+func startSellerWith(t testing.TB, ctx context.Context, opts Options, policy func(*offers.Settings)) *Node {
 	t.Helper()
 	n := startTestNode(t, ctx, "1xRTX4090", opts)
-	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := n.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
 		if policy != nil {
@@ -195,7 +196,7 @@ func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	notice := func(s *OfferSettings) { s.Policy.PreemptNotice = 2 }
+	notice := func(s *offers.Settings) { s.Policy.PreemptNotice = 2 }
 	a, b := startSeller(t, ctx, notice), startSeller(t, ctx, notice)
 	rn := renterOf(t, ctx, a, b)
 	bronze := func(name, sleep string, reauctions int) string {

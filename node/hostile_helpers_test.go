@@ -11,7 +11,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
@@ -56,7 +58,7 @@ type hostileRig struct {
 // newHostileRig starts the provider with opts and the owner's settings
 // edited by policy (nil: region eu/DE, bronze and silver at 0.50, batch
 // only), and a connected hostile renter.
-func newHostileRig(t testing.TB, opts Options, policy func(*OfferSettings)) *hostileRig {
+func newHostileRig(t testing.TB, opts Options, policy func(*offers.Settings)) *hostileRig {
 	requireDemoImage(t)
 	// Long enough for a reservation a minute ahead on a busy Docker engine.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -70,19 +72,19 @@ func newHostileRig(t testing.TB, opts Options, policy func(*OfferSettings)) *hos
 // names its simulated GPUs ("" for none). It stops when the test ends.
 func startTestNode(t testing.TB, ctx context.Context, simulate string, opts Options) *Node {
 	t.Helper()
-	return startNodeWith(t, ctx, func(c *Config) { c.Provider.SimulateGPUs = simulate }, opts)
+	return startNodeWith(t, ctx, func(c *repo.Config) { c.Provider.SimulateGPUs = simulate }, opts)
 }
 
 // startNodeWith is startTestNode with the loopback config changed by
 // edit first (bootstrap, metrics, quotas).
-func startNodeWith(t testing.TB, ctx context.Context, edit func(*Config), opts Options) *Node {
+func startNodeWith(t testing.TB, ctx context.Context, edit func(*repo.Config), opts Options) *Node {
 	t.Helper()
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
 	cfg.RPC.Address = "127.0.0.1:0"
 	edit(&cfg)
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
+	rp, err := repo.InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func startNodeWith(t testing.TB, ctx context.Context, edit func(*Config), opts O
 	if opts.Logger == nil {
 		opts.Logger = quietLog
 	}
-	n, err := New(repo, cfg, opts)
+	n, err := New(rp, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func startNodeWith(t testing.TB, ctx context.Context, edit func(*Config), opts O
 // hostileHost is a bare host of this network, connected to n.
 func hostileHost(t testing.TB, ctx context.Context, n *Node) *p2p.Host {
 	t.Helper()
-	h, err := p2p.New(ctx, p2p.Network(NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+	h, err := p2p.New(ctx, p2p.Network(repo.NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
 		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +163,7 @@ func (r *hostileRig) quote(job, spec string) (*auction.Bid, []byte) {
 // set, changes it as an attacker would before signing.
 func (r *hostileRig) leaseFor(b *auction.Bid, raw []byte, edit func(*auction.Lease)) []byte {
 	r.t.Helper()
-	l := &auction.Lease{JobID: b.JobID, Network: NetworkLocal, Renter: r.h.ID().String(), Provider: b.Provider,
+	l := &auction.Lease{JobID: b.JobID, Network: repo.NetworkLocal, Renter: r.h.ID().String(), Provider: b.Provider,
 		Tier: b.Tier, Price: b.Price, GPUs: b.GPUs, Start: b.Start, End: b.Start + b.DurationSec,
 		NoticeSec: b.NoticeSec, BillingSec: 300, Bid: raw, GPUUUIDHash: b.GPUHashes, SpecHash: b.SpecHash}
 	if edit != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/offers"
 )
 
 // Each attack of a hostile renter on a real provider, over the real
@@ -16,7 +17,7 @@ import (
 // batch-only machine) is refused before any container exists; the quoted
 // spec then starts. A lease naming another spec than the bid is refused.
 func TestProviderRunsOnlyTheSpecItQuoted(t *testing.T) {
-	r := newHostileRig(t, Options{}, func(s *OfferSettings) { s.Policy.Images = []string{"gleaner-demojob:*"} })
+	r := newHostileRig(t, Options{}, func(s *offers.Settings) { s.Policy.Images = []string{"gleaner-demojob:*"} })
 	quoted := hostileSpec("quoted", "2s")
 
 	b, raw := r.quote("swap", quoted)
@@ -54,7 +55,7 @@ func TestStartChecksTheOwnersPolicyAgain(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	spec := hostileSpec("narrowed", "1s")
 	lease := r.lease("narrowed", spec)
-	if _, err := r.prov.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := r.prov.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 		s.Policy.Images = []string{"registry.example/only/*"}
 		return s, nil
 	}); err != nil {
@@ -176,7 +177,7 @@ func TestALeaseStartsOnce(t *testing.T) {
 // meanwhile, so its renter (which declares a provider lost after three
 // missed beats) keeps it.
 func TestAReservationBeatsWhileItWaits(t *testing.T) {
-	r := newHostileRig(t, Options{}, func(s *OfferSettings) { s.Prices.Gold = 600_000 })
+	r := newHostileRig(t, Options{}, func(s *offers.Settings) { s.Prices.Gold = 600_000 })
 	start := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
 	spec := strings.Replace(hostileSpec("reserved", "1s"), "tier: bronze", "tier: gold\nstart: "+start.Format(time.RFC3339), 1)
 	s := r.start(r.lease("reserved", spec), spec)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // feedOf appends to a real ledger feed, as feeds.append does, slowly
@@ -152,7 +153,7 @@ func TestStopDrainsTheJournal(t *testing.T) {
 	if err := n.Stop(sctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.OpenStore(filepath.Join(n.Repo().Dir, LedgerFile))
+	st, err := ledger.OpenStore(filepath.Join(n.Repo().Dir, repo.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // storeLog keeps the warnings and errors that say a store was used after
@@ -117,7 +118,7 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 	if got := containers(t, "stopped"); len(got) != 0 {
 		t.Errorf("containers left after Stop: %v", got)
 	}
-	st, err := ledger.OpenStore(filepath.Join(r.prov.Repo().Dir, LedgerFile))
+	st, err := ledger.OpenStore(filepath.Join(r.prov.Repo().Dir, repo.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 	if settled != 1 {
 		t.Errorf("%d settlements of the running lease in ledger.db after Stop, want 1", settled)
 	}
-	db, err := OpenStore(filepath.Join(r.prov.Repo().Dir, StoreFile))
+	db, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -13,7 +14,7 @@ import (
 // notice and a recorded reason, which reaches the renter; over the soft
 // limit alone the GPU only leaves the offer and the job runs on.
 func TestAHardLimitStopsASilverJob(t *testing.T) {
-	r := newHostileRig(t, Options{}, func(s *OfferSettings) {
+	r := newHostileRig(t, Options{}, func(s *offers.Settings) {
 		s.Limits = attest.Limits{MaxTempC: 80, StopTempC: 90}
 	})
 	sim, ok := r.prov.gpus.(*attest.Simulated)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -24,7 +25,7 @@ import (
 // addr ("" = off).
 func startMetricsNode(t *testing.T, ctx context.Context, addr, simulate string, quotaGiB int) *Node {
 	t.Helper()
-	return startNodeWith(t, ctx, func(c *Config) {
+	return startNodeWith(t, ctx, func(c *repo.Config) {
 		c.Metrics.Address, c.Provider.SimulateGPUs, c.Data.QuotaGiB = addr, simulate, quotaGiB
 	}, Options{})
 }
@@ -109,7 +110,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", name, labels, got, v)
 		}
 	}
-	want(1, "gleaner_build_info", "version", Version, "network", NetworkLocal)
+	want(1, "gleaner_build_info", "version", Version, "network", repo.NetworkLocal)
 	want(float64(int64(3)<<30), "gleaner_data_store_bytes", "kind", "quota")
 	want(0, "gleaner_data_store_bytes", "kind", "used")
 	if p, _ := sample(fams, "gleaner_peers"); p < 1 {
@@ -178,17 +179,17 @@ func TestMetricsOffWithoutAddress(t *testing.T) {
 }
 
 func TestMetricsRefusesRemoteAddress(t *testing.T) {
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Metrics.Address = "0.0.0.0:4032"
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), DefaultConfig(NetworkLocal))
+	rp, err := repo.InitRepo(filepath.Join(t.TempDir(), "node"), repo.DefaultConfig(repo.NetworkLocal))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog}); err == nil || !strings.Contains(err.Error(), "metrics.allow_remote") {
+	if _, err := New(rp, cfg, Options{InProcess: true, Logger: quietLog}); err == nil || !strings.Contains(err.Error(), "metrics.allow_remote") {
 		t.Fatalf("New with metrics on 0.0.0.0: %v", err)
 	}
 	cfg.Metrics.AllowRemote = true
-	if _, err := New(repo, cfg, Options{InProcess: true, Logger: quietLog}); err != nil {
+	if _, err := New(rp, cfg, Options{InProcess: true, Logger: quietLog}); err != nil {
 		t.Fatalf("with allow_remote: %v", err)
 	}
 }
@@ -197,7 +198,7 @@ func TestMetricsRefusesRemoteAddress(t *testing.T) {
 // with 1,000 jobs in the renter's history and 1,000 lease records, as
 // Prometheus would make it. The target: under 5 ms.
 func BenchmarkMetricsScrape(b *testing.B) {
-	st, err := OpenStore(filepath.Join(b.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(b.TempDir(), repo.StoreFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Metrics.Address = "127.0.0.1:0"
 	n := &Node{cfg: cfg, store: st, renterJobs: &renterJobs{jobs: jobs}}
 	h := metrics.Handler(n.metricsRegistry().reg)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/metrics"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -42,7 +44,7 @@ func TestMetricsTraffic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	prov := startMetricsNode(t, ctx, "127.0.0.1:0", "1xRTX4090", 1)
-	if _, err := prov.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := prov.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
 		return s, nil
@@ -100,7 +102,7 @@ func TestMetricsTraffic(t *testing.T) {
 	}
 	var ours float64
 	for p := range labelValues(rf, "gleaner_p2p_stream_bytes_total", "protocol") {
-		if strings.HasPrefix(p, "/gleaner/"+NetworkLocal+"/") {
+		if strings.HasPrefix(p, "/gleaner/"+repo.NetworkLocal+"/") {
 			v, _ := sample(rf, "gleaner_p2p_stream_bytes_total", "protocol", p, "direction", "out")
 			ours += v
 		}
@@ -212,7 +214,7 @@ func TestMetricsRPCCallsAndAuctions(t *testing.T) {
 func BenchmarkMetricsScrapeLiveNode(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := startNodeWith(b, ctx, func(c *Config) { c.Metrics.Address = "127.0.0.1:0" }, Options{})
+	n := startNodeWith(b, ctx, func(c *repo.Config) { c.Metrics.Address = "127.0.0.1:0" }, Options{})
 	hostileHost(b, ctx, n)
 	lease := make([]byte, 600)
 	r := n.renterJobs

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A job record written by a 0.1 node (float credits under price, paid,
 // bid and clearing_price) loads: the node starts, the record keeps its
 // state, and no float amount is read as micro-credits.
 func TestOldJobRecordsLoadWithoutTheirFloatAmounts(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

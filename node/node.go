@@ -21,6 +21,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -55,7 +56,7 @@ type Options struct {
 	// made-up output hash, as one that skipped the work would.
 	WrongAnswers bool
 	// StartDeadline is how long a provider holds an award's GPUs for its
-	// renter to start it (default DefaultStartDeadline). Tests shorten it.
+	// renter to start it (default auction/provider.DefaultStartDeadline). Tests shorten it.
 	StartDeadline time.Duration
 	// DNSResolver resolves /dnsaddr bootstrap names; nil is the system's.
 	// Tests point it at a DNS server of their own.
@@ -68,8 +69,8 @@ type Options struct {
 
 // Node is one running gleaner node.
 type Node struct {
-	repo *Repo
-	cfg  Config
+	repo *repo.Repo
+	cfg  repo.Config
 	opts Options
 	log  *slog.Logger
 
@@ -115,7 +116,7 @@ type Node struct {
 }
 
 // New prepares a node; nothing runs until Start.
-func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
+func New(rp *repo.Repo, cfg repo.Config, opts Options) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func New(repo *Repo, cfg Config, opts Options) (*Node, error) {
 	if opts.OfferTTL <= 0 {
 		opts.OfferTTL = time.Hour
 	}
-	return &Node{repo: repo, cfg: cfg, opts: opts, log: opts.Logger}, nil
+	return &Node{repo: rp, cfg: cfg, opts: opts, log: opts.Logger}, nil
 }
 
 // Start starts the node's components (components.go) in order. On any
@@ -208,7 +209,7 @@ func (n *Node) hostOptions(ctx context.Context) ([]p2p.Option, error) {
 	for _, e := range errs {
 		n.log.Warn("bootstrap entry skipped", "err", e)
 	}
-	if c.Network == NetworkTestnet && len(peers) == 0 {
+	if c.Network == repo.NetworkTestnet && len(peers) == 0 {
 		n.log.Warn("no testnet bootstrap peer could be resolved yet; retrying with backoff (gleaner id shows why), and meanwhile the node finds only peers that dial it or that you connect to (gleaner connect <multiaddr>)")
 	}
 	opts := []p2p.Option{
@@ -263,11 +264,11 @@ func (n *Node) startRPC() error {
 		}
 	}()
 	n.onStop(func(ctx context.Context) error { return n.httpSrv.Shutdown(ctx) })
-	if !isLoopback(hostOf(ln.Addr())) {
+	if !repo.IsLoopback(hostOf(ln.Addr())) {
 		n.log.Warn("RPC API listens on a non-loopback address: anyone who can reach it and holds the token controls this node", "addr", ln.Addr())
 	}
 	if err := n.repo.WriteURL(n.url); err != nil {
-		return fmt.Errorf("write %s: %w", URLFile, err)
+		return fmt.Errorf("write %s: %w", repo.URLFile, err)
 	}
 	n.onStop(func(context.Context) error { return n.repo.RemoveURL() })
 	return nil
@@ -359,7 +360,7 @@ func (n *Node) RPCURL() string { return n.url }
 func (n *Node) Host() *p2p.Host { return n.host }
 
 // Repo is the node's repo.
-func (n *Node) Repo() *Repo { return n.repo }
+func (n *Node) Repo() *repo.Repo { return n.repo }
 
 // Network is the name of the network the node is on.
 func (n *Node) Network() string { return n.cfg.Network }

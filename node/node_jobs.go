@@ -12,17 +12,10 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
-	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
-
-// DefaultStartDeadline is how long an award holds GPUs before its renter
-// must start it (Options.StartDeadline): the scheduler's default. A
-// renter starts at once after the award; a lease that is never started
-// would otherwise hold the GPUs for free until the provider restarts.
-const DefaultStartDeadline = sched.DefaultStartDeadline
 
 // startProviderJobs wires the provider's side of the rental: the
 // executor, the scheduler with the leases of the last run, and the quote,
@@ -187,7 +180,7 @@ func (n *Node) openExecutor(ctx context.Context) (exec executor.Executor, docker
 		n.log.Warn("no container runtime: this node will not bid for jobs", "err", err)
 		return nil, nil
 	}
-	if n.cfg.Network != NetworkLocal {
+	if n.cfg.Network != repo.NetworkLocal {
 		n.log.Info("Docker is not available: this node will not bid for jobs", "err", err)
 		return nil, nil
 	}

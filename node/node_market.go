@@ -9,6 +9,8 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // startBook starts the renter's offer book, which reads the offer topics
@@ -30,7 +32,7 @@ func (n *Node) startPublisher(context.Context) error {
 		return err
 	}
 	n.provider = p
-	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offerStreamProto), serveOffer(p.CurrentRaw))
+	n.host.LibP2P().SetStreamHandler(n.host.ProtocolID(offers.StreamProto), offers.ServeOffer(p.CurrentRaw))
 	n.onStop(func(ctx context.Context) error {
 		// Withdraw publishes only over a live offer; a node that offered
 		// nothing (a renter) has nothing to flush and stops at once.
@@ -110,7 +112,7 @@ func (n *Node) openGPUs() (attest.Source, error) {
 // joins its replication and starts the journal that appends to it.
 func (n *Node) startFeeds(context.Context) error {
 	ctx := n.bg
-	st, err := ledger.OpenStore(filepath.Join(n.repo.Dir, LedgerFile))
+	st, err := ledger.OpenStore(filepath.Join(n.repo.Dir, repo.LedgerFile))
 	if err != nil {
 		return err
 	}

@@ -6,32 +6,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 )
 
-// The offer side lives in node/offers; these names keep node's own files
-// and its clients (cmd, testnet) reading as before.
-type (
-	// OfferSettings are the owner's choices about what to sell.
-	OfferSettings = offers.Settings
-	// OfferPatch is offer_set's parameter.
-	OfferPatch = offers.Patch
-	market     = offers.Market
-)
-
-// ParseCredits parses a decimal amount of credits ("0.45") exactly; see
-// offers.ParseCredits.
-func ParseCredits(s string) (auction.Credits, error) { return offers.ParseCredits(s) }
-
-const (
-	offerStreamProto = offers.StreamProto
-	maxBookDefault   = offers.MaxBookDefault
-)
-
-var serveOffer = offers.ServeOffer
+// The offer side lives in node/offers; market is node's name for its
+// offer book.
+type market = offers.Market
 
 func newMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger) *market {
 	return offers.NewMarket(h, maxOffers, continents, log)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A node whose ledger.db was moved aside (what the damaged-file advice
@@ -36,7 +37,7 @@ func TestMovedAsideLedgerRecoversOwnFeedFromPeers(t *testing.T) {
 	old := head(a.ledger)
 
 	a = restartNodeAfter(t, ctx, a, func() {
-		p := filepath.Join(a.repo.Dir, LedgerFile)
+		p := filepath.Join(a.repo.Dir, repo.LedgerFile)
 		if err := os.Rename(p, p+".damaged"); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // lockedBuffer collects a logger's output across goroutines.
@@ -42,7 +44,7 @@ func copyRepoDir(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.IsDir() || e.Name() == LockFile {
+		if e.IsDir() || e.Name() == repo.LockFile {
 			continue
 		}
 		info, err := e.Info()
@@ -85,14 +87,14 @@ func TestACopyOfTheRepoLeavesTheOriginalsJobsAlone(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "copy")
 	copyRepoDir(t, r.prov.Repo().Dir, dir)
-	repo, err := OpenRepo(dir)
+	rp, err := repo.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
 	opts := r.prov.opts
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := New(repo, r.prov.cfg, opts)
+	m, err := New(rp, r.prov.cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestACopyOfTheRepoLeavesTheOriginalsJobsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if theirs, err := repo.Instance(); err != nil || theirs == mine {
+	if theirs, err := rp.Instance(); err != nil || theirs == mine {
 		t.Fatalf("the copy's instance %q (%v), the original's %q", theirs, err, mine)
 	}
 	if out := logs.String(); !strings.Contains(out, "another instance made") || !strings.Contains(out, job) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2ptest "github.com/libp2p/go-libp2p/core/test"
@@ -38,17 +39,17 @@ func startOnPort(t *testing.T, ctx context.Context, simulate string) *Node {
 
 func startOnPortLogging(t *testing.T, ctx context.Context, simulate string, log *slog.Logger) *Node {
 	t.Helper()
-	cfg := DefaultConfig(NetworkLocal)
+	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.P2P.Listen = []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))}
 	cfg.P2P.Bootstrap = nil
 	cfg.P2P.MDNS, cfg.P2P.NATTraversal, cfg.P2P.DHTMode = false, false, "server"
 	cfg.RPC.Address = "127.0.0.1:0"
 	cfg.Provider.SimulateGPUs = simulate
-	repo, err := InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
+	rp, err := repo.InitRepo(filepath.Join(t.TempDir(), "node"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startAgain(t, ctx, &Node{repo: repo, cfg: cfg, opts: Options{Logger: log, InProcess: true}})
+	return startAgain(t, ctx, &Node{repo: rp, cfg: cfg, opts: Options{Logger: log, InProcess: true}})
 }
 
 func stopNode(t testing.TB, n *Node) {
@@ -86,11 +87,11 @@ func TestRestartedNodesReconnectWithoutABootstrapList(t *testing.T) {
 		stopNode(t, n)
 	}
 	// What b kept: a and c, with the addresses they listen on.
-	st, err := OpenStore(filepath.Join(b.repo.Dir, StoreFile))
+	st, err := OpenStore(filepath.Join(b.repo.Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, err := loadKnownPeers(st, NetworkLocal)
+	kept, err := loadKnownPeers(st, repo.NetworkLocal)
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestARestartedRenterReachesItsProviderAtTheAddressItKept(t *testing.T) {
 // longest unseen, and a record keeps at most knownAddrsMax addresses; a
 // start loads only its own network's records.
 func TestKnownPeersAreBounded(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,13 +236,13 @@ func TestKnownPeersAreBounded(t *testing.T) {
 	for from := 0; from < total; from += 30 {
 		batch := map[peer.ID]knownPeer{}
 		for i := from; i < min(from+30, total); i++ {
-			batch[ids[i]] = knownPeer{Network: NetworkLocal, Addrs: []string{"/ip4/127.0.0.1/tcp/4030"}, Seen: int64(1000 + i)}
+			batch[ids[i]] = knownPeer{Network: repo.NetworkLocal, Addrs: []string{"/ip4/127.0.0.1/tcp/4030"}, Seen: int64(1000 + i)}
 		}
 		if err := saveKnownPeers(st, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := loadKnownPeers(st, NetworkLocal)
+	got, err := loadKnownPeers(st, repo.NetworkLocal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestKnownPeersAreBounded(t *testing.T) {
 	if err := saveKnownPeers(st, map[peer.ID]knownPeer{other: {Network: "elsewhere", Addrs: []string{"/ip4/10.0.0.1/tcp/4030"}, Seen: 5000}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := loadKnownPeers(st, NetworkLocal); len(got) != knownPeersMax-1 || slices.ContainsFunc(got, func(ai peer.AddrInfo) bool { return ai.ID == other }) {
+	if got, _ := loadKnownPeers(st, repo.NetworkLocal); len(got) != knownPeersMax-1 || slices.ContainsFunc(got, func(ai peer.AddrInfo) bool { return ai.ID == other }) {
 		t.Fatalf("after another network's record: %d of ours loaded (want %d), its record among them: %v", len(got), knownPeersMax-1, slices.ContainsFunc(got, func(ai peer.AddrInfo) bool { return ai.ID == other }))
 	}
 	if got, _ := loadKnownPeers(st, "elsewhere"); len(got) != 1 || got[0].ID != other {
@@ -288,7 +289,7 @@ func TestKnownPeersAreBounded(t *testing.T) {
 // Restoring knownPeersMax peers at start (reading node.db and filling the
 // peerstore) is on the start-up path of every node.
 func BenchmarkRestoreKnownPeers(b *testing.B) {
-	st, err := OpenStore(filepath.Join(b.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(b.TempDir(), repo.StoreFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -299,12 +300,12 @@ func BenchmarkRestoreKnownPeers(b *testing.B) {
 		for j := range knownAddrsMax {
 			addrs = append(addrs, fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4030", i>>8, i&255, j+1))
 		}
-		recs[libp2ptest.RandPeerIDFatal(b)] = knownPeer{Network: NetworkLocal, Addrs: addrs, Seen: int64(i)}
+		recs[libp2ptest.RandPeerIDFatal(b)] = knownPeer{Network: repo.NetworkLocal, Addrs: addrs, Seen: int64(i)}
 	}
 	if err := saveKnownPeers(st, recs); err != nil {
 		b.Fatal(err)
 	}
-	h, err := p2p.New(context.Background(), p2p.Network(NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+	h, err := p2p.New(context.Background(), p2p.Network(repo.NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
 		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
 	if err != nil {
 		b.Fatal(err)
@@ -323,7 +324,7 @@ func BenchmarkRestoreKnownPeers(b *testing.B) {
 // A debounced write of knownPeersMax peers into a full bucket: the most one
 // flush costs.
 func BenchmarkSaveKnownPeers(b *testing.B) {
-	st, err := OpenStore(filepath.Join(b.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(b.TempDir(), repo.StoreFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func BenchmarkSaveKnownPeers(b *testing.B) {
 	for round := 0; b.Loop(); round++ {
 		recs := make(map[peer.ID]knownPeer, knownPeersMax)
 		for _, id := range sets[round%2] {
-			recs[id] = knownPeer{Network: NetworkLocal, Addrs: addrs, Seen: int64(round)}
+			recs[id] = knownPeer{Network: repo.NetworkLocal, Addrs: addrs, Seen: int64(round)}
 		}
 		if err := saveKnownPeers(st, recs); err != nil {
 			b.Fatal(err)
@@ -363,8 +364,8 @@ func TestKnownPeersRecordNoForeignerAndFewAddresses(t *testing.T) {
 		t.Cleanup(func() { _ = h.Close() })
 		return h
 	}
-	h, foreign, member := bare(NetworkLocal), bare("elsewhere"), bare(NetworkLocal)
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	h, foreign, member := bare(repo.NetworkLocal), bare("elsewhere"), bare(repo.NetworkLocal)
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestKnownPeersRecordNoForeignerAndFewAddresses(t *testing.T) {
 	if len(k.marked) != 0 {
 		t.Errorf("%d peers marked again after the flush, want none", len(k.marked))
 	}
-	got, err := loadKnownPeers(st, NetworkLocal)
+	got, err := loadKnownPeers(st, repo.NetworkLocal)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -19,7 +20,7 @@ func TestAPreemptedBronzeJobComesBackToTheProviderThatPreemptedIt(t *testing.T) 
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	prov := startSeller(t, ctx, func(s *OfferSettings) { s.Policy.PreemptNotice = 2 })
+	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
 	rn := renterOf(t, ctx, prov)
 	spec := func(name, tier, sleep, lines string) []byte {
 		return []byte("name: " + name + "\nimage: " + demoimage.Tag + "\n" +

@@ -11,6 +11,7 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A provider killed while its jobs run (kill -9, a crash) and started
@@ -54,7 +55,7 @@ func startAgain(t *testing.T, ctx context.Context, n *Node) *Node {
 }
 
 // startAgainWith is startAgain with the configuration cfg.
-func startAgainWith(t *testing.T, ctx context.Context, n *Node, cfg Config) *Node {
+func startAgainWith(t *testing.T, ctx context.Context, n *Node, cfg repo.Config) *Node {
 	t.Helper()
 	m, err := New(n.repo, cfg, n.opts)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -31,7 +32,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	region, price, maxTemp := "eu/DE", "0.5", 85
-	if _, err := p.Update(OfferPatch{Region: &region, PriceBronze: &price, MaxTempC: &maxTemp}.Apply); err != nil {
+	if _, err := p.Update(offers.Patch{Region: &region, PriceBronze: &price, MaxTempC: &maxTemp}.Apply); err != nil {
 		t.Fatal(err)
 	}
 	sim, err := attest.NewSimulatedSeed("2xRTX4090", h.ID().String())
@@ -104,7 +105,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 }
 
 func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), StoreFile)
+	path := filepath.Join(t.TempDir(), repo.StoreFile)
 	st, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	region, price := "na/US", "1.25"
-	if _, err := p.Update(OfferPatch{Region: &region, PriceSilver: &price}.Apply); err != nil {
+	if _, err := p.Update(offers.Patch{Region: &region, PriceSilver: &price}.Apply); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -13,6 +13,8 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -177,7 +179,7 @@ func signedLeaseFor(t *testing.T, l *auction.Lease) []byte {
 	l2 := *l
 	rid, _ := peer.IDFromPrivateKey(rk)
 	pid, _ := peer.IDFromPrivateKey(pk)
-	l2.Renter, l2.Provider, l2.Bid, l2.Network, l2.JobID, l2.Tier = rid.String(), pid.String(), []byte("bid"), NetworkLocal, "j", auction.Silver
+	l2.Renter, l2.Provider, l2.Bid, l2.Network, l2.JobID, l2.Tier = rid.String(), pid.String(), []byte("bid"), repo.NetworkLocal, "j", auction.Silver
 	sl, err := auction.ProposeLease(&l2, rk)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +208,7 @@ func TestRefundAShortJobPaysForWhatRan(t *testing.T) {
 	}
 	prov := r.prov.Host().ID().String()
 	// Published again now that the renter listens.
-	if _, err := r.prov.provider.Update(func(s OfferSettings) (OfferSettings, error) { s.Prices.Bronze = 500_001; return s, nil }); err != nil {
+	if _, err := r.prov.provider.Update(func(s offers.Settings) (offers.Settings, error) { s.Prices.Bronze = 500_001; return s, nil }); err != nil {
 		t.Fatal(err)
 	}
 	r.prov.provider.Poke()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -43,7 +44,7 @@ func TestJobLogKeepsEachByteOnce(t *testing.T) {
 // Logs go to node.db in batches and come back when the store is opened
 // again; a job whose record is gone takes its log with it.
 func TestJobLogsPersistInBatches(t *testing.T) {
-	path := filepath.Join(t.TempDir(), StoreFile)
+	path := filepath.Join(t.TempDir(), repo.StoreFile)
 	st, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func BenchmarkJobLogAddFull(b *testing.B) {
 // job past logKeep, nor leave a stored log that does not load again, nor
 // stop an honest run that follows from being kept.
 func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
 // At start only the logs of jobs that may run on are read into memory;
 // an ended job's log is read from node.db when asked for.
 func TestAnEndedJobsLogIsReadWhenAskedFor(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

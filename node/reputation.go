@@ -9,14 +9,6 @@ import (
 	"github.com/gleaner-net/gleaner/ledger/trust"
 )
 
-// Evidence is what the ledger says about one peer, as this node reads it
-// (see ledger/trust, which computes it).
-type Evidence = trust.Evidence
-
-// TelemetryRecord sums the renters' telemetry digests of one provider's
-// runs.
-type TelemetryRecord = trust.TelemetryRecord
-
 // reputationView adapts ledger/trust's view to this node: it reads
 // ledger.db, runs on the wall clock and hands the fraud proofs this node
 // has standing to journal to record (the journal's tryEnqueue). The view
@@ -38,7 +30,7 @@ func (r *reputationView) view() *trust.View {
 	return r.v
 }
 
-func (r *reputationView) get() (map[string]float64, map[string]*Evidence) {
+func (r *reputationView) get() (map[string]float64, map[string]*trust.Evidence) {
 	return r.view().Get()
 }
 

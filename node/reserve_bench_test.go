@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/offers"
 )
 
 // BenchmarkReservedStartDelay measures, on real daemons (libp2p on
@@ -24,7 +25,7 @@ func BenchmarkReservedStartDelay(b *testing.B) {
 	defer cancel()
 	const gpus = 8
 	prov := startTestNode(b, ctx, fmt.Sprintf("%dxRTX4090", gpus), Options{})
-	if _, err := prov.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := prov.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Gold = 1_000_000
 		return s, nil

@@ -11,7 +11,9 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -37,7 +39,7 @@ func goldSpec(name, start, sleep string) string {
 
 // goldProvider sells one simulated GPU at gold and bronze with 5 s of
 // notice.
-func goldProvider(s *OfferSettings) {
+func goldProvider(s *offers.Settings) {
 	s.Prices.Gold, s.Prices.Bronze, s.Policy.PreemptNotice = 1_000_000, 300_000, 5
 }
 
@@ -84,7 +86,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 	// order settles it): make it so, as the crash would.
 	var settledBefore int
 	crashed := func() {
-		ls, err := ledger.OpenStore(filepath.Join(r.prov.Repo().Dir, LedgerFile))
+		ls, err := ledger.OpenStore(filepath.Join(r.prov.Repo().Dir, repo.LedgerFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +97,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 			return nil
 		})
 		ls.Close()
-		st, err := OpenStore(filepath.Join(r.prov.Repo().Dir, StoreFile))
+		st, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 		if err != nil {
 			t.Fatal(err)
 		}

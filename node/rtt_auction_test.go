@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
@@ -111,7 +112,7 @@ func BenchmarkQuoteRTT(b *testing.B) {
 	var ids []string
 	for range 3 {
 		p := startTestNode(b, ctx, "1xRTX4090", Options{})
-		if _, err := p.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+		if _, err := p.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 			s.Region = auction.Region{Country: "DE", Continent: "eu"}
 			s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
 			return s, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // The daemon's start inserts the service firewall rules when it runs as
@@ -71,19 +72,19 @@ func TestDaemonEnsuresServiceFirewall(t *testing.T) {
 		}
 	})
 
-	startNodeWith(t, ctx, func(c *Config) { c.Provider.ServiceFirewall = "off" }, Options{})
+	startNodeWith(t, ctx, func(c *repo.Config) { c.Provider.ServiceFirewall = "off" }, Options{})
 	if !absent() {
 		t.Fatal("a daemon with provider.service_firewall = off inserted a rule")
 	}
 	var logs lockedBuffer
-	startNodeWith(t, ctx, func(*Config) {}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	startNodeWith(t, ctx, func(*repo.Config) {}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if !present() {
 		t.Fatalf("the daemon did not insert the rules; its log:\n%s", logs.String())
 	}
 	if !strings.Contains(logs.String(), "inserted the iptables rules") || !strings.Contains(logs.String(), "-t mangle -I FORWARD") {
 		t.Errorf("the daemon did not log the rules it inserted:\n%s", logs.String())
 	}
-	startNodeWith(t, ctx, func(*Config) {}, Options{})
+	startNodeWith(t, ctx, func(*repo.Config) {}, Options{})
 	for _, r := range executor.ServiceFirewallRules {
 		out, err := run("iptables", "-t", r.Table, "-S", r.Chain())
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	ma "github.com/multiformats/go-multiaddr"
@@ -81,7 +82,7 @@ func startModel(t testing.TB, env map[string]string) (*executor.Docker, executor
 // bareHost is a libp2p host of the local network, closed with the test.
 func bareHost(t testing.TB, ctx context.Context) *p2p.Host {
 	t.Helper()
-	h, err := p2p.New(ctx, p2p.Network(NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+	h, err := p2p.New(ctx, p2p.Network(repo.NetworkLocal), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
 		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
 	if err != nil {
 		t.Fatal(err)

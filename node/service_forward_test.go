@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 )
 
@@ -39,7 +40,7 @@ func TestServiceForwardModelServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d, j, addr := startModel(t, map[string]string{"MODELSERVER_TOKEN_DELAY": "100ms"})
-	prov := startNodeWith(t, ctx, func(*Config) {}, Options{})
+	prov := startNodeWith(t, ctx, func(*repo.Config) {}, Options{})
 	renter, stranger := bareHost(t, ctx), bareHost(t, ctx)
 	for _, h := range []*p2p.Host{renter, stranger} {
 		if err := h.LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -20,7 +21,7 @@ func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
 	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	prov := startSellerWith(t, ctx, Options{}, func(s *OfferSettings) {
+	prov := startSellerWith(t, ctx, Options{}, func(s *offers.Settings) {
 		goldProvider(s)
 		s.Policy.Workloads = []string{"batch", "service"}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -27,7 +28,7 @@ func serviceSeller(t testing.TB, ctx context.Context) *Node {
 // of notice before a preemption (0: the default settings').
 func serviceSellerWith(t testing.TB, ctx context.Context, notice int64) *Node {
 	t.Helper()
-	n := startSellerWith(t, ctx, Options{}, func(s *OfferSettings) {
+	n := startSellerWith(t, ctx, Options{}, func(s *offers.Settings) {
 		s.Policy.Workloads = []string{"batch", "service"}
 		if notice > 0 {
 			s.Policy.PreemptNotice = notice

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -65,7 +66,7 @@ func (q *squatter) once(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network(NetworkLocal), p2p.DisableNATServices(), p2p.Logger(quietLog),
+	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network(repo.NetworkLocal), p2p.DisableNATServices(), p2p.Logger(quietLog),
 		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode("client"), p2p.DiscoveryInterval(0))
 	if err != nil {
 		return
@@ -82,7 +83,7 @@ func (q *squatter) once(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	l := &auction.Lease{JobID: job, Network: NetworkLocal, Renter: h.ID().String(), Provider: b.Provider,
+	l := &auction.Lease{JobID: job, Network: repo.NetworkLocal, Renter: h.ID().String(), Provider: b.Provider,
 		Tier: b.Tier, Price: b.Price, GPUs: b.GPUs, Start: b.Start, End: b.Start + b.DurationSec,
 		NoticeSec: b.NoticeSec, BillingSec: 300, Bid: qr.Bid, GPUUUIDHash: b.GPUHashes, SpecHash: b.SpecHash}
 	sl, err := auction.ProposeLease(l, key)

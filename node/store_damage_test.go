@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/ledger/boltfile"
 	"github.com/gleaner-net/gleaner/ledger/boltfile/bolttest"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A damaged node.db is an error naming the file and what to do, never a
@@ -19,7 +20,7 @@ import (
 func TestDamagedNodeStoreIsAnErrorNamingTheFile(t *testing.T) {
 	for _, d := range bolttest.Damages {
 		t.Run(d.Name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), StoreFile)
+			path := filepath.Join(t.TempDir(), repo.StoreFile)
 			st, err := OpenStore(path)
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/offers"
 )
 
 // TestANewAwardFromTheSameRenterSupersedesAnUnstartedOne: a renter whose
@@ -19,7 +20,7 @@ func TestANewAwardFromTheSameRenterSupersedesAnUnstartedOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	n := startTestNode(t, ctx, "2xRTX4090", Options{})
-	if _, err := n.provider.Update(func(s OfferSettings) (OfferSettings, error) {
+	if _, err := n.provider.Update(func(s offers.Settings) (offers.Settings, error) {
 		s.Region = auction.Region{Country: "DE", Continent: "eu"}
 		s.Prices.Bronze, s.Prices.Silver = 500_000, 500_000
 		return s, nil

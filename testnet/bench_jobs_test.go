@@ -77,6 +77,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -114,7 +115,7 @@ func newBenchMarketLinks(b testing.TB, link time.Duration) *benchMarket {
 	// the context they were started with: cancel it only at the end.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: benchJobNodes, Fanout: 2, LinkLatency: link, Configure: func(i int, cfg *node.Config) {
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: benchJobNodes, Fanout: 2, LinkLatency: link, Configure: func(i int, cfg *repo.Config) {
 		if i%benchProviderStep == 0 {
 			cfg.Provider.SimulateGPUs = benchJobGPUs
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -34,7 +35,7 @@ type ClusterOptions struct {
 	Bootstrap []string
 	// Configure, when set, edits node i's config before it starts (give
 	// some nodes simulated GPUs, say).
-	Configure func(i int, cfg *node.Config)
+	Configure func(i int, cfg *repo.Config)
 	// OfferTTL shortens offer lifetimes for tests of expiry.
 	OfferTTL time.Duration
 	// Tune, when set, edits node i's runtime options (billing interval,
@@ -52,7 +53,7 @@ type ClusterOptions struct {
 type Cluster struct {
 	mn     mocknet.Mocknet // nil on loopback TCP
 	opts   ClusterOptions
-	cfgs   []node.Config
+	cfgs   []repo.Config
 	nodes  []*node.Node
 	dir    string
 	ownDir bool
@@ -65,7 +66,7 @@ func NewCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 		return nil, errors.New("testnet: need at least one node")
 	}
 	if opts.Network == "" {
-		opts.Network = node.NetworkLocal
+		opts.Network = repo.NetworkLocal
 	}
 	if opts.Fanout < 1 {
 		opts.Fanout = 1
@@ -97,7 +98,7 @@ func NewCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 }
 
 func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*node.Node, error) {
-	cfg := node.DefaultConfig(opts.Network)
+	cfg := repo.DefaultConfig(opts.Network)
 	cfg.P2P.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.P2P.MDNS = false
 	cfg.P2P.NATTraversal = false
@@ -114,15 +115,15 @@ func (c *Cluster) startNode(ctx context.Context, i int, opts ClusterOptions) (*n
 			cfg.P2P.Bootstrap = append(cfg.P2P.Bootstrap, a.String())
 		}
 	}
-	repo, err := node.InitRepo(filepath.Join(c.dir, fmt.Sprintf("node%02d", i)), cfg)
+	dir, err := repo.InitRepo(filepath.Join(c.dir, fmt.Sprintf("node%02d", i)), cfg)
 	if err != nil {
 		return nil, err
 	}
 	c.cfgs = append(c.cfgs, cfg)
-	return c.run(ctx, i, repo, cfg)
+	return c.run(ctx, i, dir, cfg)
 }
 
-func (c *Cluster) run(ctx context.Context, i int, repo *node.Repo, cfg node.Config) (*node.Node, error) {
+func (c *Cluster) run(ctx context.Context, i int, dir *repo.Repo, cfg repo.Config) (*node.Node, error) {
 	o := node.Options{Logger: c.opts.Logger.With("node", i), InProcess: true, OfferTTL: c.opts.OfferTTL}
 	if c.opts.Tune != nil {
 		c.opts.Tune(i, &o)
@@ -136,7 +137,7 @@ func (c *Cluster) run(ctx context.Context, i int, repo *node.Repo, cfg node.Conf
 			return h, c.mn.LinkAll() // the new node can reach every earlier one
 		}
 	}
-	n, err := node.New(repo, cfg, o)
+	n, err := node.New(dir, cfg, o)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -152,7 +153,7 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev node.Evidence
+	var ev trust.Evidence
 	eventuallyT(t, 10*time.Second, "the provider's hardware claim at the renter", func() bool {
 		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil && ev.Claim != nil
 	})
@@ -183,7 +184,7 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	// The provider's settlement (carrying the renter's voucher) and the
 	// renter's outcome give the provider a paid history, hence a score.
 	eventuallyT(t, 15*time.Second, "the provider has a reputation", func() bool {
-		var ev node.Evidence
+		var ev trust.Evidence
 		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil &&
 			ev.Score != nil && *ev.Score > 0.5 && ev.Outcomes["completed"] == 1 && ev.PaidTotal > 0
 	})

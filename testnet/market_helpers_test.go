@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -17,7 +19,7 @@ type price struct{ bronze, silver string }
 // every offer.
 func marketCluster(t *testing.T, ctx context.Context, nodes int, prices ...price) *Cluster {
 	t.Helper()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: nodes, Configure: func(i int, cfg *node.Config) {
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: nodes, Configure: func(i int, cfg *repo.Config) {
 		if i < len(prices) {
 			cfg.Provider.SimulateGPUs = "1xRTX4090"
 		}
@@ -30,7 +32,7 @@ func marketCluster(t *testing.T, ctx context.Context, nodes int, prices ...price
 	want := map[string]uint64{}
 	for i, p := range prices {
 		cl, _ := c.Client(i)
-		patch := node.OfferPatch{Region: strPtr("eu/DE"), PriceBronze: strPtr(p.bronze)}
+		patch := offers.Patch{Region: strPtr("eu/DE"), PriceBronze: strPtr(p.bronze)}
 		if p.silver != "" {
 			patch.PriceSilver = strPtr(p.silver)
 		}

@@ -3,7 +3,7 @@ package testnet
 import (
 	"testing"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // TestNewNetworkNameIsPrivateAndValid: every name is a valid network name
@@ -16,10 +16,10 @@ func TestNewNetworkNameIsPrivateAndValid(t *testing.T) {
 		if len(n) != len(NetworkPrefix)+6 || n[:len(NetworkPrefix)] != NetworkPrefix {
 			t.Fatalf("%q: want %s and 6 hex digits", n, NetworkPrefix)
 		}
-		if err := node.DefaultConfig(n).Validate(); err != nil {
+		if err := repo.DefaultConfig(n).Validate(); err != nil {
 			t.Fatalf("%q: %v", n, err)
 		}
-		if err := node.CheckNetworkChoice(n, true); err != nil {
+		if err := repo.CheckNetworkChoice(n, true); err != nil {
 			t.Fatalf("%q as a private network: %v", n, err)
 		}
 		seen[n] = true

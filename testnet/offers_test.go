@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
 // providerEvery marks every third node a provider with simulated GPUs.
-func providerEvery(k int) func(int, *node.Config) {
-	return func(i int, cfg *node.Config) {
+func providerEvery(k int) func(int, *repo.Config) {
+	return func(i int, cfg *repo.Config) {
 		if i%k == 0 {
 			cfg.Provider.SimulateGPUs = "2xRTX4090"
 		}
@@ -33,7 +35,7 @@ func offerOn(t testing.TB, cl *rpc.Client, i int, bronze string) {
 	t.Helper()
 	region, price := "eu/DE", bronze
 	var res node.OfferShowResult
-	if err := cl.Call(context.Background(), "offer_set", node.OfferPatch{Region: &region, PriceBronze: &price}, &res); err != nil {
+	if err := cl.Call(context.Background(), "offer_set", offers.Patch{Region: &region, PriceBronze: &price}, &res); err != nil {
 		t.Fatalf("node %d offer_set: %v", i, err)
 	}
 	if !res.Offered {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // TestRenterThatStopsPayingIsPausedThenStopped: with a 2 s billing
@@ -22,7 +24,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	defer cancel()
 	const interval = 2 * time.Second
 	c, err := NewCluster(ctx, ClusterOptions{Nodes: 3,
-		Configure: func(i int, cfg *node.Config) {
+		Configure: func(i int, cfg *repo.Config) {
 			if i == 0 {
 				cfg.Provider.SimulateGPUs = "1xRTX4090"
 			}
@@ -89,12 +91,12 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 	// the provider's hardware claim (journaled at start-up, simulated).
 	renterID := c.Nodes()[2].Host().ID().String()
 	eventuallyT(t, 10*time.Second, "the provider's record of the renter", func() bool {
-		var ev node.Evidence
+		var ev trust.Evidence
 		return provider.Call(ctx, "rep_show", node.PeerParamsRep{Peer: renterID}, &ev) == nil && ev.Payments["unpaid"] == 1
 	})
 	// (The renter's view is cached for 5 s, and its telemetry digest is
 	// journaled as the run ends: both are waited for, not raced.)
-	var ev node.Evidence
+	var ev trust.Evidence
 	eventuallyT(t, 10*time.Second, "the provider's claim, age and telemetry as the renter sees them", func() bool {
 		if renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) != nil {
 			return false
@@ -122,7 +124,7 @@ func TestProviderThatAbandonsAJob(t *testing.T) {
 	defer cancel()
 	const interval = 2 * time.Second
 	c, err := NewCluster(ctx, ClusterOptions{Nodes: 4,
-		Configure: func(i int, cfg *node.Config) {
+		Configure: func(i int, cfg *repo.Config) {
 			if i < 2 {
 				cfg.Provider.SimulateGPUs = "1xRTX4090"
 			}
@@ -163,7 +165,7 @@ func TestProviderThatAbandonsAJob(t *testing.T) {
 		t.Fatalf("after the provider vanished: %+v", j)
 	}
 	eventuallyT(t, 20*time.Second, "the abandoning provider scores below the one that finished", func() bool {
-		var e0, e1 node.Evidence
+		var e0, e1 trust.Evidence
 		if renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: p0}, &e0) != nil || renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: p1}, &e1) != nil {
 			return false
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -111,7 +113,7 @@ func (l *Local) setDemoOffer(ctx context.Context, i int, workloads []string) err
 		return err
 	}
 	d := demoSupply[i%len(demoSupply)]
-	patch := node.OfferPatch{Region: &d.region, PriceBronze: &d.bronze, PriceSilver: &d.silver}
+	patch := offers.Patch{Region: &d.region, PriceBronze: &d.bronze, PriceSilver: &d.silver}
 	if len(workloads) > 0 {
 		patch.Workloads = &workloads
 	}
@@ -126,16 +128,16 @@ func (l *Local) setDemoOffer(ctx context.Context, i int, workloads []string) err
 }
 
 func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (*Proc, error) {
-	repo := filepath.Join(l.dir, fmt.Sprintf("node%02d", i))
-	initArgs := []string{"--repo", repo, "init", "--network", opts.Network}
-	if opts.Network != node.NetworkLocal && opts.Network != node.NetworkTestnet {
+	dir := filepath.Join(l.dir, fmt.Sprintf("node%02d", i))
+	initArgs := []string{"--repo", dir, "init", "--network", opts.Network}
+	if opts.Network != repo.NetworkLocal && opts.Network != repo.NetworkTestnet {
 		// A name of the caller's own: the CLI makes it only when asked.
 		initArgs = append(initArgs, "--private")
 	}
 	if out, err := exec.CommandContext(ctx, opts.Binary, initArgs...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
-	args := []string{"--repo", repo, "daemon", "--json", "--mdns=false",
+	args := []string{"--repo", dir, "daemon", "--json", "--mdns=false",
 		"--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1",
 		"--rpc", "127.0.0.1:0"}
 	if boot != "" {
@@ -144,7 +146,7 @@ func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (
 	if i < opts.Providers {
 		args = append(args, "--simulate-gpus", demoSupply[i%len(demoSupply)].gpus)
 	}
-	logPath := filepath.Join(repo, "daemon.log")
+	logPath := filepath.Join(dir, "daemon.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -164,7 +166,7 @@ func (l *Local) start(ctx context.Context, opts UpOptions, i int, boot string) (
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Proc{Index: i, Repo: repo, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Index: i, Repo: dir, Log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	ready := make(chan error, 1)
 	go func() {
@@ -213,7 +215,7 @@ func (p *Proc) stop() {
 
 // Client returns an RPC client for node i.
 func (l *Local) Client(i int) (*rpc.Client, error) {
-	r, err := node.OpenRepo(l.Procs[i].Repo)
+	r, err := repo.OpenRepo(l.Procs[i].Repo)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // knownAnswer is what an honest run of `demojob -answer n` prints, hashed:
@@ -45,7 +47,7 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 	}
 	const renterIdx, cheatIdx = 3, 1
 	c, err := NewCluster(ctx, ClusterOptions{Nodes: 4,
-		Configure: func(i int, cfg *node.Config) {
+		Configure: func(i int, cfg *repo.Config) {
 			if i < renterIdx {
 				cfg.Provider.SimulateGPUs = "2xRTX4090" // room for a canary next to a job
 			} else {
@@ -118,13 +120,13 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 	// Probes are ledger entries the reputation reads: the cheat ranks
 	// below the honest providers, whose canary streak has begun.
 	eventuallyT(t, 15*time.Second, "probe-based reputation", func() bool {
-		ev := make([]node.Evidence, 3)
+		ev := make([]trust.Evidence, 3)
 		for i, id := range ids {
 			if renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: id}, &ev[i]) != nil {
 				return false
 			}
 		}
-		score := func(e node.Evidence) float64 {
+		score := func(e trust.Evidence) float64 {
 			if e.Score == nil {
 				return 0
 			}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -41,7 +42,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:    "repo",
 				Usage:   "node repo directory",
 				EnvVars: []string{"GLEANER_REPO"},
-				Value:   node.DefaultRepoDir(),
+				Value:   repo.DefaultRepoDir(),
 			},
 		},
 		Commands: []*cli.Command{

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 )
 
-func repoClient(b *testing.B, repo string) *rpc.Client {
-	r, err := node.OpenRepo(repo)
+func repoClient(b *testing.B, dir string) *rpc.Client {
+	r, err := repo.OpenRepo(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,8 +48,8 @@ func BenchmarkDaemonStartup(b *testing.B) {
 	var execTotal, rpcTotal, peerTotal time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		repo := filepath.Join(b.TempDir(), "n"+strconv.Itoa(i))
-		if out, err := exec.Command(binPath, "--repo", repo, "init", "--network", "local").CombinedOutput(); err != nil {
+		dir := filepath.Join(b.TempDir(), "n"+strconv.Itoa(i))
+		if out, err := exec.Command(binPath, "--repo", dir, "init", "--network", "local").CombinedOutput(); err != nil {
 			b.Fatalf("init: %v %s", err, out)
 		}
 		start := time.Now()
@@ -59,7 +60,7 @@ func BenchmarkDaemonStartup(b *testing.B) {
 		b.StartTimer()
 
 		start = time.Now()
-		cmd := exec.Command(binPath, "--repo", repo, "daemon", "--mdns=false", "--listen", "/ip4/127.0.0.1/tcp/0",
+		cmd := exec.Command(binPath, "--repo", dir, "daemon", "--mdns=false", "--listen", "/ip4/127.0.0.1/tcp/0",
 			"--rpc", "127.0.0.1:0", "--bootstrap", boot.addrs[0])
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -71,11 +72,11 @@ func BenchmarkDaemonStartup(b *testing.B) {
 				b.Fatal("daemon not ready with a peer after 20 s")
 			}
 			if cl == nil {
-				if _, err := os.Stat(filepath.Join(repo, node.URLFile)); err != nil {
+				if _, err := os.Stat(filepath.Join(dir, repo.URLFile)); err != nil {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				cl = repoClient(b, repo)
+				cl = repoClient(b, dir)
 			}
 			var info node.InfoResult
 			if err := cl.Call(context.Background(), "node_info", nil, &info); err != nil {

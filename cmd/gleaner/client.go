@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/urfave/cli/v2"
 )
 
 // openRepo opens the repo named by --repo, explaining how to create one.
-func openRepo(c *cli.Context) (*node.Repo, error) {
+func openRepo(c *cli.Context) (*repo.Repo, error) {
 	dir := c.String("repo")
-	r, err := node.OpenRepo(dir)
-	if errors.Is(err, node.ErrNoRepo) {
+	r, err := repo.OpenRepo(dir)
+	if errors.Is(err, repo.ErrNoRepo) {
 		return nil, withHint(fmt.Errorf("no gleaner repo at %s", dir), "create one with `gleaner init`, or point --repo / GLEANER_REPO at an existing one")
 	}
 	return r, err
@@ -33,7 +33,7 @@ func dial(c *cli.Context) (*nodeClient, error) {
 	}
 	noDaemon := withHint(fmt.Errorf("no daemon is running for the repo at %s", r.Dir), "start one with `gleaner daemon`")
 	url, err := r.URL()
-	if errors.Is(err, node.ErrNotRunning) {
+	if errors.Is(err, repo.ErrNotRunning) {
 		return nil, noDaemon
 	}
 	if err != nil {

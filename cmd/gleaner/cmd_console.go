@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -30,7 +30,7 @@ and log in with the contents of the repo's rpc.token file. See docs/CONSOLE.md.`
 				return err
 			}
 			url, err := r.URL()
-			if errors.Is(err, node.ErrNotRunning) {
+			if errors.Is(err, repo.ErrNotRunning) {
 				return withHint(fmt.Errorf("no daemon is running for the repo at %s", r.Dir), "start one with `gleaner daemon`; the console is part of it")
 			}
 			if err != nil {
@@ -39,7 +39,7 @@ and log in with the contents of the repo's rpc.token file. See docs/CONSOLE.md.`
 			out := struct {
 				URL       string `json:"url"`
 				TokenFile string `json:"token_file"`
-			}{url + "/ui/", filepath.Join(r.Dir, node.TokenFile)}
+			}{url + "/ui/", filepath.Join(r.Dir, repo.TokenFile)}
 			return emit(c, out, func(w io.Writer) {
 				fmt.Fprintln(w, out.URL)
 				fmt.Fprintf(w, "log in with the token in %s\n", out.TokenFile)

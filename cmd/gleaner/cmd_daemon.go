@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -61,24 +62,24 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	repo, err := daemonRepo(c)
+	rp, err := daemonRepo(c)
 	if err != nil {
 		return err
 	}
-	cfg, err := repo.Config()
+	cfg, err := rp.Config()
 	if err != nil {
 		return withHint(err, "fix config.toml; every setting is explained in it")
 	}
 	if err := applyDaemonFlags(c, &cfg); err != nil {
 		return err
 	}
-	n, err := node.New(repo, cfg, node.Options{Logger: logger})
+	n, err := node.New(rp, cfg, node.Options{Logger: logger})
 	if err != nil {
 		return usagef("see `gleaner daemon --help`", "%v", err)
 	}
 	if err := n.Start(c.Context); err != nil {
-		if errors.Is(err, node.ErrRepoLocked) {
-			return withHint(fmt.Errorf("another gleaner daemon is already running on the repo at %s", repo.Dir), "stop it first, or use --repo DIR for a second node")
+		if errors.Is(err, repo.ErrRepoLocked) {
+			return withHint(fmt.Errorf("another gleaner daemon is already running on the repo at %s", rp.Dir), "stop it first, or use --repo DIR for a second node")
 		}
 		return err
 	}
@@ -99,26 +100,26 @@ func runDaemon(c *cli.Context) error {
 	return nil
 }
 
-func daemonRepo(c *cli.Context) (*node.Repo, error) {
+func daemonRepo(c *cli.Context) (*repo.Repo, error) {
 	dir := c.String("repo")
-	r, err := node.OpenRepo(dir)
-	if errors.Is(err, node.ErrNoRepo) && c.Bool("init") {
+	r, err := repo.OpenRepo(dir)
+	if errors.Is(err, repo.ErrNoRepo) && c.Bool("init") {
 		network := c.String("network")
 		if network == "" {
-			network = node.NetworkTestnet
+			network = repo.NetworkTestnet
 		}
 		if err := checkNetworkFlag(c, network); err != nil {
 			return nil, err
 		}
-		return node.InitRepo(dir, node.DefaultConfig(network))
+		return repo.InitRepo(dir, repo.DefaultConfig(network))
 	}
-	if errors.Is(err, node.ErrNoRepo) {
+	if errors.Is(err, repo.ErrNoRepo) {
 		return nil, withHint(fmt.Errorf("no gleaner repo at %s", dir), "create one with `gleaner init`, or run `gleaner daemon --init`")
 	}
 	return r, err
 }
 
-func applyDaemonFlags(c *cli.Context, cfg *node.Config) error {
+func applyDaemonFlags(c *cli.Context, cfg *repo.Config) error {
 	if c.IsSet("network") {
 		// The repo's own network was chosen at init; a new name typed
 		// here gets the same check as there.
@@ -129,7 +130,7 @@ func applyDaemonFlags(c *cli.Context, cfg *node.Config) error {
 		}
 		cfg.Network = c.String("network")
 		if !c.IsSet("mdns") {
-			cfg.P2P.MDNS = cfg.Network == node.NetworkLocal
+			cfg.P2P.MDNS = cfg.Network == repo.NetworkLocal
 		}
 	}
 	if c.IsSet("listen") {

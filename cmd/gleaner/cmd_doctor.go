@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/doctor"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/urfave/cli/v2"
 )
@@ -104,12 +104,12 @@ func runDoctor(ctx context.Context, dir, image string) doctorReport {
 
 // daemonChecks asks the running daemon, if any, for what only it knows.
 func daemonChecks(ctx context.Context, dir string) []doctor.Check {
-	r, err := node.OpenRepo(dir)
+	r, err := repo.OpenRepo(dir)
 	if err != nil {
 		return doctor.DaemonSkipped("no repo at " + dir + " (see the repo check)")
 	}
 	url, err := r.URL()
-	if errors.Is(err, node.ErrNotRunning) {
+	if errors.Is(err, repo.ErrNotRunning) {
 		return doctor.DaemonSkipped("daemon not running (start it with gleaner daemon)")
 	}
 	tok, terr := r.Token()

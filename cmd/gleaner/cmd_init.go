@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,7 +25,7 @@ var privateFlag = &cli.BoolFlag{
 // checkNetworkFlag applies node.CheckNetworkChoice to --network as typed,
 // as a usage error with the list of networks.
 func checkNetworkFlag(c *cli.Context, name string) error {
-	if err := node.CheckNetworkChoice(name, c.Bool("private")); err != nil {
+	if err := repo.CheckNetworkChoice(name, c.Bool("private")); err != nil {
 		return usagef(`networks: testnet (the public testnet), local (this machine or LAN); a network of your own: --network NAME --private`, "%v", err)
 	}
 	return nil
@@ -44,7 +44,7 @@ overwritten.
    gleaner --repo /tmp/n1 init --network local
    gleaner init --network lab-7 --private   a network of your own (peers via --bootstrap)`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "network", Usage: networkFlag.Usage, Value: node.NetworkTestnet},
+			&cli.StringFlag{Name: "network", Usage: networkFlag.Usage, Value: repo.NetworkTestnet},
 			privateFlag,
 			jsonFlag,
 		},
@@ -56,9 +56,9 @@ overwritten.
 			if err := checkNetworkFlag(c, c.String("network")); err != nil {
 				return err
 			}
-			cfg := node.DefaultConfig(c.String("network"))
-			r, err := node.InitRepo(dir, cfg)
-			if errors.Is(err, node.ErrRepoExists) {
+			cfg := repo.DefaultConfig(c.String("network"))
+			r, err := repo.InitRepo(dir, cfg)
+			if errors.Is(err, repo.ErrRepoExists) {
 				return withHint(err, "nothing was changed; use --repo DIR for a second node, or delete the directory to start over")
 			}
 			if err != nil {
@@ -74,7 +74,7 @@ overwritten.
 				PeerID  string `json:"peer_id"`
 				Network string `json:"network"`
 				Config  string `json:"config"`
-			}{abs, id.String(), cfg.Network, filepath.Join(abs, node.ConfigFile)}
+			}{abs, id.String(), cfg.Network, filepath.Join(abs, repo.ConfigFile)}
 			return emit(c, out, func(w io.Writer) {
 				fmt.Fprintf(w, "initialised gleaner repo at %s\n", out.Repo)
 				fmt.Fprintf(w, "peer ID:  %s\n", out.PeerID)

@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/urfave/cli/v2"
 )
 
@@ -325,8 +326,8 @@ max_price. gleaner offer show draws the week's prices.`,
 
 // offerPatch turns the flags that were given into a patch, so that flags
 // left out never overwrite anything.
-func offerPatch(c *cli.Context) (node.OfferPatch, int) {
-	var p node.OfferPatch
+func offerPatch(c *cli.Context) (offers.Patch, int) {
+	var p offers.Patch
 	n := 0
 	sp := func(name string, dst **string) {
 		if c.IsSet(name) {

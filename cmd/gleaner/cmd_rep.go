@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/urfave/cli/v2"
 )
@@ -35,7 +36,7 @@ The output also shows the peer's hardware claim and its record as a renter.`,
 				if c.Args().Len() != 1 {
 					return usagef("peer IDs: gleaner peers, gleaner market offers", "rep show needs exactly one peer ID")
 				}
-				var ev node.Evidence
+				var ev trust.Evidence
 				if err := callCmd(c, "rep_show", node.PeerParamsRep{Peer: c.Args().First()}, &ev); err != nil {
 					return err
 				}
@@ -46,7 +47,7 @@ The output also shows the peer's hardware claim and its record as a renter.`,
 }
 
 // printEvidence is `gleaner rep show`'s text: the score, then each part.
-func printEvidence(w io.Writer, ev node.Evidence) {
+func printEvidence(w io.Writer, ev trust.Evidence) {
 	fmt.Fprintf(w, "peer:       %s\n", ev.Peer)
 	if ev.Score == nil {
 		fmt.Fprintln(w, "score:      none (no paid history yet)")

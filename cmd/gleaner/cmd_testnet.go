@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -216,7 +217,7 @@ func showTrust(c *cli.Context, cl *rpc.Client, renter int) {
 	if err := cl.Call(c.Context, "job_list", nil, &jobs); err != nil || len(jobs) == 0 || jobs[0].Provider == "" {
 		return
 	}
-	var ev node.Evidence
+	var ev trust.Evidence
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && c.Context.Err() == nil {
 		if cl.Call(c.Context, "rep_show", node.PeerParamsRep{Peer: jobs[0].Provider}, &ev) == nil && ev.Score != nil && ev.PaidTotal > 0 {

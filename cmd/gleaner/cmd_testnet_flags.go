@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet"
 )
 
@@ -45,8 +45,8 @@ func testnetNetwork(name string) (string, error) {
 	if name == "" {
 		return testnet.NewNetworkName(), nil
 	}
-	private := name != node.NetworkLocal && name != node.NetworkTestnet
-	if err := node.CheckNetworkChoice(name, private); err != nil {
+	private := name != repo.NetworkLocal && name != repo.NetworkTestnet
+	if err := repo.CheckNetworkChoice(name, private); err != nil {
 		return "", fmt.Errorf("--network: %w", err)
 	}
 	return name, nil
@@ -56,7 +56,7 @@ func testnetNetwork(name string) (string, error) {
 // (private unless local or testnet) and node 0 as bootstrap peer.
 func joinCommand(l *testnet.Local) string {
 	private := ""
-	if l.Network != node.NetworkLocal && l.Network != node.NetworkTestnet {
+	if l.Network != repo.NetworkLocal && l.Network != repo.NetworkTestnet {
 		private = " --private"
 	}
 	return fmt.Sprintf("gleaner --repo DIR daemon --init --network %s%s --bootstrap %s", l.Network, private, l.Procs[0].Addr)

@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/boltfile/bolttest"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A damaged database makes `gleaner daemon` exit 1 with one line naming
@@ -21,24 +22,24 @@ func TestDaemonRefusesADamagedDatabase(t *testing.T) {
 		name, file, want string
 		damage           func(t testing.TB, path string)
 	}{
-		{"empty node.db", node.StoreFile, "(the file is empty)" + advice, func(t testing.TB, path string) {
+		{"empty node.db", repo.StoreFile, "(the file is empty)" + advice, func(t testing.TB, path string) {
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"node.db cut to half", node.StoreFile, "it was cut short)" + advice, bolttest.TruncateHalf},
-		{"node.db page overwritten", node.StoreFile, advice, bolttest.GarbageLeaf},
-		{"ledger.db cut to half", node.LedgerFile, "it was cut short)" + advice + "; other nodes' feeds re-replicate from peers, and at start this node recovers its own feed from the peers that hold it before it appends; only what no peer holds is lost", bolttest.TruncateHalf},
+		{"node.db cut to half", repo.StoreFile, "it was cut short)" + advice, bolttest.TruncateHalf},
+		{"node.db page overwritten", repo.StoreFile, advice, bolttest.GarbageLeaf},
+		{"ledger.db cut to half", repo.LedgerFile, "it was cut short)" + advice + "; other nodes' feeds re-replicate from peers, and at start this node recovers its own feed from the peers that hold it before it appends; only what no peer holds is lost", bolttest.TruncateHalf},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			repo := initRepo(t)
-			path := filepath.Join(repo, c.file)
+			dir := initRepo(t)
+			path := filepath.Join(dir, c.file)
 			fill(t, c.file, path)
 			c.damage(t, path)
 			before, _ := os.ReadFile(path)
 
-			r := gleaner(t, "--repo", repo, "daemon", "--mdns=false",
+			r := gleaner(t, "--repo", dir, "daemon", "--mdns=false",
 				"--listen", "/ip4/127.0.0.1/tcp/0", "--rpc", "127.0.0.1:0")
 			if r.code != 1 {
 				t.Fatalf("exit %d, want 1\nstderr: %s", r.code, r.stderr)
@@ -56,7 +57,7 @@ func TestDaemonRefusesADamagedDatabase(t *testing.T) {
 			if len(errLines) != 1 || !strings.HasPrefix(errLines[0], prefix) || !strings.HasSuffix(errLines[0], c.want) {
 				t.Fatalf("stderr:\n%s\nwant one line %q...%q", r.stderr, prefix, c.want)
 			}
-			if c.file == node.StoreFile && strings.TrimRight(r.stderr, "\n") != errLines[0] {
+			if c.file == repo.StoreFile && strings.TrimRight(r.stderr, "\n") != errLines[0] {
 				t.Errorf("node.db is opened first: stderr should be the one line, got:\n%s", r.stderr)
 			}
 			if after, _ := os.ReadFile(path); string(after) != string(before) {
@@ -71,13 +72,13 @@ func TestDaemonRefusesADamagedDatabase(t *testing.T) {
 // sound node.db, so that the daemon gets as far as it) with its buckets.
 func fill(t *testing.T, file, path string) {
 	t.Helper()
-	if file == node.LedgerFile {
+	if file == repo.LedgerFile {
 		lst, err := ledger.OpenStore(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lst.Close()
-		path = filepath.Join(filepath.Dir(path), node.StoreFile)
+		path = filepath.Join(filepath.Dir(path), repo.StoreFile)
 	}
 	st, err := node.OpenStore(path)
 	if err != nil {

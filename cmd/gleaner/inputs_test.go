@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
@@ -120,7 +121,7 @@ func hasPin(ls node.DataListResult, c string) bool {
 // on it.
 func setConfig(t *testing.T, n *rnode, old, new string) {
 	t.Helper()
-	path := filepath.Join(n.repo, node.ConfigFile)
+	path := filepath.Join(n.repo, repo.ConfigFile)
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), old) {
 		t.Fatalf("%s lacks %q (%v)", path, old, err)

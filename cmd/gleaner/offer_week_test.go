@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/urfave/cli/v2"
 )
 
@@ -24,7 +25,7 @@ func TestOfferShowDrawsTheWeek(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var settings node.OfferSettings
+	var settings offers.Settings
 	settings.Calendar, settings.Prices, settings.Pricing = cal, prices, pricing
 	var b strings.Builder
 	printOfferShow(&b, node.OfferShowResult{Reason: "paused", Settings: settings, Week: &week})
@@ -54,7 +55,7 @@ func TestOfferShowDrawsTheWeek(t *testing.T) {
 // commas of day lists and tier floors, and the pricing flags reach the
 // patch that offer_set applies.
 func TestOfferSetPricingFlags(t *testing.T) {
-	var patch node.OfferPatch
+	var patch offers.Patch
 	n := 0
 	cmd := offerSetCommand()
 	cmd.Action = func(c *cli.Context) error { patch, n = offerPatch(c); return nil }
@@ -68,7 +69,7 @@ func TestOfferSetPricingFlags(t *testing.T) {
 		*patch.PeakBronze != "0.5" || *patch.Surge != "0.5" || *patch.SurgeCap != "2x" || patch.PeakGold != nil {
 		t.Fatalf("patch %+v (%d fields)", patch, n)
 	}
-	s := node.OfferSettings{Calendar: auction.Calendar{TimeZone: "Europe/Berlin"}}
+	s := offers.Settings{Calendar: auction.Calendar{TimeZone: "Europe/Berlin"}}
 	got, err := patch.Apply(s)
 	if err != nil {
 		t.Fatal(err)

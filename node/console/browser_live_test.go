@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
@@ -42,7 +44,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
 		t.Fatal(err)
 	}
-	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *node.Config) {
+	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *repo.Config) {
 		if i == 0 {
 			cfg.Provider.SimulateGPUs = "1xRTX4090"
 		}
@@ -55,7 +57,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	rent, _ := c.Client(1)
 	region, bronze, silver := "eu/DE", "0.40", "0.70"
 	var shown node.OfferShowResult
-	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Region: &region, PriceBronze: &bronze, PriceSilver: &silver}, &shown); err != nil || !shown.Offered {
+	if err := prov.Call(ctx, "offer_set", offers.Patch{Region: &region, PriceBronze: &bronze, PriceSilver: &silver}, &shown); err != nil || !shown.Offered {
 		t.Fatalf("offer_set: %v (%s)", err, shown.Reason)
 	}
 	provID := c.Nodes()[0].Host().ID().String()
@@ -176,7 +178,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	// some completions through its gateway, and its pages show what
 	// service_status says.
 	workloads := []string{"batch", "service"}
-	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Workloads: &workloads}, &shown); err != nil || !shown.Offered {
+	if err := prov.Call(ctx, "offer_set", offers.Patch{Workloads: &workloads}, &shown); err != nil || !shown.Offered {
 		t.Fatalf("offer_set workloads: %v (%s)", err, shown.Reason)
 	}
 	if err := modelimage.Build(ctx, "../.."); err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 )
@@ -26,7 +28,7 @@ func TestOfferFormInChromium(t *testing.T) {
 	chromium := requireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *node.Config) {
+	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *repo.Config) {
 		if i == 0 {
 			cfg.Provider.SimulateGPUs = "1xRTX4090"
 		}
@@ -39,7 +41,7 @@ func TestOfferFormInChromium(t *testing.T) {
 	rent, _ := c.Client(1)
 	region, bronze := "eu/DE", "0.40"
 	var shown node.OfferShowResult
-	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Region: &region, PriceBronze: &bronze}, &shown); err != nil || !shown.Offered {
+	if err := prov.Call(ctx, "offer_set", offers.Patch{Region: &region, PriceBronze: &bronze}, &shown); err != nil || !shown.Offered {
 		t.Fatalf("offer_set: %v (%s)", err, shown.Reason)
 	}
 	provID := c.Nodes()[0].Host().ID().String()
@@ -99,7 +101,7 @@ func TestOfferFormInChromium(t *testing.T) {
 	// nothing changed.
 	bad := "na/DE"
 	var re *rpc.Error
-	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Region: &bad}, nil); !errors.As(err, &re) {
+	if err := prov.Call(ctx, "offer_set", offers.Patch{Region: &bad}, nil); !errors.As(err, &re) {
 		t.Fatalf("offer_set with region %s: %v", bad, err)
 	}
 	setField("#f-region", bad)

@@ -15,7 +15,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 )
@@ -55,7 +58,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := os.WriteFile(prices, []byte("gpu_model,gpu_count,vram_mib_total,usd_per_hour,location\nRTX4090,1,24564,0.50,\"Quebec, CA, NA\"\nRTX4090,2,49128,0.80,\"Texas, US, NA\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *node.Config) {
+	c, err := testnet.NewCluster(ctx, testnet.ClusterOptions{Nodes: 2, Configure: func(i int, cfg *repo.Config) {
 		if i == 0 {
 			cfg.Provider.SimulateGPUs = "1xRTX4090"
 		} else {
@@ -70,7 +73,7 @@ func TestConsoleInChromium(t *testing.T) {
 	rent, _ := c.Client(1)
 	region, bronze, silver := "eu/DE", "0.40", "0.70"
 	var shown node.OfferShowResult
-	if err := prov.Call(ctx, "offer_set", node.OfferPatch{Region: &region, PriceBronze: &bronze, PriceSilver: &silver}, &shown); err != nil || !shown.Offered {
+	if err := prov.Call(ctx, "offer_set", offers.Patch{Region: &region, PriceBronze: &bronze, PriceSilver: &silver}, &shown); err != nil || !shown.Offered {
 		t.Fatalf("offer_set: %v (%s)", err, shown.Reason)
 	}
 	provID := c.Nodes()[0].Host().ID().String()
@@ -154,7 +157,7 @@ func TestConsoleInChromium(t *testing.T) {
 			providerMoney(t, b, ctx, cl, base, job.ID, text)
 			shot("provider-earnings")
 			do(t, b, chromedp.Navigate(base+"/ui/reputation"), chromedp.WaitVisible(chromedp.CSS("#score")))
-			var ev node.Evidence
+			var ev trust.Evidence
 			if err := cl.Call(ctx, "rep_show", node.PeerParamsRep{Peer: provID}, &ev); err != nil {
 				t.Fatal(err)
 			}
