@@ -3,9 +3,6 @@ package node
 import (
 	"crypto/rand"
 	"encoding/json"
-	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,56 +10,10 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
-
-// Offered time split at UTC midnight and the fill rate from integers:
-// two GPUs offered 22:30 to 01:30 (6 GPU-hours, 3 on each day) and one
-// GPU leased 90 minutes is a quarter; a rate never reads over 100%.
-func TestFillRateArithmetic(t *testing.T) {
-	from := time.Date(2026, 3, 9, 22, 30, 0, 0, time.UTC)
-	spans := accrue(from, from.Add(3*time.Hour), 2)
-	if len(spans) != 2 || spans[0].Day != "2026-03-09" || spans[0].GPUSeconds != 3*3600 ||
-		spans[1].Day != "2026-03-10" || spans[1].GPUSeconds != 3*3600 || spans[1].From != time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC).Unix() {
-		t.Fatalf("spans: %+v", spans)
-	}
-	if s := accrue(from, from.Add(time.Hour), 0); s != nil {
-		t.Fatalf("nothing offered accrued %+v", s)
-	}
-	var offered int64
-	for _, s := range spans {
-		offered += s.GPUSeconds
-	}
-	if bp := fillBP(90*60, offered); bp == nil || *bp != 2500 {
-		t.Fatalf("fill: %v, want 2500 bp", bp)
-	}
-	if bp := fillBP(2*offered, offered); bp == nil || *bp != 10000 {
-		t.Fatalf("leased twice what was offered: %v, want 10000 bp at most", bp)
-	}
-	if fillBP(90*60, 0) != nil {
-		t.Fatal("a fill rate with nothing offered")
-	}
-}
-
-// A period starts at midnight UTC of the UTC date, not the local one:
-// 00:30 at UTC+2 on the 10th is still the 9th in UTC.
-func TestPeriodStartsAtMidnightUTC(t *testing.T) {
-	now := time.Date(2026, 3, 10, 0, 30, 0, 0, time.FixedZone("X", 2*3600))
-	if got := (PeriodParams{Days: 1}).from(now); !got.Equal(time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("1 day: %v", got)
-	}
-	if got := (PeriodParams{}).from(now); !got.Equal(time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("default 7 days: %v", got)
-	}
-	if (PeriodParams{Days: MaxReportDays}).Validate() != nil || (PeriodParams{Days: MaxReportDays + 1}).Validate() == nil {
-		t.Fatalf("the limit is not %d days", MaxReportDays)
-	}
-	f, _ := reflect.TypeOf(PeriodParams{}).FieldByName("Days")
-	if !strings.Contains(f.Tag.Get("doc"), "at most "+strconv.Itoa(MaxReportDays)) {
-		t.Fatalf("the days doc does not state MaxReportDays: %q", f.Tag.Get("doc"))
-	}
-}
 
 // feedKit signs leases, vouchers and settlements as a renter and a
 // provider would, and makes the entries of the feed of one of them.
@@ -142,18 +93,18 @@ func (k *feedKit) settlement(lease string, at time.Time, total, charged, voucher
 func TestEarningsSpreadOverTheDaysLeasesRan(t *testing.T) {
 	k := newFeedKit(t)
 	at := func(day, h, m int) time.Time { return time.Date(2026, 3, day, h, m, 0, 0, time.UTC) }
-	f := newOwnFeed(k.provider)
+	f := earnings.NewOwnFeed(k.provider)
 	le, a, _ := k.lease("a", at(9, 23, 0), at(10, 3, 0), 1)
-	f.add(le)
-	f.add(k.settlement(a, at(10, 1, 0), 600_000, 600_000, 600_000)) // 1.2 GPU-hours of vouchers for 2 hours run
+	f.Add(le)
+	f.Add(k.settlement(a, at(10, 1, 0), 600_000, 600_000, 600_000)) // 1.2 GPU-hours of vouchers for 2 hours run
 	_, _, lb := k.lease("b", at(9, 23, 30), at(10, 5, 0), 1)
 	running := []sched.Info{{Lease: lb, State: sched.Started, Ran: 2 * time.Hour}}
-	offered := map[string]offeredDay{ // 2 GPUs from 22:00 to 01:30
+	offered := map[string]earnings.OfferedDay{ // 2 GPUs from 22:00 to 01:30
 		"2026-03-09": {GPUSeconds: 2 * 2 * 3600, From: at(9, 22, 0).Unix()},
 		"2026-03-10": {GPUSeconds: 2 * 5400, From: at(10, 0, 0).Unix()},
 	}
 	now := at(10, 1, 30)
-	res := earningsOf(f, running, offered, PeriodParams{Days: 2}.from(now), now)
+	res := earnings.Of(f, running, offered, earnings.PeriodParams{Days: 2}.From(now), now)
 
 	want := []struct {
 		day            string
@@ -182,34 +133,34 @@ func TestEarningsSpreadOverTheDaysLeasesRan(t *testing.T) {
 func TestOwnFeedOneLeaseOneSettlement(t *testing.T) {
 	k := newFeedKit(t)
 	t0 := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
-	f := newOwnFeed(k.provider)
+	f := earnings.NewOwnFeed(k.provider)
 	le, a, _ := k.lease("a", t0, t0.Add(time.Hour), 1)
-	f.add(le)
-	f.add(le)
-	f.add(k.settlement(a, t0.Add(10*time.Minute), 600_000, 300_000, 600_000))
-	f.add(k.settlement(a, t0.Add(20*time.Minute), 600_000, 400_000, 600_000))
+	f.Add(le)
+	f.Add(le)
+	f.Add(k.settlement(a, t0.Add(10*time.Minute), 600_000, 300_000, 600_000))
+	f.Add(k.settlement(a, t0.Add(20*time.Minute), 600_000, 400_000, 600_000))
 	lc, c, _ := k.lease("c", t0, t0.Add(time.Hour), 1)
-	f.add(lc)
-	f.add(k.settlement(c, t0.Add(30*time.Minute), 500_000, 500_000, 400_000)) // the voucher is for less
-	if len(f.leaseOrder) != 2 || f.leaseOrder[0] != a || f.leaseOrder[1] != c {
-		t.Fatalf("lease order: %v", f.leaseOrder)
+	f.Add(lc)
+	f.Add(k.settlement(c, t0.Add(30*time.Minute), 500_000, 500_000, 400_000)) // the voucher is for less
+	if len(f.LeaseOrder) != 2 || f.LeaseOrder[0] != a || f.LeaseOrder[1] != c {
+		t.Fatalf("lease order: %v", f.LeaseOrder)
 	}
-	if len(f.settlements) != 1 || f.settlements[0].s.Paid() != 400_000 {
-		t.Fatalf("settlements: %+v", f.settlements)
+	if len(f.Settlements) != 1 || f.Settlements[0].S.Paid() != 400_000 {
+		t.Fatalf("settlements: %+v", f.Settlements)
 	}
 	if b := (&Node{}).balanceOf(f); b.Earned != 400_000 || b.ByDay["2026-03-09"] != 400_000 || b.Balance != FaucetCredits+400_000 {
 		t.Fatalf("balance: %+v", b)
 	}
 
 	// The renter's side: its lease journaled twice is spent on once.
-	r := newOwnFeed(k.renter)
-	r.add(le)
-	r.add(le)
+	r := earnings.NewOwnFeed(k.renter)
+	r.Add(le)
+	r.Add(le)
 	o, err := json.Marshal(ledger.Outcome{Lease: a, Provider: k.provider, Result: ledger.OutcomeCompleted, Voucher: k.voucher(a, 250_000)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.add(&ledger.Entry{Type: ledger.TypeOutcome, Time: t0.Add(time.Hour).Unix(), Payload: o})
+	r.Add(&ledger.Entry{Type: ledger.TypeOutcome, Time: t0.Add(time.Hour).Unix(), Payload: o})
 	if b := (&Node{}).balanceOf(r); b.Spent != 250_000 || len(b.SpentFor) != 1 || b.Balance != FaucetCredits-250_000 {
 		t.Fatalf("renter's balance: %+v", b)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/trust"
+	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/ipfs/go-cid"
 )
@@ -254,25 +255,21 @@ func registerBalanceAPI(s *rpc.Server, n *Node) {
 // reputation pass alone: that is cached for 5 s and waits for the
 // provider's settlement to replicate, so a balance read just after a job
 // would show only part of what it cost.
-func (n *Node) balanceOf(f ownFeed) BalanceResult {
+func (n *Node) balanceOf(f earnings.OwnFeed) BalanceResult {
 	res := BalanceResult{Faucet: FaucetCredits, ByDay: map[string]auction.Credits{}, SpentFor: map[string]auction.Credits{}, SpentByJob: map[string]auction.Credits{}}
-	for _, st := range f.settlements {
-		if l := f.leases[st.s.Lease]; l == nil || l.Provider != f.self {
+	for _, st := range f.Settlements {
+		if l := f.Leases[st.S.Lease]; l == nil || l.Provider != f.Self {
 			continue
 		}
-		paid := st.s.Paid()
+		paid := st.S.Paid()
 		res.Earned += paid
-		res.ByDay[time.Unix(st.time, 0).UTC().Format(dayLayout)] += paid
+		res.ByDay[time.Unix(st.Time, 0).UTC().Format(earnings.DayLayout)] += paid
 	}
 	spent, jobs := n.spentLeases(f)
 	for _, sp := range spent {
-		res.Spent += sp.amount
-		res.SpentFor[sp.lease] += sp.amount
-		name := jobs[sp.l.JobID].Name
-		if name == "" {
-			name = "(job " + sp.l.JobID + ")"
-		}
-		res.SpentByJob[name] += sp.amount
+		res.Spent += sp.Amount
+		res.SpentFor[sp.Lease] += sp.Amount
+		res.SpentByJob[earnings.JobName(jobs[sp.L.JobID].Name, sp.L.JobID)] += sp.Amount
 	}
 	res.Balance = res.Faucet + res.Earned - res.Spent
 	return res

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/earnings"
 )
 
 // Offered GPU-time: the denominator of the provider's fill rate. Neither
@@ -24,41 +25,6 @@ const (
 	offeredPrefix = "offered/"
 )
 
-// offeredDay is one UTC day's offered GPU-time.
-type offeredDay struct {
-	GPUSeconds int64 `json:"gpu_s"`
-	From       int64 `json:"from"` // unix seconds: the first sample counted this day
-}
-
-// daySpan is GPU-seconds that fall on one UTC day.
-type daySpan struct {
-	Day        string
-	GPUSeconds int64
-	From       int64
-}
-
-// accrue splits gpus GPUs offered from from to to at UTC midnights. The
-// recorder passes whole seconds, so nothing is rounded away.
-func accrue(from, to time.Time, gpus int) []daySpan {
-	if gpus <= 0 || !to.After(from) {
-		return nil
-	}
-	var out []daySpan
-	for t := from.UTC(); t.Before(to); {
-		end := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
-		if to.Before(end) {
-			end = to.UTC()
-		}
-		if secs := int64(end.Sub(t) / time.Second); secs > 0 {
-			out = append(out, daySpan{Day: t.Format(dayLayout), GPUSeconds: secs * int64(gpus), From: t.Unix()})
-		}
-		t = end
-	}
-	return out
-}
-
-const dayLayout = "2006-01-02"
-
 // offeredGPUs is how many GPUs are on sale at now: those the current
 // offer lists, while it is offered and one of its windows holds.
 func (n *Node) offeredGPUs(now time.Time) int {
@@ -70,13 +36,13 @@ func (n *Node) offeredGPUs(now time.Time) int {
 }
 
 // addOffered adds spans to the stored days, in one transaction.
-func (n *Node) addOffered(spans []daySpan) error {
+func (n *Node) addOffered(spans []earnings.DaySpan) error {
 	if len(spans) == 0 {
 		return nil
 	}
 	return n.store.Update(func(tx *StoreTx) error {
 		for _, s := range spans {
-			var d offeredDay
+			var d earnings.OfferedDay
 			if err := tx.Get(bucketOffer, offeredPrefix+s.Day, &d); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
@@ -93,14 +59,14 @@ func (n *Node) addOffered(spans []daySpan) error {
 }
 
 // offeredDays reads every stored day.
-func (n *Node) offeredDays() (map[string]offeredDay, error) {
-	out := map[string]offeredDay{}
+func (n *Node) offeredDays() (map[string]earnings.OfferedDay, error) {
+	out := map[string]earnings.OfferedDay{}
 	err := n.store.ForEach(bucketOffer, func(key string, raw []byte) error {
 		day, ok := strings.CutPrefix(key, offeredPrefix)
 		if !ok {
 			return nil
 		}
-		var d offeredDay
+		var d earnings.OfferedDay
 		if err := decodeJSON(raw, &d); err != nil {
 			return nil // one unreadable day is left out, not the report
 		}
@@ -123,18 +89,18 @@ func (n *Node) recordOffered(ctx context.Context) {
 	defer flushT.Stop()
 	last := time.Now().Truncate(time.Second)
 	gpus := n.offeredGPUs(last)
-	var pending []daySpan
+	var pending []earnings.DaySpan
 	sample := func() {
 		now := time.Now().Truncate(time.Second)
 		from := last
 		if now.Sub(from) > 2*time.Second {
 			from = now.Add(-time.Second)
 		}
-		pending = append(pending, accrue(from, now, gpus)...)
+		pending = append(pending, earnings.Accrue(from, now, gpus)...)
 		last, gpus = now, n.offeredGPUs(now)
 	}
 	flush := func() {
-		pending = merge(pending) // a day's worth of failed flushes stays one span
+		pending = earnings.Merge(pending) // a day's worth of failed flushes stays one span
 		if err := n.addOffered(pending); err != nil {
 			n.log.Warn("recording offered GPU time", "err", err)
 			return // kept: the next flush writes it
@@ -153,17 +119,4 @@ func (n *Node) recordOffered(ctx context.Context) {
 			flush()
 		}
 	}
-}
-
-// merge sums spans per day, keeping each day's earliest From.
-func merge(spans []daySpan) []daySpan {
-	var out []daySpan
-	for _, s := range spans {
-		if k := len(out) - 1; k >= 0 && out[k].Day == s.Day {
-			out[k].GPUSeconds += s.GPUSeconds
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
 }

@@ -3,28 +3,11 @@ package node
 import (
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/earnings"
 )
-
-// Spend sources, best first (SpendLease.Source).
-const (
-	spendSettlement = "settlement"      // the provider's, replicated to this node
-	spendReported   = "reported charge" // the provider's charge at the job's end, within this node's bound
-	spendVouchers   = "vouchers"        // what this node signed: the most the provider can take
-)
-
-// spentOn is what this node paid on one lease it rented, by the best
-// record it holds, and the UTC day of that record.
-type spentOn struct {
-	lease  string
-	l      *auction.Lease
-	amount auction.Credits
-	source string
-	at     time.Time
-}
 
 // spentLeases reads every lease this node rented: those in its own feed
 // f and the current one of each job record (journaled a moment later than
@@ -33,9 +16,9 @@ type spentOn struct {
 // charge, reported in the exit event before `job run` returns, stands in
 // for it: the same figure, so the balance never dips in between. f is
 // read, not changed: the balance passes the same feed to its earnings.
-func (n *Node) spentLeases(f ownFeed) ([]spentOn, map[string]JobRecord) {
-	self := f.self
-	leases, order := maps.Clone(f.leases), slices.Clone(f.leaseOrder)
+func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]JobRecord) {
+	self := f.Self
+	leases, order := maps.Clone(f.Leases), slices.Clone(f.LeaseOrder)
 	jobs := map[string]JobRecord{}
 	if r := n.renterJobs; r != nil {
 		r.mu.Lock()
@@ -53,15 +36,15 @@ func (n *Node) spentLeases(f ownFeed) ([]spentOn, map[string]JobRecord) {
 			order = append(order, j.LeaseCID)
 		}
 	}
-	settled := map[string]spentOn{}
+	settled := map[string]earnings.SpentOn{}
 	if n.rep != nil {
 		for _, st := range n.rep.settlements() {
 			if st.Settlement.Renter == self {
-				settled[st.Settlement.Lease] = spentOn{amount: st.Settlement.Paid(), source: spendSettlement, at: time.Unix(st.Time, 0)}
+				settled[st.Settlement.Lease] = earnings.SpentOn{Amount: st.Settlement.Paid(), Source: earnings.SpendSettlement, At: time.Unix(st.Time, 0)}
 			}
 		}
 	}
-	var out []spentOn
+	var out []earnings.SpentOn
 	for _, cid := range order {
 		l := leases[cid]
 		if l.Renter != self {
@@ -72,13 +55,13 @@ func (n *Node) spentLeases(f ownFeed) ([]spentOn, map[string]JobRecord) {
 		switch {
 		case ok:
 		case known && j.BilledLease == cid && j.Charged != nil && !j.ChargeDisputed:
-			s = spentOn{amount: *j.Charged, source: spendReported, at: endOf(j)}
+			s = earnings.SpentOn{Amount: *j.Charged, Source: earnings.SpendReported, At: endOf(j)}
 		case known && j.LeaseCID == cid:
-			s = spentOn{amount: j.Paid, source: spendVouchers, at: endOf(j)}
+			s = earnings.SpentOn{Amount: j.Paid, Source: earnings.SpendVouchers, At: endOf(j)}
 		default:
-			s = spentOn{amount: f.vouchers[cid], source: spendVouchers, at: time.Unix(l.Start, 0)}
+			s = earnings.SpentOn{Amount: f.Vouchers[cid], Source: earnings.SpendVouchers, At: time.Unix(l.Start, 0)}
 		}
-		s.lease, s.l = cid, l
+		s.Lease, s.L = cid, l
 		out = append(out, s)
 	}
 	return out, jobs
@@ -94,48 +77,11 @@ func endOf(j JobRecord) time.Time {
 	return j.Updated
 }
 
-func (n *Node) spend(from, to time.Time) (SpendResult, error) {
-	res := SpendResult{From: from, To: to.UTC(), ByName: []SpendName{}, Days: []SpendDay{}, Leases: []SpendLease{}}
+func (n *Node) spend(from, to time.Time) (earnings.SpendResult, error) {
 	f, err := n.readOwnFeed()
 	if err != nil {
-		return res, err
+		return earnings.Spend(nil, nil, from, to), err
 	}
 	leases, jobs := n.spentLeases(f)
-	names := map[string]*SpendName{}
-	jobsOf := map[string]map[string]bool{}
-	days := map[string]auction.Credits{}
-	for d := from; d.Before(to) && to.Sub(from) <= maxPeriod; d = d.AddDate(0, 0, 1) { // every day of the period, those without a job too
-		days[d.Format(dayLayout)] = 0
-	}
-	for _, s := range leases {
-		if s.at.Before(from) {
-			continue
-		}
-		name := jobs[s.l.JobID].Name
-		if name == "" {
-			name = "(job " + s.l.JobID + ")" // its record is gone; the lease remains
-		}
-		day := s.at.UTC().Format(dayLayout)
-		res.Leases = append(res.Leases, SpendLease{Day: day, Name: name, JobID: s.l.JobID, Lease: s.lease, Provider: s.l.Provider, Spent: s.amount, Source: s.source})
-		res.Spent += s.amount
-		days[day] += s.amount
-		if names[name] == nil {
-			names[name], jobsOf[name] = &SpendName{Name: name}, map[string]bool{}
-		}
-		nm := names[name]
-		nm.Leases++
-		nm.Spent += s.amount
-		jobsOf[name][s.l.JobID] = true
-		nm.Jobs = len(jobsOf[name])
-	}
-	for _, nm := range names {
-		res.ByName = append(res.ByName, *nm)
-	}
-	sort.Slice(res.ByName, func(i, k int) bool { return res.ByName[i].Name < res.ByName[k].Name })
-	for d, c := range days {
-		res.Days = append(res.Days, SpendDay{Day: d, Spent: c})
-	}
-	sort.Slice(res.Days, func(i, k int) bool { return res.Days[i].Day < res.Days[k].Day })
-	sort.SliceStable(res.Leases, func(i, k int) bool { return res.Leases[i].Day < res.Leases[k].Day })
-	return res, nil
+	return earnings.Spend(leases, func(id string) string { return jobs[id].Name }, from, to), nil
 }

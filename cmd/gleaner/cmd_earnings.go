@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/urfave/cli/v2"
 )
 
@@ -14,7 +14,7 @@ import (
 // `gleaner spend` (renter), per UTC day over --days, from the node's own
 // records (ledger_earnings, ledger_spend).
 
-var daysFlag = &cli.IntFlag{Name: "days", Value: 7, Usage: fmt.Sprintf("UTC days to cover, today included (1 to %d)", node.MaxReportDays)}
+var daysFlag = &cli.IntFlag{Name: "days", Value: 7, Usage: fmt.Sprintf("UTC days to cover, today included (1 to %d)", earnings.MaxReportDays)}
 
 func earningsCommand() *cli.Command {
 	return &cli.Command{
@@ -35,7 +35,7 @@ and times are UTC.
 			if err != nil {
 				return err
 			}
-			var r node.EarningsResult
+			var r earnings.Result
 			if err := callCmd(c, "ledger_earnings", p, &r); err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ refunded). SOURCE says which.
 			if err != nil {
 				return err
 			}
-			var r node.SpendResult
+			var r earnings.SpendResult
 			if err := callCmd(c, "ledger_spend", p, &r); err != nil {
 				return err
 			}
@@ -71,15 +71,15 @@ refunded). SOURCE says which.
 }
 
 // periodParams reads --days: the one place a report's period is parsed.
-func periodParams(c *cli.Context) (node.PeriodParams, error) {
+func periodParams(c *cli.Context) (earnings.PeriodParams, error) {
 	if c.Args().Present() {
-		return node.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "unexpected argument %q", c.Args().First())
+		return earnings.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "unexpected argument %q", c.Args().First())
 	}
 	d := c.Int("days")
-	if d < 1 || d > node.MaxReportDays {
-		return node.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "--days %d: use 1 to %d", d, node.MaxReportDays)
+	if d < 1 || d > earnings.MaxReportDays {
+		return earnings.PeriodParams{}, usagef("see `gleaner "+c.Command.Name+" --help`", "--days %d: use 1 to %d", d, earnings.MaxReportDays)
 	}
-	return node.PeriodParams{Days: d}, nil
+	return earnings.PeriodParams{Days: d}, nil
 }
 
 // gpuHours prints GPU-seconds as GPU-hours, exactly to the second.
@@ -95,7 +95,7 @@ func fillPct(bp *int64) string {
 	return fmt.Sprintf("%d.%02d%%", *bp/100, *bp%100)
 }
 
-func printEarnings(w io.Writer, r node.EarningsResult) {
+func printEarnings(w io.Writer, r earnings.Result) {
 	fmt.Fprintf(w, "earned:      %s from %s to %s (UTC)\n", credits(r.Earned), r.From.UTC().Format("2006-01-02"), r.To.UTC().Format("2006-01-02"))
 	fmt.Fprintf(w, "fill rate:   %s (%s leased of %s offered)\n", fillPct(r.FillBP), gpuHours(r.LeasedGPUS), gpuHours(r.OfferedGPUS))
 	if r.OfferedSince != nil {
@@ -124,7 +124,7 @@ func printEarnings(w io.Writer, r node.EarningsResult) {
 	table(w, rows)
 }
 
-func printSpend(w io.Writer, r node.SpendResult) {
+func printSpend(w io.Writer, r earnings.SpendResult) {
 	fmt.Fprintf(w, "spent:       %s from %s to %s (UTC)\n", credits(r.Spent), r.From.UTC().Format("2006-01-02"), r.To.UTC().Format("2006-01-02"))
 	if len(r.Leases) == 0 {
 		fmt.Fprintln(w, "no leases in the period")

@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/earnings"
 )
 
 // decodeCLI runs a --json command on n and decodes its output into v.
@@ -76,7 +77,7 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 	// the renter yet, and the reputation pass caches for 5 s.
 	var bal node.BalanceResult
 	decodeCLI(t, rn, &bal, "ledger", "balance")
-	var sp node.SpendResult
+	var sp earnings.SpendResult
 	decodeCLI(t, rn, &sp, "spend")
 	if bal.Spent != charged || sp.Spent != charged || bal.Balance != node.FaucetCredits-charged || bal.SpentByJob["train"] != charged {
 		t.Fatalf("right after the jobs: balance spent %d, spend %d, want both %d (the jobs' charges): %+v", bal.Spent, sp.Spent, charged, bal)
@@ -99,7 +100,7 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 	for _, l := range sp.Leases {
 		spentOn[l.JobID] = l.Spent
 	}
-	earnedMatches := func(e node.EarningsResult) bool {
+	earnedMatches := func(e earnings.Result) bool {
 		got := 0
 		for _, j := range e.Jobs {
 			if j.Settled && j.Renter == rn.d.peerID && j.Earned == spentOn[j.JobID] && j.GPUs == 1 && j.GPUSeconds >= 2 && j.Day == today {
@@ -108,7 +109,7 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 		}
 		return got == 2 && e.Earned == charged
 	}
-	var earn node.EarningsResult
+	var earn earnings.Result
 	decodeCLI(t, p, &earn, "earnings", "--days", "1")
 	if !earnedMatches(earn) || len(earn.Days) != 1 || earn.Days[0].Earned != charged {
 		t.Fatalf("earnings: %+v, want both jobs at what the renter spent on each (%v)", earn, spentOn)
@@ -182,7 +183,7 @@ func TestGPUStateCell(t *testing.T) {
 func TestPrintEarningsInUTC(t *testing.T) {
 	since := time.Date(2026, 3, 10, 0, 30, 0, 0, time.FixedZone("X", 2*3600))
 	var b strings.Builder
-	printEarnings(&b, node.EarningsResult{From: since, To: since, OfferedSince: &since, Days: []node.EarningsDay{{Day: "2026-03-09"}}})
+	printEarnings(&b, earnings.Result{From: since, To: since, OfferedSince: &since, Days: []earnings.Day{{Day: "2026-03-09"}}})
 	for _, want := range []string{"offered since 2026-03-09 22:30:00 UTC", "DAY (UTC)", "from 2026-03-09 to 2026-03-09 (UTC)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in:\n%s", want, b.String())

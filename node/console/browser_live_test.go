@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -154,9 +155,9 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	shot("renter-services")
 
 	// Spend: the numbers ledger_spend gives.
-	var sp node.SpendResult
+	var sp earnings.SpendResult
 	waitFor(t, 30*time.Second, "the job's lease in ledger_spend", func() bool {
-		return rent.Call(ctx, "ledger_spend", node.PeriodParams{Days: 14}, &sp) == nil && len(sp.Leases) == 1
+		return rent.Call(ctx, "ledger_spend", earnings.PeriodParams{Days: 14}, &sp) == nil && len(sp.Leases) == 1
 	})
 	var bal node.BalanceResult
 	if err := rent.Call(ctx, "ledger_balance", nil, &bal); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -283,11 +284,11 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 func providerMoney(t *testing.T, b context.Context, ctx context.Context, cl *rpc.Client, base, jobID string, text func(string) string) {
 	t.Helper()
 	do(t, b, chromedp.Navigate(base+"/ui/earnings"), chromedp.WaitVisible(chromedp.CSS("#jobs-table")))
-	var e node.EarningsResult
-	if err := cl.Call(ctx, "ledger_earnings", node.PeriodParams{Days: 14}, &e); err != nil {
+	var e earnings.Result
+	if err := cl.Call(ctx, "ledger_earnings", earnings.PeriodParams{Days: 14}, &e); err != nil {
 		t.Fatal(err)
 	}
-	var ej *node.EarningsJob
+	var ej *earnings.Job
 	for i := range e.Jobs {
 		if e.Jobs[i].JobID == jobID {
 			ej = &e.Jobs[i]
