@@ -39,12 +39,15 @@ func (n *Node) startJobs(ctx context.Context) error {
 		n.ownJobs.set(d, tag) // before any job starts
 	}
 	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
-	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
+	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
 		OnServiceDrain: n.services.Drain, Log: n.log.With("part", "provider-jobs")})
+	if err != nil {
+		return err
+	}
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
