@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -268,8 +269,8 @@ func orphan(t *testing.T, job string) (*rig, *renter, []byte, *fakeJob) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	j := newFakeJob(first.pj.execSpec(first.pj.lookup(job), mustSpec(t, spec(job, auction.Silver)), nil), time.Now())
-	first.exec.orphans[first.pj.execID(job)] = j
+	j := newFakeJob(executor.Spec{JobID: first.pj.execID(job), Image: "example.org/job:1"}, time.Now())
+	first.exec.orphans[j.ID()] = j
 
 	again := newRigOver(t, 1, first.key, first.store, first.exec)
 	rt.r = again
@@ -278,15 +279,6 @@ func orphan(t *testing.T, job string) (*rig, *renter, []byte, *fakeJob) {
 		t.Fatalf("restored %+v, %v; want %s adopted", restored, err, job)
 	}
 	return again, rt, raw, j
-}
-
-func mustSpec(t *testing.T, yaml []byte) *auction.JobSpec {
-	t.Helper()
-	s, err := auction.ParseJobSpec(yaml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // An adopted orphan whose renter never comes back is stopped as unpaid
