@@ -86,7 +86,7 @@ type Node struct {
 	market         *market
 	provider       *provider
 	providerJobs   *providing.Provider
-	services       *serviceForwarder // serves service jobs' ports to their renters (service_forward.go)
+	services       *providing.Forwarder // serves service jobs' ports to their renters
 	ledger         *ledger.Store
 	feeds          *feeds
 	rep            *reputationView

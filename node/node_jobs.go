@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // startProviderJobs wires the provider's side of the rental: the
@@ -31,13 +32,16 @@ func (n *Node) startProviderJobs(context.Context) error {
 	if d, ok := exec.(*executor.Docker); ok {
 		n.ownJobs.set(d, tag) // before any job starts
 	}
-	n.services = newServiceForwarder(defaultServiceLimits(), n.log.With("part", "service-forward"))
-	pj := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Store: leaseStore{n.provider.store},
+	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
+	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
 		OnServiceDrain: n.services.Drain, Log: n.log.With("part", "provider-jobs")})
+	if err != nil {
+		return err
+	}
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
@@ -84,9 +88,9 @@ func (n *Node) startProviderJobs(context.Context) error {
 	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
 	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
 	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
-	// Service jobs' renters reach their containers here (service_forward.go);
+	// Service jobs' renters reach their containers here (providing.Forwarder);
 	// closed first at Stop, so that no long response holds it up.
-	h.SetStreamHandler(n.host.ProtocolID(serviceProto), n.tasks.handler(n.services.handle))
+	h.SetStreamHandler(n.host.ProtocolID(wire.ServiceProto), n.tasks.handler(n.services.Handle))
 	n.onStop(func(context.Context) error { n.services.Close(); return nil })
 	n.providerJobs = pj
 	// Registered after the offer's withdrawal, so run before it (stop
@@ -170,9 +174,10 @@ func (n *Node) openExecutor(ctx context.Context) (exec executor.Executor, docker
 		}
 		// Before any job, service or not, can be taken; and again before
 		// each service job, in case the rules were flushed since.
-		n.ensureServiceFirewall(ctx)
-		if n.cfg.Provider.ServiceFirewall != repo.ServiceFirewallOff {
-			d.SetServiceGuard(n.recheckServiceFirewall)
+		off := n.cfg.Provider.ServiceFirewall == repo.ServiceFirewallOff
+		providing.EnsureServiceFirewall(ctx, off, n.log)
+		if !off {
+			d.SetServiceGuard(providing.RecheckServiceFirewall(n.log))
 		}
 		return d, docker
 	}

@@ -2,16 +2,18 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// The renter's side of /gleaner/N/service/1 (service_forward.go): a
+// The renter's side of /gleaner/N/service/1 (providing.Forwarder, wire/service.go): a
 // connection to a service job's container through its provider, for an
 // http.Transport's DialContext.
 
@@ -20,14 +22,7 @@ import (
 const serviceHandshake = 15 * time.Second
 
 // ServiceError is the provider's refusal of a service stream.
-type ServiceError struct {
-	Code    string // serviceRefused, serviceBusy, serviceUnreachable, serviceMalformed
-	Message string
-}
-
-func (e *ServiceError) Error() string {
-	return fmt.Sprintf("service stream refused (%s): %s", e.Code, e.Message)
-}
+type ServiceError = wire.ServiceError
 
 // DialService opens a connection to jobID's service on provider, which
 // must be connected or dialable. ctx bounds the opening only; the
@@ -38,7 +33,7 @@ func (n *Node) DialService(ctx context.Context, provider peer.ID, jobID string) 
 }
 
 func dialService(ctx context.Context, h *p2p.Host, provider peer.ID, jobID string) (net.Conn, error) {
-	s, err := h.LibP2P().NewStream(ctx, provider, h.ProtocolID(serviceProto))
+	s, err := h.LibP2P().NewStream(ctx, provider, h.ProtocolID(wire.ServiceProto))
 	if err != nil {
 		return nil, fmt.Errorf("service stream to %s: %w", provider, err)
 	}
@@ -49,21 +44,16 @@ func dialService(ctx context.Context, h *p2p.Host, provider peer.ID, jobID strin
 	_ = s.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	if err := p2p.WriteJSON(s, serviceHeader{Job: jobID}, maxServiceHeader); err != nil {
+	if err := wire.OpenService(s, jobID); err != nil {
 		_ = s.Reset()
-		return nil, fmt.Errorf("service stream to %s: %w", provider, err)
-	}
-	var rep serviceReply
-	if err := p2p.ReadJSON(s, maxServiceReply, &rep); err != nil {
-		_ = s.Reset()
+		var se *ServiceError
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("service stream to %s: no answer: %w", provider, err)
-	}
-	if rep.Code != "" {
-		_ = s.Reset()
-		return nil, &ServiceError{Code: rep.Code, Message: rep.Error}
+		return nil, fmt.Errorf("service stream to %s: %w", provider, err)
 	}
 	if !stop() { // ctx ended meanwhile: the stream is reset
 		return nil, ctx.Err()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -104,7 +105,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	other := renterOf(t, ctx, prov)
 	_, err = other.DialService(ctx, pid, v.Replicas[0].Job)
 	var se *ServiceError
-	if !errors.As(err, &se) || se.Code != serviceRefused {
+	if !errors.As(err, &se) || se.Code != wire.ServiceRefused {
 		t.Fatalf("a second renter's stream to the first renter's replica: %v, want refused", err)
 	}
 	conn, err := rn.DialService(ctx, pid, v.Replicas[0].Job)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/providing"
 )
 
 // BenchmarkServiceStream: completions of the model server's container,
@@ -18,7 +20,7 @@ func BenchmarkServiceStream(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, j, addr := startModel(b, nil)
-	r := newServiceRig(b, ctx, defaultServiceLimits())
+	r := newServiceRig(b, ctx, providing.DefaultForwardLimits())
 	r.f.Add(j.ID(), r.renter.ID(), addr)
 	const body = `{"model":"gleaner-test-model","prompt":"hello world","max_tokens":16}`
 	run := func(c *http.Client, url string) (p95 time.Duration, perSec float64) {

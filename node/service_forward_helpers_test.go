@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	ma "github.com/multiformats/go-multiaddr"
@@ -94,14 +96,14 @@ func bareHost(t testing.TB, ctx context.Context) *p2p.Host {
 // serviceRig is a provider host serving a forwarder with limits of the
 // test's choosing, and a connected renter and stranger.
 type serviceRig struct {
-	f                      *serviceForwarder
+	f                      *providing.Forwarder
 	prov, renter, stranger *p2p.Host
 }
 
-func newServiceRig(t testing.TB, ctx context.Context, lim serviceLimits) *serviceRig {
-	r := &serviceRig{f: newServiceForwarder(lim, quietLog), prov: bareHost(t, ctx), renter: bareHost(t, ctx), stranger: bareHost(t, ctx)}
+func newServiceRig(t testing.TB, ctx context.Context, lim providing.ForwardLimits) *serviceRig {
+	r := &serviceRig{f: providing.NewForwarder(lim, quietLog), prov: bareHost(t, ctx), renter: bareHost(t, ctx), stranger: bareHost(t, ctx)}
 	t.Cleanup(r.f.Close)
-	r.prov.LibP2P().SetStreamHandler(r.prov.ProtocolID(serviceProto), r.f.handle)
+	r.prov.LibP2P().SetStreamHandler(r.prov.ProtocolID(wire.ServiceProto), r.f.Handle)
 	for _, h := range []*p2p.Host{r.renter, r.stranger} {
 		if err := h.LibP2P().Connect(ctx, addrInfo(r.prov)); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // process, with or without a daemon; the checks that need the running
 // node's view (listen addresses, NAT, peers' clocks) come from the
 // node_doctor method (api_doctor.go) and are judged by DaemonChecks.
-// The service firewall check is service_firewall.go's.
+// The service firewall check is doctor_firewall.go's.
 
 // Verdicts of a check.
 const (

@@ -15,7 +15,7 @@ import (
 
 // A service job (Spec.ServicePort) listens on a port that only the
 // provider's daemon may reach: the renter's traffic arrives over a libp2p
-// stream the daemon forwards (node/service_forward.go), never from the
+// stream the daemon forwards (node/providing/forward.go), never from the
 // host's network or from other containers. The job gets a bridge network
 // of its own, created with Internal: Docker drops whatever the bridge would
 // forward to or from any other interface (its isolation chains), so the

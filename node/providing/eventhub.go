@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/wire"
-	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // eventHub fans a job's events out to every stream following it: the one
@@ -28,7 +27,7 @@ type eventHub struct {
 
 // sink is one follower of a job: its stream and what is queued for it.
 type sink struct {
-	s      network.Stream
+	s      Stream
 	queue  []queued // oldest first
 	bytes  int      // what queue and the event being written hold, as eventSize counts
 	skip   bool     // log events are skipped until the queue has drained to half of sinkLogBytes
@@ -76,7 +75,7 @@ func eventSize(ev wire.Event) int { return eventOverhead + len(ev.Log) + len(ev.
 
 // add makes s a follower: every event sent from now on is written to it,
 // in order, until detach. The caller detaches s before closing it.
-func (h *eventHub) add(s network.Stream) {
+func (h *eventHub) add(s Stream) {
 	k := &sink{s: s, wake: sync.NewCond(&h.mu), done: make(chan struct{})}
 	h.mu.Lock()
 	h.sinks = append(h.sinks, k)
@@ -156,7 +155,7 @@ func (h *eventHub) flush(wait time.Duration) {
 // detach ends s's following: nothing more is queued for it, and it
 // returns once what was is written, for at most drainWait; a stream that
 // has not been written all by then is reset. The caller may close s after.
-func (h *eventHub) detach(s network.Stream) {
+func (h *eventHub) detach(s Stream) {
 	h.mu.Lock()
 	i := slices.IndexFunc(h.sinks, func(k *sink) bool { return k.s == s })
 	if i < 0 {

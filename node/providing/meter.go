@@ -1,12 +1,12 @@
 package providing
 
 import (
+	"io"
 	"sync"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/wire"
-	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // Payment per interval, the provider's half: before each billing interval
@@ -31,7 +31,7 @@ func newMeter(l *auction.Lease, cid string) *meter {
 // readVouchers takes vouchers from the renter's side of the stream until it
 // closes; a voucher for another lease or party is ignored.
 // onPaid is told each better voucher: its total and its wire bytes.
-func (m *meter) readVouchers(s network.Stream, onPaid func(total auction.Credits, voucher []byte)) {
+func (m *meter) readVouchers(s io.Reader, onPaid func(total auction.Credits, voucher []byte)) {
 	for {
 		var msg wire.RenterMsg
 		if err := wire.Read(s, wire.MaxRequestFrame, &msg); err != nil {

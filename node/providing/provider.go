@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -30,7 +31,9 @@ import (
 // this adapter quotes and accepts over streams, persists lease states,
 // runs containers and carries out the actions the scheduler returns.
 type Provider struct {
-	p            *offers.Publisher
+	p            Offers
+	self         string // this provider's peer ID, its key's
+	network      string // the market's network name (the host's)
 	store        Store
 	key          crypto.PrivKey
 	exec         executor.Executor // nil: this node cannot run jobs, so it never bids
@@ -65,14 +68,45 @@ type Provider struct {
 	begins time.Duration // how long a created job takes to begin, averaged
 }
 
+// Offers is what the provider reads of its own offer: the node's offer
+// publisher (offers.Publisher) is one; tests hand it a fixed offer.
+type Offers interface {
+	// Current is the offer as last signed; nil while there is none.
+	Current() *auction.Offer
+	// Settings are the owner's (the policy's egress rule is read at start).
+	Settings() offers.Settings
+	// Availability is the GPU monitor's latest report.
+	Availability() attest.Availability
+	// Refresh asks for the offer to be published again, rate-limited: it
+	// advertises what is booked.
+	Refresh()
+}
+
+var _ Offers = (*offers.Publisher)(nil)
+
+// Stream is what the provider needs of a job stream (/job/3): a libp2p
+// stream is one; tests hand it an in-memory pipe.
+type Stream interface {
+	io.ReadWriteCloser
+	Reset() error
+	SetDeadline(time.Time) error
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
 // Config is what a Provider needs from its node.
 type Config struct {
-	// Offers is the node's offer publisher: the current offer, settings,
-	// availability and the market's host.
-	Offers *offers.Publisher
+	// Offers is the node's offer publisher: the current offer, settings
+	// and availability.
+	Offers Offers
+	// Network is the market's network name (the host's): awards for
+	// another are refused.
+	Network string
 	// Store keeps the lease records.
 	Store Store
-	Key   crypto.PrivKey
+	// Key signs bids and counter-signs leases; its peer ID is this
+	// provider's.
+	Key crypto.PrivKey
 	// Exec runs the containers; nil: this node cannot run jobs and never bids.
 	Exec executor.Executor
 	// Data fetches and reads jobs' input DAGs and keeps their outputs;
@@ -156,12 +190,16 @@ func newActiveLease(l *auction.Lease, raw []byte) *activeLease {
 }
 
 // New makes the provider's adapter; bg is the market's background context.
-func New(bg context.Context, c Config) *Provider {
+func New(bg context.Context, c Config) (*Provider, error) {
 	var opts []sched.Option
 	if c.StartDeadline > 0 {
 		opts = append(opts, sched.WithStartDeadline(c.StartDeadline))
 	}
-	pj := &Provider{p: c.Offers, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
+	self, err := peer.IDFromPrivateKey(c.Key)
+	if err != nil {
+		return nil, fmt.Errorf("providing: the node's key: %w", err)
+	}
+	pj := &Provider{p: c.Offers, self: self.String(), network: c.Network, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn, onService: c.OnService, onServiceEnd: c.OnServiceEnd,
 		onServiceDrain: c.OnServiceDrain, sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
@@ -180,7 +218,7 @@ func New(bg context.Context, c Config) *Provider {
 	}
 	pj.sched.SetLaunchLead(defaultBegin)
 	pj.loadEstablished()
-	return pj
+	return pj, nil
 }
 
 // SimulateCrash is fault injection for tests: from now on the provider
@@ -219,8 +257,7 @@ func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
 // desk is the scheduler's answer to quotes and awards (auction/provider),
 // the same code the market simulator runs.
 func (pj *Provider) desk() *sched.Desk {
-	h := pj.p.Market().Host()
-	return &sched.Desk{Engine: &pj.engine, Sched: pj.sched, Key: pj.key, Self: h.ID().String(), Network: h.Network()}
+	return &sched.Desk{Engine: &pj.engine, Sched: pj.sched, Key: pj.key, Self: pj.self, Network: pj.network}
 }
 
 // HandleAward serves /lease/1: an award gets the co-signed lease or a

@@ -104,8 +104,7 @@ func (pj *Provider) noteBegin(d time.Duration) {
 // not start a reservation it accepted: an outcome against itself, which
 // every node's reputation view reads.
 func (pj *Provider) failedReservation(al *activeLease, cause error) {
-	me := pj.p.Market().Host().ID().String()
-	payload, err := json.Marshal(ledger.Outcome{Lease: wire.LeaseCID(al.raw), Provider: me, Result: ledger.OutcomeFailed,
+	payload, err := json.Marshal(ledger.Outcome{Lease: wire.LeaseCID(al.raw), Provider: pj.self, Result: ledger.OutcomeFailed,
 		Detail: "the provider could not start the reservation: " + cause.Error()})
 	if err == nil {
 		pj.record(ledger.TypeOutcome, payload)

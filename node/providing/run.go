@@ -25,6 +25,11 @@ import (
 // until it exits; "attach" follows a running job again (a renter whose node
 // restarted); "cancel" stops it. Only the lease's renter may do any.
 func (pj *Provider) HandleJob(s network.Stream) {
+	pj.serveJob(s, s.Conn().RemotePeer().String())
+}
+
+// serveJob is HandleJob's work on a stream from the peer from.
+func (pj *Provider) serveJob(s Stream, from string) {
 	defer s.Close()
 	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	// The head first, a small frame: the large body of a start is read
@@ -36,7 +41,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		return
 	}
 	l, _, err := auction.DecodeSignedLease(head.Lease, true)
-	if err == nil && l.Renter != s.Conn().RemotePeer().String() {
+	if err == nil && l.Renter != from {
 		err = errors.New("only the lease's renter may control its job")
 	}
 	var al *activeLease
@@ -45,7 +50,7 @@ func (pj *Provider) HandleJob(s network.Stream) {
 		al = pj.leases[l.JobID]
 		pj.mu.Unlock()
 		if al == nil {
-			err = errNoLease
+			err = pj.gone(l.JobID)
 		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(head.Lease) {
 			// Another lease of the job holds it now (an award superseded
 			// by its renter's new one): this one is over.
@@ -92,6 +97,17 @@ func (pj *Provider) HandleJob(s network.Stream) {
 	}
 }
 
+// gone is why this provider holds no lease for jobID: the scheduler
+// remembers how the job's last lease ended, so that the renter of an
+// award displaced by the newcomer rule hears that (CodeDisplaced: its own
+// slowness, nobody failed), not that the provider dropped it.
+func (pj *Provider) gone(jobID string) error {
+	if st, ok := pj.sched.Ended(jobID); ok && st == sched.Displaced {
+		return sched.ErrDisplaced
+	}
+	return errNoLease
+}
+
 func (pj *Provider) cancel(al *activeLease) {
 	pj.mu.Lock()
 	job := al.job
@@ -109,7 +125,7 @@ func (pj *Provider) cancel(al *activeLease) {
 // exit: launchJob, then follow. The lease's end stops the job; an owner
 // reclaiming a bronze job's GPU preempts it with the lease's notice and
 // ships its checkpoint back; the container is removed whatever happens.
-func (pj *Provider) run(s network.Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
+func (pj *Provider) run(s Stream, al *activeLease, req wire.JobRequest, spec *auction.JobSpec) {
 	al.hub.add(s)
 	defer al.hub.detach(s) // last: s has every event sent before HandleJob closes it
 	// Heartbeats from the first moment, not only once the container runs:
@@ -592,7 +608,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 
 // attach adds a renter's new stream to a running job's followers, sends the
 // retained tail of its output, and keeps the stream open until the job ends.
-func (pj *Provider) attach(s network.Stream, al *activeLease) {
+func (pj *Provider) attach(s Stream, al *activeLease) {
 	pj.mu.Lock()
 	job, m := al.job, al.meter
 	pj.mu.Unlock()
@@ -633,7 +649,7 @@ func (pj *Provider) attach(s network.Stream, al *activeLease) {
 // and its vouchers are read once the job runs. A lease this node holds
 // but was never started here (restored after this node restarted) is not
 // running anything: the renter must start it again.
-func (pj *Provider) attachWaiting(s network.Stream, al *activeLease) {
+func (pj *Provider) attachWaiting(s Stream, al *activeLease) {
 	if in, ok := pj.sched.Lease(al.lease.JobID, time.Now()); !ok || in.State != sched.Started {
 		_ = wire.Write(s, wire.Event{Type: wire.EventError, Code: wire.CodeNotRunning, Error: "the job is not running", Time: time.Now()})
 		return

@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -8,34 +8,10 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/libp2p/go-libp2p/core/network"
 )
-
-// testLimits are small enough to reach in a test.
-func testLimits() serviceLimits {
-	l := defaultServiceLimits()
-	l.DialTimeout, l.Idle, l.MaxDown, l.PerPeer, l.PerJob = 500*time.Millisecond, 400*time.Millisecond, 1<<20, 2, 3
-	return l
-}
-
-// tcpServer runs serve for every connection to a loopback listener.
-func tcpServer(t *testing.T, serve func(net.Conn)) netip.AddrPort {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); serve(c) }()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).AddrPort()
-}
 
 // A port nobody listens on fails with "unreachable" at once. (An address
 // that never answers is cut by DialTimeout; this machine's outbound TCP
@@ -55,11 +31,11 @@ func TestServiceForwardUnreachable(t *testing.T) {
 	} {
 		r.f.Add("job1", r.renter.ID(), addr)
 		t0 := time.Now()
-		_, err := dialService(ctx, r.renter, r.prov.ID(), "job1")
+		_, err := r.dial(ctx, r.renter, "job1")
 		took := time.Since(t0)
 		t.Logf("%s: %v after %v", name, err, took)
-		var se *ServiceError
-		if !errors.As(err, &se) || se.Code != serviceUnreachable || took > testLimits().DialTimeout+time.Second {
+		var se *wire.ServiceError
+		if !errors.As(err, &se) || se.Code != wire.ServiceUnreachable || took > testLimits().DialTimeout+time.Second {
 			t.Fatalf("%s: %v after %v", name, err, took)
 		}
 	}
@@ -83,7 +59,7 @@ func TestServiceForwardBounds(t *testing.T) {
 		}
 	})
 	r.f.Add("endless", r.renter.ID(), endless)
-	c, err := dialService(ctx, r.renter, r.prov.ID(), "endless")
+	c, err := r.dial(ctx, r.renter, "endless")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +72,7 @@ func TestServiceForwardBounds(t *testing.T) {
 
 	silent := tcpServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	r.f.Add("silent", r.renter.ID(), silent)
-	c, err = dialService(ctx, r.renter, r.prov.ID(), "silent")
+	c, err = r.dial(ctx, r.renter, "silent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +84,7 @@ func TestServiceForwardBounds(t *testing.T) {
 	c.Close()
 
 	// The request side: more than MaxUp from the renter.
-	c, err = dialService(ctx, r.renter, r.prov.ID(), "silent")
+	c, err = r.dial(ctx, r.renter, "silent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,22 +111,22 @@ func TestServiceForwardCaps(t *testing.T) {
 	r := newServiceRig(t, ctx, lim)
 	hold := tcpServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	r.f.Add("hold", r.renter.ID(), hold)
-	var open []net.Conn
+	var open []network.Stream
 	for range lim.PerPeer {
-		c, err := dialService(ctx, r.renter, r.prov.ID(), "hold")
+		c, err := r.dial(ctx, r.renter, "hold")
 		if err != nil {
 			t.Fatal(err)
 		}
 		open = append(open, c)
 	}
-	_, err := dialService(ctx, r.renter, r.prov.ID(), "hold")
-	var se *ServiceError
-	if !errors.As(err, &se) || se.Code != serviceBusy {
+	_, err := r.dial(ctx, r.renter, "hold")
+	var se *wire.ServiceError
+	if !errors.As(err, &se) || se.Code != wire.ServiceBusy {
 		t.Fatalf("stream past the cap: %v", err)
 	}
 	open[0].Close()
-	waitFor(t, 5*time.Second, "a closed stream's slot", func() bool { return r.f.stats().Open < lim.PerPeer })
-	c, err := dialService(ctx, r.renter, r.prov.ID(), "hold")
+	waitFor(t, 5*time.Second, "a closed stream's slot", func() bool { return r.f.Stats().Open < lim.PerPeer })
+	c, err := r.dial(ctx, r.renter, "hold")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +134,9 @@ func TestServiceForwardCaps(t *testing.T) {
 	for _, c := range open[1:] {
 		c.Close()
 	}
-	waitFor(t, 5*time.Second, "the closed streams' slots", func() bool { return r.f.stats().Open == 0 })
+	waitFor(t, 5*time.Second, "the closed streams' slots", func() bool { return r.f.Stats().Open == 0 })
 	// Remove resets what is open.
-	c, err = dialService(ctx, r.renter, r.prov.ID(), "hold")
+	c, err = r.dial(ctx, r.renter, "hold")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // A service job being stopped (preempted with notice, unpaid, at its
@@ -32,14 +35,14 @@ func TestServiceDrainRefusesNewStreamsAndKeepsOpenOnes(t *testing.T) {
 			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
 		}
 	}()
-	r := newServiceRig(t, ctx, defaultServiceLimits())
+	r := newServiceRig(t, ctx, DefaultForwardLimits())
 	r.f.Add("job", r.renter.ID(), netip.MustParseAddrPort(ln.Addr().String()))
-	open, err := dialService(ctx, r.renter, r.prov.ID(), "job")
+	open, err := r.dial(ctx, r.renter, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer open.Close()
-	echo := func(c net.Conn, msg string) error {
+	echo := func(c network.Stream, msg string) error {
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := c.Write([]byte(msg)); err != nil {
 			return err
@@ -58,8 +61,8 @@ func TestServiceDrainRefusesNewStreamsAndKeepsOpenOnes(t *testing.T) {
 	}
 
 	r.f.Drain("job")
-	var se *ServiceError
-	if _, err := dialService(ctx, r.renter, r.prov.ID(), "job"); !errors.As(err, &se) || se.Code != serviceRefused {
+	var se *wire.ServiceError
+	if _, err := r.dial(ctx, r.renter, "job"); !errors.As(err, &se) || se.Code != wire.ServiceRefused {
 		t.Fatalf("a new stream to a drained job: %v, want refused", err)
 	}
 	if err := echo(open, "during the notice"); err != nil {

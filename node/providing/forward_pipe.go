@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ type deadlineRW interface {
 // cleanly half-closes the other side (an HTTP client's request is done, a
 // server closed after its response); one that fails, idles out or passes
 // its limit resets the whole stream.
-func (f *serviceForwarder) pipe(s network.Stream, c *net.TCPConn) error {
+func (f *Forwarder) pipe(s network.Stream, c *net.TCPConn) error {
 	errc := make(chan error, 2)
 	go func() {
 		err := copyBounded(c, s, f.lim.MaxUp, f.lim.Idle)

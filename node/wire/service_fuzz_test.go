@@ -1,4 +1,4 @@
-package node
+package wire
 
 import (
 	"encoding/json"
@@ -17,18 +17,18 @@ func FuzzServiceHeader(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := decodeServiceHeader(b)
+		h, err := DecodeServiceHeader(b)
 		if err != nil {
 			return
 		}
-		if !serviceJobPattern.MatchString(h.Job) || len(h.Job) > 128 {
+		if !ServiceJobPattern.MatchString(h.Job) || len(h.Job) > 128 {
 			t.Fatalf("accepted job %q", h.Job)
 		}
 		enc, err := json.Marshal(h)
-		if err != nil || len(enc) > maxServiceHeader {
+		if err != nil || len(enc) > MaxServiceHeader {
 			t.Fatalf("re-encode %q: %d bytes, %v", h.Job, len(enc), err)
 		}
-		again, err := decodeServiceHeader(enc)
+		again, err := DecodeServiceHeader(enc)
 		if err != nil || again != h {
 			t.Fatalf("round trip %q: %+v, %v", enc, again, err)
 		}

@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -20,9 +20,9 @@ import (
 // The provider's side of reaching a service job (docs/SERVICES.md,
 // "Reaching a service's container"): the job's container listens on a
 // network only this daemon reaches (executor/service_net.go), and its
-// renter reaches it through /gleaner/N/service/1. A stream carries one
-// header frame (the job), one reply frame (empty, or an error), then raw
-// bytes both ways to the container's port: one TCP connection per stream,
+// renter reaches it through /gleaner/N/service/1 (node/wire/service.go).
+// A stream carries one header frame (the job), one reply frame (empty,
+// or an error), then raw bytes both ways to the container's port: one TCP connection per stream,
 // so an HTTP client above it sees an ordinary connection.
 //
 // Everything about a stream is the peer's to choose and so bounded: the
@@ -32,27 +32,15 @@ import (
 // streams per peer are capped), and how often a peer may be refused
 // before it is reset without an answer.
 
-const serviceProto = "service/1"
-
-// Service reply codes.
 const (
-	serviceRefused     = "refused"     // not the lease's renter, or no such service here
-	serviceBusy        = "busy"        // too many streams open for this peer or job
-	serviceUnreachable = "unreachable" // the container's port does not answer
-	serviceMalformed   = "malformed"   // the header frame is not one
-)
-
-const (
-	maxServiceHeader = 512  // a job ID and a little JSON
-	maxServiceReply  = 1024 // a code and one line of why
-	serviceBufSize   = 32 << 10
+	serviceBufSize = 32 << 10
 	// maxRefusalPeers bounds the refusal limiters kept: a stranger with
 	// many identities costs at most this many small structs.
 	maxRefusalPeers = 4096
 )
 
-// serviceLimits bound every stream; tests shrink them.
-type serviceLimits struct {
+// ForwardLimits bound every stream; tests shrink them.
+type ForwardLimits struct {
 	HeaderTimeout time.Duration // for the header to arrive and the reply to leave
 	DialTimeout   time.Duration // for the container's port to accept
 	Idle          time.Duration // a direction with no bytes for this long ends the stream
@@ -64,41 +52,12 @@ type serviceLimits struct {
 	RefusalBurst  int           // after a burst; beyond, streams are reset unanswered
 }
 
-// defaultServiceLimits: an inference response streams tokens for minutes
+// DefaultForwardLimits: an inference response streams tokens for minutes
 // but is rarely past tens of MiB; a pause of two minutes without a token
 // is a hung replica.
-func defaultServiceLimits() serviceLimits {
-	return serviceLimits{HeaderTimeout: 10 * time.Second, DialTimeout: 3 * time.Second, Idle: 2 * time.Minute,
+func DefaultForwardLimits() ForwardLimits {
+	return ForwardLimits{HeaderTimeout: 10 * time.Second, DialTimeout: 3 * time.Second, Idle: 2 * time.Minute,
 		MaxUp: 64 << 20, MaxDown: 256 << 20, PerPeer: 64, PerJob: 64, RefusalEvery: 6 * time.Second, RefusalBurst: 10}
-}
-
-// serviceHeader opens a stream: which job's service.
-type serviceHeader struct {
-	Job string `json:"job"`
-}
-
-// serviceReply answers it: no Code means the raw bytes follow.
-type serviceReply struct {
-	Code  string `json:"code,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
-var serviceJobPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
-// decodeServiceHeader is strict: one JSON object, no unknown fields, a job
-// ID that could name a job.
-func decodeServiceHeader(b []byte) (serviceHeader, error) {
-	var h serviceHeader
-	if len(b) > maxServiceHeader {
-		return h, fmt.Errorf("service header of %d bytes > %d", len(b), maxServiceHeader)
-	}
-	if err := p2p.DecodeJSON(b, &h); err != nil {
-		return serviceHeader{}, err
-	}
-	if !serviceJobPattern.MatchString(h.Job) {
-		return serviceHeader{}, fmt.Errorf("service header: job ID %q must match %s", h.Job, serviceJobPattern)
-	}
-	return h, nil
 }
 
 type serviceTarget struct {
@@ -106,9 +65,11 @@ type serviceTarget struct {
 	addr   netip.AddrPort
 }
 
-// serviceForwarder serves /gleaner/N/service/1.
-type serviceForwarder struct {
-	lim  serviceLimits
+// Forwarder serves /gleaner/N/service/1 (wire.ServiceProto): the node
+// registers Handle for it, and the provider hands it each service job as
+// it runs (Config.OnService, OnServiceDrain, OnServiceEnd).
+type Forwarder struct {
+	lim  ForwardLimits
 	log  *slog.Logger
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -124,15 +85,16 @@ type serviceForwarder struct {
 	limited atomic.Int64 // refusals reset unanswered (rate limit)
 }
 
-func newServiceForwarder(lim serviceLimits, log *slog.Logger) *serviceForwarder {
-	return &serviceForwarder{lim: lim, log: log, dial: (&net.Dialer{}).DialContext,
+// NewForwarder serves nothing until Add.
+func NewForwarder(lim ForwardLimits, log *slog.Logger) *Forwarder {
+	return &Forwarder{lim: lim, log: log, dial: (&net.Dialer{}).DialContext,
 		targets: map[string]serviceTarget{}, perPeer: map[peer.ID]int{}, perJob: map[string]int{},
 		streams: map[string]map[network.Stream]struct{}{}, refusals: map[peer.ID]*rate.Limiter{}}
 }
 
 // Add serves jobID's container at addr to renter alone, replacing what
 // was served for jobID before.
-func (f *serviceForwarder) Add(jobID string, renter peer.ID, addr netip.AddrPort) {
+func (f *Forwarder) Add(jobID string, renter peer.ID, addr netip.AddrPort) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.targets[jobID] = serviceTarget{renter: renter, addr: addr}
@@ -141,14 +103,14 @@ func (f *serviceForwarder) Add(jobID string, renter peer.ID, addr netip.AddrPort
 // Drain refuses new streams to jobID from now on, as if it were not
 // served, and lets those open run on until Remove: the job is being
 // stopped (with its lease's notice) or has exited.
-func (f *serviceForwarder) Drain(jobID string) {
+func (f *Forwarder) Drain(jobID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.targets, jobID)
 }
 
 // Remove stops serving jobID and resets its open streams: the job ended.
-func (f *serviceForwarder) Remove(jobID string) {
+func (f *Forwarder) Remove(jobID string) {
 	f.mu.Lock()
 	delete(f.targets, jobID)
 	open := f.streams[jobID]
@@ -161,7 +123,7 @@ func (f *serviceForwarder) Remove(jobID string) {
 
 // Close refuses every stream from now on and resets the open ones, so that
 // the node's Stop does not wait on a renter's long response.
-func (f *serviceForwarder) Close() {
+func (f *Forwarder) Close() {
 	f.mu.Lock()
 	f.closed = true
 	all := f.streams
@@ -174,44 +136,44 @@ func (f *serviceForwarder) Close() {
 	}
 }
 
-// serviceStats is what the forwarder counted.
-type serviceStats struct {
+// ForwardStats is what the forwarder counted.
+type ForwardStats struct {
 	Open             int
 	Refused, Limited int64
 }
 
-func (f *serviceForwarder) stats() serviceStats {
+func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	open := 0
 	for _, n := range f.perPeer {
 		open += n
 	}
-	return serviceStats{Open: open, Refused: f.refused.Load(), Limited: f.limited.Load()}
+	return ForwardStats{Open: open, Refused: f.refused.Load(), Limited: f.limited.Load()}
 }
 
-func (f *serviceForwarder) handle(s network.Stream) {
+func (f *Forwarder) Handle(s network.Stream) {
 	from := s.Conn().RemotePeer()
 	_ = s.SetDeadline(time.Now().Add(f.lim.HeaderTimeout))
-	b, err := p2p.ReadFrame(s, maxServiceHeader)
+	b, err := p2p.ReadFrame(s, wire.MaxServiceHeader)
 	if err != nil {
-		f.refuse(s, from, serviceMalformed, "no service header: "+err.Error())
+		f.refuse(s, from, wire.ServiceMalformed, "no service header: "+err.Error())
 		return
 	}
-	h, err := decodeServiceHeader(b)
+	h, err := wire.DecodeServiceHeader(b)
 	if err != nil {
-		f.refuse(s, from, serviceMalformed, err.Error())
+		f.refuse(s, from, wire.ServiceMalformed, err.Error())
 		return
 	}
 	t, release, code := f.acquire(h.Job, from, s)
 	switch code {
-	case serviceRefused:
+	case wire.ServiceRefused:
 		// One answer for "no such job" and "not yours": a stranger learns
 		// nothing of which jobs run here.
 		f.refuse(s, from, code, fmt.Sprintf("peer %s is not the renter of a service job %q on this provider", from, h.Job))
 		return
-	case serviceBusy:
-		f.answer(s, serviceReply{Code: code, Error: fmt.Sprintf("too many streams open for job %q or this peer (at most %d, %d)", h.Job, f.lim.PerJob, f.lim.PerPeer)})
+	case wire.ServiceBusy:
+		f.answer(s, wire.ServiceReply{Code: code, Error: fmt.Sprintf("too many streams open for job %q or this peer (at most %d, %d)", h.Job, f.lim.PerJob, f.lim.PerPeer)})
 		return
 	}
 	defer release()
@@ -219,11 +181,11 @@ func (f *serviceForwarder) handle(s network.Stream) {
 	c, err := f.dial(ctx, "tcp", t.addr.String())
 	cancel()
 	if err != nil {
-		f.answer(s, serviceReply{Code: serviceUnreachable, Error: "the service's port is not answering: " + err.Error()})
+		f.answer(s, wire.ServiceReply{Code: wire.ServiceUnreachable, Error: "the service's port is not answering: " + err.Error()})
 		return
 	}
 	defer c.Close()
-	if err := p2p.WriteJSON(s, serviceReply{}, maxServiceReply); err != nil {
+	if err := p2p.WriteJSON(s, wire.ServiceReply{}, wire.MaxServiceReply); err != nil {
 		_ = s.Reset()
 		return
 	}
@@ -235,15 +197,15 @@ func (f *serviceForwarder) handle(s network.Stream) {
 
 // acquire finds jobID's target for from and counts the stream against the
 // caps; release undoes it. code is "" when the stream may go on.
-func (f *serviceForwarder) acquire(jobID string, from peer.ID, s network.Stream) (t serviceTarget, release func(), code string) {
+func (f *Forwarder) acquire(jobID string, from peer.ID, s network.Stream) (t serviceTarget, release func(), code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.targets[jobID]
 	switch {
 	case f.closed || !ok || t.renter != from:
-		return t, nil, serviceRefused
+		return t, nil, wire.ServiceRefused
 	case f.perPeer[from] >= f.lim.PerPeer || f.perJob[jobID] >= f.lim.PerJob:
-		return t, nil, serviceBusy
+		return t, nil, wire.ServiceBusy
 	}
 	f.perPeer[from]++
 	f.perJob[jobID]++
@@ -272,29 +234,29 @@ func (f *serviceForwarder) acquire(jobID string, from peer.ID, s network.Stream)
 // refuse answers a refusal unless from has earned too many lately: then
 // the stream is reset unanswered, which costs this node no more than the
 // header's read.
-func (f *serviceForwarder) refuse(s network.Stream, from peer.ID, code, why string) {
+func (f *Forwarder) refuse(s network.Stream, from peer.ID, code, why string) {
 	if !f.mayRefuse(from) {
 		f.limited.Add(1)
 		_ = s.Reset()
 		return
 	}
 	f.refused.Add(1)
-	f.answer(s, serviceReply{Code: code, Error: why})
+	f.answer(s, wire.ServiceReply{Code: code, Error: why})
 }
 
-func (f *serviceForwarder) answer(s network.Stream, r serviceReply) {
-	if len(r.Error) > maxServiceReply/2 {
-		r.Error = r.Error[:maxServiceReply/2]
+func (f *Forwarder) answer(s network.Stream, r wire.ServiceReply) {
+	if len(r.Error) > wire.MaxServiceReply/2 {
+		r.Error = r.Error[:wire.MaxServiceReply/2]
 	}
 	_ = s.SetWriteDeadline(time.Now().Add(f.lim.HeaderTimeout))
-	if err := p2p.WriteJSON(s, r, maxServiceReply); err != nil {
+	if err := p2p.WriteJSON(s, r, wire.MaxServiceReply); err != nil {
 		_ = s.Reset()
 		return
 	}
 	_ = s.Close()
 }
 
-func (f *serviceForwarder) mayRefuse(from peer.ID) bool {
+func (f *Forwarder) mayRefuse(from peer.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.refusals[from]
