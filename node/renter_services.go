@@ -173,17 +173,32 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 		return nil, "", err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.recs[spec.Name]; ok {
+	// A name with a gateway but no record yet is being brought up.
+	_, up := s.recs[spec.Name]
+	if _, starting := s.live[spec.Name]; up || starting {
+		s.mu.Unlock()
 		return nil, "", fmt.Errorf("a service %q is already up (see `gleaner service status %s`; `gleaner service down %s` first)", spec.Name, spec.Name, spec.Name)
 	}
 	rec := &ServiceRecord{Name: spec.Name, Spec: string(specYAML), Port: port, Host: host, Created: time.Now().UTC()}
 	// The gateway first: a port taken fails before anything is bought.
+	// Its keeper waits for the record, which is no one's but this
+	// call's until it is in s.recs: the replicas are bought and the
+	// record written outside s.mu.
 	if err := s.startLocked(rec, spec, true); err != nil {
+		s.mu.Unlock()
 		s.forgetToken(rec.Name)
 		return nil, "", err
 	}
 	ls := s.live[rec.Name]
+	s.mu.Unlock()
+	undo := func() {
+		s.mu.Lock()
+		done := s.stopLocked(rec.Name)
+		s.mu.Unlock()
+		<-done
+		s.forgetToken(rec.Name)
+		s.cancelJobs(rec.Replicas)
+	}
 	for i := range spec.Service.Replicas.Min {
 		y, err := replicaSpec(spec, i, time.Now())
 		if err == nil {
@@ -193,19 +208,17 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 				continue
 			}
 		}
-		s.stopLocked(rec.Name)
-		s.forgetToken(rec.Name)
-		s.cancelJobs(rec.Replicas)
+		undo()
 		return nil, "", fmt.Errorf("replica %d: %w", i, err)
 	}
 	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
-		s.stopLocked(rec.Name)
-		s.forgetToken(rec.Name)
-		s.cancelJobs(rec.Replicas)
+		undo()
 		return nil, "", err
 	}
+	s.mu.Lock()
 	s.recs[rec.Name] = rec
 	c := *rec
+	s.mu.Unlock()
 	return &c, ls.url, nil
 }
 
