@@ -120,9 +120,10 @@ func newServices(n *Node, log *slog.Logger) (*services, error) {
 // resume brings back the gateway of every service kept in the store, and
 // cancels the service jobs that no record holds (service_orphans.go).
 func (s *services) resume() {
+	live := s.n.renterJobs.liveServiceJobs() // nothing buys before resume
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancelOrphansLocked()
+	s.cancelOrphansLocked(live)
 	for name, rec := range s.recs {
 		spec, err := auction.ParseJobSpec([]byte(rec.Spec))
 		if err != nil {
