@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
 	"github.com/gleaner-net/gleaner/node/wire"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
 )
 
@@ -29,6 +29,11 @@ import (
 // definition is kept in the store, so that after a restart the gateway
 // comes back on the same address and port, with the same token, and the
 // same replica jobs (which the job manager follows again on its own).
+//
+// What the replicas should be (how many, which to replace, when to renew,
+// which to give up) is decided by the service's reconciler
+// (auction/service), which does no I/O; the keeper here observes the
+// jobs and the gateway, Ticks it and carries out its actions.
 
 // ServiceRecord is the renter's durable view of one service.
 type ServiceRecord struct {
@@ -63,30 +68,8 @@ type ServiceRecord struct {
 	NotPlaced string `json:"not_placed,omitempty"`
 }
 
-// Healing's bounds: after serviceHealLimit replicas in a row that ended
-// without ever passing their readiness check, no more are bought (the spec
-// is to blame, not the providers); replacements in such a run wait
-// serviceSync doubled for each, up to serviceHealBackoff.
-const (
-	serviceHealLimit   = 4
-	serviceHealBackoff = 30 * time.Second
-)
-
-// healBackoff is the wait before the next replacement after n in a row
-// that never got ready, or that no provider took: step doubled for each,
-// up to serviceHealBackoff.
-func healBackoff(step time.Duration, n int) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	if n > 16 {
-		return serviceHealBackoff // and no shift past the duration's bits
-	}
-	return min(step<<n, serviceHealBackoff)
-}
-
 // serviceSync is how often a service's replica set is matched to its jobs.
-const serviceSync = time.Second
+const serviceSync = service.SyncEvery
 
 type liveService struct {
 	gw        *gateway.Gateway
@@ -107,19 +90,22 @@ type services struct {
 	mu   sync.Mutex // guards recs, live
 	recs map[string]*ServiceRecord
 	live map[string]*liveService
+	// saveMu orders the writes of the records to the store, which happen
+	// outside mu (save); taken before mu, never under it.
+	saveMu sync.Mutex
 
 	// readyGrace: how long past readiness.initial_delay a running replica
-	// may go without being ready before it is given up (service_ready.go);
-	// settleMax, shorter in tests.
+	// may go without being ready before it is given up
+	// (service.Config.ReadyGrace); service.SettleMax, shorter in tests.
 	readyGrace time.Duration
-	// healStep: the first wait of healing's back-off (healBackoff);
+	// healStep: the first wait of healing's back-off (service.HealBackoff);
 	// serviceSync, shorter in tests.
 	healStep time.Duration
 }
 
 func newServices(n *Node, log *slog.Logger) (*services, error) {
 	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
-		readyGrace: settleMax, healStep: serviceSync}
+		readyGrace: service.SettleMax, healStep: serviceSync}
 	err := n.store.ForEach(bucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
 		if err := decodeJSON(raw, &rec); err != nil {
@@ -134,9 +120,10 @@ func newServices(n *Node, log *slog.Logger) (*services, error) {
 // resume brings back the gateway of every service kept in the store, and
 // cancels the service jobs that no record holds (service_orphans.go).
 func (s *services) resume() {
+	live := s.n.renterJobs.liveServiceJobs() // nothing buys before resume
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancelOrphansLocked()
+	s.cancelOrphansLocked(live)
 	for name, rec := range s.recs {
 		spec, err := auction.ParseJobSpec([]byte(rec.Spec))
 		if err != nil {
@@ -162,52 +149,10 @@ func (s *services) resume() {
 	}
 }
 
-// goldStartLead is how far ahead of its purchase a gold replica (of a
-// gold floor or a gold service) bought after the spec's start reserves
-// its window from: a replacement, a successor or a service brought up
-// late needs time for its auction, whose offers reject a reservation
-// whose start has passed (auction.ReasonStartPassed).
-const goldStartLead = 10 * time.Second
-
-// replicaSpec is the spec of replica i, bought at now: the floor's
-// replicas at the floor's tier and price, a gold replica's start moved
-// to now + goldStartLead once that is past it, and each replica placed
-// by its entry of replica_placement, if it has one, within the spec's
-// placement; without the spec's gateway section.
+// replicaSpec is the spec of replica i, bought at now
+// (service.ReplicaSpec), as YAML to submit.
 func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
-	c := *spec
-	svc := *spec.Service
-	c.Service = &svc
-	if f := spec.Service.Floor; i < f.Replicas {
-		// The replica's own spec has the floor's tier and no floor of its
-		// own (a floor must be above the spec's tier).
-		svc.Floor = auction.Floor{}
-		c.Tier = f.Tier
-		if f.MaxPrice > 0 {
-			c.MaxPrice = f.MaxPrice
-		}
-	}
-	if earliest := now.Add(goldStartLead); c.Tier == auction.Gold && c.Start.Before(earliest) {
-		c.Start = earliest.Truncate(time.Second).Add(time.Second).UTC()
-	}
-	// The entry narrows the placement the replica's auction filters by
-	// (the spec's parse has checked it lies within). The replica's spec
-	// keeps no entries: the others' would not lie within its placement,
-	// and it is one replica.
-	svc.ReplicaPlacement = nil
-	// Where the renter's gateway listens is the renter's business: no
-	// provider sees it, and it is no part of the replicas' hashes.
-	svc.Gateway = auction.ServiceGateway{}
-	if i < len(spec.Service.ReplicaPlacement) {
-		p := spec.Service.ReplicaPlacement[i]
-		if len(p.Regions) > 0 {
-			c.Placement.Regions = slices.Clone(p.Regions)
-		}
-		if p.MaxRTT > 0 {
-			c.Placement.MaxRTT = p.MaxRTT
-		}
-	}
-	return yaml.Marshal(&c)
+	return yaml.Marshal(service.ReplicaSpec(spec, i, now))
 }
 
 // up places a service's replicas and starts its gateway on listen
@@ -229,17 +174,32 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 		return nil, "", err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.recs[spec.Name]; ok {
+	// A name with a gateway but no record yet is being brought up.
+	_, up := s.recs[spec.Name]
+	if _, starting := s.live[spec.Name]; up || starting {
+		s.mu.Unlock()
 		return nil, "", fmt.Errorf("a service %q is already up (see `gleaner service status %s`; `gleaner service down %s` first)", spec.Name, spec.Name, spec.Name)
 	}
 	rec := &ServiceRecord{Name: spec.Name, Spec: string(specYAML), Port: port, Host: host, Created: time.Now().UTC()}
 	// The gateway first: a port taken fails before anything is bought.
+	// Its keeper waits for the record, which is no one's but this
+	// call's until it is in s.recs: the replicas are bought and the
+	// record written outside s.mu.
 	if err := s.startLocked(rec, spec, true); err != nil {
+		s.mu.Unlock()
 		s.forgetToken(rec.Name)
 		return nil, "", err
 	}
 	ls := s.live[rec.Name]
+	s.mu.Unlock()
+	undo := func() {
+		s.mu.Lock()
+		done := s.stopLocked(rec.Name)
+		s.mu.Unlock()
+		<-done
+		s.forgetToken(rec.Name)
+		s.cancelJobs(rec.Replicas)
+	}
 	for i := range spec.Service.Replicas.Min {
 		y, err := replicaSpec(spec, i, time.Now())
 		if err == nil {
@@ -249,19 +209,17 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 				continue
 			}
 		}
-		s.stopLocked(rec.Name)
-		s.forgetToken(rec.Name)
-		s.cancelJobs(rec.Replicas)
+		undo()
 		return nil, "", fmt.Errorf("replica %d: %w", i, err)
 	}
 	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
-		s.stopLocked(rec.Name)
-		s.forgetToken(rec.Name)
-		s.cancelJobs(rec.Replicas)
+		undo()
 		return nil, "", err
 	}
+	s.mu.Lock()
 	s.recs[rec.Name] = rec
 	c := *rec
+	s.mu.Unlock()
 	return &c, ls.url, nil
 }
 
@@ -342,340 +300,6 @@ func (s *services) cancelJobs(ids []string) {
 	}
 }
 
-// keep matches the gateway's replicas to the service's jobs until ctx
-// ends: a job that runs is added (not ready until its readiness probe
-// passes), one that moved provider is replaced, one that stopped is
-// removed; each replica's RTT is its provider's. Each sync also heals and
-// scales the service (sync).
-func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
-	added := map[string]string{} // job ID -> provider
-	k := &keeper{s: s, name: name, gw: gw, everReady: map[string]bool{}, addedAt: map[string]time.Time{}, gaveUp: map[string]string{},
-		renewTried: map[string]bool{}, unplaced: map[int]unplacedEnd{}}
-	var lastSync time.Time
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		var ids []string
-		if rec := s.recs[name]; rec != nil {
-			// A successor is added to the gateway as any replica is: it
-			// takes traffic once ready, and its index once the sync sees
-			// it ready (service_renew.go).
-			ids = append(slices.Clone(rec.Replicas), successors(rec)...)
-			if k.spec == nil {
-				if spec, err := auction.ParseJobSpec([]byte(rec.Spec)); err == nil && spec.IsService() {
-					k.spec, k.as = spec, newAutoscaler(*spec.Service)
-				}
-			}
-		}
-		s.mu.Unlock()
-		pending := false // a replica whose job is on its way to running
-		for _, id := range ids {
-			j, err := s.n.renterJobs.get(id)
-			live := err == nil && j.State == StateRunning && j.Provider != ""
-			if prov, ok := added[id]; ok && (!live || prov != j.Provider) {
-				gw.Remove(id)
-				delete(added, id)
-				delete(k.addedAt, id)
-			}
-			if !live {
-				pending = pending || (err == nil && !terminal(j.State))
-				continue
-			}
-			pid, err := peer.Decode(j.Provider)
-			if err != nil {
-				continue
-			}
-			rtt, _ := peerRTT(s.n.market, j.Provider)
-			if _, ok := added[id]; ok {
-				gw.SetRTT(id, rtt)
-				continue
-			}
-			jobID := id
-			gw.Add(gateway.Replica{ID: id, RTT: rtt, Cost: s.replicaCost(jobID), Dial: func(ctx context.Context) (net.Conn, error) {
-				return s.n.DialService(ctx, pid, jobID)
-			}})
-			added[id] = j.Provider
-			k.addedAt[id] = time.Now()
-			pending = true
-			if k.spec != nil {
-				go startupProbes(ctx, gw, id, k.spec.Service.Readiness.InitialDelay)
-			}
-		}
-		if now := time.Now(); k.spec != nil && now.Sub(lastSync) >= serviceSync {
-			lastSync = now
-			drop, retire := k.sync(now)
-			for _, id := range drop {
-				if _, ok := added[id]; ok {
-					gw.Remove(id)
-					delete(added, id)
-				}
-				delete(k.addedAt, id)
-				delete(k.gaveUp, id)
-			}
-			for _, id := range retire {
-				delete(added, id)
-				delete(k.addedAt, id)
-				delete(k.gaveUp, id)
-				go s.retire(ctx, name, gw, id)
-			}
-		}
-		// While a replica is on its way the loop looks again soon, so
-		// that it is added as soon as its job runs; the sync above keeps
-		// its own pace.
-		if pending {
-			t.Reset(serviceStartupPoll)
-		} else {
-			t.Reset(serviceSync)
-		}
-	}
-}
-
-// A replica on its way: its job is looked at every serviceStartupPoll
-// until it runs, and once it runs its readiness path is checked every
-// serviceStartupProbe (from readiness.initial_delay on) until it first
-// passes, for at most serviceStartupFor; the gateway's own checks, every
-// readiness.period, go on beside. A loading model answers 503 a few more
-// times; in exchange a replica takes traffic within a fraction of a
-// second of being ready, not a period later.
-const (
-	serviceStartupPoll  = 100 * time.Millisecond
-	serviceStartupProbe = 200 * time.Millisecond
-	serviceStartupFor   = 10 * time.Minute
-)
-
-// startupProbes checks replica id every serviceStartupProbe until it
-// passes, leaves the gateway, or serviceStartupFor has passed.
-func startupProbes(ctx context.Context, gw *gateway.Gateway, id string, delay time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, delay+serviceStartupFor)
-	defer cancel()
-	for wait := delay; ; wait = serviceStartupProbe {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		if ready, found := gw.ProbeOne(ctx, id); ready || !found {
-			return
-		}
-	}
-}
-
-// keeper is one service's healing and scaling state, in its loop.
-type keeper struct {
-	s         *services
-	name      string
-	gw        *gateway.Gateway
-	spec      *auction.JobSpec
-	as        *autoscaler
-	everReady map[string]bool      // job IDs seen ready
-	addedAt   map[string]time.Time // job ID -> when its run was added to the gateway
-	gaveUp    map[string]string    // job ID -> why it was cancelled as never ready
-	nextHeal  time.Time            // no replacement before (the backoff)
-	noMatches int                  // replacements in a row for replicas no provider took
-	// renewTried: the leases (CIDs) a successor was bought for, so that
-	// one that failed is not bought again and again before the lease ends.
-	renewTried map[string]bool
-	// leaseSpans: lease CID -> its start and end (leaseSpan), the current
-	// leases' only.
-	leaseSpans map[string][2]time.Time
-	// unplaced: replica index -> its latest attempt that ended without
-	// being placed, since a replica last was (placement).
-	unplaced map[int]unplacedEnd
-}
-
-// target is how many replicas the service should run: the count fixed by
-// service_scale, else the autoscaler's (within replicas.min..max), else
-// replicas.min; never fewer than the floor.
-func (k *keeper) target(rec *ServiceRecord, now time.Time, current int) int {
-	svc := k.spec.Service
-	n := rec.Scale
-	if n <= 0 {
-		n = svc.Replicas.Min
-		if svc.Autoscale.Enabled() {
-			var why string
-			n, why = k.as.want(now, withoutSuccessors(k.gw.Stats(), rec), current)
-			hi := max(svc.Replicas.Max, svc.Replicas.Min)
-			n = min(max(n, svc.Replicas.Min), hi)
-			if why != "" && n != current {
-				k.s.log.Info("service autoscale", "service", k.name, "from", current, "to", n, "why", why)
-			}
-		}
-	}
-	return min(max(n, svc.Floor.Replicas, 1), auction.MaxServiceReplicas)
-}
-
-// sync heals and scales the service once: a replica whose job ended is
-// replaced by a new job at its index (so a floor replica keeps the
-// floor's tier), replicas are added up to the target and the highest
-// ones removed down to it; a replica near its lease's end is renewed
-// (service_renew.go). It returns the job IDs it dropped, and those to
-// drain before their jobs are cancelled (retire: a successor took over).
-func (k *keeper) sync(now time.Time) (drop, retire []string) {
-	s := k.s
-	ready := map[string]bool{}
-	for _, r := range k.gw.Stats().Replicas {
-		if r.Ready {
-			k.everReady[r.ID] = true
-			ready[r.ID] = true
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec := s.recs[k.name]
-	if rec == nil {
-		return nil, nil
-	}
-	reps := slices.Clone(rec.Replicas)
-	notes := maps.Clone(rec.Notes)
-	if notes == nil {
-		notes = map[string]string{}
-	}
-	// Successors first: one ready (or whose old job ended) takes its
-	// index, so healing below sees it there.
-	retire, drop, changed := k.renewSettle(rec, reps, notes, ready)
-	// Replicas not ready in time are cancelled first, healing or not:
-	// they must not run on unpaid for; the loop below replaces them once
-	// their jobs show cancelled.
-	cancel := k.giveUpUnready(reps, now)
-	// Before the ended replicas are replaced below: what their jobs say
-	// of why none is placed.
-	if k.placement(rec, reps) {
-		changed = true
-	}
-	for _, id := range reps {
-		if k.everReady[id] {
-			k.noMatches = 0
-			if rec.Unready != 0 {
-				rec.Unready, rec.HealError, changed = 0, "", true
-			}
-		}
-	}
-	group := s.n.renterJobs.auctionGroup(serviceGroup(k.name))
-	for i, id := range reps {
-		j, err := s.n.renterJobs.get(id)
-		if err == nil && !terminal(j.State) {
-			continue
-		}
-		if rec.HealError != "" || now.Before(k.nextHeal) {
-			continue
-		}
-		why, prov := "its job is gone", ""
-		if err == nil {
-			why, prov = "its job ended "+j.State, j.Provider
-			if j.Error != "" {
-				why += ": " + j.Error
-			}
-		}
-		if w, ok := k.gaveUp[id]; ok {
-			why = "cancelled: " + w
-		}
-		// One no provider took never ran: the market's doing, not the
-		// spec's, so it is replaced but not counted, and a service whose
-		// supply is gone for a while heals once it is back instead of
-		// stopping with an error that blames its readiness check.
-		noMatch := err == nil && j.State == StateNoMatch
-		if !noMatch && !k.everReady[id] {
-			rec.Unready++
-			changed = true
-			if rec.Unready >= serviceHealLimit {
-				rec.HealError = fmt.Sprintf("%d replicas in a row ended without passing their readiness check (the last: %s); no more are bought: fix the spec and `gleaner service down %s`, then up again", rec.Unready, why, k.name)
-				s.log.Warn("service healing stopped", "service", k.name, "err", rec.HealError)
-				continue
-			}
-		}
-		opt := SubmitOptions{Service: k.name}
-		if prov != "" && err == nil && j.State == StateFailed {
-			// Lost with its provider (or failed there): the replacement
-			// goes elsewhere; one cancelled or ended blames no provider.
-			opt.Avoid = []string{prov}
-		}
-		y, yerr := replicaSpec(k.spec, i, now)
-		var nj *JobRecord
-		if yerr == nil {
-			nj, yerr = s.n.renterJobs.submit(y, nil, opt)
-		}
-		if yerr != nil {
-			s.log.Warn("service replica not replaced", "service", k.name, "index", i, "job", id, "err", yerr)
-			k.nextHeal = now.Add(serviceHealBackoff)
-			continue
-		}
-		note := fmt.Sprintf("replaces %s (replica %d): %s", id, i, why)
-		s.log.Info("service replica replaced", "service", k.name, "index", i, "old", id, "new", nj.ID, "why", why)
-		group.Release(id)
-		delete(notes, id)
-		notes[nj.ID] = note
-		reps[i] = nj.ID
-		drop = append(drop, id)
-		rec.Replaced++
-		changed = true
-		if noMatch {
-			k.noMatches++
-			k.nextHeal = now.Add(healBackoff(s.healStep, k.noMatches))
-		} else if rec.Unready > 0 {
-			k.nextHeal = now.Add(healBackoff(s.healStep, rec.Unready))
-		}
-	}
-	want := k.target(rec, now, len(reps))
-	for len(reps) < want && rec.HealError == "" {
-		i := len(reps)
-		y, err := replicaSpec(k.spec, i, now)
-		var nj *JobRecord
-		if err == nil {
-			nj, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: k.name})
-		}
-		if err != nil {
-			s.log.Warn("service replica not added", "service", k.name, "index", i, "err", err)
-			break
-		}
-		s.log.Info("service replica added", "service", k.name, "index", i, "job", nj.ID, "target", want)
-		reps = append(reps, nj.ID)
-		changed = true
-	}
-	for len(reps) > want {
-		id := reps[len(reps)-1]
-		reps = reps[:len(reps)-1]
-		s.log.Info("service replica removed", "service", k.name, "index", len(reps), "job", id, "target", want)
-		group.Release(id)
-		delete(notes, id)
-		cancel = append(cancel, id)
-		drop = append(drop, id)
-		if succ := rec.Renewing[id]; succ != "" {
-			// Its successor goes with it.
-			delete(rec.Renewing, id)
-			group.Release(succ)
-			cancel = append(cancel, succ)
-			drop = append(drop, succ)
-		}
-		changed = true
-	}
-	if k.renewStart(rec, reps, now) {
-		changed = true
-	}
-	if changed {
-		rec.Replicas, rec.Notes = reps, notes
-		if len(notes) == 0 {
-			rec.Notes = nil
-		}
-		if len(rec.Renewing) == 0 {
-			rec.Renewing = nil
-		}
-		c := *rec
-		if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) }); err != nil {
-			s.log.Error("service record not saved", "service", k.name, "err", err)
-		}
-	}
-	if len(cancel) > 0 {
-		go s.cancelJobs(cancel)
-	}
-	return drop, retire
-}
-
 // scale fixes the service's replica count at n (1..MaxServiceReplicas),
 // or with 0 gives it back to the spec and its autoscaler; the loop adds
 // or removes replicas at its next sync.
@@ -684,23 +308,29 @@ func (s *services) scale(name string, n int) error {
 		return fmt.Errorf("replicas %d outside 0..%d (0: back to the spec's count or its autoscaler)", n, auction.MaxServiceReplicas)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	rec, ok := s.recs[name]
 	if !ok {
+		s.mu.Unlock()
 		return fmt.Errorf("no service %q (see `gleaner service ls`)", name)
 	}
 	spec, err := auction.ParseJobSpec([]byte(rec.Spec))
 	if err != nil {
+		s.mu.Unlock()
 		return err
 	}
 	if f := spec.Service.Floor.Replicas; n > 0 && n < f {
+		s.mu.Unlock()
 		return fmt.Errorf("replicas %d is below the spec's floor of %d replicas", n, f)
 	}
 	prev := rec.Scale
 	rec.Scale = n
-	c := *rec
-	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) }); err != nil {
-		rec.Scale = prev
+	s.mu.Unlock()
+	if err := s.save(name); err != nil {
+		s.mu.Lock()
+		if rec.Scale == n {
+			rec.Scale = prev
+		}
+		s.mu.Unlock()
 		return err
 	}
 	s.log.Info("service scale", "service", name, "replicas", n)
@@ -722,16 +352,21 @@ func (s *services) down(name string) (*ServiceRecord, error) {
 // record and token, and returns a copy of the record (nil when there is
 // no such service); its jobs are the caller's to cancel.
 func (s *services) forget(name string) (*ServiceRecord, error) {
+	// saveMu first: a save of the record in flight lands before the
+	// delete, and none after it.
+	s.saveMu.Lock()
 	s.mu.Lock()
 	rec, ok := s.recs[name]
 	if !ok {
 		s.mu.Unlock()
+		s.saveMu.Unlock()
 		return nil, fmt.Errorf("no service %q (see `gleaner service ls`)", name)
 	}
 	done := s.stopLocked(name)
 	delete(s.recs, name)
-	err := s.n.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketServices, name) })
 	s.mu.Unlock()
+	err := s.n.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketServices, name) })
+	s.saveMu.Unlock()
 	<-done
 	s.forgetToken(name)
 	c := *rec

@@ -66,7 +66,7 @@ func addCredits(a, b auction.Credits) auction.Credits {
 
 // serviceCost is the gateway.Config.Cost hook of rec's service. It takes
 // renterJobs.mu only, never services.mu: the gateway's Stats (which calls
-// it) is read under services.mu by the keeper.
+// it) is read by service_status while services.mu may be held elsewhere.
 func (s *services) serviceCost(rec *ServiceRecord) func() auction.Credits {
 	name, since := rec.Name, rec.Created.Add(-time.Second) // a clock step back at submit must not lose the first replicas
 	return func() auction.Credits { return s.n.renterJobs.spentOnService(name, since) }

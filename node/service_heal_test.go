@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -102,7 +103,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 }
 
 // A service whose replicas exit before they are ever ready (here: a batch
-// image that ends after a second) is healed serviceHealLimit times, with
+// image that ends after a second) is healed service.HealLimit times, with
 // back-off, and then no more replicas are bought: service_status says why.
 func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 	requireDemoImage(t)
@@ -127,8 +128,8 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 	}
 	// A replica no provider took never ran: replaced, not counted.
 	all, ran := serviceJobs(rn, "broken")
-	if ran != serviceHealLimit || v.Replaced != all-1 {
-		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, serviceHealLimit)
+	if ran != service.HealLimit || v.Replaced != all-1 {
+		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, service.HealLimit)
 	}
 }
 
@@ -149,7 +150,7 @@ func serviceJobs(rn *Node, name string) (all, ran int) {
 // A replica that runs but never passes its readiness check (here the
 // model server's test knob) is given up once its grace has passed: its
 // job is cancelled, so it is paid for no longer, and it is replaced; after
-// serviceHealLimit such replicas no more are bought, service_status says
+// service.HealLimit such replicas no more are bought, service_status says
 // why in words that name the check, and nothing is left running on the
 // provider.
 func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
@@ -165,15 +166,15 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	}
 	v := waitService(t, rn, "stuck", 2*time.Minute, "healing stopped", func(v *ServiceView) bool { return v.Heal != "" })
 	t.Logf("heal error: %s", v.Heal)
-	if !strings.Contains(v.Heal, fmt.Sprintf("%d replicas in a row", serviceHealLimit)) || !strings.Contains(v.Heal, "readiness check (GET /health on port 8000) never passed") {
+	if !strings.Contains(v.Heal, fmt.Sprintf("%d replicas in a row", service.HealLimit)) || !strings.Contains(v.Heal, "readiness check (GET /health on port 8000) never passed") {
 		t.Fatalf("heal error %q", v.Heal)
 	}
 	// A replica no provider took (the provider still freeing the last
 	// one's GPU, on a loaded machine) never ran: it is replaced but not
-	// counted, so exactly serviceHealLimit ran.
+	// counted, so exactly service.HealLimit ran.
 	all, ran := serviceJobs(rn, "stuck")
-	if ran != serviceHealLimit || v.Replaced != all-1 {
-		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, serviceHealLimit)
+	if ran != service.HealLimit || v.Replaced != all-1 {
+		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, service.HealLimit)
 	}
 	var jobs []JobRecord
 	for _, j := range rn.renterJobs.siblings("") {
@@ -197,7 +198,7 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 }
 
 // A service up while no provider it can reach sells (every replica ends
-// no-match) keeps buying replicas past serviceHealLimit with no heal
+// no-match) keeps buying replicas past service.HealLimit with no heal
 // error, and serves once a provider comes: no supply is the market's
 // doing, not the spec's.
 func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
@@ -212,7 +213,7 @@ func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
 	}
 	waitFor(t, time.Minute, "more replicas no provider took than healing's limit", func() bool {
 		all, ran := serviceJobs(rn, "patient")
-		return all-ran > serviceHealLimit
+		return all-ran > service.HealLimit
 	})
 	v, err := rn.renterServices.view("patient", false)
 	if err != nil {

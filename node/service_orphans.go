@@ -45,12 +45,12 @@ func serviceOrphans(recs map[string]*ServiceRecord, live []JobRecord) []string {
 	return out
 }
 
-// cancelOrphansLocked cancels, in the background, the live service jobs
-// no record holds. It runs in resume with s.mu held, before any keeper's
-// sync (which takes s.mu) can buy a job that its record does not hold
-// yet.
-func (s *services) cancelOrphansLocked() {
-	orphans := serviceOrphans(s.recs, s.n.renterJobs.liveServiceJobs())
+// cancelOrphansLocked cancels, in the background, the jobs of live (the
+// live service jobs, read before s.mu was taken) that no record holds. It
+// runs in resume with s.mu held, before any keeper (which takes s.mu
+// first) can buy a job that its record does not hold yet.
+func (s *services) cancelOrphansLocked(live []JobRecord) {
+	orphans := serviceOrphans(s.recs, live)
 	if len(orphans) == 0 {
 		return
 	}

@@ -39,25 +39,22 @@ func endedUnplaced(j *JobRecord) bool {
 	return j.State == StateNoMatch || j.State == StateFailed && j.StartedAt == nil
 }
 
-// unplacedEnd is a replica attempt that ended without being placed.
-type unplacedEnd struct {
-	job string
-	why string
-	at  time.Time
-}
-
 // replicaWhy says, for a person, how replica i's job j stands and why:
 // its state, its error (which for a no-match names `job explain`), and
 // for an auction that found no match the reasons the providers gave.
 func replicaWhy(i int, j *JobRecord) string {
-	state := "is " + j.State
+	return "replica " + strconv.Itoa(i) + " (job " + j.ID + ") " + jobWhy(j)
+}
+
+// jobWhy is replicaWhy's account of job j, without the replica.
+func jobWhy(j *JobRecord) string {
+	why := "is " + j.State
 	switch {
 	case terminal(j.State):
-		state = "ended " + j.State
+		why = "ended " + j.State
 	case j.State == StateAuction:
-		state = "is still in auction"
+		why = "is still in auction"
 	}
-	why := "replica " + strconv.Itoa(i) + " (job " + j.ID + ") " + state
 	if j.Error != "" {
 		why += ": " + j.Error
 	}
@@ -122,60 +119,6 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// placement notes, at each sync, whether a replica of the service is
-// placed, and keeps rec.NotPlaced: once every replica index has had an
-// attempt end without being placed since a replica last was, the latest
-// such attempt's why; cleared as soon as a replica is placed. Healing
-// goes on buying (the market may change; TestServiceWithoutSupply...),
-// so NotPlaced is what makes an empty market, or a spec no provider can
-// run, visible in service_status instead of a loop of silent no-matches.
-// It reports whether rec changed.
-func (k *keeper) placement(rec *ServiceRecord, reps []string) bool {
-	placed := false
-	for i, id := range reps {
-		j, err := k.s.n.renterJobs.get(id)
-		if err != nil {
-			continue
-		}
-		if placedState(j.State) {
-			placed = true
-			continue
-		}
-		if u, seen := k.unplaced[i]; endedUnplaced(j) && (!seen || u.job != id) {
-			k.unplaced[i] = unplacedEnd{job: id, why: replicaWhy(i, j), at: j.Updated}
-		}
-	}
-	for i := range k.unplaced {
-		if i >= len(reps) {
-			delete(k.unplaced, i) // scaled down
-		}
-	}
-	why := rec.NotPlaced
-	switch {
-	case placed:
-		clear(k.unplaced)
-		why = ""
-	case len(reps) > 0 && len(k.unplaced) == len(reps):
-		var latest unplacedEnd
-		for _, u := range k.unplaced {
-			if latest.job == "" || u.at.After(latest.at) {
-				latest = u
-			}
-		}
-		why = latest.why
-	}
-	if why == rec.NotPlaced {
-		return false
-	}
-	if why != "" {
-		k.s.log.Warn("service replicas not placed", "service", k.name, "why", why)
-	} else {
-		k.s.log.Info("service replica placed", "service", k.name)
-	}
-	rec.NotPlaced = why
-	return true
 }
 
 // notPlacedView is status's not_placed for a service none of whose

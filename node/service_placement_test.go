@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/service"
 )
 
 // Each replica's own spec, which its auction filters providers by:
@@ -67,7 +68,7 @@ placement: {regions: [eu, na], deny_countries: [RU], max_rtt_ms: 80}
 }
 
 // A gold floor's replica bought once the spec's start has passed (a
-// replacement, a renewal's successor) reserves from goldStartLead after
+// replacement, a renewal's successor) reserves from service.GoldStartLead after
 // it is bought, not from the start every offer would reject as passed;
 // one bought before the start keeps it. The spec's start is not changed.
 func TestGoldReplicaBoughtAfterTheStartReservesFromNow(t *testing.T) {
@@ -106,8 +107,8 @@ start: 2026-12-05T12:00:00Z
 	}
 	late := start.Add(3*time.Hour + 300*time.Millisecond)
 	r := replica(0, late)
-	if r.Tier != auction.Gold || r.Start.Before(late.Add(goldStartLead)) || r.Start.After(late.Add(goldStartLead+time.Second)) {
-		t.Errorf("bought 3 h after the start: from %v, want %v after %v", r.Start, goldStartLead, late)
+	if r.Tier != auction.Gold || r.Start.Before(late.Add(service.GoldStartLead)) || r.Start.After(late.Add(service.GoldStartLead+time.Second)) {
+		t.Errorf("bought 3 h after the start: from %v, want %v after %v", r.Start, service.GoldStartLead, late)
 	}
 	if r := replica(1, late); r.Tier != auction.Bronze {
 		t.Errorf("the second replica's tier is %s, want bronze", r.Tier)

@@ -14,62 +14,6 @@ import (
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
-// The renewal decision (service_renew.go): when a replica gets its
-// successor, and the margin's cap for short leases.
-func TestRenewDueAndMargin(t *testing.T) {
-	for _, c := range []struct {
-		delay, lease, want time.Duration
-	}{
-		{0, 24 * time.Hour, renewAllowance},                    // a day's lease: the allowance
-		{30 * time.Second, time.Hour, 90 * time.Second},        // a slow model gets its delay too
-		{0, 30 * time.Second, 15 * time.Second},                // capped at half a short lease
-		{5 * time.Minute, 100 * time.Second, 50 * time.Second}, // the delay capped too
-		{0, 0, 0},
-	} {
-		if got := renewMargin(c.delay, c.lease); got != c.want {
-			t.Errorf("renewMargin(%v, %v) = %v, want %v", c.delay, c.lease, got, c.want)
-		}
-	}
-
-	start := time.Unix(1_800_000_000, 0)
-	end := start.Add(30 * time.Second) // margin 15 s
-	live := replicaLease{Running: true, EverReady: true, Start: start, End: end}
-	for _, c := range []struct {
-		what string
-		at   time.Duration // after start
-		r    replicaLease
-		due  bool
-	}{
-		{"early in the lease", 5 * time.Second, live, false},
-		{"a second before the margin", 14 * time.Second, live, false},
-		{"at the margin", 15 * time.Second, live, true},
-		{"a second before the end", 29 * time.Second, live, true},
-		{"at the end (healing's turn)", 30 * time.Second, live, false},
-		{"not running", 20 * time.Second, replicaLease{EverReady: true, Start: start, End: end}, false},
-		{"never ready (given up instead)", 20 * time.Second, replicaLease{Running: true, Start: start, End: end}, false},
-		{"a successor already bought", 20 * time.Second, replicaLease{Running: true, EverReady: true, Renewing: true, Start: start, End: end}, false},
-		{"a successor failed for this lease", 20 * time.Second, replicaLease{Running: true, EverReady: true, Tried: true, Start: start, End: end}, false},
-		{"no lease known", 20 * time.Second, replicaLease{Running: true, EverReady: true}, false},
-	} {
-		due, why := renewDue(start.Add(c.at), c.r, 0)
-		if due != c.due {
-			t.Errorf("%s: due %v, want %v (%s)", c.what, due, c.due, why)
-		}
-		if due && !strings.Contains(why, "in 15s") && !strings.Contains(why, "renewed 15s ahead") {
-			t.Errorf("%s: why %q does not say the margin", c.what, why)
-		}
-	}
-	// A day's lease with a 2 min initial delay: renewed 3 min ahead.
-	dayEnd := start.Add(24 * time.Hour)
-	day := replicaLease{Running: true, EverReady: true, Start: start, End: dayEnd}
-	if due, _ := renewDue(dayEnd.Add(-181*time.Second), day, 2*time.Minute); due {
-		t.Error("renewed more than initial_delay + allowance ahead")
-	}
-	if due, why := renewDue(dayEnd.Add(-179*time.Second), day, 2*time.Minute); !due || !strings.Contains(why, "renewed 3m0s ahead") {
-		t.Errorf("not renewed within initial_delay + allowance: %v %q", due, why)
-	}
-}
-
 // The pending successors and the jobs being retired are in the record the
 // store keeps, so a renter restarted mid-renewal finds them; the view
 // shows the successor on its replica.
@@ -102,54 +46,6 @@ func TestServiceRecordKeepsRenewal(t *testing.T) {
 	}
 }
 
-// The handover (renewSettle), with job records put in place: a ready
-// successor takes the index and the old job is to be drained; one that
-// failed is dropped, the old replica staying; one still loading when the
-// old job has ended takes the index as its replacement.
-func TestRenewSettle(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n := startTestNode(t, ctx, "", Options{})
-	jobs := n.renterJobs
-	put := func(id, state string) {
-		jobs.mu.Lock()
-		jobs.jobs[id] = &JobRecord{ID: id, State: state, Service: "svc"}
-		jobs.mu.Unlock()
-	}
-	k := &keeper{s: n.renterServices, name: "svc"}
-	for _, c := range []struct {
-		what         string
-		old, succ    string // states
-		ready        bool   // the successor, in the gateway
-		job          string // at the index after
-		retire, drop []string
-		renewing     bool // still after
-		renewed      int
-	}{
-		{"a ready successor takes over", StateRunning, StateRunning, true, "new", []string{"old"}, nil, false, 1},
-		{"a loading successor waits", StateRunning, StateRunning, false, "old", nil, nil, true, 0},
-		{"a failed successor is dropped", StateRunning, StateFailed, false, "old", nil, []string{"new"}, false, 0},
-		{"the old lease ended first", StateCompleted, StatePulling, false, "new", nil, []string{"old"}, false, 1},
-		{"both ended: healing's turn", StateCompleted, StateNoMatch, false, "old", nil, []string{"new"}, false, 0},
-	} {
-		put("old", c.old)
-		put("new", c.succ)
-		rec := &ServiceRecord{Name: "svc", Replicas: []string{"old"}, Renewing: map[string]string{"old": "new"}}
-		reps, notes := slices.Clone(rec.Replicas), map[string]string{}
-		retire, drop, changed := k.renewSettle(rec, reps, notes, map[string]bool{"new": c.ready})
-		if reps[0] != c.job || !slices.Equal(retire, c.retire) || !slices.Equal(drop, c.drop) ||
-			(rec.Renewing["old"] != "") != c.renewing || rec.Renewed != c.renewed || changed == c.renewing {
-			t.Errorf("%s: replica %s, retire %v, drop %v, renewing %v, renewed %d, changed %v", c.what, reps[0], retire, drop, rec.Renewing, rec.Renewed, changed)
-		}
-		if c.job == "new" && !strings.Contains(notes["new"], "renews old (replica 0)") {
-			t.Errorf("%s: note %q", c.what, notes["new"])
-		}
-		if !slices.Equal(rec.Retiring, c.retire) {
-			t.Errorf("%s: retiring %v in the record", c.what, rec.Retiring)
-		}
-	}
-}
-
 // renewService is a one-replica model service whose replicas lease for
 // lease (renewed half-way through, renewMargin's cap) and load for 2 s,
 // so that a successor runs a while before it is ready. Each completion
@@ -160,7 +56,7 @@ func renewService(name string, lease time.Duration) string {
 		"env: {MODELSERVER_LOAD_DELAY: 2s, MODELSERVER_TTFT: 250ms, MODELSERVER_TOKEN_DELAY: 1ms}\n"+
 		"service:\n  port: %d\n  readiness: {path: /health, initial_delay: 1s, period: 1s}\n  replicas: {min: 1, max: 1}\n"+
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: %s}\nallow_simulated: true\n",
-		name, modelimage.Tag, modelimage.Port, windowString(lease))
+		name, modelimage.Tag, modelimage.Port, fmt.Sprintf("%ds", lease/time.Second))
 }
 
 // A one-replica service with 60 s leases on two providers, under a steady

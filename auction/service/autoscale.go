@@ -1,4 +1,4 @@
-package node
+package service
 
 import (
 	"fmt"
@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node/gateway"
 )
 
 // autoscaler decides how many replicas a service runs (docs/SERVICES.md,
-// "Autoscaling"). The services loop asks it once per sync.
+// "Autoscaling"). The reconciler asks it once per Tick.
 //
 // Without autoscale it always wants replicas.min. With it, the load is the
 // gateway's service QPS (target_qps_per_replica) or requests in flight
@@ -30,7 +29,7 @@ import (
 //   - while fewer replicas are ready than run (a new replica is being
 //     auctioned, started or loading), nothing changes and both windows
 //     stay reset: the pending replicas are capacity being added. The hold
-//     ends after readiness.initial_delay plus settleMax, so that a
+//     ends after readiness.initial_delay plus SettleMax, so that a
 //     replica that never gets ready does not freeze the service;
 //   - a current outside min..max is brought back at once.
 type autoscaler struct {
@@ -40,17 +39,26 @@ type autoscaler struct {
 	pendingSince       time.Time // when fewer replicas were ready than ran; zero: all were
 }
 
-// settleMax bounds how long replicas that are not ready yet hold the
+// SettleMax bounds how long replicas that are not ready yet hold the
 // autoscaler, beyond readiness.initial_delay: an auction, a start and an
 // image pull.
-const settleMax = 10 * time.Minute
+const SettleMax = 10 * time.Minute
+
+// Load is what the autoscaler reads of the gateway: the service's QPS and
+// requests in flight, and how many of the replicas it counts (the
+// service's, not the pending successors) are ready.
+type Load struct {
+	QPS         float64
+	Outstanding int64
+	Ready       int
+}
 
 func newAutoscaler(svc auction.Service) *autoscaler { return &autoscaler{svc: svc} }
 
 // want returns how many replicas the service should run at now, given the
 // gateway's figures and the number it runs (current), and why it changed
 // (empty when it did not).
-func (a *autoscaler) want(now time.Time, st gateway.Stats, current int) (n int, why string) {
+func (a *autoscaler) want(now time.Time, st Load, current int) (n int, why string) {
 	lo, hi := a.svc.Replicas.Min, max(a.svc.Replicas.Max, a.svc.Replicas.Min)
 	as := a.svc.Autoscale
 	if !as.Enabled() {
@@ -67,17 +75,12 @@ func (a *autoscaler) want(now time.Time, st gateway.Stats, current int) (n int, 
 		return current, ""
 	}
 
-	ready := 0
-	for i := range st.Replicas {
-		if st.Replicas[i].Ready {
-			ready++
-		}
-	}
+	ready := st.Ready
 	if ready < current {
 		if a.pendingSince.IsZero() || now.Before(a.pendingSince) {
 			a.pendingSince = now
 		}
-		if now.Sub(a.pendingSince) < a.svc.Readiness.InitialDelay+settleMax {
+		if now.Sub(a.pendingSince) < a.svc.Readiness.InitialDelay+SettleMax {
 			a.upSince, a.downSince = time.Time{}, time.Time{}
 			return current, ""
 		}

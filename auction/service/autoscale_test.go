@@ -1,11 +1,10 @@
-package node
+package service
 
 import (
 	"testing"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node/gateway"
 )
 
 var asT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -22,19 +21,16 @@ func asService(lo, hi int, qps auction.MilliQPS, conc int) auction.Service {
 }
 
 // asStats is the gateway at a service QPS and in-flight count, with ready
-// replicas and pending ones that are not ready yet.
-func asStats(qps float64, outstanding int64, ready, pending int) gateway.Stats {
-	st := gateway.Stats{Window: 10 * time.Second, Figures: gateway.Figures{QPS: qps, Outstanding: outstanding}}
-	for i := range ready + pending {
-		st.Replicas = append(st.Replicas, gateway.ReplicaStats{ID: string(rune('a' + i)), Ready: i < ready})
-	}
-	return st
+// replicas and pending ones that are not ready yet (which the autoscaler
+// tells apart only by the ready count: the current count says the rest).
+func asStats(qps float64, outstanding int64, ready, _ int) Load {
+	return Load{QPS: qps, Outstanding: outstanding, Ready: ready}
 }
 
 // run asks a once a second from asT0+from for secs samples, at the same
 // stats and current, and returns the first change (at, n, why), or
 // current and "" when none.
-func runAS(t *testing.T, a *autoscaler, from, secs int, st gateway.Stats, current int) (int, int, string) {
+func runAS(t *testing.T, a *autoscaler, from, secs int, st Load, current int) (int, int, string) {
 	t.Helper()
 	for s := from; s < from+secs; s++ {
 		if n, why := a.want(asT0.Add(time.Duration(s)*time.Second), st, current); n != current || why != "" {
@@ -153,17 +149,17 @@ func TestAutoscalerPendingHolds(t *testing.T) {
 	a := newAutoscaler(asService(1, 4, 3000, 0))
 	// 2 run, 1 ready: however loaded, nothing changes while the other
 	// gets ready...
-	if at, n, why := runAS(t, a, 0, int(settleMax/time.Second), asStats(100, 0, 1, 1), 2); n != 2 {
+	if at, n, why := runAS(t, a, 0, int(SettleMax/time.Second), asStats(100, 0, 1, 1), 2); n != 2 {
 		t.Fatalf("pending: changed at %ds: %d %q", at, n, why)
 	}
-	// ...up to settleMax; then it scales on what is ready.
-	at, n, _ := runAS(t, a, int(settleMax/time.Second), 60, asStats(100, 0, 1, 1), 2)
-	if at != int(settleMax/time.Second)+10 || n != 3 {
-		t.Fatalf("after settleMax: at %ds %d", at, n)
+	// ...up to SettleMax; then it scales on what is ready.
+	at, n, _ := runAS(t, a, int(SettleMax/time.Second), 60, asStats(100, 0, 1, 1), 2)
+	if at != int(SettleMax/time.Second)+10 || n != 3 {
+		t.Fatalf("after SettleMax: at %ds %d", at, n)
 	}
 	// No replica ready with load is over the target.
 	a = newAutoscaler(asService(1, 4, 3000, 0))
-	start := int(settleMax / time.Second)
+	start := int(SettleMax / time.Second)
 	runAS(t, a, 0, start, asStats(0.1, 0, 0, 1), 1)
 	if at, n, why := runAS(t, a, start, 60, asStats(0.1, 0, 0, 1), 1); n != 2 || why != "qps 0.1 with no replica ready for 10s: 1 → 2" {
 		t.Fatalf("none ready: at %ds %d %q", at, n, why)
@@ -238,7 +234,7 @@ func BenchmarkAutoscalerWant(b *testing.B) {
 
 func TestAutoscalerIdleNoneReady(t *testing.T) {
 	a := newAutoscaler(asService(1, 4, 3000, 0))
-	start := int(settleMax / time.Second)
+	start := int(SettleMax / time.Second)
 	runAS(t, a, 0, start, asStats(0, 0, 0, 2), 2)
 	if at, n, why := runAS(t, a, start, 60, asStats(0, 0, 0, 2), 2); at != start+30 || n != 1 || why != "qps 0 with no replica ready, under 80% of target 3 on 1 for 30s: 2 → 1" {
 		t.Fatalf("idle, none ready: at %ds %d %q", at, n, why)
