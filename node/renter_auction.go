@@ -213,7 +213,7 @@ func withFailedStart(ex *JobExplain, provider, why string) *JobExplain {
 
 // newAuctioneer wires the auctioneer to this node's streams, offer book
 // and trust, and has it measure each candidate's RTT alongside its quote
-// (node/rtt.go): the peerstore alone knows only the peers that DHT traffic
+// (peers.Prober): the peerstore alone knows only the peers that DHT traffic
 // or a ping happened to reach.
 func (r *renterJobs) newAuctioneer() error {
 	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
