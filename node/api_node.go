@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/replicate"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -41,7 +42,7 @@ type InfoResult struct {
 	Peers        int       `json:"peers"`
 	// Bootstrap is how reaching the bootstrap list went; absent on a
 	// network without one (local).
-	Bootstrap *BootstrapStatus `json:"bootstrap,omitempty"`
+	Bootstrap *peers.BootstrapStatus `json:"bootstrap,omitempty"`
 }
 
 // PeerResult describes one connected peer.

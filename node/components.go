@@ -73,9 +73,7 @@ func (n *Node) openStore(context.Context) error {
 func (n *Node) startReconnect(context.Context) error {
 	known := n.knownAtStart
 	n.knownAtStart = nil
-	n.tasks.Go(func() { n.known.reconnect(n.bg, known) })
-	if n.boot != nil {
-		n.tasks.Go(func() { n.boot.run(n.bg) })
-	}
+	n.tasks.Go(func() { n.known.Reconnect(n.bg, known) })
+	n.tasks.Go(func() { n.boot.Run(n.bg, n.host) })
 	return nil
 }

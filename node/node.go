@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -78,11 +79,11 @@ type Node struct {
 	store          *Store
 	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange       *data.Exchange
-	boot           *bootstrapper   // retries the bootstrap list until connected; nil without one (bootstrap_retry.go)
-	fetching       sync.Map        // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal        *journal        // this node's records that callers need not wait for
-	known          *knownPeers     // the peers it was connected to, kept across restarts (peers.go)
-	knownAtStart   []peer.AddrInfo // known peers of the last run, dialled by startReconnect
+	boot           *peers.Bootstrapper // retries the bootstrap list until connected (node/peers)
+	fetching       sync.Map            // CID string -> *fetchProgress: fetches in flight (node_data.go)
+	journal        *journal            // this node's records that callers need not wait for
+	known          *peers.Known        // the peers it was connected to, kept across restarts (node/peers)
+	knownAtStart   []peer.AddrInfo     // known peers of the last run, dialled by startReconnect
 	market         *market
 	provider       *provider
 	providerJobs   *providing.Provider
@@ -191,31 +192,15 @@ func (n *Node) hostOptions(ctx context.Context) ([]p2p.Option, error) {
 		}
 		listen = append(listen, m)
 	}
-	boot, err := ParseBootstrap(BootstrapFor(c.Network, c.P2P.Bootstrap))
+	boot, err := peers.NewBootstrapper(c.Network, c.P2P.Bootstrap, c.P2P.BootstrapFallback, n.opts.DNSResolver, n.log)
 	if err != nil {
 		return nil, err
 	}
-	peers, errs := ResolveBootstrapWith(ctx, n.resolver(), boot)
-	fallback, err := bootstrapFallback(c.P2P.BootstrapFallback)
-	if err != nil {
-		return nil, err
-	}
-	if len(peers) == 0 {
-		peers = fallback
-	}
-	if len(boot) > 0 {
-		n.boot = &bootstrapper{n: n, entries: boot, fallback: fallback, resolver: n.resolver(), status: BootstrapStatus{Entries: len(boot)}}
-	}
-	for _, e := range errs {
-		n.log.Warn("bootstrap entry skipped", "err", e)
-	}
-	if c.Network == repo.NetworkTestnet && len(peers) == 0 {
-		n.log.Warn("no testnet bootstrap peer could be resolved yet; retrying with backoff (gleaner id shows why), and meanwhile the node finds only peers that dial it or that you connect to (gleaner connect <multiaddr>)")
-	}
+	n.boot = boot
 	opts := []p2p.Option{
 		p2p.Network(c.Network),
 		p2p.ListenAddrs(listen...),
-		p2p.Bootstrap(peers...),
+		p2p.Bootstrap(boot.Initial(ctx)...),
 		p2p.MDNS(c.P2P.MDNS && !n.opts.InProcess),
 		p2p.RelayService(c.P2P.RelayService),
 		p2p.DHTMode(c.P2P.DHTMode),

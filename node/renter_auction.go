@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -212,12 +213,12 @@ func withFailedStart(ex *JobExplain, provider, why string) *JobExplain {
 
 // newAuctioneer wires the auctioneer to this node's streams, offer book
 // and trust, and has it measure each candidate's RTT alongside its quote
-// (node/rtt.go): the peerstore alone knows only the peers that DHT traffic
+// (peers.Prober): the peerstore alone knows only the peers that DHT traffic
 // or a ping happened to reach.
 func (r *renterJobs) newAuctioneer() error {
 	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
 		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}),
-		renter.WithProber(newRTTProber(r.m.Host().LibP2P()), 0))
+		renter.WithProber(peers.NewProber(r.m.Host().LibP2P(), 0), 0))
 	r.auc = auc
 	return err
 }
@@ -355,7 +356,7 @@ func offerSimulated(m *market, provider string) bool {
 }
 
 // peerRTT is the peerstore's latency average for provider: what pings
-// (rttProber.Measure records each measurement there) and DHT requests
+// (peers.Prober.Measure records each measurement there) and DHT requests
 // have measured, the RTT of a provider before it is asked for a quote.
 func peerRTT(m *market, provider string) (time.Duration, bool) {
 	pid, err := peer.Decode(provider)

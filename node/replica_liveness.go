@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -28,7 +29,7 @@ const (
 // answered ping also refreshes the provider's RTT in the peerstore, which
 // the gateway's routing reads.
 func (r *renterJobs) watchLiveness(ctx context.Context, job string, provider peer.ID, s network.Stream) {
-	prober := &rttProber{h: r.m.Host().LibP2P(), samples: 1}
+	prober := peers.NewProber(r.m.Host().LibP2P(), 1)
 	t := time.NewTicker(replicaPingEvery)
 	defer t.Stop()
 	misses := 0

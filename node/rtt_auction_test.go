@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
@@ -129,7 +130,7 @@ func BenchmarkQuoteRTT(b *testing.B) {
 		}
 		waitFor(b, 20*time.Second, "an offer", func() bool { c := p.provider.Current(); return c != nil && len(c.GPUs) == 1 })
 	}
-	tr, pr := auctionTransport{rn.renterJobs}, newRTTProber(rn.Host().LibP2P())
+	tr, pr := auctionTransport{rn.renterJobs}, peers.NewProber(rn.Host().LibP2P(), 0)
 	round := func(b *testing.B, i int, probe bool) {
 		rctx, rcancel := context.WithTimeout(ctx, renter.DefaultQuoteDeadline)
 		defer rcancel()

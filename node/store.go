@@ -21,7 +21,7 @@ var (
 	bucketLeases   = []byte("leases")   // provider: co-signed leases by job ID
 	bucketJobs     = []byte("jobs")     // renter: job records by job ID
 	bucketJobLogs  = []byte("joblogs")  // renter: each job's retained output (renter_logs.go)
-	bucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (peers.go)
+	bucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (node/peers)
 	bucketServices = []byte("services") // renter: service definitions by name (renter_services.go)
 )
 

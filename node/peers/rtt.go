@@ -1,4 +1,4 @@
-package node
+package peers
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
-// rttProber measures the round trip to any peer on demand: the renter's
+// Prober measures the round trip to any peer on demand: the renter's
 // auctioneer before it ranks a provider (renter.Prober), and whatever must
 // keep measuring a peer it depends on, such as a replica while it serves,
 // by calling Measure periodically. It speaks libp2p's ping protocol, which
@@ -26,27 +26,35 @@ import (
 // crypto/rand, so nothing can be echoed before it arrives; the clock starts
 // before they are written and stops once the whole echo is read; an echo
 // that differs fails the measurement.
-type rttProber struct {
+type Prober struct {
 	h       host.Host
 	samples int // round trips per measurement, of which the least counts
 }
 
-// rttSamples: the first round trip of a fresh stream also carries the
-// protocol negotiation, and any one can queue behind other traffic; the
-// least of a few is the link's round trip, and each costs one more RTT.
-const rttSamples = 3
+// DefaultRTTSamples: the first round trip of a fresh stream also carries
+// the protocol negotiation, and any one can queue behind other traffic;
+// the least of a few is the link's round trip, and each costs one more
+// RTT. A liveness check that only asks whether the peer answers takes 1.
+const DefaultRTTSamples = 3
 
 // rttMaxWait bounds a measurement whose caller set no deadline.
 const rttMaxWait = 10 * time.Second
 
-func newRTTProber(h host.Host) *rttProber { return &rttProber{h: h, samples: rttSamples} }
+// NewProber measures over h with samples round trips per measurement
+// (DefaultRTTSamples where samples < 1).
+func NewProber(h host.Host, samples int) *Prober {
+	if samples < 1 {
+		samples = DefaultRTTSamples
+	}
+	return &Prober{h: h, samples: samples}
+}
 
 // Measure returns the least of the prober's round trips to id on one ping
-// stream, and records it in the peerstore's latency average (what peerRTT
-// reads) so that the rest of the node learns from it too. It gives up when
+// stream, and records it in the peerstore's latency average (what node's
+// peerRTT reads) so that the rest of the node learns from it too. It gives up when
 // ctx ends, returning ctx's cause; samples taken by then still count. An
 // echo that is not ours fails the whole measurement.
-func (p *rttProber) Measure(ctx context.Context, id peer.ID) (time.Duration, error) {
+func (p *Prober) Measure(ctx context.Context, id peer.ID) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, rttMaxWait)
 	defer cancel()
 	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "rtt"), id, ping.ID)
@@ -82,7 +90,7 @@ func (p *rttProber) Measure(ctx context.Context, id peer.ID) (time.Duration, err
 }
 
 // MeasureRTT is Measure for the auctioneer, which names peers by string.
-func (p *rttProber) MeasureRTT(ctx context.Context, provider string) (time.Duration, error) {
+func (p *Prober) MeasureRTT(ctx context.Context, provider string) (time.Duration, error) {
 	id, err := peer.Decode(provider)
 	if err != nil {
 		return 0, err
@@ -90,7 +98,7 @@ func (p *rttProber) MeasureRTT(ctx context.Context, provider string) (time.Durat
 	return p.Measure(ctx, id)
 }
 
-func (p *rttProber) ctxErr(ctx context.Context, err error) error {
+func (p *Prober) ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

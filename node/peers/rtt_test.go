@@ -1,4 +1,4 @@
-package node
+package peers
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestRTTProberMeasuresLoopbackAndRecordsIt(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	d, err := newRTTProber(from).Measure(ctx, to.ID())
+	d, err := NewProber(from, 0).Measure(ctx, to.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRTTProberSeesADelayedEcho(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	d, err := newRTTProber(from).Measure(ctx, to.ID())
+	d, err := NewProber(from, 0).Measure(ctx, to.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRTTProberRefusesEchoesThatAreNotOurs(t *testing.T) {
 			to.SetStreamHandler(ping.ID, c.handler)
 			ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, errNoEcho)
 			defer cancel()
-			d, err := newRTTProber(from).Measure(ctx, to.ID())
+			d, err := NewProber(from, 0).Measure(ctx, to.ID())
 			if !errors.Is(err, c.want) {
 				t.Fatalf("measured %v, err %v; want %v", d, err, c.want)
 			}
@@ -148,7 +148,7 @@ func TestRTTProberFailsFastWithoutPing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	began := time.Now()
-	if _, err := newRTTProber(from).Measure(ctx, to.ID()); err == nil {
+	if _, err := NewProber(from, 0).Measure(ctx, to.ID()); err == nil {
 		t.Fatal("measured a peer without a ping handler")
 	}
 	if took := time.Since(began); took > time.Second {
