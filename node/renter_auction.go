@@ -33,7 +33,10 @@ type QuoteOutcome = renter.QuoteOutcome
 // resumes from the checkpoint it shipped back, on any provider, the one
 // that preempted it included; a run the provider could not start spends
 // none, within bounds. This loop does the I/O the lifecycle decides.
-func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
+// life is nil for a new job; a job that waited in a re-auction when this
+// node restarted goes on with the lifecycle rebuilt from its record
+// (renter_wait.go), which this loop keeps current there.
+func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle) {
 	defer func() { // the credentials live as long as the job's auctions, in memory only
 		r.mu.Lock()
 		delete(r.registryAuth, id)
@@ -62,9 +65,12 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Service != "" && group != nil {
 		defer group.Release(id) // an ended replica keeps no provider from its successor
 	}
-	life := renter.NewLifecycle(spec, rec.Pin)
-	for _, p := range rec.Avoid {
-		life.Avoid(p, "its service replica was lost with it")
+	defer r.settled(id)
+	if life == nil {
+		life = renter.NewLifecycle(spec, rec.Pin)
+		for _, p := range rec.Avoid {
+			life.Avoid(p, "its service replica was lost with it")
+		}
 	}
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: life.Exclude(), LastResort: life.LastResort(), Pin: rec.Pin, Group: group,
 		BillingSec: int64(r.billing / time.Second)}
@@ -161,7 +167,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			})
 			return
 		}
-		r.update(id, step.Why, func(j *JobRecord) { j.State, j.Error = StateAuction, step.Why })
+		r.waitAgain(id, life, len(out.checkpoint) > 0, step.Why)
 	}
 }
 

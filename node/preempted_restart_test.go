@@ -1,0 +1,64 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// A renter restarted while its preempted job waits in its re-auction goes
+// on with that re-auction: the job goes back to the provider that
+// preempted it once the silver job there ends, resumes from the
+// checkpoint it shipped back, and completes. Before, the record still
+// held the ended lease, so the restarted node tried to re-attach to it,
+// the provider no longer ran it, and the job failed ("resubmit the job").
+func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	prov := startSeller(t, ctx, func(s *OfferSettings) { s.Policy.PreemptNotice = 2 })
+	rn := renterOf(t, ctx, prov)
+	spec := func(name, tier, sleep, lines string) []byte {
+		return []byte("name: " + name + "\nimage: " + demoimage.Tag + "\n" +
+			`command: ["-sleep", "` + sleep + `", "-lines", "` + lines + `", "-checkpoint", "/checkpoint"]` + "\n" +
+			"checkpoint: {path: /checkpoint}\nresources: {gpus: 1}\ntier: " + tier + "\nmax_price: 3.00\n" +
+			"duration: {expected: 1m, max: 5m}\nallow_simulated: true\n")
+	}
+	victim, err := rn.renterJobs.submit(spec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job past its third step", func(j *JobRecord) bool {
+		logs, _ := rn.renterJobs.logsOf(victim.ID)
+		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	})
+	silver, err := rn.renterJobs.submit(spec("silver", "silver", "12s", "3"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job preempted and waiting", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
+	rn = restartRenter(t, ctx, rn, prov)
+	if j, err := rn.renterJobs.get(victim.ID); err != nil || terminal(j.State) {
+		t.Fatalf("after the restart the waiting job is %+v (%v), want it still going", j, err)
+	}
+	waitJob(t, rn, silver.ID, 90*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
+	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
+			done.State, done.Provider, done.Attempts, done.Error)
+	}
+	logs, _ := rn.renterJobs.logsOf(victim.ID)
+	if !strings.Contains(string(logs), "resuming from checkpoint") {
+		t.Errorf("the run after the restart did not resume from the checkpoint:\n%s", logs)
+	}
+	waitFor(t, 10*time.Second, "the ended job's lifecycle and checkpoint forgotten", func() bool {
+		j, _ := rn.renterJobs.get(victim.ID)
+		var ckpt []byte
+		return j.Life == nil && rn.store.Get(bucketCheckpoints, victim.ID, &ckpt) == ErrNotFound
+	})
+}
