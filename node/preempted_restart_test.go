@@ -21,13 +21,7 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 	defer cancel()
 	prov := startSeller(t, ctx, func(s *OfferSettings) { s.Policy.PreemptNotice = 2 })
 	rn := renterOf(t, ctx, prov)
-	spec := func(name, tier, sleep, lines string) []byte {
-		return []byte("name: " + name + "\nimage: " + demoimage.Tag + "\n" +
-			`command: ["-sleep", "` + sleep + `", "-lines", "` + lines + `", "-checkpoint", "/checkpoint"]` + "\n" +
-			"checkpoint: {path: /checkpoint}\nresources: {gpus: 1}\ntier: " + tier + "\nmax_price: 3.00\n" +
-			"duration: {expected: 1m, max: 5m}\nallow_simulated: true\n")
-	}
-	victim, err := rn.renterJobs.submit(spec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +29,7 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 		logs, _ := rn.renterJobs.logsOf(victim.ID)
 		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
 	})
-	silver, err := rn.renterJobs.submit(spec("silver", "silver", "12s", "3"), nil, SubmitOptions{})
+	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "12s", "3"), nil, SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,4 +55,51 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 		var ckpt []byte
 		return j.Life == nil && rn.store.Get(bucketCheckpoints, victim.ID, &ckpt) == ErrNotFound
 	})
+}
+
+// checkpointSpec is a job of the demo workload that writes a checkpoint
+// after each of its lines, and resumes from one.
+func checkpointSpec(name, tier, sleep, lines string) []byte {
+	return []byte("name: " + name + "\nimage: " + demoimage.Tag + "\n" +
+		`command: ["-sleep", "` + sleep + `", "-lines", "` + lines + `", "-checkpoint", "/checkpoint"]` + "\n" +
+		"checkpoint: {path: /checkpoint}\nresources: {gpus: 1}\ntier: " + tier + "\nmax_price: 3.00\n" +
+		"duration: {expected: 1m, max: 5m}\nallow_simulated: true\n")
+}
+
+// A job re-attached after its renter restarted, and preempted after that,
+// is auctioned again from its checkpoint as if the renter had never
+// stopped: the record kept its lifecycle. Before, a re-attached job whose
+// run ended without completing failed ("resubmit the job").
+func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	prov := startSeller(t, ctx, func(s *OfferSettings) { s.Policy.PreemptNotice = 2 })
+	rn := renterOf(t, ctx, prov)
+	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job running", func(j *JobRecord) bool { return j.State == StateRunning })
+	rn = restartRenter(t, ctx, rn, prov)
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job re-attached past its third step", func(j *JobRecord) bool {
+		logs, _ := rn.renterJobs.logsOf(victim.ID)
+		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	})
+	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "4s", "2"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the re-attached bronze job preempted and waiting", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
+	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
+	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
+			done.State, done.Provider, done.Attempts, done.Error)
+	}
+	if logs, _ := rn.renterJobs.logsOf(victim.ID); !strings.Contains(string(logs), "resuming from checkpoint") {
+		t.Errorf("the run after the preemption did not resume from the checkpoint:\n%s", logs)
+	}
 }

@@ -107,6 +107,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			return
 		}
 		life.Placed(res)
+		snap := life.Snapshot() // a restarted node that re-attaches goes on from it (reattach)
 		lease, raw := res.Lease, res.Raw
 		cid := leaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
@@ -123,6 +124,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			}
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = life.Leases()
+			j.Life = &snap
 		})
 		if !rec.Canary {
 			r.maybeCanary(lease.Provider)
@@ -131,44 +133,56 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
 		}
-		var voucher []byte
-		if j, err := r.get(id); err == nil {
-			voucher = j.LastVoucher
-		}
-		if out.notStarted() {
-			// The provider's settlement charges a run that never began
-			// nothing (auction/provider.Charge of no running time): so
-			// does this record, whatever vouchers went ahead of the start.
-			r.update(id, "", func(j *JobRecord) {
-				if j.BilledLease == cid {
-					_ = recordCharge(j, 0, time.Now())
-				}
-			})
-		}
-		var outputs string
-		if j, _ := r.get(id); j != nil {
-			outputs = j.Outputs
-		}
-		r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
-		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
-		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+		if r.runEnded(id, spec, life, lease, cid, ex, out) {
 			return
 		}
-		step := life.Ended(out.typed(lease.Provider))
-		if step.Done {
-			state := outcomeState[step.Outcome]
-			r.update(id, step.Why, func(j *JobRecord) {
-				if j.State != StateCancelled {
-					j.State, j.Error = state, step.Why
-					if out.notStarted() && state == StateFailed {
-						j.Explain = withFailedStart(ex, lease.Provider, out.why)
-					}
-				}
-			})
-			return
-		}
-		r.waitAgain(id, life, len(out.checkpoint) > 0, step.Why)
 	}
+}
+
+// runEnded does what follows the end of job id's run on lease (whose CID
+// is cid, won in the round ex explains): the charge of a run that never
+// began, the outcome entry, the answer's check, and the lifecycle's
+// decision, recorded. It reports whether the job is over (its record says
+// how); otherwise it waits to be auctioned again (waitAgain).
+func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *JobExplain, out runEnd) bool {
+	var voucher []byte
+	if j, err := r.get(id); err == nil {
+		voucher = j.LastVoucher
+	}
+	if out.notStarted() {
+		// The provider's settlement charges a run that never began
+		// nothing (auction/provider.Charge of no running time): so
+		// does this record, whatever vouchers went ahead of the start.
+		r.update(id, "", func(j *JobRecord) {
+			if j.BilledLease == cid {
+				_ = recordCharge(j, 0, time.Now())
+			}
+		})
+	}
+	var outputs string
+	if j, _ := r.get(id); j != nil {
+		outputs = j.Outputs
+	}
+	r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
+	out = r.checkAnswer(id, spec, cid, lease.Provider, out)
+	if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+		return true
+	}
+	step := life.Ended(out.typed(lease.Provider))
+	if step.Done {
+		state := outcomeState[step.Outcome]
+		r.update(id, step.Why, func(j *JobRecord) {
+			if j.State != StateCancelled {
+				j.State, j.Error = state, step.Why
+				if out.notStarted() && state == StateFailed {
+					j.Explain = withFailedStart(ex, lease.Provider, out.why)
+				}
+			}
+		})
+		return true
+	}
+	r.waitAgain(id, life, len(out.checkpoint) > 0, step.Why)
+	return false
 }
 
 // outcomeState is a job record's state for each typed outcome.

@@ -58,12 +58,37 @@ func (r *renterJobs) reauction(id string) {
 		r.fail(id, err)
 		return
 	}
-	var ckpt []byte
-	if err := r.store.Get(bucketCheckpoints, id, &ckpt); err != nil && !errors.Is(err, ErrNotFound) {
+	life, err := r.restore(j, spec)
+	if err != nil {
 		r.fail(id, err)
 		return
 	}
-	life := renter.Restore(spec, j.Pin, *j.Life, ckpt)
 	r.update(id, "this node restarted while the job waited to be auctioned again: auctioning it again", func(j *JobRecord) {})
 	r.run(id, spec, []byte(j.Spec), nil, life)
+}
+
+// restore rebuilds j's lifecycle from its record and its checkpoint.
+func (r *renterJobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifecycle, error) {
+	var ckpt []byte
+	if err := r.store.Get(bucketCheckpoints, j.ID, &ckpt); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return renter.Restore(spec, j.Pin, *j.Life, ckpt), nil
+}
+
+// restored is the lifecycle of j, re-attached after this node restarted,
+// for what follows its run: nil for a job that cannot go on alone (its
+// secrets were never stored), for one whose record predates lifecycles,
+// and for replicas and canaries, which their group, service or canary
+// plan decide (reattach settles them as before).
+func (r *renterJobs) restored(j *JobRecord, spec *auction.JobSpec) *renter.Lifecycle {
+	if j.Life == nil || j.Secrets || j.Group != "" || j.Service != "" || j.Canary {
+		return nil
+	}
+	life, err := r.restore(j, spec)
+	if err != nil {
+		r.log.Error("checkpoint not read: the job cannot go on after its run", "job", j.ID, "err", err)
+		return nil
+	}
+	return life
 }
