@@ -2,10 +2,14 @@ package node
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -101,5 +105,52 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 	}
 	if logs, _ := rn.renterJobs.logsOf(victim.ID); !strings.Contains(string(logs), "resuming from checkpoint") {
 		t.Errorf("the run after the preemption did not resume from the checkpoint:\n%s", logs)
+	}
+}
+
+// What a restarted node does with each job its store holds: a job waiting
+// in a re-auction with its lifecycle goes on (unless it needs secrets),
+// one leased is followed again, one in its first auction fails, and a
+// service's replica is left to its keeper's old path.
+func TestARestartSortsTheJobsItFinds(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	life := &renter.Snapshot{Leases: 1, Preemptions: 1, LastEnd: renter.EndPreempted, LastProvider: "p", LastResort: []string{"p"}}
+	recs := []JobRecord{
+		{ID: "waiting", State: StateAuction, Lease: []byte("old"), Life: life},
+		{ID: "secret", State: StateAuction, Lease: []byte("old"), Life: life, Secrets: true},
+		{ID: "replica", State: StateAuction, Lease: []byte("old"), Life: life, Service: "web"},
+		{ID: "leased", State: StateRunning, Lease: []byte("now"), Life: life},
+		{ID: "first", State: StateAuction},
+	}
+	if err := st.Update(func(tx *StoreTx) error {
+		for _, j := range recs {
+			if err := tx.Put(bucketJobs, j.ID, j); err != nil {
+				return err
+			}
+		}
+		return tx.Put(bucketCheckpoints, "waiting", []byte("step-600"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRenterJobs(context.Background(), nil, st, nil, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.waiting, []string{"waiting"}) || !slices.Equal(slices.Sorted(slices.Values(r.resuming)), []string{"leased", "replica"}) {
+		t.Fatalf("waiting %v, resuming %v; want [waiting], [leased replica]", r.waiting, r.resuming)
+	}
+	for id, want := range map[string]string{"secret": "secrets were never stored", "first": "during the auction"} {
+		if j, _ := r.get(id); j.State != StateFailed || !strings.Contains(j.Error, want) {
+			t.Errorf("%s: %s (%s), want failed saying %q", id, j.State, j.Error, want)
+		}
+	}
+	j, _ := r.get("waiting")
+	restored, err := r.restore(j, &auction.JobSpec{Image: "x"})
+	if err != nil || string(restored.Checkpoint()) != "step-600" || !restored.LastResort()["p"] || restored.Exclude()["p"] || restored.Policy().Patience != renter.PreemptedPatience {
+		t.Fatalf("restored %+v (%v), want the preempted lifecycle with its checkpoint", restored.Snapshot(), err)
 	}
 }

@@ -223,9 +223,10 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 		}
 		switch {
 		case terminal(j.State):
-		case j.State == StateAuction && j.Life != nil:
+		case j.State == StateAuction && j.Life != nil && j.Service == "":
 			// Waiting in a re-auction (preempted, say): it goes on from
-			// its checkpoint, unless it needs what was never stored.
+			// its checkpoint, unless it needs what was never stored. (A
+			// service's replica is its keeper's to replace.)
 			if j.Secrets {
 				j.State, j.Error = StateFailed, "this node restarted while the job waited to be auctioned again; its secrets were never stored: resubmit the job"
 			} else {
