@@ -2,12 +2,11 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -25,15 +24,14 @@ import (
 // (auction/provider.Charge). This is the renter's half; the provider's
 // (its meter and settlement) is node/providing's.
 
-// intervalPrice is what one billing interval of a lease costs.
-func intervalPrice(l *auction.Lease) auction.Credits { return sched.IntervalPrice(l) }
-
 // payLoop signs voucher n at the start of interval n, until ctx ends or
-// (a fault-injection knob) after stopAfter vouchers. The first interval
-// starts at the lease's window start (l.Start), not before: until then it
-// only waits, and a ctx that ends meanwhile sends nothing.
+// (a fault-injection knob) after stopAfter vouchers. When and how much is
+// renter.Pacing's decision: the first interval starts at the lease's
+// window start (l.Start), not before: until then it only waits, and a ctx
+// that ends meanwhile sends nothing.
 func payLoop(ctx context.Context, s io.Writer, key crypto.PrivKey, l *auction.Lease, leaseCID string, first uint64, stopAfter int, paid func(n uint64, total auction.Credits, raw []byte)) {
-	if wait := time.Until(time.Unix(l.Start, 0)); wait > 0 {
+	pace := renter.PacingOf(l)
+	if wait := pace.FirstWait(time.Now()); wait > 0 {
 		w := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -42,10 +40,8 @@ func payLoop(ctx context.Context, s io.Writer, key crypto.PrivKey, l *auction.Le
 		case <-w.C:
 		}
 	}
-	interval := time.Duration(l.BillingSec) * time.Second
-	t := time.NewTicker(interval)
+	t := time.NewTicker(pace.Interval)
 	defer t.Stop()
-	per := intervalPrice(l)
 	for n := first; ; n++ {
 		if stopAfter > 0 && n > uint64(stopAfter) {
 			return
@@ -53,7 +49,7 @@ func payLoop(ctx context.Context, s io.Writer, key crypto.PrivKey, l *auction.Le
 		if ctx.Err() != nil {
 			return
 		}
-		v := &ledger.Voucher{Lease: leaseCID, Lane: 0, Nonce: n, Total: per * auction.Credits(n), Renter: l.Renter, Provider: l.Provider}
+		v := &ledger.Voucher{Lease: leaseCID, Lane: 0, Nonce: n, Total: pace.Total(n), Renter: l.Renter, Provider: l.Provider}
 		sv, err := ledger.SignVoucher(v, key)
 		if err != nil {
 			return
@@ -71,28 +67,11 @@ func payLoop(ctx context.Context, s io.Writer, key crypto.PrivKey, l *auction.Le
 	}
 }
 
-// chargeBound is the most a provider may charge for a run of l that ended
-// at end by this node's clock: the lease price (auction/provider.Cost) for
-// the time from when it could first bill, within authorised (the vouchers
-// this node signed). The provider bills from the job's start, which comes
-// after this node sent the start request (sent; zero if unknown) and no
-// earlier than the lease's window start, less the grace the provider
-// gives a late voucher (which also allows for the two clocks disagreeing).
-// Pulling the image and a pause count in the bound; the provider bills
-// neither, so an honest charge is within it.
-func chargeBound(l *auction.Lease, sent, end time.Time, authorised auction.Credits) auction.Credits {
-	from := time.Unix(l.Start, 0).Add(-sched.Grace(l))
-	if sent.After(from) {
-		from = sent
-	}
-	c, _ := sched.Charge(l, end.Sub(from), authorised)
-	return c
-}
-
 // recordCharge records in j the provider's charge for its run, ended at
-// end by this node's clock. It returns a note when the charge is more
-// than this node's own bound, or below zero (no charge can be): the
-// figure is kept, shown as disputed.
+// end by this node's clock, against this node's own bound
+// (renter.ChargeBound, from when it sent the start). It returns a note
+// when the charge is more than that bound, or below zero (no charge can
+// be): the figure is kept, shown as disputed (renter.CheckCharge).
 func recordCharge(j *JobRecord, charged auction.Credits, end time.Time) string {
 	l, _, err := auction.DecodeLeaseUnverified(j.Lease) // verified when it was co-signed
 	if err != nil {
@@ -102,16 +81,8 @@ func recordCharge(j *JobRecord, charged auction.Credits, end time.Time) string {
 	if j.StartSent != nil {
 		sent = *j.StartSent
 	}
-	j.Charged, j.ChargeBound = &charged, chargeBound(l, sent, end, j.Paid)
-	j.ChargeDisputed, j.Refunded = charged < 0 || charged > j.ChargeBound, 0
-	if charged < 0 {
-		return fmt.Sprintf("the provider says it charged %s credits, a negative charge, which is invalid: disputed",
-			auction.FormatCredits(charged))
-	}
-	if j.ChargeDisputed {
-		return fmt.Sprintf("the provider says it charged %s credits, more than the %s this node reckons the run cost: disputed",
-			auction.FormatCredits(charged), auction.FormatCredits(j.ChargeBound))
-	}
-	j.Refunded = j.Paid - charged
-	return ""
+	j.Charged, j.ChargeBound = &charged, renter.ChargeBound(l, sent, end, j.Paid)
+	c := renter.CheckCharge(charged, j.Paid, j.ChargeBound)
+	j.ChargeDisputed, j.Refunded = c.Disputed, c.Refunded
+	return c.Why
 }

@@ -34,7 +34,10 @@ type QuoteOutcome = renter.QuoteOutcome
 // resumes from the checkpoint it shipped back, on any provider, the one
 // that preempted it included; a run the provider could not start spends
 // none, within bounds. This loop does the I/O the lifecycle decides.
-func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string) {
+// life is nil for a new job; a job that waited in a re-auction when this
+// node restarted goes on with the lifecycle rebuilt from its record
+// (renter_wait.go), which this loop keeps current there.
+func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle) {
 	defer func() { // the credentials live as long as the job's auctions, in memory only
 		r.mu.Lock()
 		delete(r.registryAuth, id)
@@ -63,9 +66,12 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 	if rec.Service != "" && group != nil {
 		defer group.Release(id) // an ended replica keeps no provider from its successor
 	}
-	life := renter.NewLifecycle(spec, rec.Pin)
-	for _, p := range rec.Avoid {
-		life.Avoid(p, "its service replica was lost with it")
+	defer r.settled(id)
+	if life == nil {
+		life = renter.NewLifecycle(spec, rec.Pin)
+		for _, p := range rec.Avoid {
+			life.Avoid(p, "its service replica was lost with it")
+		}
 	}
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: life.Exclude(), LastResort: life.LastResort(), Pin: rec.Pin, Group: group,
 		BillingSec: int64(r.billing / time.Second)}
@@ -102,6 +108,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			return
 		}
 		life.Placed(res)
+		snap := life.Snapshot() // a restarted node that re-attaches goes on from it (reattach)
 		lease, raw := res.Lease, res.Raw
 		cid := leaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
@@ -118,6 +125,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 			}
 			j.Simulated = offerSimulated(r.m, lease.Provider)
 			j.Attempts = life.Leases()
+			j.Life = &snap
 		})
 		if !rec.Canary {
 			r.maybeCanary(lease.Provider)
@@ -126,44 +134,56 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
 		}
-		var voucher []byte
-		if j, err := r.get(id); err == nil {
-			voucher = j.LastVoucher
-		}
-		if out.notStarted() {
-			// The provider's settlement charges a run that never began
-			// nothing (auction/provider.Charge of no running time): so
-			// does this record, whatever vouchers went ahead of the start.
-			r.update(id, "", func(j *JobRecord) {
-				if j.BilledLease == cid {
-					_ = recordCharge(j, 0, time.Now())
-				}
-			})
-		}
-		var outputs string
-		if j, _ := r.get(id); j != nil {
-			outputs = j.Outputs
-		}
-		r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
-		out = r.checkAnswer(id, spec, cid, lease.Provider, out)
-		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+		if r.runEnded(id, spec, life, lease, cid, ex, out) {
 			return
 		}
-		step := life.Ended(out.typed(lease.Provider))
-		if step.Done {
-			state := outcomeState[step.Outcome]
-			r.update(id, step.Why, func(j *JobRecord) {
-				if j.State != StateCancelled {
-					j.State, j.Error = state, step.Why
-					if out.notStarted() && state == StateFailed {
-						j.Explain = withFailedStart(ex, lease.Provider, out.why)
-					}
-				}
-			})
-			return
-		}
-		r.update(id, step.Why, func(j *JobRecord) { j.State, j.Error = StateAuction, step.Why })
 	}
+}
+
+// runEnded does what follows the end of job id's run on lease (whose CID
+// is cid, won in the round ex explains): the charge of a run that never
+// began, the outcome entry, the answer's check, and the lifecycle's
+// decision, recorded. It reports whether the job is over (its record says
+// how); otherwise it waits to be auctioned again (waitAgain).
+func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *JobExplain, out runEnd) bool {
+	var voucher []byte
+	if j, err := r.get(id); err == nil {
+		voucher = j.LastVoucher
+	}
+	if out.notStarted() {
+		// The provider's settlement charges a run that never began
+		// nothing (auction/provider.Charge of no running time): so
+		// does this record, whatever vouchers went ahead of the start.
+		r.update(id, "", func(j *JobRecord) {
+			if j.BilledLease == cid {
+				_ = recordCharge(j, 0, time.Now())
+			}
+		})
+	}
+	var outputs string
+	if j, _ := r.get(id); j != nil {
+		outputs = j.Outputs
+	}
+	r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
+	out = r.checkAnswer(id, spec, cid, lease.Provider, out)
+	if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+		return true
+	}
+	step := life.Ended(out.typed(lease.Provider))
+	if step.Done {
+		state := outcomeState[step.Outcome]
+		r.update(id, step.Why, func(j *JobRecord) {
+			if j.State != StateCancelled {
+				j.State, j.Error = state, step.Why
+				if out.notStarted() && state == StateFailed {
+					j.Explain = withFailedStart(ex, lease.Provider, out.why)
+				}
+			}
+		})
+		return true
+	}
+	r.waitAgain(id, life, len(out.checkpoint) > 0, step.Why)
+	return false
 }
 
 // outcomeState is a job record's state for each typed outcome.

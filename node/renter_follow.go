@@ -454,14 +454,18 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 // reattach follows, after this node restarted, a job that was leased
 // when it stopped: the provider still runs it (or waits for its window)
 // and streams the rest of its output; this node comes back to it as to
-// any provider it lost (followLease). If the provider no longer holds it, the
-// job fails with a reason: its secrets were never stored, so it cannot
-// be started again or re-auctioned blindly.
+// any provider it lost (followLease). A job whose lifecycle the record
+// kept goes on as run would after the run's end (preempted: auctioned
+// again from its checkpoint), unless it needs secrets, which were never
+// stored (restored). Otherwise, if the provider no longer holds it, the
+// job fails with a reason: it cannot be started again or re-auctioned
+// blindly.
 func (r *renterJobs) reattach(id string) {
 	j, err := r.get(id)
 	if err != nil {
 		return
 	}
+	defer r.settled(id)
 	if j.Group != "" {
 		// However this ends (even unreachable), the group is decided.
 		defer r.compareReplicas(j.Group)
@@ -479,6 +483,12 @@ func (r *renterJobs) reattach(id string) {
 	out := r.followLease(id, spec, l, j.Lease, nil, true)
 	if r.bg.Err() != nil {
 		return // stopping again: the record stays leased, for the next start
+	}
+	if life := r.restored(j, spec); life != nil {
+		if !r.runEnded(id, spec, life, l, j.LeaseCID, j.Explain, out) {
+			r.run(id, spec, []byte(j.Spec), nil, life)
+		}
+		return
 	}
 	if out.state == "" {
 		out.state = StateFailed

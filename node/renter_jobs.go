@@ -123,6 +123,15 @@ type JobRecord struct {
 	// Avoid are providers this job's auctions never ask: a replacement
 	// replica's, the provider its predecessor was lost with.
 	Avoid []string `json:"avoid,omitempty"`
+	// Life is what the job's lifecycle has learnt of its runs
+	// (renter.Snapshot), kept while the job goes on: a node restarted
+	// while the job waits in a re-auction rebuilds it and auctions again
+	// from the job's checkpoint (renter_wait.go).
+	Life *renter.Snapshot `json:"lifecycle,omitempty"`
+	// Secrets: the job was submitted with secrets or registry
+	// credentials, which live in memory only, so a restarted node cannot
+	// start it on a new provider.
+	Secrets bool `json:"secrets,omitempty"`
 }
 
 // errStopping: the node is stopping and starts no more jobs. A job
@@ -186,6 +195,7 @@ type renterJobs struct {
 	auctionTimer atomic.Pointer[metrics.Calls]
 
 	resuming []string // leased when this node last stopped: resume follows them again
+	waiting  []string // waiting in a re-auction when this node last stopped: resume auctions them again
 
 	// registryAuth are the credentials of jobs submitted with them, in
 	// memory only, by job ID; guarded by mu.
@@ -205,7 +215,7 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 		spawn: func(f func()) bool { go f(); return true },
 		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
-	var resume []string
+	var resume, waiting []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
 		var j JobRecord
 		if err := decodeJSON(raw, &j); err != nil {
@@ -213,6 +223,15 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 		}
 		switch {
 		case terminal(j.State):
+		case j.State == StateAuction && j.Life != nil && j.Service == "":
+			// Waiting in a re-auction (preempted, say): it goes on from
+			// its checkpoint, unless it needs what was never stored. (A
+			// service's replica is its keeper's to replace.)
+			if j.Secrets {
+				j.State, j.Error = StateFailed, "this node restarted while the job waited to be auctioned again; its secrets were never stored: resubmit the job"
+			} else {
+				waiting = append(waiting, j.ID)
+			}
 		case len(j.Lease) > 0:
 			resume = append(resume, j.ID) // leased: follow it again
 		default:
@@ -226,7 +245,7 @@ func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivK
 	if err != nil {
 		return nil, err
 	}
-	r.resuming = resume
+	r.resuming, r.waiting = resume, waiting
 	return r, r.loadLogs()
 }
 
@@ -237,7 +256,10 @@ func (r *renterJobs) resume() {
 	for _, id := range r.resuming {
 		r.spawn(func() { r.reattach(id) })
 	}
-	r.resuming = nil
+	for _, id := range r.waiting {
+		r.spawn(func() { r.reauction(id) })
+	}
+	r.resuming, r.waiting = nil, nil
 }
 
 // submit parses and records a job, then runs its auction in the background.
@@ -277,7 +299,7 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 	for _, id := range ids {
 		j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now,
 			GPUs: spec.Resources.GPUs, Pin: opt.Provider, Canary: opt.Canary,
-			Service: opt.Service, Avoid: opt.Avoid}
+			Service: opt.Service, Avoid: opt.Avoid, Secrets: len(secrets) > 0 || opt.RegistryAuth != nil}
 		if len(ids) > 1 {
 			j.Group, j.Replicas = base, ids
 		}
@@ -295,7 +317,7 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 			r.registryAuth[id] = opt.RegistryAuth
 			r.mu.Unlock()
 		}
-		if !r.spawn(func() { r.run(id, spec, specYAML, secrets) }) {
+		if !r.spawn(func() { r.run(id, spec, specYAML, secrets, nil) }) {
 			return nil, errStopping
 		}
 	}

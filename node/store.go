@@ -23,6 +23,10 @@ var (
 	bucketJobLogs  = []byte("joblogs")  // renter: each job's retained output (renter_logs.go)
 	bucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (node/peers)
 	bucketServices = []byte("services") // renter: service definitions by name (renter_services.go)
+	// renter: the checkpoint a waiting job resumes from, by job ID, kept
+	// apart from its record (which is rewritten at every change) since it
+	// may be megabytes (renter_wait.go)
+	bucketCheckpoints = []byte("checkpoints")
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -36,7 +40,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func OpenStore(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers, bucketServices},
+		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers, bucketServices, bucketCheckpoints},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {

@@ -60,11 +60,12 @@ type fakeProvider struct {
 	afterQuote func(jobID string)                                                              // runs after a quote is answered, outside mu
 	relay      func(ctx context.Context, jobID string, nonce, specYAML []byte) ([]byte, error) // answer quotes with these bytes instead
 
-	mu     sync.Mutex        // guards what follows
-	used   map[string]string // GPU hash -> the job whose lease holds it
-	leases map[string][]byte // job ID -> co-signed lease
-	quotes int
-	awards int
+	mu        sync.Mutex        // guards what follows
+	busyUntil time.Time         // declines every quote as busy until then (a preemptor's better job)
+	used      map[string]string // GPU hash -> the job whose lease holds it
+	leases    map[string][]byte // job ID -> co-signed lease
+	quotes    int
+	awards    int
 }
 
 func newFakeProvider(t testing.TB, seed int64, floor auction.Credits, gpus int, clock Clock) *fakeProvider {
@@ -129,6 +130,10 @@ func (p *fakeProvider) quote(ctx context.Context, jobID string, nonce, specYAML 
 		return nil, "bad job spec: " + err.Error(), nil
 	}
 	p.mu.Lock()
+	if p.clock.Now().Before(p.busyUntil) {
+		p.mu.Unlock()
+		return nil, auction.ReasonBusy, nil
+	}
 	util := float64(len(p.used)) / float64(len(p.gpus))
 	var plan []string
 	for _, h := range p.gpus {

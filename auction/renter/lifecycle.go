@@ -3,6 +3,8 @@ package renter
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 // End is how one leased run of a job ended, as the renter saw it. The
 // transport (node's job stream, the simulator's in-memory provider) maps
 // what the provider said to one of these by its typed code, never by its
-// words.
+// words. Its numbers are kept in the renter's store (Snapshot): they
+// never change, and a new end takes a new number.
 type End uint8
 
 const (
@@ -38,7 +41,8 @@ const (
 	EndNotStarted
 )
 
-// StartCause is why a leased job never started (EndNotStarted).
+// StartCause is why a leased job never started (EndNotStarted). Its
+// numbers are kept in the renter's store (Snapshot) and never change.
 type StartCause uint8
 
 const (
@@ -344,4 +348,65 @@ func providers(n int) string {
 		return "1 provider"
 	}
 	return fmt.Sprintf("%d providers", n)
+}
+
+// Snapshot is what a Lifecycle has learnt of its job's runs, as the
+// renter's store keeps it: a renter that restarts while the job waits in
+// its re-auction rebuilds the lifecycle from it (Restore) and goes on
+// where it left off, spending no re-auction twice and asking the providers
+// it left last or not at all. The checkpoint to resume from is kept apart
+// (it may be megabytes) and passed to Restore. End and StartCause are
+// stored as their numbers, which therefore never change.
+type Snapshot struct {
+	Exclude     []string          `json:"exclude,omitempty"`
+	LastResort  []string          `json:"last_resort,omitempty"`
+	Left        map[string]string `json:"left,omitempty"`
+	Spent       int               `json:"spent,omitempty"`
+	Leases      int               `json:"leases,omitempty"`
+	NotStarted  int               `json:"not_started,omitempty"`
+	Pulls       int               `json:"pulls,omitempty"`
+	Inputs      int               `json:"inputs,omitempty"`
+	Preemptions int               `json:"preemptions,omitempty"`
+	// The last run's end, less its checkpoint.
+	LastEnd      End        `json:"last_end,omitempty"`
+	LastCause    StartCause `json:"last_cause,omitempty"`
+	LastProvider string     `json:"last_provider,omitempty"`
+	LastWhy      string     `json:"last_why,omitempty"`
+}
+
+// Snapshot is l's state for the renter's store, sorted so that the same
+// state always reads the same.
+func (l *Lifecycle) Snapshot() Snapshot {
+	s := Snapshot{Exclude: sortedKeys(l.exclude), LastResort: sortedKeys(l.preemptors), Left: maps.Clone(l.left),
+		Spent: l.spent, Leases: l.leases, NotStarted: l.notStarted, Pulls: l.pulls, Inputs: l.inputs, Preemptions: l.preemptions,
+		LastEnd: l.last.End, LastCause: l.last.Cause, LastProvider: l.last.Provider, LastWhy: l.last.Why}
+	if len(s.Left) == 0 {
+		s.Left = nil
+	}
+	return s
+}
+
+// Restore is the lifecycle of a job with spec, pinned to pin, that had
+// learnt s and resumes from checkpoint (nil for none): what NewLifecycle
+// and the same runs' ends would have built.
+func Restore(spec *auction.JobSpec, pin string, s Snapshot, checkpoint []byte) *Lifecycle {
+	l := NewLifecycle(spec, pin)
+	for _, p := range s.Exclude {
+		l.exclude[p] = true
+	}
+	for _, p := range s.LastResort {
+		l.preemptors[p] = true
+	}
+	maps.Copy(l.left, s.Left)
+	l.spent, l.leases, l.notStarted, l.pulls, l.inputs, l.preemptions = s.Spent, s.Leases, s.NotStarted, s.Pulls, s.Inputs, s.Preemptions
+	l.last = RunEnd{End: s.LastEnd, Cause: s.LastCause, Provider: s.LastProvider, Why: s.LastWhy}
+	l.checkpoint = checkpoint
+	return l
+}
+
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }

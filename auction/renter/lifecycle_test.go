@@ -1,8 +1,13 @@
 package renter
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +327,61 @@ func TestAnAvoidedProviderIsALastResort(t *testing.T) {
 	if l.Exclude()["lost"] || !l.LastResort()["lost"] || l.Left()["lost"] == "" {
 		t.Fatalf("exclude %v, last resort %v, left %v: want a last resort with its why", l.Exclude(), l.LastResort(), l.Left())
 	}
+}
+
+// A lifecycle rebuilt from its snapshot, through JSON as node's store
+// keeps it, and its checkpoint decides every later end as the original
+// does: a restarted renter spends no re-auction twice and leaves the
+// same providers.
+func TestLifecycleRestoresFromItsSnapshot(t *testing.T) {
+	ends := []End{EndPreempted, EndLost, EndRetryExit, EndNotStarted, EndPreempted}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		spec := lifeSpec(rng.IntN(4))
+		l := NewLifecycle(spec, "")
+		l.Avoid("z", "its service replica was lost with it")
+		l.Placed(Result{})
+		random := func(n int) RunEnd {
+			e := RunEnd{End: ends[rng.IntN(len(ends))], Cause: StartCause(rng.IntN(5)), Provider: string(rune('a' + rng.IntN(5))), Why: fmt.Sprint("end ", n)}
+			if e.End == EndPreempted && rng.IntN(2) == 0 {
+				e.Checkpoint = []byte{byte(n)}
+			}
+			return e
+		}
+		for n := range rng.IntN(8) {
+			if l.Ended(random(n)).Done {
+				break
+			}
+			l.Placed(Result{Attempt: l.Policy().Attempt})
+		}
+		raw, err := json.Marshal(l.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap Snapshot
+		if err := json.Unmarshal(raw, &snap); err != nil {
+			t.Fatal(err)
+		}
+		r := Restore(spec, "", snap, l.Checkpoint())
+		for n := 100; n < 110; n++ {
+			if !reflect.DeepEqual(r.Snapshot(), l.Snapshot()) || !bytes.Equal(r.Checkpoint(), l.Checkpoint()) ||
+				!samePolicy(r.Policy(), l.Policy()) || r.After() != l.After() || !maps.Equal(r.Exclude(), l.Exclude()) || !maps.Equal(r.LastResort(), l.LastResort()) {
+				t.Fatalf("seed %d: restored %+v (policy %+v), want %+v (policy %+v)", seed, r.Snapshot(), r.Policy(), l.Snapshot(), l.Policy())
+			}
+			e := random(n)
+			a, b := l.Ended(e), r.Ended(e)
+			if a != b {
+				t.Fatalf("seed %d: the restored lifecycle decided %+v, the original %+v", seed, b, a)
+			}
+			if a.Done {
+				break
+			}
+			l.Placed(Result{Attempt: l.Policy().Attempt})
+			r.Placed(Result{Attempt: r.Policy().Attempt})
+		}
+	}
+}
+
+func samePolicy(a, b Policy) bool {
+	return a.MaxReauctions == b.MaxReauctions && a.Attempt == b.Attempt && a.Patience == b.Patience
 }

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+)
+
+// A renter restarted while its preempted job waits in its re-auction goes
+// on with that re-auction: the job goes back to the provider that
+// preempted it once the silver job there ends, resumes from the
+// checkpoint it shipped back, and completes. Before, the record still
+// held the ended lease, so the restarted node tried to re-attach to it,
+// the provider no longer ran it, and the job failed ("resubmit the job").
+func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
+	rn := renterOf(t, ctx, prov)
+	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job past its third step", func(j *JobRecord) bool {
+		logs, _ := rn.renterJobs.logsOf(victim.ID)
+		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	})
+	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "12s", "3"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job preempted and waiting", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
+	rn = restartRenter(t, ctx, rn, prov)
+	if j, err := rn.renterJobs.get(victim.ID); err != nil || terminal(j.State) {
+		t.Fatalf("after the restart the waiting job is %+v (%v), want it still going", j, err)
+	}
+	waitJob(t, rn, silver.ID, 90*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
+	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
+			done.State, done.Provider, done.Attempts, done.Error)
+	}
+	logs, _ := rn.renterJobs.logsOf(victim.ID)
+	if !strings.Contains(string(logs), "resuming from checkpoint") {
+		t.Errorf("the run after the restart did not resume from the checkpoint:\n%s", logs)
+	}
+	waitFor(t, 10*time.Second, "the ended job's lifecycle and checkpoint forgotten", func() bool {
+		j, _ := rn.renterJobs.get(victim.ID)
+		var ckpt []byte
+		return j.Life == nil && rn.store.Get(bucketCheckpoints, victim.ID, &ckpt) == ErrNotFound
+	})
+}
+
+// checkpointSpec is a job of the demo workload that writes a checkpoint
+// after each of its lines, and resumes from one.
+func checkpointSpec(name, tier, sleep, lines string) []byte {
+	return []byte("name: " + name + "\nimage: " + demoimage.Tag + "\n" +
+		`command: ["-sleep", "` + sleep + `", "-lines", "` + lines + `", "-checkpoint", "/checkpoint"]` + "\n" +
+		"checkpoint: {path: /checkpoint}\nresources: {gpus: 1}\ntier: " + tier + "\nmax_price: 3.00\n" +
+		"duration: {expected: 1m, max: 5m}\nallow_simulated: true\n")
+}
+
+// A job re-attached after its renter restarted, and preempted after that,
+// is auctioned again from its checkpoint as if the renter had never
+// stopped: the record kept its lifecycle. Before, a re-attached job whose
+// run ended without completing failed ("resubmit the job").
+func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
+	rn := renterOf(t, ctx, prov)
+	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job running", func(j *JobRecord) bool { return j.State == StateRunning })
+	rn = restartRenter(t, ctx, rn, prov)
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job re-attached past its third step", func(j *JobRecord) bool {
+		logs, _ := rn.renterJobs.logsOf(victim.ID)
+		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	})
+	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "4s", "2"), nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, victim.ID, 30*time.Second, "the re-attached bronze job preempted and waiting", func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
+	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
+	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
+			done.State, done.Provider, done.Attempts, done.Error)
+	}
+	if logs, _ := rn.renterJobs.logsOf(victim.ID); !strings.Contains(string(logs), "resuming from checkpoint") {
+		t.Errorf("the run after the preemption did not resume from the checkpoint:\n%s", logs)
+	}
+}
+
+// What a restarted node does with each job its store holds: a job waiting
+// in a re-auction with its lifecycle goes on (unless it needs secrets),
+// one leased is followed again, one in its first auction fails, and a
+// service's replica is left to its keeper's old path.
+func TestARestartSortsTheJobsItFinds(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	life := &renter.Snapshot{Leases: 1, Preemptions: 1, LastEnd: renter.EndPreempted, LastProvider: "p", LastResort: []string{"p"}}
+	recs := []JobRecord{
+		{ID: "waiting", State: StateAuction, Lease: []byte("old"), Life: life},
+		{ID: "secret", State: StateAuction, Lease: []byte("old"), Life: life, Secrets: true},
+		{ID: "replica", State: StateAuction, Lease: []byte("old"), Life: life, Service: "web"},
+		{ID: "leased", State: StateRunning, Lease: []byte("now"), Life: life},
+		{ID: "first", State: StateAuction},
+	}
+	if err := st.Update(func(tx *StoreTx) error {
+		for _, j := range recs {
+			if err := tx.Put(bucketJobs, j.ID, j); err != nil {
+				return err
+			}
+		}
+		return tx.Put(bucketCheckpoints, "waiting", []byte("step-600"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRenterJobs(context.Background(), nil, st, nil, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.waiting, []string{"waiting"}) || !slices.Equal(slices.Sorted(slices.Values(r.resuming)), []string{"leased", "replica"}) {
+		t.Fatalf("waiting %v, resuming %v; want [waiting], [leased replica]", r.waiting, r.resuming)
+	}
+	for id, want := range map[string]string{"secret": "secrets were never stored", "first": "during the auction"} {
+		if j, _ := r.get(id); j.State != StateFailed || !strings.Contains(j.Error, want) {
+			t.Errorf("%s: %s (%s), want failed saying %q", id, j.State, j.Error, want)
+		}
+	}
+	j, _ := r.get("waiting")
+	restored, err := r.restore(j, &auction.JobSpec{Image: "x"})
+	if err != nil || string(restored.Checkpoint()) != "step-600" || !restored.LastResort()["p"] || restored.Exclude()["p"] || restored.Policy().Patience != renter.PreemptedPatience {
+		t.Fatalf("restored %+v (%v), want the preempted lifecycle with its checkpoint", restored.Snapshot(), err)
+	}
+}

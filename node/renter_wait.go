@@ -1,0 +1,94 @@
+package node
+
+import (
+	"errors"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
+)
+
+// A job sent back to auction (preempted, its provider lost, its start
+// failed) waits there, for up to renter.PreemptedPatience after a
+// preemption. What it waits with is durable, in this node's store: the
+// lifecycle's snapshot in its record and the checkpoint it resumes from
+// in bucketCheckpoints, so that a node restarted meanwhile auctions it
+// again where it left off, instead of following a lease that ended (and
+// failing the job as one its provider no longer runs). A job submitted
+// with secrets cannot: they were never stored.
+
+// waitAgain records that job id goes back to auction after its run
+// ended, as life decided for why: the checkpoint first (when the run
+// shipped a new one), then the record, so that a record that says it
+// waits always has its checkpoint.
+func (r *renterJobs) waitAgain(id string, life *renter.Lifecycle, newCheckpoint bool, why string) {
+	if newCheckpoint {
+		if err := r.store.Update(func(tx *StoreTx) error { return tx.Put(bucketCheckpoints, id, life.Checkpoint()) }); err != nil {
+			r.log.Error("checkpoint not saved: a restart would resume the job from an older one", "job", id, "err", err)
+		}
+	}
+	snap := life.Snapshot()
+	r.update(id, why, func(j *JobRecord) { j.State, j.Error, j.Life = StateAuction, why, &snap })
+}
+
+// settled forgets, once job id has ended for good, what it kept to wait
+// with; a job still going on (this node stopping) keeps it.
+func (r *renterJobs) settled(id string) {
+	j, err := r.get(id)
+	if err != nil || !terminal(j.State) {
+		return
+	}
+	if j.Life != nil {
+		r.update(id, "", func(j *JobRecord) { j.Life = nil })
+	}
+	if err := r.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketCheckpoints, id) }); err != nil {
+		r.log.Error("checkpoint not deleted", "job", id, "err", err)
+	}
+}
+
+// reauction goes on, after this node restarted, with a job that waited in
+// a re-auction when it stopped: its lifecycle rebuilt from the record, it
+// resumes from its checkpoint on whichever provider wins.
+func (r *renterJobs) reauction(id string) {
+	j, err := r.get(id)
+	if err != nil || j.Life == nil {
+		return
+	}
+	spec, err := auction.ParseJobSpec([]byte(j.Spec))
+	if err != nil {
+		r.fail(id, err)
+		return
+	}
+	life, err := r.restore(j, spec)
+	if err != nil {
+		r.fail(id, err)
+		return
+	}
+	r.update(id, "this node restarted while the job waited to be auctioned again: auctioning it again", func(j *JobRecord) {})
+	r.run(id, spec, []byte(j.Spec), nil, life)
+}
+
+// restore rebuilds j's lifecycle from its record and its checkpoint.
+func (r *renterJobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifecycle, error) {
+	var ckpt []byte
+	if err := r.store.Get(bucketCheckpoints, j.ID, &ckpt); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return renter.Restore(spec, j.Pin, *j.Life, ckpt), nil
+}
+
+// restored is the lifecycle of j, re-attached after this node restarted,
+// for what follows its run: nil for a job that cannot go on alone (its
+// secrets were never stored), for one whose record predates lifecycles,
+// and for replicas and canaries, which their group, service or canary
+// plan decide (reattach settles them as before).
+func (r *renterJobs) restored(j *JobRecord, spec *auction.JobSpec) *renter.Lifecycle {
+	if j.Life == nil || j.Secrets || j.Group != "" || j.Service != "" || j.Canary {
+		return nil
+	}
+	life, err := r.restore(j, spec)
+	if err != nil {
+		r.log.Error("checkpoint not read: the job cannot go on after its run", "job", j.ID, "err", err)
+		return nil
+	}
+	return life
+}
