@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ipfs/go-cid"
 )
@@ -31,6 +32,21 @@ type facts struct {
 	maxDur   int64 // seconds; math.MaxInt64 when the policy sets no limit
 	windows  []Window
 	booked   []Booking
+	pricing  *Pricing // nil: the floors at every hour, no surge
+	// rules are pricing's periods compiled, in its order (ok false: an
+	// invalid rule, never in force), and loc its zone; nil when no
+	// period can be in force.
+	rules []compiledPeriod
+	loc   *time.Location
+	// surges: pricing has a surge, which a booking can raise the price
+	// by. Kept here so that most offers' price in effect is read
+	// without touching their Pricing (a cache miss per offer).
+	surges bool
+}
+
+type compiledPeriod struct {
+	rule weeklyRule
+	ok   bool
 }
 
 // gpuGroup is the GPUs of one model within an offer.
@@ -78,6 +94,16 @@ func factsOf(o *Offer) facts {
 		withdrawn: o.Withdrawn,
 		windows:   o.Windows,
 		booked:    o.Booked,
+	}
+	if !o.Pricing.IsZero() {
+		f.pricing, f.surges = o.Pricing, o.Pricing.SurgeBP > 0
+		if loc, err := loadZone(o.Pricing.TimeZone); err == nil && len(o.Pricing.Periods) > 0 {
+			f.loc = loc
+			for _, pp := range o.Pricing.Periods {
+				r, err := pp.Weekly.compile()
+				f.rules = append(f.rules, compiledPeriod{r, err == nil})
+			}
+		}
 	}
 	if f.maxDur == 0 {
 		f.maxDur = math.MaxInt64

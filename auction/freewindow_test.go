@@ -2,6 +2,7 @@ package auction
 
 import (
 	"math/rand"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -240,8 +241,8 @@ func TestCheckBooked(t *testing.T) {
 				}
 				return
 			}
-			want := Rejection{id, CheckCalendar, ReasonBooked}
-			if len(ok) != 0 || len(rej) != 1 || rej[0] != want {
+			want := Rejection{Provider: id, Check: CheckCalendar, Reason: ReasonBooked}
+			if len(ok) != 0 || len(rej) != 1 || !reflect.DeepEqual(rej[0], want) {
 				t.Fatalf("got ok=%d %+v, want %+v", len(ok), rej, want)
 			}
 		})

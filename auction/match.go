@@ -47,11 +47,21 @@ func reputationOf(r Reputation, provider string) float64 {
 }
 
 // Rejection records why an offer cannot run a job: the first check, in
-// stack order, that failed, and its constant reason.
+// stack order, that failed, and its constant reason. Feasible sets only
+// those; Diagnose adds the numbers behind them (Detail) and every other
+// check the offer fails (All), for `job explain`.
 type Rejection struct {
 	Provider string `json:"provider"`
 	Check    string `json:"check"`
 	Reason   string `json:"reason"`
+	// Detail is the first failure's numbers in words, e.g. "silver floor
+	// 2/GPU-h in effect (peak x2 until 18:00 UTC; base 1), above
+	// max_price 1"; "" where the reason says it all.
+	Detail string `json:"detail,omitempty"`
+	// All is every check the offer fails, in stack order, the first
+	// being Check: what to change to admit it; empty when it fails
+	// only Check.
+	All []Failure `json:"all,omitempty"`
 }
 
 // Feasible splits offers into those that can run spec at env.Now and the
@@ -179,36 +189,46 @@ var FeasibilityChecks = []string{CheckLive, CheckTier, CheckPrice, CheckRegion, 
 // chosen for cost: what compares a few integers and is most selective
 // runs first, so that the costlier checks see few offers.
 func newFeasibilityStack(spec *JobSpec, env Env, src offerIterator, rejected *[]Rejection) offerIterator {
-	m := newMatcher(spec, env)
 	it := src
-	wrap := func(name string, check func(*Offer) string) {
-		it = &checkIterator{src: it, name: name, check: check, rejected: rejected}
+	for _, c := range newMatcher(spec, env).checks() {
+		it = &checkIterator{src: it, name: c.name, check: c.check, rejected: rejected}
 	}
-	// Liveness first: every later check assumes an offer that still stands.
-	wrap(CheckLive, m.live)
-	// The tier and the price are one integer each and, with the renter's
-	// max price, typically remove most of the book.
-	wrap(CheckTier, m.tier)
-	wrap(CheckPrice, m.price)
-	// Then the provider's location, read from the offer itself: residency
-	// is a hard constraint and as cheap as a string comparison.
-	wrap(CheckRegion, m.region)
-	wrap(CheckCountry, m.country)
-	// The GPUs: the first checks to chase the offer's GPU list, a cache
-	// miss per offer in a large book, so they run after the checks that
-	// need none.
-	wrap(CheckSimulated, m.simulated)
-	wrap(CheckGPUs, m.gpus)
-	wrap(CheckHost, m.host)
-	// The owner's policy: path.Match over the allowlist is the costliest
-	// of the pure checks.
-	wrap(CheckPolicy, m.policy)
-	// The calendar binary-searches the offer's windows.
-	wrap(CheckCalendar, m.calendar)
-	// RTT last: it calls out of the package (a peerstore lookup) and so
-	// should see only offers that pass everything else.
-	wrap(CheckRTT, m.rtt)
 	return it
+}
+
+type namedCheck struct {
+	name  string
+	check func(*Offer) string
+}
+
+// checks are m's checks in stack order, as FeasibilityChecks names them.
+func (m *matcher) checks() []namedCheck {
+	return []namedCheck{
+		// Liveness first: every later check assumes an offer that still stands.
+		{CheckLive, m.live},
+		// The tier and the price are one integer each and, with the renter's
+		// max price, typically remove most of the book.
+		{CheckTier, m.tier},
+		{CheckPrice, m.price},
+		// Then the provider's location, read from the offer itself: residency
+		// is a hard constraint and as cheap as a string comparison.
+		{CheckRegion, m.region},
+		{CheckCountry, m.country},
+		// The GPUs: the first checks to chase the offer's GPU list, a cache
+		// miss per offer in a large book, so they run after the checks that
+		// need none.
+		{CheckSimulated, m.simulated},
+		{CheckGPUs, m.gpus},
+		{CheckHost, m.host},
+		// The owner's policy: path.Match over the allowlist is the costliest
+		// of the pure checks.
+		{CheckPolicy, m.policy},
+		// The calendar binary-searches the offer's windows.
+		{CheckCalendar, m.calendar},
+		// RTT last: it calls out of the package (a peerstore lookup) and so
+		// should see only offers that pass everything else.
+		{CheckRTT, m.rtt},
+	}
 }
 
 // FunnelStep is how many offers one check removed.

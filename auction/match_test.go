@@ -2,6 +2,7 @@ package auction
 
 import (
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -112,8 +113,8 @@ func TestCheckers(t *testing.T) {
 				}
 				return
 			}
-			want := Rejection{id, c.check, c.reason}
-			if len(ok) != 0 || len(rej) != 1 || rej[0] != want {
+			want := Rejection{Provider: id, Check: c.check, Reason: c.reason}
+			if len(ok) != 0 || len(rej) != 1 || !reflect.DeepEqual(rej[0], want) {
 				t.Fatalf("got ok=%d %+v, want %+v", len(ok), rej, want)
 			}
 		})
@@ -210,7 +211,7 @@ func TestFeasibleParallel(t *testing.T) {
 	for o := it.Next(); o != nil; o = it.Next() {
 		wantOK = append(wantOK, o)
 	}
-	if len(wantOK) == 0 || !slices.Equal(ok, wantOK) || !slices.Equal(rej, wantRej) {
+	if len(wantOK) == 0 || !slices.Equal(ok, wantOK) || !reflect.DeepEqual(rej, wantRej) {
 		t.Fatalf("parallel: %d ok %d rejected; sequential: %d ok %d rejected", len(ok), len(rej), len(wantOK), len(wantRej))
 	}
 }

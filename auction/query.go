@@ -39,6 +39,34 @@ var opNames = [...]string{"=", "!=", "<", "<=", ">", ">=", "in", "notin"}
 type Query struct {
 	clauses []clause
 	gpu     []*clause // the gpu clauses, which select GPUs for gpus, vram, cc
+	// start and secs are the job window prices are read over (At);
+	// start 0 means now.
+	start, secs int64
+}
+
+// At is q reading prices over the job window [start, start+dur) instead
+// of at the instant the query runs: the window a silver job of
+// duration.max dur would run now, or a gold reservation. q is unchanged.
+func (q *Query) At(start time.Time, dur time.Duration) *Query {
+	var c Query
+	if q != nil {
+		c = *q
+	}
+	c.start, c.secs = start.Unix(), int64(dur/time.Second)
+	if start.IsZero() {
+		c.start = 0
+	}
+	return &c
+}
+
+// window is the clock of one query run at now; a run over many offers
+// gives it a memo (Book.Query), a single match does without.
+func (q *Query) window(now int64) when {
+	w := when{now: now, start: q.start, secs: q.secs}
+	if w.start == 0 {
+		w.start = now
+	}
+	return w
 }
 
 type clause struct {
@@ -86,7 +114,7 @@ func (q *Query) Match(o *Offer, now time.Time) bool {
 	if f.withdrawn || now.Unix() >= f.expires {
 		return false
 	}
-	ctx := evalCtx{q: q, now: now.Unix()}
+	ctx := evalCtx{q: q, now: now.Unix(), w: q.window(now.Unix())}
 	ctx.reset(&f)
 	for i := range q.clauses {
 		if !q.clauses[i].ok(&ctx) {
@@ -101,6 +129,7 @@ func (q *Query) Match(o *Offer, now time.Time) bool {
 type evalCtx struct {
 	q       *Query
 	now     int64
+	w       when
 	f       *facts
 	selDone bool
 	sel     gpuSel
@@ -155,7 +184,10 @@ func (c *clause) ok(ctx *evalCtx) bool {
 		if c.field.sel {
 			sel = ctx.selection()
 		}
-		x, present := c.field.num(f, sel, ctx.now)
+		if c.field.low != nil && (c.op == opLe || c.op == opLt || c.op == opEq) && c.field.low(f) > c.nums[0] {
+			return false // its lower bound is above the bound: no need to compute it
+		}
+		x, present := c.field.num(f, sel, ctx.w)
 		return present && compare(c.op, x, c.nums)
 	case kindBool:
 		return (c.field.flag(f) == c.flag) == positive

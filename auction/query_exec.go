@@ -220,7 +220,8 @@ func (p *queryPart) add(r ranked) {
 }
 
 func (p *queryPart) run(q *Query, es []*entry, now int64, key *fieldDef) {
-	ctx := &evalCtx{q: q, now: now}
+	ctx := &evalCtx{q: q, now: now, w: q.window(now)}
+	ctx.w.memo = map[periodKey]bool{} // this chunk's own: the memo is not safe to share
 	it, stages := q.stack(&sliceSource{es: es}, ctx)
 	defer func() {
 		p.ex.Expired = stages[0].removed
@@ -236,7 +237,7 @@ func (p *queryPart) run(q *Query, es []*entry, now int64, key *fieldDef) {
 			if key.sel {
 				sel = ctx.selection() // ctx still holds e: the last stage accepted it
 			}
-			r.v, r.ok = key.num(&e.f, sel, now)
+			r.v, r.ok = key.num(&e.f, sel, ctx.w)
 		}
 		p.add(r)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ipfs/go-cid"
 )
@@ -60,7 +61,7 @@ func genClause(r *rand.Rand, providers []string) refClause {
 		case "cc":
 			v = []string{"7.0", "8.0", "8.6", "8.9", "9", "12.0", "8.65"}[r.Intn(7)]
 			x = int64(math.Round(mustFloat(v) * 1e6))
-		case "price.gold", "price.silver", "price.bronze":
+		case "price.gold", "price.silver", "price.bronze", "floor.gold", "floor.silver", "floor.bronze":
 			k := int64(r.Intn(90))
 			v, x = fmt.Sprintf("%d.%02d", k*5/100, k*5%100), k*50_000
 		case "available", "max_duration", "free":
@@ -137,11 +138,14 @@ func refValue(o *Offer, q []refClause, field string, now int64) (int64, bool) {
 		return int64(o.Host.CPUs), true
 	case "memory":
 		return int64(o.Host.MemoryMiB) * 1048576, true
-	case "price.gold":
+	case "price.gold", "price.silver", "price.bronze": // in effect now: periods and surge
+		pe := o.PriceIn(Tier(strings.TrimPrefix(field, "price.")), time.Unix(now, 0), 0)
+		return int64(pe.Price), pe.Base > 0
+	case "floor.gold":
 		return int64(o.Prices.Gold), o.Prices.Gold > 0
-	case "price.silver":
+	case "floor.silver":
 		return int64(o.Prices.Silver), o.Prices.Silver > 0
-	case "price.bronze":
+	case "floor.bronze":
 		return int64(o.Prices.Bronze), o.Prices.Bronze > 0
 	case "max_duration":
 		if o.Policy.MaxDurationSec == 0 {

@@ -200,7 +200,7 @@ func AdmitBids(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) (ok
 		}
 		seen[b.Provider] = true
 		if reason != "" {
-			rejected = append(rejected, Rejection{b.Provider, CheckBid, reason})
+			rejected = append(rejected, Rejection{Provider: b.Provider, Check: CheckBid, Reason: reason})
 			continue
 		}
 		cands, candBids = append(cands, o), append(candBids, b)
@@ -213,7 +213,7 @@ func AdmitBids(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) (ok
 		}
 		if spec.Placement.MaxRTT > 0 {
 			if _, known := rttOf(env, o.Provider); !known {
-				rejected = append(rejected, Rejection{o.Provider, CheckRTT, ReasonRTTUnknown})
+				rejected = append(rejected, Rejection{Provider: o.Provider, Check: CheckRTT, Reason: ReasonRTTUnknown})
 				continue
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 
 	"github.com/gleaner-net/gleaner/node/wire"
 
@@ -103,6 +104,9 @@ func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
+	if j.Explain != nil && j.Price > 0 && j.Explain.Clearing != nil && j.Explain.Clearing.Price == j.Price {
+		j.PriceWhy = j.Explain.Clearing // the round that set the lease's price
+	}
 	j.Explain = nil
 	return j, nil
 }
@@ -168,4 +172,14 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 			})
 			return out, err
 		})
+}
+
+// clearingNote is the lease note's why: " (1.5/GPU-h: the runner-up's
+// price, ...)", or "" for a round that did not say.
+func clearingNote(ex *JobExplain) string {
+	if ex == nil || ex.Clearing == nil {
+		return ""
+	}
+	_, how, _ := strings.Cut(ex.Clearing.Why, ": ") // the note names the price already
+	return " (" + how + ")"
 }

@@ -21,7 +21,8 @@ type OfferView struct {
 	GPUCount      int                        `json:"gpu_count"`
 	Simulated     bool                       `json:"simulated"`
 	Region        auction.Region             `json:"region"`
-	Prices        map[string]auction.Credits `json:"prices" doc:"floor per tier offered: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	Prices        map[string]auction.Credits `json:"prices" doc:"the owner's base floor per tier offered: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	InEffect      map[string]PriceView       `json:"in_effect" doc:"per tier offered, the price in effect now (or over the job window market_offers names): the base floor raised by any price period in force, with the surge the offer's bookings imply; what price.TIER queries compare"`
 	AvailableForS int64                      `json:"available_for_s"`
 	NextFree      *FreeWindowView            `json:"next_free,omitempty" doc:"the next window with a GPU inside the windows and not booked; absent when there is none (the query field free is its length)"`
 	Booked        []auction.Booking          `json:"booked,omitempty" doc:"GPUs that silver and gold leases hold, per span (unix seconds)"`
@@ -34,7 +35,19 @@ type OfferView struct {
 	ExpiresAt     time.Time                  `json:"expires_at"`
 }
 
+// PriceView is one tier's price in effect, with why in words relative to
+// now ("peak x2 until 18:00 UTC"; "" when it is the base floor).
+type PriceView struct {
+	auction.PriceInEffect
+	Why string `json:"why,omitempty"`
+}
+
 func viewOffer(o *auction.Offer, now time.Time) OfferView {
+	return viewOfferAt(o, now, now, 0)
+}
+
+// viewOfferAt is viewOffer with prices in effect over [start, start+dur).
+func viewOfferAt(o *auction.Offer, now, start time.Time, dur time.Duration) OfferView {
 	v := OfferView{
 		Provider: o.Provider, Seq: o.Seq, CID: o.CID().String(), GPUs: o.GPUs, GPUCount: len(o.GPUs),
 		Region: o.Region, Prices: map[string]auction.Credits{}, Windows: o.Windows, Pricing: o.Pricing, Policy: o.Policy, Host: o.Host,
@@ -48,9 +61,12 @@ func viewOffer(o *auction.Offer, now time.Time) OfferView {
 	for _, g := range o.GPUs {
 		v.Simulated = v.Simulated || g.Simulated
 	}
+	v.InEffect = map[string]PriceView{}
 	for tier, c := range map[string]auction.Credits{"gold": o.Prices.Gold, "silver": o.Prices.Silver, "bronze": o.Prices.Bronze} {
 		if c > 0 {
 			v.Prices[tier] = c
+			pe := o.PriceIn(auction.Tier(tier), start, dur)
+			v.InEffect[tier] = PriceView{PriceInEffect: pe, Why: pe.Why(now)}
 		}
 	}
 	return v

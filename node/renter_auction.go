@@ -24,6 +24,9 @@ const DefaultBillingInterval = 5 * time.Minute
 // the clearing (auction/renter).
 type JobExplain = renter.Explain
 
+// JobClearing is a lease's price and the rule that set it, in words.
+type JobClearing = renter.Clearing
+
 // QuoteOutcome is one provider's answer to the request for quotes.
 type QuoteOutcome = renter.QuoteOutcome
 
@@ -112,7 +115,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		lease, raw := res.Lease, res.Raw
 		cid := leaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
-		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour", lease.Provider, auction.FormatCredits(lease.Price)), func(j *JobRecord) {
+		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour%s", lease.Provider, auction.FormatCredits(lease.Price), clearingNote(ex)), func(j *JobRecord) {
 			if j.State == StateCancelled {
 				return
 			}

@@ -132,6 +132,9 @@ type JobRecord struct {
 	// credentials, which live in memory only, so a restarted node cannot
 	// start it on a new provider.
 	Secrets bool `json:"secrets,omitempty"`
+	// PriceWhy is what set Price: the clearing rule and its numbers
+	// (job_status fills it from the round's explain; not stored).
+	PriceWhy *JobClearing `json:"price_why,omitempty"`
 }
 
 // errStopping: the node is stopping and starts no more jobs. A job

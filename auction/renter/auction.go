@@ -86,8 +86,12 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	book, left := a.eligible(a.offers.Snapshot(), req, siblings)
 	env := auction.Env{Now: a.clock.Now(), RTT: a.preQuoteRTT(spec), Reputation: a.trust}
 	ok, rejected := auction.Feasible(spec, book, env)
-	ex.Considered, ex.Funnel = len(book), auction.Funnel(rejected)
-	ex.Rejected = slices.Clone(rejected[:min(len(rejected), MaxRejected)])
+	ex.Considered, ex.Feasible, ex.Funnel = len(book), len(ok), auction.Funnel(rejected)
+	if a.noDiagnosis {
+		ex.Rejected = slices.Clone(rejected[:min(len(rejected), MaxRejected)])
+	} else {
+		ex.Rejected, ex.Relax = diagnose(spec, book, rejected, len(ok), env)
+	}
 	if len(ok) == 0 {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
@@ -138,6 +142,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 			break
 		}
 		ex.Winner, ex.ClearingPrice, ex.Rule = winner.Bid.Provider, price, rule
+		ex.Clearing = clearingOf(pool, winner, price, rule, spec.MaxPrice)
 		lease, raw, out := a.award(ctx, req, spec, winner, price, rawBid[winner.Bid.Provider])
 		ex.Awards = append(ex.Awards, out)
 		tried++
@@ -152,7 +157,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		raced = raced && (out.Raced || out.Refused == "" && out.Error != "")
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
-	ex.Winner, ex.ClearingPrice, ex.Rule = "", 0, ""
+	ex.Winner, ex.ClearingPrice, ex.Rule, ex.Clearing = "", 0, "", nil
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

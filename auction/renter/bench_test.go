@@ -73,6 +73,24 @@ func BenchmarkAuction100k(b *testing.B) {
 			}
 		}
 	})
+	// What job explain's diagnosis (every failed check of the listed
+	// rejections, with numbers) costs a round: the same round without it.
+	b.Run("round-without-diagnosis", func(b *testing.B) {
+		a, err := New(f.renter, f.net, fakeBook(f.offers), WithClock(newManualClock(t0)), WithTrust(f.trust), WithoutDiagnosis())
+		if err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		timed(b, func() {
+			i++
+			req := f.req
+			req.JobID = "bench-nd-" + strconv.Itoa(i)
+			if _, err := a.Auction(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+			f.net.release()
+		})
+	})
 }
 
 // timed runs op b.N times after a GC, reports wall and CPU milliseconds

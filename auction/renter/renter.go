@@ -98,6 +98,7 @@ type Auctioneer struct {
 
 	newcomerEvery int
 	smallRounds   atomic.Uint64 // small-job rounds that ranked a bid, with newcomers possible
+	noDiagnosis   bool          // WithoutDiagnosis
 }
 
 // Option configures an Auctioneer.
@@ -131,6 +132,12 @@ func WithNonces(r io.Reader) Option { return func(a *Auctioneer) { a.nonces = r 
 func WithSpecParser(parse func([]byte) (*auction.JobSpec, error), hash func(*auction.JobSpec) ([]byte, error)) Option {
 	return func(a *Auctioneer) { a.parse, a.hash = parse, hash }
 }
+
+// WithoutDiagnosis leaves out what only a person reads: every check each
+// listed rejection fails and the change to the spec that would admit the
+// most offers (Explain.Rejected[i].All, Explain.Relax). The simulator,
+// which runs thousands of rounds nobody reads, passes it.
+func WithoutDiagnosis() Option { return func(a *Auctioneer) { a.noDiagnosis = true } }
 
 // New returns an auctioneer for the renter id, asking providers through t
 // and choosing among the offers of book. Defaults are applied after the

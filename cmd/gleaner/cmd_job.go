@@ -197,8 +197,37 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		_ = emit(c, final, nil)
 	} else {
 		printJob(c.App.ErrWriter, final)
+		if final.State == node.StateNoMatch {
+			printNoMatch(c, nc, final.ID)
+		}
 	}
 	return runResult(final)
+}
+
+// printNoMatch says, for a job nobody could run, why the offers refused
+// it in numbers (a peak's price names the peak) and the change to the
+// spec that admits the most; job explain has the rest.
+func printNoMatch(c *cli.Context, nc *nodeClient, id string) {
+	var ex node.JobExplain
+	if nc.call(c.Context, "job_explain", node.JobIDParams{ID: id}, &ex) != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range ex.Rejected {
+		for _, f := range failures(r) {
+			why := f.Reason
+			if f.Detail != "" {
+				why = f.Detail
+			}
+			if !seen[why] && len(seen) < 5 {
+				seen[why] = true
+				fmt.Fprintf(c.App.ErrWriter, "refused:   %s: %s\n", shortID(r.Provider), why)
+			}
+		}
+	}
+	if rx := ex.Relax; rx != nil {
+		fmt.Fprintf(c.App.ErrWriter, "suggest:   %s to admit %d more offer(s)\n", rx.Change, rx.Admits)
+	}
 }
 
 // jobRunExitCodes is `job run --help`'s word on its exit status.
@@ -396,7 +425,11 @@ func printJob(w io.Writer, j node.JobRecord) {
 		if j.Simulated {
 			sim = " (SIMULATED GPUs)"
 		}
-		fmt.Fprintf(w, "provider:  %s%s\nprice:     %s per GPU-hour x %d GPU(s)\nlease:     %s\n", j.Provider, sim, credits(j.Price), j.GPUs, j.LeaseCID)
+		fmt.Fprintf(w, "provider:  %s%s\nprice:     %s per GPU-hour x %d GPU(s)\n", j.Provider, sim, credits(j.Price), j.GPUs)
+		if pw := j.PriceWhy; pw != nil {
+			fmt.Fprintf(w, "why:       %s\n", pw.Why)
+		}
+		fmt.Fprintf(w, "lease:     %s\n", j.LeaseCID)
 	}
 	if r := j.Reserved; r != nil {
 		when := "began"
@@ -457,15 +490,58 @@ func printJob(w io.Writer, j node.JobRecord) {
 	}
 }
 
+// failures is every check r's offer fails: its All, or its one check
+// when it fails only that (or the record predates All).
+func failures(r auction.Rejection) []auction.Failure {
+	if len(r.All) > 0 {
+		return r.All
+	}
+	return []auction.Failure{{Check: r.Check, Reason: r.Reason, Detail: r.Detail}}
+}
+
 func printExplain(w io.Writer, ex node.JobExplain) {
-	fmt.Fprintf(w, "%d offers considered\n", ex.Considered)
+	// The counts add up: considered = feasible + each check's removals,
+	// and every rejection listed is one of those removals; providers the
+	// job left are listed apart, outside the count.
+	removed := 0
+	for _, f := range ex.Funnel {
+		removed += f.Removed
+	}
+	fmt.Fprintf(w, "%d offers considered: %d feasible, %d rejected\n", ex.Considered, ex.Considered-removed, removed)
 	for _, f := range ex.Funnel {
 		if f.Removed > 0 {
-			fmt.Fprintf(w, "  %6d removed by %s\n", f.Removed, f.Check)
+			fmt.Fprintf(w, "  %6d removed by %s (the first check each failed)\n", f.Removed, f.Check)
 		}
 	}
+	var left, checked []auction.Rejection
 	for _, r := range ex.Rejected {
-		fmt.Fprintf(w, "  - %s: %s (%s)\n", shortID(r.Provider), r.Reason, r.Check)
+		if r.Check == "excluded" || r.Check == "left" { // node's withLeft
+			left = append(left, r)
+		} else {
+			checked = append(checked, r)
+		}
+	}
+	if len(checked) > 0 {
+		fmt.Fprintf(w, "rejected offers, every check each fails (%d of %d listed):\n", len(checked), removed)
+	}
+	for _, r := range checked {
+		fmt.Fprintf(w, "  - %s:\n", shortID(r.Provider))
+		for _, f := range failures(r) {
+			if f.Detail != "" {
+				fmt.Fprintf(w, "      %s: %s: %s\n", f.Check, f.Reason, f.Detail)
+			} else {
+				fmt.Fprintf(w, "      %s: %s\n", f.Check, f.Reason)
+			}
+		}
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(w, "not considered, %d provider(s) this job left:\n", len(left))
+		for _, r := range left {
+			fmt.Fprintf(w, "  - %s: %s (%s)\n", shortID(r.Provider), r.Reason, r.Check)
+		}
+	}
+	if rx := ex.Relax; rx != nil {
+		fmt.Fprintf(w, "suggestion: %s to admit %d more offer(s)\n", rx.Change, rx.Admits)
 	}
 	if len(ex.Quotes) > 0 {
 		fmt.Fprintln(w, "quotes:")
@@ -502,6 +578,9 @@ func printExplain(w io.Writer, ex node.JobExplain) {
 			how = "a small job in a round open to newcomers"
 		}
 		fmt.Fprintf(w, "winner %s, paid %s per GPU-hour (%s)\n", shortID(ex.Winner), credits(ex.ClearingPrice), how)
+		if c := ex.Clearing; c != nil {
+			fmt.Fprintf(w, "why: %s\n", c.Why)
+		}
 	}
 }
 

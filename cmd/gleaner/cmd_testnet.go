@@ -187,7 +187,7 @@ func showMarket(c *cli.Context, l *testnet.Local, providers int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	fmt.Fprintf(c.App.Writer, "\nthe market as node %d sees it (gleaner market offers -o price.bronze):\n", last)
-	printOffers(c.App.Writer, res, false)
+	printOffers(c.App.Writer, res, false, "in effect now")
 }
 
 // demoJob rents a GPU from the last node: the whole market in one step.

@@ -16,7 +16,7 @@ func TestOffersTableShowsNextFree(t *testing.T) {
 		{Provider: "sold-out"},
 	}}
 	var b strings.Builder
-	printOffers(&b, res, false)
+	printOffers(&b, res, false, "in effect now")
 	out := b.String()
 	for _, want := range []string{"NEXT FREE", "now, 8h0m0s", "in 3h0m0s, 5h30m0s", "none"} {
 		if !strings.Contains(out, want) {

@@ -124,6 +124,9 @@ var funcs = template.FuncMap{
 		}
 		return out
 	},
+	"inEffect":   inEffect,
+	"counts":     countExplain,
+	"failures":   failures,
 	"gpuSummary": gpuSummary,
 	"deref":      func(c *auction.Credits) auction.Credits { return *c },
 }
@@ -131,6 +134,33 @@ var funcs = template.FuncMap{
 type tierPrice struct {
 	Tier  string
 	Price auction.Credits
+}
+
+// tierPriceNow is a tier's price in effect, its base floor where a peak
+// or the surge raises it, and why.
+type tierPriceNow struct {
+	Tier  string
+	Price auction.Credits
+	Base  auction.Credits // 0: the price is the base floor
+	Why   string
+}
+
+// inEffect lists an offer's prices in effect, bronze first as prices
+// does; an older node's view without them shows its floors.
+func inEffect(o offerView) []tierPriceNow {
+	var out []tierPriceNow
+	for _, t := range []string{"bronze", "silver", "gold"} {
+		base, ok := o.Prices[t]
+		if !ok {
+			continue
+		}
+		p := tierPriceNow{Tier: t, Price: base}
+		if pv, ok := o.InEffect[t]; ok && pv.Price != base {
+			p.Price, p.Base, p.Why = pv.Price, base, pv.Why
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // gpuSummary: "2× RTX4090 24 GiB", models in order of first appearance.

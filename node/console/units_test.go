@@ -37,7 +37,8 @@ func TestConsoleUnitsAreTheCLIs(t *testing.T) {
 	f := of.caller()
 	f.results["market_offers"] = marketOffers{Explain: &auction.Explain{Matched: 1, Considered: 1}, Offers: []offerView{{
 		Provider: "12D3KooWExampleProvider", GPUs: []auction.GPU{{Model: "RTX4090", VRAMMiB: 24564, Simulated: true}}, GPUCount: 1, Simulated: true,
-		Region: auction.Region{Continent: "eu", Country: "DE"}, Prices: map[string]auction.Credits{"bronze": 350_000}, AvailableForS: 7*24*3600 - 12}}}
+		Region: auction.Region{Continent: "eu", Country: "DE"}, Prices: map[string]auction.Credits{"bronze": 350_000, "silver": 600_000}, AvailableForS: 7*24*3600 - 12,
+		InEffect: map[string]priceInEffect{"bronze": {Base: 350_000, Price: 350_000}, "silver": {Base: 600_000, Price: 1_200_000, Why: "peak x2 until 18:00 UTC"}}}}}
 	f.results["market_stats"] = &marketStats{}
 	c := testConsole(t, f, func(o *Options) { o.HistoryEvery = -1 })
 	ck, _ := login(t, c)
@@ -45,7 +46,9 @@ func TestConsoleUnitsAreTheCLIs(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
-	mustContain(t, w.Body.String(), "<td>1× RTX4090 24 GiB <span class=\"tag\">simulated</span></td>", "<td>7d&#43;</td>") // html/template escapes the +
+	mustContain(t, w.Body.String(), "<td>1× RTX4090 24 GiB <span class=\"tag\">simulated</span></td>", "<td>7d&#43;</td>", // html/template escapes the +
+		// The price in effect, as the CLI shows it: a peak's price with the base beside it and why.
+		`bronze 0.35 credits/GPU-h<br>silver 1.2 credits/GPU-h <span class="base">(base 0.6 credits/GPU-h)</span><br><small class="why">peak x2 until 18:00 UTC</small>`)
 	w = do(c, "GET", "/ui/gpus", nil, withCookie(ck))
 	mustContain(t, w.Body.String(), "RTX4090 (24 GiB)", `<td class="temp">35°C</td>`, "<td>19 W / 450 W</td>")
 }

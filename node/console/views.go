@@ -58,6 +58,15 @@ type offerView struct {
 	Prices        map[string]auction.Credits `json:"prices"`
 	AvailableForS int64                      `json:"available_for_s"`
 	ExpiresAt     time.Time                  `json:"expires_at"`
+	// InEffect is market_offers' price in effect per tier: peaks and
+	// surge applied, with why.
+	InEffect map[string]priceInEffect `json:"in_effect"`
+}
+
+type priceInEffect struct {
+	Base  auction.Credits `json:"base"`
+	Price auction.Credits `json:"price"`
+	Why   string          `json:"why"`
 }
 
 type offerShow struct {
@@ -93,6 +102,38 @@ type jobRecord struct {
 	EndedAt   *time.Time       `json:"ended_at"`
 	Verified  string           `json:"verified"`
 	Outputs   string           `json:"outputs"` // the outputs' CID, once there are some (outputs.go)
+	// PriceWhy is the clearing rule and numbers that set Price.
+	PriceWhy *renter.Clearing `json:"price_why"`
+}
+
+// explainCounts are an explain's counts that add up: Considered =
+// Feasible + Rejected (the funnel's removals); Checked are the listed
+// rejections by a check, apart from the providers the job left.
+type explainCounts struct {
+	Feasible, Rejected int
+	Checked            []auction.Rejection
+}
+
+func countExplain(ex jobExplain) explainCounts {
+	var c explainCounts
+	for _, f := range ex.Funnel {
+		c.Rejected += f.Removed
+	}
+	c.Feasible = ex.Considered - c.Rejected
+	for _, r := range ex.Rejected {
+		if r.Check != "left" && r.Check != "excluded" { // node's withLeft
+			c.Checked = append(c.Checked, r)
+		}
+	}
+	return c
+}
+
+// failures is every check r's offer fails (its All, or its one check).
+func failures(r auction.Rejection) []auction.Failure {
+	if len(r.All) > 0 {
+		return r.All
+	}
+	return []auction.Failure{{Check: r.Check, Reason: r.Reason, Detail: r.Detail}}
 }
 
 type earningsDay struct {

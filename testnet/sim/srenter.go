@@ -121,7 +121,8 @@ func (r *simRenter) place(j *simJob) {
 		}
 		a, err := renter.New(renter.Identity{Peer: r.id, Network: simNetwork, Key: r.key}, r.transport, r.m.book.view(spec),
 			renter.WithClock(r.m.w), renter.WithSpecParser(r.m.specs.parse, r.m.specs.hash), renter.WithTrust(r.trust), renter.WithNonces(r.nonces),
-			renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline))
+			renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline),
+			renter.WithoutDiagnosis())
 		if err != nil {
 			r.m.fail(err)
 			return
