@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // A provider killed while a job runs adopts its container at the next
@@ -74,7 +75,7 @@ func TestAnAdoptedJobWhoseRenterIsGoneIsStoppedWithinTheGrace(t *testing.T) {
 	if st, _ := r.prov.providerJobs.LeaseState(job); st != providing.LeaseEnded {
 		t.Errorf("after the stop the lease is %q, want %q", st, providing.LeaseEnded)
 	}
-	ss := settlementsOf(t, r.prov, leaseCID(lease))
+	ss := settlementsOf(t, r.prov, wire.LeaseCID(lease))
 	if len(ss) != 1 || !ss[0].Unpaid {
 		t.Fatalf("settlements of the lease %+v, want one, unpaid", ss)
 	}

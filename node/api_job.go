@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node/wire"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -123,13 +124,13 @@ func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*JobRecord, error) {
 	return a.n.renterJobs.cancel(ctx, p.ID)
 }
 
-func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*JobExplain, error) {
+func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, error) {
 	j, err := a.n.renterJobs.get(p.ID)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
 	if j.Explain == nil {
-		return &JobExplain{}, nil
+		return &renter.Explain{}, nil
 	}
 	return j.Explain, nil
 }
@@ -176,7 +177,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 
 // clearingNote is the lease note's why: " (1.5/GPU-h: the runner-up's
 // price, ...)", or "" for a round that did not say.
-func clearingNote(ex *JobExplain) string {
+func clearingNote(ex *renter.Explain) string {
 	if ex == nil || ex.Clearing == nil {
 		return ""
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 func TestHistoryLimitIsNeverChangedSilently(t *testing.T) {
@@ -39,8 +40,8 @@ func TestHistoryShowsLeaseEntriesDecoded(t *testing.T) {
 	if got == nil || got.Lease == nil {
 		t.Fatalf("the provider's lease entry: %+v", got)
 	}
-	if got.Lease.JobID != "audited" || got.LeaseCID != leaseCID(raw) || len(got.Lease.GPUUUIDHash) != 1 || got.Payload != nil {
+	if got.Lease.JobID != "audited" || got.LeaseCID != wire.LeaseCID(raw) || len(got.Lease.GPUUUIDHash) != 1 || got.Payload != nil {
 		t.Fatalf("decoded lease: job %q, cid %q (want %q), GPUs %v, raw payload %d bytes",
-			got.Lease.JobID, got.LeaseCID, leaseCID(raw), got.Lease.GPUUUIDHash, len(got.Payload))
+			got.Lease.JobID, got.LeaseCID, wire.LeaseCID(raw), got.Lease.GPUUUIDHash, len(got.Payload))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/replicate"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -93,9 +94,9 @@ type hostileFrameTarget struct {
 
 func hostileFrameTargets(victim *p2p.Host) []hostileFrameTarget {
 	return []hostileFrameTarget{
-		{victim.ProtocolID(quoteProto), maxRequestFrame},
-		{victim.ProtocolID(awardProto), maxRequestFrame},
-		{victim.ProtocolID(jobProto), maxJobFrame},
+		{victim.ProtocolID(wire.QuoteProto), wire.MaxRequestFrame},
+		{victim.ProtocolID(wire.AwardProto), wire.MaxRequestFrame},
+		{victim.ProtocolID(wire.JobProto), wire.MaxJobFrame},
 		{victim.ProtocolID(replicate.SyncProtocol), replicate.MaxSyncRequest},
 	}
 }

@@ -136,10 +136,10 @@ func (r *hostileRig) exchange(proto string, req, rep any) {
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
-	if err := writeMsg(s, req); err != nil {
+	if err := wire.Write(s, req); err != nil {
 		r.t.Fatal(err)
 	}
-	if err := readMsg(s, maxEventFrame, rep); err != nil {
+	if err := wire.Read(s, wire.MaxEventFrame, rep); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -147,8 +147,8 @@ func (r *hostileRig) exchange(proto string, req, rep any) {
 // quote asks for a bid on spec for job; it fails the test on a decline.
 func (r *hostileRig) quote(job, spec string) (*auction.Bid, []byte) {
 	r.t.Helper()
-	var rep quoteReply
-	r.exchange(quoteProto, quoteRequest{JobID: job, Nonce: randomNonce(), Spec: []byte(spec)}, &rep)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: job, Nonce: randomNonce(), Spec: []byte(spec)}, &rep)
 	if rep.Decline != "" {
 		r.t.Fatalf("quote for %s declined: %s", job, rep.Decline)
 	}
@@ -183,8 +183,8 @@ func (r *hostileRig) leaseFor(b *auction.Bid, raw []byte, edit func(*auction.Lea
 // award proposes the lease and returns the co-signed one, or the refusal.
 func (r *hostileRig) award(prop []byte) ([]byte, string) {
 	r.t.Helper()
-	var rep awardReply
-	r.exchange(awardProto, awardRequest{Lease: prop}, &rep)
+	var rep wire.AwardReply
+	r.exchange(wire.AwardProto, wire.AwardRequest{Lease: prop}, &rep)
 	return rep.Lease, rep.Refused
 }
 
@@ -202,24 +202,24 @@ func (r *hostileRig) lease(job, spec string) []byte {
 // start sends a start request and returns the stream its events come on.
 func (r *hostileRig) start(lease []byte, spec string) network.Stream {
 	r.t.Helper()
-	s, err := r.h.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), r.h.ProtocolID(jobProto))
+	s, err := r.h.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), r.h.ProtocolID(wire.JobProto))
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { _ = s.Reset() })
-	if err := wire.WriteJobRequest(s, &jobRequest{Kind: "start", Lease: lease, Spec: []byte(spec), Nonce: randomNonce()}); err != nil {
+	if err := wire.WriteJobRequest(s, &wire.JobRequest{Kind: "start", Lease: lease, Spec: []byte(spec), Nonce: randomNonce()}); err != nil {
 		r.t.Fatal(err)
 	}
 	return s
 }
 
 // nextEvent reads events from s until one of type typ (or an error event).
-func nextEvent(t testing.TB, s network.Stream, typ wire.EventType) wireEvent {
+func nextEvent(t testing.TB, s network.Stream, typ wire.EventType) wire.Event {
 	t.Helper()
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(30 * time.Second))
-		var ev wireEvent
-		if err := readMsg(s, maxEventFrame, &ev); err != nil {
+		var ev wire.Event
+		if err := wire.Read(s, wire.MaxEventFrame, &ev); err != nil {
 			t.Fatalf("waiting for a %q event: %v", typ, err)
 		}
 		if ev.Type == typ || ev.Type == "error" {

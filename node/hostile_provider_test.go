@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -37,7 +38,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 	defer cancel()
 	rn := startTestNode(t, ctx, "", Options{})
 	evil := hostileHost(t, ctx, rn)
-	ev, err := json.Marshal(wireEvent{Type: "log", Log: []byte(strings.Repeat("x", size)), Time: time.Now()})
+	ev, err := json.Marshal(wire.Event{Type: "log", Log: []byte(strings.Repeat("x", size)), Time: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 	if err := p2p.WriteFrame(&frame, ev, len(ev)); err != nil {
 		t.Fatal(err)
 	}
-	evil.LibP2P().SetStreamHandler(evil.ProtocolID(jobProto), func(s network.Stream) {
+	evil.LibP2P().SetStreamHandler(evil.ProtocolID(wire.JobProto), func(s network.Stream) {
 		defer s.Close()
 		for range count {
 			if _, err := s.Write([]byte(frame.String())); err != nil {
@@ -64,7 +65,7 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := rn.Host().LibP2P().NewStream(ctx, evil.ID(), rn.Host().ProtocolID(jobProto))
+	s, err := rn.Host().LibP2P().NewStream(ctx, evil.ID(), rn.Host().ProtocolID(wire.JobProto))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +130,8 @@ func TestHostileProviderCannotFloodItsRenter(t *testing.T) {
 		t.Errorf("the slow follower got %d events ending with %+v, want at most %d ending with a drop notice", n, last, followQueue+1)
 	}
 	for _, e := range many.events {
-		if len(e.Log) > maxLogChunk {
-			t.Fatalf("a follower got a log event of %d bytes; pieces are at most %d", len(e.Log), maxLogChunk)
+		if len(e.Log) > wire.MaxLogChunk {
+			t.Fatalf("a follower got a log event of %d bytes; pieces are at most %d", len(e.Log), wire.MaxLogChunk)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // Each attack of a hostile renter on a real provider, over the real
@@ -120,8 +121,8 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 	if !r.prov.providerJobs.Holds("squat") {
 		t.Fatal("the award does not hold the GPU")
 	}
-	var rep quoteReply
-	r.exchange(quoteProto, quoteRequest{JobID: "honest", Nonce: randomNonce(), Spec: []byte(hostileSpec("honest", "1s"))}, &rep)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "honest", Nonce: randomNonce(), Spec: []byte(hostileSpec("honest", "1s"))}, &rep)
 	if rep.Decline != "" {
 		t.Fatalf("while a newcomer's unstarted award holds the GPU: declined %q, want a bid", rep.Decline)
 	}
@@ -129,7 +130,7 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 		held := r.prov.providerJobs.Holds("squat")
 		return !held && r.leaseState("squat") == leaseExpired
 	})
-	if n := r.settlements(leaseCID(lease)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(lease)); n != 1 {
 		t.Fatalf("%d settlements for the expired lease, want 1", n)
 	}
 	if ev := nextEvent(t, r.start(lease, spec), "status"); ev.Type != "error" {
@@ -155,8 +156,8 @@ func TestALeaseStartsOnce(t *testing.T) {
 	if ev.Type != "error" || !strings.Contains(ev.Error, "started already") {
 		t.Fatalf("a second start: %+v", ev)
 	}
-	var rep quoteReply
-	r.exchange(quoteProto, quoteRequest{JobID: "other", Nonce: randomNonce(), Spec: []byte(hostileSpec("other", "1s"))}, &rep)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "other", Nonce: randomNonce(), Spec: []byte(hostileSpec("other", "1s"))}, &rep)
 	if rep.Decline != auction.ReasonBusy {
 		t.Fatalf("the GPU is in use, yet another renter got %+v", rep)
 	}
@@ -167,7 +168,7 @@ func TestALeaseStartsOnce(t *testing.T) {
 		t.Fatalf("the first run after the refused second start: %+v", ev)
 	}
 	waitFor(t, 10*time.Second, "the lease to end", func() bool { return r.leaseState("twice") == leaseEnded })
-	if n := r.settlements(leaseCID(lease)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(lease)); n != 1 {
 		t.Fatalf("%d settlements for one lease", n)
 	}
 }
@@ -186,12 +187,12 @@ func TestAReservationBeatsWhileItWaits(t *testing.T) {
 	}
 	// The image is pulled ahead of the window, and said so; then the
 	// heartbeats keep the stream alive until the start.
-	_ = s.SetReadDeadline(time.Now().Add(heartbeatEvery + 3*time.Second))
-	var ev wireEvent
-	if err := readMsg(s, maxEventFrame, &ev); err != nil || ev.Type != "log" || !strings.Contains(string(ev.Log), "ready for the reservation") {
+	_ = s.SetReadDeadline(time.Now().Add(wire.HeartbeatEvery + 3*time.Second))
+	var ev wire.Event
+	if err := wire.Read(s, wire.MaxEventFrame, &ev); err != nil || ev.Type != "log" || !strings.Contains(string(ev.Log), "ready for the reservation") {
 		t.Fatalf("while reserved: %+v (%v), want the image pulled ahead", ev, err)
 	}
-	if err := readMsg(s, maxEventFrame, &ev); err != nil || ev.Type != "heartbeat" {
-		t.Fatalf("while reserved: %+v (%v), want a heartbeat within %v", ev, err, heartbeatEvery+3*time.Second)
+	if err := wire.Read(s, wire.MaxEventFrame, &ev); err != nil || ev.Type != "heartbeat" {
+		t.Fatalf("while reserved: %+v (%v), want a heartbeat within %v", ev, err, wire.HeartbeatEvery+3*time.Second)
 	}
 }

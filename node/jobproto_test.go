@@ -23,16 +23,16 @@ func FuzzJobMessages(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, v := range []any{&quoteRequest{}, &quoteReply{}, &awardRequest{}, &awardReply{}, &jobRequest{},
-			&wire.JobHead{}, &wire.JobBody{}, &wireEvent{}} {
-			if decodeMsg(data, v) != nil {
+		for _, v := range []any{&wire.QuoteRequest{}, &wire.QuoteReply{}, &wire.AwardRequest{}, &wire.AwardReply{}, &wire.JobRequest{},
+			&wire.JobHead{}, &wire.JobBody{}, &wire.Event{}} {
+			if wire.Decode(data, v) != nil {
 				continue
 			}
 			var buf bytes.Buffer
-			if err := writeMsg(&buf, v); err != nil {
+			if err := wire.Write(&buf, v); err != nil {
 				t.Fatalf("accepted message does not re-encode: %v", err)
 			}
-			if err := readMsg(&buf, maxJobFrame, v); err != nil {
+			if err := wire.Read(&buf, wire.MaxJobFrame, v); err != nil {
 				t.Fatalf("re-encoded message does not decode: %v", err)
 			}
 		}
@@ -41,30 +41,30 @@ func FuzzJobMessages(f *testing.F) {
 
 func TestJobFramesAreBounded(t *testing.T) {
 	var buf bytes.Buffer
-	huge := bytes.Repeat([]byte("x"), maxJobFrame+1)
-	if err := p2p.WriteFrame(&buf, huge, maxJobFrame+1); err != nil {
+	huge := bytes.Repeat([]byte("x"), wire.MaxJobFrame+1)
+	if err := p2p.WriteFrame(&buf, huge, wire.MaxJobFrame+1); err != nil {
 		t.Fatal(err)
 	}
-	var req jobRequest
-	if err := readMsg(&buf, maxJobFrame, &req); err == nil {
+	var req wire.JobRequest
+	if err := wire.Read(&buf, wire.MaxJobFrame, &req); err == nil {
 		t.Fatal("a frame over the limit was read")
 	}
 	// Each reader takes only what its message can need: an event or a
 	// reply the size of a start request is refused before it is read.
-	for _, limit := range []int{maxEventFrame, maxRequestFrame} {
+	for _, limit := range []int{wire.MaxEventFrame, wire.MaxRequestFrame} {
 		buf.Reset()
-		if err := p2p.WriteFrame(&buf, bytes.Repeat([]byte("x"), limit+1), maxJobFrame); err != nil {
+		if err := p2p.WriteFrame(&buf, bytes.Repeat([]byte("x"), limit+1), wire.MaxJobFrame); err != nil {
 			t.Fatal(err)
 		}
-		var ev wireEvent
-		if err := readMsg(&buf, limit, &ev); !errors.Is(err, p2p.ErrFrameTooLarge) {
+		var ev wire.Event
+		if err := wire.Read(&buf, limit, &ev); !errors.Is(err, p2p.ErrFrameTooLarge) {
 			t.Fatalf("a %d-byte frame under a %d-byte limit: %v, want ErrFrameTooLarge", limit+1, limit, err)
 		}
 	}
-	if err := decodeMsg([]byte(`{"kind":"start","surprise":true}`), &req); err == nil {
+	if err := wire.Decode([]byte(`{"kind":"start","surprise":true}`), &req); err == nil {
 		t.Fatal("an unknown field was accepted")
 	}
-	if err := decodeMsg([]byte(`{"kind":"start"}{"kind":"cancel"}`), &req); err == nil {
+	if err := wire.Decode([]byte(`{"kind":"start"}{"kind":"cancel"}`), &req); err == nil {
 		t.Fatal("trailing data was accepted")
 	}
 }
@@ -72,7 +72,7 @@ func TestJobFramesAreBounded(t *testing.T) {
 // A job request goes as a head and, for a start only, a body; the head
 // alone is bounded by MaxJobHeadFrame, so a body never fits in it.
 func TestJobRequestsTravelAsHeadAndBody(t *testing.T) {
-	start := &jobRequest{Kind: "start", Lease: []byte{1, 2}, Nonce: []byte{3}, Spec: []byte("name: x"),
+	start := &wire.JobRequest{Kind: "start", Lease: []byte{1, 2}, Nonce: []byte{3}, Spec: []byte("name: x"),
 		Secrets: map[string]string{"K": "V"}, Checkpoint: bytes.Repeat([]byte{7}, 1<<20)}
 	var buf bytes.Buffer
 	if err := wire.WriteJobRequest(&buf, start); err != nil {
@@ -95,7 +95,7 @@ func TestJobRequestsTravelAsHeadAndBody(t *testing.T) {
 		t.Fatalf("%d bytes left after the body", buf.Len())
 	}
 	// A cancel is its head alone.
-	if err := wire.WriteJobRequest(&buf, &jobRequest{Kind: "cancel", Lease: []byte{1}}); err != nil {
+	if err := wire.WriteJobRequest(&buf, &wire.JobRequest{Kind: "cancel", Lease: []byte{1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := wire.ReadJobHead(&buf); err != nil || buf.Len() != 0 {
@@ -103,7 +103,7 @@ func TestJobRequestsTravelAsHeadAndBody(t *testing.T) {
 	}
 	// An old-style start, spec and checkpoint in its first frame, is
 	// refused at the head's limit, before it is read.
-	if err := writeMsg(&buf, start); err != nil {
+	if err := wire.Write(&buf, start); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := wire.ReadJobHead(&buf); !errors.Is(err, p2p.ErrFrameTooLarge) {

@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // storeLog keeps the warnings and errors that say a store was used after
@@ -123,7 +124,7 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cid, settled := leaseCID(lease), 0
+	cid, settled := wire.LeaseCID(lease), 0
 	if err := st.Walk(r.prov.Host().ID().String(), 1, 1<<62, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
 		if e.Type == ledger.TypeSettlement && strings.Contains(string(e.Payload), cid) {
 			settled++

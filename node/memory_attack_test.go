@@ -232,7 +232,7 @@ func TestAProviderReadsNoJobBodyBeforeTheLeaseIsShown(t *testing.T) {
 	lease := r.lease("someone-elses", spec)
 	stranger := hostileHost(t, r.ctx, r.prov)
 	open := func() network.Stream {
-		s, err := stranger.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), stranger.ProtocolID(jobProto))
+		s, err := stranger.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), stranger.ProtocolID(wire.JobProto))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,20 +242,20 @@ func TestAProviderReadsNoJobBodyBeforeTheLeaseIsShown(t *testing.T) {
 	}
 
 	big := open()
-	if _, err := big.Write(binary.AppendUvarint(nil, maxJobFrame)); err != nil {
+	if _, err := big.Write(binary.AppendUvarint(nil, wire.MaxJobFrame)); err != nil {
 		t.Fatal(err)
 	}
-	var ev wireEvent
-	if err := readMsg(big, maxEventFrame, &ev); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+	var ev wire.Event
+	if err := wire.Read(big, wire.MaxEventFrame, &ev); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a 12 MiB head from a stranger: %v (%+v), want the stream reset at once", err, ev)
 	}
 
 	other := open()
-	if err := writeMsg(other, wire.JobHead{Kind: "start", Lease: lease, Nonce: randomNonce()}); err != nil {
+	if err := wire.Write(other, wire.JobHead{Kind: "start", Lease: lease, Nonce: randomNonce()}); err != nil {
 		t.Fatal(err)
 	}
 	// No body follows: the refusal must come from the head alone.
-	if err := readMsg(other, maxEventFrame, &ev); err != nil {
+	if err := wire.Read(other, wire.MaxEventFrame, &ev); err != nil {
 		t.Fatalf("another renter's lease, head only: %v, want a refusal", err)
 	}
 	if ev.Type != "error" || !strings.Contains(ev.Error, "only the lease's renter") {

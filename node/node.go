@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
@@ -84,7 +85,7 @@ type Node struct {
 	journal        *journal            // this node's records that callers need not wait for
 	known          *peers.Known        // the peers it was connected to, kept across restarts (node/peers)
 	knownAtStart   []peer.AddrInfo     // known peers of the last run, dialled by startReconnect
-	market         *market
+	market         *offers.Market
 	provider       *provider
 	providerJobs   *providing.Provider
 	services       *providing.Forwarder // serves service jobs' ports to their renters

@@ -85,9 +85,9 @@ func (n *Node) startProviderJobs(context.Context) error {
 	// runs settle them: Stop waits for these streams before it closes the
 	// stores.
 	h := n.host.LibP2P()
-	h.SetStreamHandler(n.host.ProtocolID(quoteProto), n.tasks.handler(pj.HandleQuote))
-	h.SetStreamHandler(n.host.ProtocolID(awardProto), n.tasks.handler(pj.HandleAward))
-	h.SetStreamHandler(n.host.ProtocolID(jobProto), n.tasks.handler(pj.HandleJob))
+	h.SetStreamHandler(n.host.ProtocolID(wire.QuoteProto), n.tasks.handler(pj.HandleQuote))
+	h.SetStreamHandler(n.host.ProtocolID(wire.AwardProto), n.tasks.handler(pj.HandleAward))
+	h.SetStreamHandler(n.host.ProtocolID(wire.JobProto), n.tasks.handler(pj.HandleJob))
 	// Service jobs' renters reach their containers here (providing.Forwarder);
 	// closed first at Stop, so that no long response holds it up.
 	h.SetStreamHandler(n.host.ProtocolID(wire.ServiceProto), n.tasks.handler(n.services.Handle))

@@ -16,7 +16,7 @@ import (
 // startBook starts the renter's offer book, which reads the offer topics
 // and the DHT.
 func (n *Node) startBook(context.Context) error {
-	n.market = newMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
+	n.market = offers.NewMarket(n.host, n.cfg.Market.MaxOffers, n.cfg.Market.Continents, n.log.With("part", "market"))
 	return n.market.Start(n.bg)
 }
 

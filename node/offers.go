@@ -7,17 +7,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/offers"
-	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 )
-
-// The offer side lives in node/offers; market is node's name for its
-// offer book.
-type market = offers.Market
-
-func newMarket(h *p2p.Host, maxOffers int, continents []string, log *slog.Logger) *market {
-	return offers.NewMarket(h, maxOffers, continents, log)
-}
 
 // provider is this node's offer publisher, with the store its leases share.
 type provider struct {
@@ -25,7 +16,7 @@ type provider struct {
 	store *Store
 }
 
-func newProvider(bg context.Context, m *market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
+func newProvider(bg context.Context, m *offers.Market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
 	p, err := offers.NewPublisher(bg, m, offerStore{store}, key, ttl, log)
 	if err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func payLoop(ctx context.Context, s io.Writer, key crypto.PrivKey, l *auction.Le
 			return
 		}
 		raw, err := sv.Marshal()
-		if err != nil || writeMsg(s, wire.RenterMsg{Voucher: raw}) != nil {
+		if err != nil || wire.Write(s, wire.RenterMsg{Voucher: raw}) != nil {
 			return
 		}
 		paid(n, v.Total, raw)

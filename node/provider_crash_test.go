@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // A provider killed while its jobs run (kill -9, a crash) and started
@@ -295,7 +296,7 @@ func TestAReservationNotKeptAfterACrashLeavesNoContainer(t *testing.T) {
 	if id, state := jobContainer(t, r.prov, "ahead"); id != "" {
 		t.Errorf("the container made ready for the reservation not kept (%s, %s) outlived the restart", id, state)
 	}
-	if n := r.settlements(leaseCID(lease)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(lease)); n != 1 {
 		t.Errorf("%d settlements of the reservation not kept, want 1", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // TestAStoppingProviderPreemptsItsJobsAndTellsTheRenter: a provider whose
@@ -41,11 +42,11 @@ func TestAStoppingProviderPreemptsItsJobsAndTellsTheRenter(t *testing.T) {
 	if got := r.leaseState("stopping"); got != leaseEnded {
 		t.Fatalf("the lease is %s after the stop, want ended", got)
 	}
-	if n := r.settlements(leaseCID(lease)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(lease)); n != 1 {
 		t.Fatalf("%d settlements of the stopped lease, want 1", n)
 	}
-	var rep quoteReply
-	r.exchange(quoteProto, quoteRequest{JobID: "late", Nonce: randomNonce(), Spec: []byte(hostileSpec("late", "1s"))}, &rep)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "late", Nonce: randomNonce(), Spec: []byte(hostileSpec("late", "1s"))}, &rep)
 	if !strings.Contains(rep.Decline, "stopping") {
 		t.Fatalf("a stopping provider quoted: decline %q", rep.Decline)
 	}

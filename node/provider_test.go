@@ -38,7 +38,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 	}
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := newMarket(h, 100, []string{"eu"}, log)
+	m := offers.NewMarket(h, 100, []string{"eu"}, log)
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

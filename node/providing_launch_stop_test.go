@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // A clean stop that comes while a job is being launched: its container
@@ -81,7 +82,7 @@ func TestAStopWhileAJobIsLaunchingStopsIt(t *testing.T) {
 	if got := r.leaseState("launching"); got != leaseEnded {
 		t.Fatalf("the lease is %s after the stop, want ended", got)
 	}
-	if n := r.settlements(leaseCID(lease)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(lease)); n != 1 {
 		t.Fatalf("%d settlements of the stopped lease, want 1", n)
 	}
 	waitFor(t, 30*time.Second, "the job's container removed", func() bool { id, _ := jobContainer(t, r.prov, "launching"); return id == "" })

@@ -43,7 +43,7 @@ func (v *voucherTape) vouchers(t *testing.T) (out []*ledger.Voucher, at []time.T
 	r := bytes.NewReader(v.buf.Bytes())
 	for r.Len() > 0 {
 		var msg wire.RenterMsg
-		if err := readMsg(r, wire.MaxRequestFrame, &msg); err != nil {
+		if err := wire.Read(r, wire.MaxRequestFrame, &msg); err != nil {
 			t.Fatal(err)
 		}
 		vc, _, err := ledger.DecodeSignedVoucher(msg.Voucher)
@@ -72,7 +72,7 @@ func TestRefundPayLoopSendsNothingBeforeTheWindow(t *testing.T) {
 		return &auction.Lease{Renter: renter.String(), Provider: provider.String(), Tier: auction.Gold, Price: 3_600_000, GPUs: 1,
 			BillingSec: 60, Start: start.Unix(), End: start.Add(time.Hour).Unix()}
 	}
-	cid := leaseCID(signedLeaseFor(t, lease(time.Now()))) // a voucher names a real lease CID
+	cid := wire.LeaseCID(signedLeaseFor(t, lease(time.Now()))) // a voucher names a real lease CID
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now().Add(90 * time.Second) // a whole second: the bubble starts at midnight
 		l := lease(start)

@@ -12,23 +12,14 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // DefaultBillingInterval is how often a renter pays (Options.BillingInterval).
 const DefaultBillingInterval = 5 * time.Minute
-
-// JobExplain is the auctioneer's record of why a round came out as it did:
-// the funnel of feasibility checks, every quote and award, the ranking and
-// the clearing (auction/renter).
-type JobExplain = renter.Explain
-
-// JobClearing is a lease's price and the rule that set it, in words.
-type JobClearing = renter.Clearing
-
-// QuoteOutcome is one provider's answer to the request for quotes.
-type QuoteOutcome = renter.QuoteOutcome
 
 // run is one job's life on the renter's side: auction, lease, run, and
 // again while the job's lifecycle (renter.Lifecycle, the same code the
@@ -113,7 +104,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		life.Placed(res)
 		snap := life.Snapshot() // a restarted node that re-attaches goes on from it (reattach)
 		lease, raw := res.Lease, res.Raw
-		cid := leaseCID(raw)
+		cid := wire.LeaseCID(raw)
 		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
 		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour%s", lease.Provider, auction.FormatCredits(lease.Price), clearingNote(ex)), func(j *JobRecord) {
 			if j.State == StateCancelled {
@@ -148,7 +139,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 // began, the outcome entry, the answer's check, and the lifecycle's
 // decision, recorded. It reports whether the job is over (its record says
 // how); otherwise it waits to be auctioned again (waitAgain).
-func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *JobExplain, out runEnd) bool {
+func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *renter.Explain, out runEnd) bool {
 	var voucher []byte
 	if j, err := r.get(id); err == nil {
 		voucher = j.LastVoucher
@@ -198,7 +189,7 @@ var outcomeState = map[renter.Outcome]string{renter.OutcomeCompleted: StateCompl
 // this round. Those excluded from its auctions show as "excluded"; those
 // it may go back to (they preempted it, took an award back, or displaced
 // it) as "left", asked only after every other. ex itself is not changed.
-func withLeft(ex *JobExplain, left map[string]string, excluded map[string]bool) *JobExplain {
+func withLeft(ex *renter.Explain, left map[string]string, excluded map[string]bool) *renter.Explain {
 	if ex == nil || len(left) == 0 {
 		return ex
 	}
@@ -219,7 +210,7 @@ func withLeft(ex *JobExplain, left map[string]string, excluded map[string]bool) 
 // withFailedStart is ex, the round that leased the job to provider, with
 // that award marked as failed for why: the provider co-signed the lease
 // but could not start the job.
-func withFailedStart(ex *JobExplain, provider, why string) *JobExplain {
+func withFailedStart(ex *renter.Explain, provider, why string) *renter.Explain {
 	if ex == nil {
 		return nil
 	}
@@ -251,16 +242,16 @@ func (r *renterJobs) newAuctioneer() error {
 type auctionTransport struct{ r *renterJobs }
 
 func (t auctionTransport) Quote(ctx context.Context, provider, jobID string, nonce, specYAML []byte) ([]byte, string, error) {
-	var rep quoteReply
-	if err := t.r.exchange(ctx, provider, quoteProto, quoteRequest{JobID: jobID, Nonce: nonce, Spec: specYAML}, &rep); err != nil {
+	var rep wire.QuoteReply
+	if err := t.r.exchange(ctx, provider, wire.QuoteProto, wire.QuoteRequest{JobID: jobID, Nonce: nonce, Spec: specYAML}, &rep); err != nil {
 		return nil, "", err
 	}
 	return rep.Bid, rep.Decline, nil
 }
 
 func (t auctionTransport) Award(ctx context.Context, provider string, proposal []byte) ([]byte, string, error) {
-	var rep awardReply
-	if err := t.r.exchange(ctx, provider, awardProto, awardRequest{Lease: proposal}, &rep); err != nil {
+	var rep wire.AwardReply
+	if err := t.r.exchange(ctx, provider, wire.AwardProto, wire.AwardRequest{Lease: proposal}, &rep); err != nil {
 		return nil, "", err
 	}
 	return rep.Lease, rep.Refused, nil
@@ -361,13 +352,13 @@ func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, 
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
 	}
-	if err := writeMsg(s, req); err != nil {
+	if err := wire.Write(s, req); err != nil {
 		return err
 	}
-	return readMsg(s, maxEventFrame, rep)
+	return wire.Read(s, wire.MaxEventFrame, rep)
 }
 
-func offerSimulated(m *market, provider string) bool {
+func offerSimulated(m *offers.Market, provider string) bool {
 	if o, _, ok := m.Book().Get(provider); ok {
 		for _, g := range o.GPUs {
 			if g.Simulated {
@@ -381,7 +372,7 @@ func offerSimulated(m *market, provider string) bool {
 // peerRTT is the peerstore's latency average for provider: what pings
 // (peers.Prober.Measure records each measurement there) and DHT requests
 // have measured, the RTT of a provider before it is asked for a quote.
-func peerRTT(m *market, provider string) (time.Duration, bool) {
+func peerRTT(m *offers.Market, provider string) (time.Duration, bool) {
 	pid, err := peer.Decode(provider)
 	if err != nil {
 		return 0, false

@@ -69,7 +69,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 	r.mu.Lock()
 	auth := r.registryAuth[id]
 	r.mu.Unlock()
-	start := &jobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth}
+	start := &wire.JobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth}
 	if r.beforeStart != nil {
 		r.beforeStart(id, l.Provider)
 	}
@@ -93,7 +93,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 // that answers it holds no such lease did not keep it: the job is
 // auctioned again at once. One mechanism for every loss, whichever
 // request reaches the provider again.
-func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *jobRequest, restarted bool) runEnd {
+func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
 	var (
 		lost     runEnd // how the provider was first lost
 		lostAt   time.Time
@@ -105,7 +105,7 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 	for try := 0; ; try++ {
 		req := start
 		if attach || (try > 0 && r.begun(id)) {
-			req = &jobRequest{Kind: "attach", Lease: leaseRaw}
+			req = &wire.JobRequest{Kind: "attach", Lease: leaseRaw}
 		}
 		out := r.followOnce(id, spec, l, leaseRaw, req, restarted || try > 0)
 		if r.bg.Err() != nil {
@@ -210,7 +210,7 @@ func (r *renterJobs) begun(id string) bool {
 // events until it ends or the provider is lost; again: the provider was
 // lost before (or this node restarted), so a refused start is the
 // provider's failure and the job is auctioned again.
-func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *jobRequest, again bool) runEnd {
+func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *wire.JobRequest, again bool) runEnd {
 	ctx, cancel := context.WithDeadline(r.bg, leaseOver(l).Add(time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
@@ -231,7 +231,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 	var tel *telemetry
 	if req.Kind == "start" {
 		req.Nonce = randomNonce()
-		tel = newTelemetry(pid, leaseCID(leaseRaw), req.Nonce)
+		tel = newTelemetry(pid, wire.LeaseCID(leaseRaw), req.Nonce)
 		if r.claims != nil {
 			tel.claimOf = r.claims.claimOf
 			tel.onProof = func(proof []byte) {
@@ -244,11 +244,11 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
 	}
 	first := uint64(1)
-	if j, err := r.get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == leaseCID(leaseRaw) {
+	if j, err := r.get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == wire.LeaseCID(leaseRaw) {
 		first = uint64(j.Vouchers) + 1 // the same lease: its vouchers go on
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, first)
-	out := r.followStream(id, spec, s, tel, leaseCID(leaseRaw), again)
+	out := r.followStream(id, spec, s, tel, wire.LeaseCID(leaseRaw), again)
 	if tel != nil {
 		r.recordTelemetry(tel)
 	}
@@ -308,8 +308,8 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
-		var ev wireEvent
-		if err := readMsg(s, maxEventFrame, &ev); err != nil {
+		var ev wire.Event
+		if err := wire.Read(s, wire.MaxEventFrame, &ev); err != nil {
 			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			}
@@ -333,7 +333,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 				r.update(id, "", func(j *JobRecord) { j.Telemetry = &sum })
 			}
 		case wire.EventCheckpoint:
-			if len(shipped)+len(ev.Log) <= maxCheckpoint {
+			if len(shipped)+len(ev.Log) <= wire.MaxCheckpoint {
 				shipped = append(shipped, ev.Log...)
 			}
 		case wire.EventStatus:
@@ -375,7 +375,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 			}
 		case wire.EventError:
 			code := wire.LegacyCode(ev) // a provider before job/3 sends no code: its words say
-			if ev.Status == statusNotStarted {
+			if ev.Status == wire.StatusNotStarted {
 				// The provider could not start the job (a reservation at
 				// its window, or any job whose image it cannot pull or
 				// whose container it cannot start): nothing ran, the
@@ -397,14 +397,14 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 
 // lostAfter is three missed heartbeats: a provider that vanished is
 // noticed within 15 s.
-const lostAfter = 3 * heartbeatEvery
+const lostAfter = 3 * wire.HeartbeatEvery
 
 // statusState is the job record's state for each state a provider's
 // status event reports.
 var statusState = map[wire.Status]string{wire.StatusReserved: StateReserved, wire.StatusFetching: StateFetching,
 	wire.StatusPulling: StatePulling, wire.StatusRunning: StateRunning, wire.StatusPreempting: StatePreempting, wire.StatusPaused: StatePaused}
 
-func (r *renterJobs) onStatus(id string, ev wireEvent) {
+func (r *renterJobs) onStatus(id string, ev wire.Event) {
 	state := statusState[ev.Status]
 	if state == "" {
 		return
@@ -440,8 +440,8 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 	}
 	r.update(id, "cancelled by the renter", func(j *JobRecord) { j.State = StateCancelled })
 	if len(j.Lease) > 0 {
-		var ev wireEvent
-		if err := r.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
+		var ev wire.Event
+		if err := r.exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
 			return nil, fmt.Errorf("job marked cancelled, but the provider could not be told: %w", err)
 		}
 		if ev.Type == wire.EventError {
@@ -510,7 +510,7 @@ func (r *renterJobs) dialProvider(ctx context.Context, pid peer.ID) (network.Str
 	defer cancel()
 	h := r.m.Host()
 	learnAddrs(ctx, h, pid)
-	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(jobProto), h.ProtocolID(wire.JobProtoV2))
+	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(wire.JobProto), h.ProtocolID(wire.JobProtoV2))
 }
 
 // learnAddrs looks pid's addresses up in the DHT when the peerstore has
@@ -533,7 +533,7 @@ const dialTimeout = 5 * time.Second
 // notes when this node asked for the start: the renter's own bound on
 // what the provider may charge counts from then (chargeBound).
 func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
-	cid, now := leaseCID(leaseRaw), time.Now().UTC()
+	cid, now := wire.LeaseCID(leaseRaw), time.Now().UTC()
 	r.update(id, "", func(j *JobRecord) {
 		if j.BilledLease == cid {
 			return // the same run: followed again after a restart, or a reservation started again
@@ -544,7 +544,7 @@ func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Strea
 		}
 	})
 	r.spawn(func() {
-		payLoop(ctx, s, r.key, l, leaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
+		payLoop(ctx, s, r.key, l, wire.LeaseCID(leaseRaw), first, r.stopPayingAfter, func(n uint64, total auction.Credits, raw []byte) {
 			r.update(id, "", func(j *JobRecord) { j.Vouchers, j.Paid, j.LastVoucher = int(n), total, raw })
 		})
 	})

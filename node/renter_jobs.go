@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/metrics"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -70,7 +71,7 @@ type JobRecord struct {
 	Simulated bool            `json:"simulated"`
 	ExitCode  *int            `json:"exit_code,omitempty"`
 	Error     string          `json:"error,omitempty"`
-	Explain   *JobExplain     `json:"explain,omitempty"`
+	Explain   *renter.Explain `json:"explain,omitempty"`
 	Lease     []byte          `json:"lease,omitempty"` // co-signed lease bytes
 	// Reserved is a gold lease's window start: the job waits for it.
 	Reserved  *time.Time      `json:"reserved_start,omitempty"`
@@ -134,7 +135,7 @@ type JobRecord struct {
 	Secrets bool `json:"secrets,omitempty"`
 	// PriceWhy is what set Price: the clearing rule and its numbers
 	// (job_status fills it from the round's explain; not stored).
-	PriceWhy *JobClearing `json:"price_why,omitempty"`
+	PriceWhy *renter.Clearing `json:"price_why,omitempty"`
 }
 
 // errStopping: the node is stopping and starts no more jobs. A job
@@ -167,7 +168,7 @@ type JobEvent struct {
 
 // renterJobs runs the renter's side: auctions, leases, following jobs.
 type renterJobs struct {
-	m     *market
+	m     *offers.Market
 	store *Store
 	key   crypto.PrivKey
 	log   *slog.Logger
@@ -213,7 +214,7 @@ type renterJobs struct {
 	logFlush sync.Mutex // serialises the writes of logs to the store
 }
 
-func newRenterJobs(bg context.Context, m *market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
+func newRenterJobs(bg context.Context, m *offers.Market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
 	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
 		spawn: func(f func()) bool { go f(); return true },
 		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}

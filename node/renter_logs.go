@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -179,7 +180,7 @@ func (r *renterJobs) logsOf(id string) ([]byte, error) {
 
 // appendLog keeps a log event's output (of lease's run) and publishes
 // what it adds to the job's followers.
-func (r *renterJobs) appendLog(id, lease string, ev wireEvent) {
+func (r *renterJobs) appendLog(id, lease string, ev wire.Event) {
 	r.mu.Lock()
 	l := r.logs[id]
 	if l == nil {
@@ -200,7 +201,7 @@ func (r *renterJobs) appendLog(id, lease string, ev wireEvent) {
 	// sent: a follower's queue is counted in events, so an event's size
 	// bounds what a queue can hold.
 	for len(chunk) > 0 {
-		n := min(len(chunk), maxLogChunk)
+		n := min(len(chunk), wire.MaxLogChunk)
 		r.publish(JobEvent{JobID: id, Type: "log", Log: string(chunk[:n]), Time: time.Now().UTC()})
 		chunk = chunk[n:]
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -51,14 +52,14 @@ func TestJobLogsPersistInBatches(t *testing.T) {
 	}
 	r := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: map[string]*JobRecord{"kept": {ID: "kept"}, "gone": {ID: "gone"}},
 		logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
-	r.appendLog("kept", "L", wireEvent{Type: "log", Log: []byte("line 1\n"), Offset: at(0)})
-	r.appendLog("gone", "L", wireEvent{Type: "log", Log: []byte("other\n"), Offset: at(0)})
+	r.appendLog("kept", "L", wire.Event{Type: "log", Log: []byte("line 1\n"), Offset: at(0)})
+	r.appendLog("gone", "L", wire.Event{Type: "log", Log: []byte("other\n"), Offset: at(0)})
 	var stored storedLog
 	if err := st.Get(bucketJobLogs, "kept", &stored); err == nil {
 		t.Error("a log line was written at once: logs are written in batches")
 	}
 	r.flushLogs("")
-	r.appendLog("kept", "L", wireEvent{Type: "log", Log: []byte("line 2\n"), Offset: at(7)})
+	r.appendLog("kept", "L", wire.Event{Type: "log", Log: []byte("line 2\n"), Offset: at(7)})
 	r.flushLogs("kept")
 	st.Close()
 
@@ -177,19 +178,19 @@ func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
 	defer st.Close()
 	r := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: map[string]*JobRecord{"j": {ID: "j"}},
 		logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
-	chunk := bytes.Repeat([]byte("h"), maxLogChunk)
+	chunk := bytes.Repeat([]byte("h"), wire.MaxLogChunk)
 	for i, off := range []int64{-1, math.MinInt64, math.MaxInt64, math.MaxInt64 - int64(len(chunk)) + 1, 1 << 62, -(1 << 62)} {
-		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(off)})
-		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(off), LogRun: fmt.Sprintf("run-%d", i)})
+		r.appendLog("j", "L", wire.Event{Type: "log", Log: chunk, Offset: at(off)})
+		r.appendLog("j", "L", wire.Event{Type: "log", Log: chunk, Offset: at(off), LogRun: fmt.Sprintf("run-%d", i)})
 	}
-	for i := range 2 * logKeep / maxLogChunk { // every event a new run
-		r.appendLog("j", "L", wireEvent{Type: "log", Log: chunk, Offset: at(0), LogRun: fmt.Sprintf("flood-%d", i)})
+	for i := range 2 * logKeep / wire.MaxLogChunk { // every event a new run
+		r.appendLog("j", "L", wire.Event{Type: "log", Log: chunk, Offset: at(0), LogRun: fmt.Sprintf("flood-%d", i)})
 	}
 	if l := r.logs["j"]; len(l.data) != logKeep || cap(l.data) > 2*logKeep {
 		t.Fatalf("holding %d bytes in an array of %d, want at most %d", len(l.data), cap(l.data), logKeep)
 	}
 	// An honest run after it all is kept from its first byte.
-	r.appendLog("j", "L2", wireEvent{Type: "log", Log: []byte("honest\n"), Offset: at(0)})
+	r.appendLog("j", "L2", wire.Event{Type: "log", Log: []byte("honest\n"), Offset: at(0)})
 	r.flushLogs("")
 	var stored storedLog
 	if err := st.Get(bucketJobLogs, "j", &stored); err != nil || len(stored.Data) != logKeep || !bytes.HasSuffix(stored.Data, []byte("honest\n")) {
@@ -214,8 +215,8 @@ func TestAnEndedJobsLogIsReadWhenAskedFor(t *testing.T) {
 	defer st.Close()
 	jobs := map[string]*JobRecord{"ended": {ID: "ended", State: StateCompleted}, "running": {ID: "running", State: StateRunning}}
 	r := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: jobs, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}}
-	r.appendLog("ended", "L", wireEvent{Type: "log", Log: []byte("done\n"), Offset: at(0)})
-	r.appendLog("running", "L", wireEvent{Type: "log", Log: []byte("going\n"), Offset: at(0)})
+	r.appendLog("ended", "L", wire.Event{Type: "log", Log: []byte("done\n"), Offset: at(0)})
+	r.appendLog("running", "L", wire.Event{Type: "log", Log: []byte("going\n"), Offset: at(0)})
 	r.flushLogs("")
 
 	r2 := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: jobs, logs: map[string]*jobLog{}}

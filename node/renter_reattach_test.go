@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
@@ -39,7 +40,7 @@ func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
 // and the renter's connection to it closed, which breaks the job's
 // stream) until the returned function restores it.
 func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
-	protos := []protocol.ID{prov.Host().ProtocolID(jobProto)}
+	protos := []protocol.ID{prov.Host().ProtocolID(wire.JobProto)}
 	for _, p := range protos {
 		prov.Host().LibP2P().RemoveStreamHandler(p)
 	}

@@ -287,8 +287,8 @@ func (s *services) cancelJobs(ids []string) {
 				break
 			}
 			time.Sleep(time.Duration(try) * time.Second)
-			var ev wireEvent
-			if err = s.n.renterJobs.exchange(ctx, j.Provider, jobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
+			var ev wire.Event
+			if err = s.n.renterJobs.exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
 				err = errors.New(ev.Error)
 				break
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -91,7 +92,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = ls.Walk(r.prov.Host().ID().String(), 0, 1<<62, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
-			if e.Type == ledger.TypeSettlement && strings.Contains(string(e.Payload), leaseCID(runLease)) {
+			if e.Type == ledger.TypeSettlement && strings.Contains(string(e.Payload), wire.LeaseCID(runLease)) {
 				settledBefore++
 			}
 			return nil
@@ -134,7 +135,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 	// interrupted one is settled at the start (its clean stop had settled
 	// it once; a crash would not have), so the GPU's next lease is not
 	// read as the GPU given twice.
-	waitFor(t, 10*time.Second, "the interrupted lease settled", func() bool { return r.settlements(leaseCID(runLease)) == settledBefore+1 })
+	waitFor(t, 10*time.Second, "the interrupted lease settled", func() bool { return r.settlements(wire.LeaseCID(runLease)) == settledBefore+1 })
 	if ev := nextEvent(t, r.start(lease, reserved), "status"); ev.Type != "status" || ev.Status != "reserved" {
 		t.Fatalf("the kept reservation did not start: %+v", ev)
 	}
@@ -169,8 +170,8 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 	if _, refused := r.award(r.leaseFor(b2, raw2, nil)); refused != auction.RefusedRaced {
 		t.Fatalf("the second reservation of the same window: refused %q, want %q", refused, auction.RefusedRaced)
 	}
-	var rep quoteReply
-	r.exchange(quoteProto, quoteRequest{JobID: "third", Nonce: randomNonce(), Spec: []byte(goldSpec("third", start, "1s"))}, &rep)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "third", Nonce: randomNonce(), Spec: []byte(goldSpec("third", start, "1s"))}, &rep)
 	if rep.Decline == "" {
 		t.Fatal("the provider still bids for a window it has reserved")
 	}

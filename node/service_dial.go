@@ -21,9 +21,6 @@ import (
 // has no earlier deadline: a provider that never answers costs this.
 const serviceHandshake = 15 * time.Second
 
-// ServiceError is the provider's refusal of a service stream.
-type ServiceError = wire.ServiceError
-
 // DialService opens a connection to jobID's service on provider, which
 // must be connected or dialable. ctx bounds the opening only; the
 // connection lives until closed, with the provider's limits on its bytes
@@ -46,7 +43,7 @@ func dialService(ctx context.Context, h *p2p.Host, provider peer.ID, jobID strin
 	defer stop()
 	if err := wire.OpenService(s, jobID); err != nil {
 		_ = s.Reset()
-		var se *ServiceError
+		var se *wire.ServiceError
 		if errors.As(err, &se) {
 			return nil, se
 		}

@@ -104,7 +104,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	}
 	other := renterOf(t, ctx, prov)
 	_, err = other.DialService(ctx, pid, v.Replicas[0].Job)
-	var se *ServiceError
+	var se *wire.ServiceError
 	if !errors.As(err, &se) || se.Code != wire.ServiceRefused {
 		t.Fatalf("a second renter's stream to the first renter's replica: %v, want refused", err)
 	}

@@ -91,7 +91,7 @@ func TestServiceForwardModelServer(t *testing.T) {
 
 	// A peer that is not the renter: refused with a reason, counted.
 	_, err := dialService(ctx, stranger, prov.Host().ID(), j.ID())
-	var se *ServiceError
+	var se *wire.ServiceError
 	if !errors.As(err, &se) || se.Code != wire.ServiceRefused || !strings.Contains(se.Message, "not the renter") {
 		t.Fatalf("stranger's stream: %v", err)
 	}

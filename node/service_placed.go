@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gleaner-net/gleaner/auction/renter"
 )
 
 // Placement: whether a service has a replica on a provider, why not, and
@@ -70,7 +72,7 @@ func jobWhy(j *JobRecord) string {
 // each distinct reason an offer was rejected, a quote declined, a bid
 // not admitted or an award refused, with how many providers gave it, the
 // most common first; at most maxOfferReasons of them.
-func offerReasons(ex *JobExplain) string {
+func offerReasons(ex *renter.Explain) string {
 	if ex == nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -75,8 +76,8 @@ func (q *squatter) once(ctx context.Context) {
 	if h.Connect(ctx, addrInfo(q.prov.Host())) != nil {
 		return
 	}
-	var qr quoteReply
-	if squatExchange(ctx, h, q.prov, quoteProto, quoteRequest{JobID: job, Nonce: randomNonce(), Spec: []byte(squatSpec)}, &qr) != nil || qr.Decline != "" {
+	var qr wire.QuoteReply
+	if squatExchange(ctx, h, q.prov, wire.QuoteProto, wire.QuoteRequest{JobID: job, Nonce: randomNonce(), Spec: []byte(squatSpec)}, &qr) != nil || qr.Decline != "" {
 		return
 	}
 	b, _, err := auction.DecodeSignedBid(qr.Bid, time.Now())
@@ -94,8 +95,8 @@ func (q *squatter) once(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	var ar awardReply
-	if squatExchange(ctx, h, q.prov, awardProto, awardRequest{Lease: prop}, &ar) == nil && ar.Refused == "" && len(ar.Lease) > 0 {
+	var ar wire.AwardReply
+	if squatExchange(ctx, h, q.prov, wire.AwardProto, wire.AwardRequest{Lease: prop}, &ar) == nil && ar.Refused == "" && len(ar.Lease) > 0 {
 		q.mu.Lock()
 		q.held = append(q.held, job)
 		q.mu.Unlock()
@@ -109,10 +110,10 @@ func squatExchange(ctx context.Context, h *p2p.Host, prov *Node, proto string, r
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
-	if err := writeMsg(s, req); err != nil {
+	if err := wire.Write(s, req); err != nil {
 		return err
 	}
-	return readMsg(s, maxEventFrame, rep)
+	return wire.Read(s, wire.MaxEventFrame, rep)
 }
 
 // honestRun submits spec on rn and waits up to limit for it to run:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // TestANewAwardFromTheSameRenterSupersedesAnUnstartedOne: a renter whose
@@ -41,7 +42,7 @@ func TestANewAwardFromTheSameRenterSupersedesAnUnstartedOne(t *testing.T) {
 	if refused != "" {
 		t.Fatalf("the same renter's new award for the job was refused: %s", refused)
 	}
-	if n := r.settlements(leaseCID(first)); n != 1 {
+	if n := r.settlements(wire.LeaseCID(first)); n != 1 {
 		t.Fatalf("%d settlements of the superseded award, want 1", n)
 	}
 	if got := r.leaseState("again"); got != leaseAwarded {

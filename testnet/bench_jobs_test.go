@@ -76,6 +76,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -285,7 +286,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 	if !got {
 		return s, fmt.Errorf("job %s completed without a %s event", j.ID, target)
 	}
-	var ex node.JobExplain
+	var ex renter.Explain
 	if _, err := ws.call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil {
 		return s, err
 	}
@@ -298,7 +299,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 }
 
 func (m *benchMarket) jobError(ctx context.Context, ws *wsClient, id, state, why string) error {
-	var ex node.JobExplain
+	var ex renter.Explain
 	_, _ = ws.call(ctx, "job_explain", node.JobIDParams{ID: id}, &ex)
 	return fmt.Errorf("job %s ended %s (%s)\nexplain: %+v", id, state, why, ex)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
@@ -120,21 +121,21 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	c := marketCluster(t, ctx, 5, price{"0.40", "0.70"})
 	prov := c.Nodes()[0].Host().ID().String()
 	provider, _ := c.Client(0)
-	renter, _ := c.Client(4)
+	rc, _ := c.Client(4)
 	var j node.JobRecord
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
+	if err := rc.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, renter, j.ID, func(s string) bool {
+	j = waitJob(t, rc, j.ID, func(s string) bool {
 		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
 	}, time.Minute)
 	if j.State != node.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
-		var ex node.JobExplain
-		_ = renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
+		var ex renter.Explain
+		_ = rc.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
 		t.Fatalf("job ended %+v\nexplain: %+v", j, ex)
 	}
 	var logs node.JobLogsResult
-	if err := renter.Call(ctx, "job_logs", node.JobIDParams{ID: j.ID}, &logs); err != nil {
+	if err := rc.Call(ctx, "job_logs", node.JobIDParams{ID: j.ID}, &logs); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.Logs, "hello from a gleaner job: uid 65534, simulated GPUs \"1\"") || !strings.Contains(logs.Logs, "job finished") {
@@ -145,7 +146,7 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(leases) != 1 || leases[0].CID != j.LeaseCID || leases[0].Active {
-		t.Fatalf("provider's leases %+v; renter's lease %s", leases, j.LeaseCID)
+		t.Fatalf("provider's leases %+v; rc's lease %s", leases, j.LeaseCID)
 	}
 	// The lease names the GPU the provider gave, one its hardware claim
 	// binds to its identity.
@@ -154,8 +155,8 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev trust.Evidence
-	eventuallyT(t, 10*time.Second, "the provider's hardware claim at the renter", func() bool {
-		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil && ev.Claim != nil
+	eventuallyT(t, 10*time.Second, "the provider's hardware claim at the rc", func() bool {
+		return rc.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil && ev.Claim != nil
 	})
 	if len(l.GPUUUIDHash) != 1 {
 		t.Fatalf("lease GPUs %v", l.GPUUUIDHash)
@@ -164,10 +165,10 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		t.Fatalf("the lease's GPU %s is not in the provider's claim %+v", l.GPUUUIDHash[0], ev.Claim)
 	}
 	noContainersLeft(t, j.ID)
-	// Both sides journaled the lease; the renter also the outcome, and its
+	// Both sides journaled the lease; the rc also the outcome, and its
 	// feed replicated to the provider.
 	renterID := c.Nodes()[4].Host().ID().String()
-	eventuallyT(t, 10*time.Second, "the renter's feed replicated to the provider", func() bool {
+	eventuallyT(t, 10*time.Second, "the rc's feed replicated to the provider", func() bool {
 		var hs []node.HeadView
 		_ = provider.Call(ctx, "ledger_heads", nil, &hs)
 		for _, h := range hs {
@@ -178,25 +179,25 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		return false
 	})
 	var hist []node.EntryView
-	if err := renter.Call(ctx, "ledger_history", nil, &hist); err != nil || len(hist) < 2 || hist[0].Type != "outcome" || hist[1].Type != "lease" {
+	if err := rc.Call(ctx, "ledger_history", nil, &hist); err != nil || len(hist) < 2 || hist[0].Type != "outcome" || hist[1].Type != "lease" {
 		t.Fatalf("renter's feed: %+v, %v", hist, err)
 	}
-	// The provider's settlement (carrying the renter's voucher) and the
-	// renter's outcome give the provider a paid history, hence a score.
+	// The provider's settlement (carrying the rc's voucher) and the
+	// rc's outcome give the provider a paid history, hence a score.
 	eventuallyT(t, 15*time.Second, "the provider has a reputation", func() bool {
 		var ev trust.Evidence
-		return renter.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil &&
+		return rc.Call(ctx, "rep_show", node.PeerParamsRep{Peer: prov}, &ev) == nil &&
 			ev.Score != nil && *ev.Score > 0.5 && ev.Outcomes["completed"] == 1 && ev.PaidTotal > 0
 	})
-	var ex node.JobExplain
-	if err := renter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil || ex.Winner != prov || len(ex.Quotes) != 1 {
+	var ex renter.Explain
+	if err := rc.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex); err != nil || ex.Winner != prov || len(ex.Quotes) != 1 {
 		t.Fatalf("explain %+v, %v", ex, err)
 	}
 
 	// Cancel stops the container and releases the GPU.
-	j = submitJob(t, renter, jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60"))
-	waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning }, time.Minute)
-	if err := renter.Call(ctx, "job_cancel", node.JobIDParams{ID: j.ID}, &j); err != nil {
+	j = submitJob(t, rc, jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60"))
+	waitJob(t, rc, j.ID, func(s string) bool { return s == node.StateRunning }, time.Minute)
+	if err := rc.Call(ctx, "job_cancel", node.JobIDParams{ID: j.ID}, &j); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -206,10 +207,10 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("after", "silver")}, &j); err != nil {
+	if err := rc.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("after", "silver")}, &j); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, renter, j.ID, func(s string) bool {
+	j = waitJob(t, rc, j.ID, func(s string) bool {
 		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
 	}, time.Minute)
 	if j.State != node.StateCompleted {

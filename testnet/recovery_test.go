@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 )
 
@@ -148,7 +149,7 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
 	}, time.Minute)
 	if j.State != node.StateCompleted || j.Provider != prov {
-		var ex node.JobExplain
+		var ex renter.Explain
 		_ = silverRenter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
 		t.Fatalf("silver job: %+v\nexplain %+v", j, ex)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/wire"
@@ -107,7 +108,7 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					if err != nil {
 						return err
 					}
-					var ex node.JobExplain
+					var ex renter.Explain
 					if err := callCmd(c, "job_explain", node.JobIDParams{ID: id}, &ex); err != nil {
 						return err
 					}
@@ -208,7 +209,7 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 // it in numbers (a peak's price names the peak) and the change to the
 // spec that admits the most; job explain has the rest.
 func printNoMatch(c *cli.Context, nc *nodeClient, id string) {
-	var ex node.JobExplain
+	var ex renter.Explain
 	if nc.call(c.Context, "job_explain", node.JobIDParams{ID: id}, &ex) != nil {
 		return
 	}
@@ -499,7 +500,7 @@ func failures(r auction.Rejection) []auction.Failure {
 	return []auction.Failure{{Check: r.Check, Reason: r.Reason, Detail: r.Detail}}
 }
 
-func printExplain(w io.Writer, ex node.JobExplain) {
+func printExplain(w io.Writer, ex renter.Explain) {
 	// The counts add up: considered = feasible + each check's removals,
 	// and every rejection listed is one of those removals; providers the
 	// job left are listed apart, outside the count.

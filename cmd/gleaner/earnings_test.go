@@ -34,7 +34,7 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 	requireDocker(t)
 	began := time.Now()
 	p := provider(t, "provider", "2xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	ns := []*rnode{p, rn}
 	a := rn.submit(t, demoSpec("train", "silver", "2s", 4, 0), "")
 	b := rn.submit(t, demoSpec("train", "silver", "2s", 4, 0), "")

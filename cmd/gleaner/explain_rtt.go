@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	auctioneer "github.com/gleaner-net/gleaner/auction/renter"
-	"github.com/gleaner-net/gleaner/node"
 )
 
 // How `job explain` prints the RTT a round used: the value, and whether it
@@ -30,7 +30,7 @@ func rttFrom(source string) string {
 
 // quoteRTT is a quote's RTT line: what the round used for its provider,
 // and why the round's own probe failed, if it did.
-func quoteRTT(q node.QuoteOutcome) string {
+func quoteRTT(q renter.QuoteOutcome) string {
 	s := "unknown"
 	if q.RTTSource != "" {
 		s = rttMS(q.RTT) + ", " + rttFrom(q.RTTSource)

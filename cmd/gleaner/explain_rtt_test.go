@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/auction/renter"
 )
 
 // `job explain` shows, per candidate, the RTT the ranking used and where
 // it came from, and why a probe failed.
 func TestExplainShowsTheRTTEachRankingUsed(t *testing.T) {
 	var b strings.Builder
-	printExplain(&b, node.JobExplain{
-		Quotes: []node.QuoteOutcome{
+	printExplain(&b, renter.Explain{
+		Quotes: []renter.QuoteOutcome{
 			{Provider: "near", Bid: 400_000, RTT: 3200 * time.Microsecond, RTTSource: "measured"},
 			{Provider: "old", Bid: 450_000, RTT: 30 * time.Millisecond, RTTSource: "peerstore", RTTError: "no answer in 500ms"},
 			{Provider: "silent", Bid: 420_000, RTTError: "no answer in 500ms"},

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/auction/renter"
 )
 
 // TestJobExplainListsEveryReasonAndCountsAddUp: job explain prints every
@@ -20,7 +20,7 @@ func TestJobExplainListsEveryReasonAndCountsAddUp(t *testing.T) {
 		{Check: auction.CheckGPUs, Reason: auction.ReasonTooFewGPUs, Detail: "offer has 2xH100 (85 GB); the job wants 4"},
 		{Check: auction.CheckHost, Reason: auction.ReasonCPUs, Detail: "offer has 32 CPUs and 274 GB; the job wants 64 and 32 GB"},
 	}
-	ex := node.JobExplain{
+	ex := renter.Explain{
 		Considered: 3,
 		Funnel:     []auction.FunnelStep{{Check: auction.CheckPrice, Removed: 1}, {Check: auction.CheckRegion, Removed: 1}},
 		Rejected: []auction.Rejection{

@@ -61,9 +61,9 @@ func provider(t *testing.T, name, gpus string, extra ...string) *rnode {
 	return p
 }
 
-// renter starts a node that bootstraps from the providers, and waits for
+// startRenter starts a node that bootstraps from the providers, and waits for
 // their offers in its book.
-func renter(t *testing.T, provs ...*rnode) *rnode {
+func startRenter(t *testing.T, provs ...*rnode) *rnode {
 	t.Helper()
 	var extra []string
 	for _, p := range provs {

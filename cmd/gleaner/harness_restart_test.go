@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/providing"
 )
@@ -25,7 +26,7 @@ import (
 func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	ns := []*rnode{p, rn}
 	first := rn.submit(t, demoSpec("long", "silver", "5m", 2, 0), "")
 	rn.waitJob(t, first, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
@@ -78,7 +79,7 @@ func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	// every auction before the funnel.
 	r := rn.cli(t, "job", "explain", "--json", second)
 	mustOK(t, r, "job explain")
-	var ex node.JobExplain
+	var ex renter.Explain
 	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil {
 		t.Fatalf("job explain --json: %v\n%s", err, r.stdout)
 	}
@@ -114,7 +115,7 @@ func leasesIn(t *testing.T, n *rnode, author string) []auction.Lease {
 // renter is told the new address (the provider listens on a new port).
 func TestRestartCase2CleanStopDoesNotPause(t *testing.T) {
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	before, _ := rn.offerSeq(t, p.d.peerID)
 	p.stop(t, syscall.SIGINT)
 	// The stop's withdrawal reached the renter before the daemon's host
@@ -148,7 +149,7 @@ func TestRestartCase2CleanStopDoesNotPause(t *testing.T) {
 func TestRestartCase3StopLeavesNoContainer(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	id := rn.submit(t, demoSpec("stopped", "silver", "5m", 2, 0), "")
 	rn.waitJob(t, id, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
 	if got := containersOf(t, p.d.peerID, false); len(got) != 1 {
@@ -173,7 +174,7 @@ func TestRestartCase3StopLeavesNoContainer(t *testing.T) {
 // offer to them. Before, the renter saw no offer for over a minute.
 func TestRestartCase4OfferBackAfterProviderRestart(t *testing.T) {
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	before, _ := rn.offerSeq(t, p.d.peerID)
 	p.restart(t, syscall.SIGINT)
 	back := time.Now()
@@ -188,7 +189,7 @@ func TestRestartCase4OfferBackAfterProviderRestart(t *testing.T) {
 func TestRestartCase5JobSurvivesRenterRestart(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "2xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	short := rn.submit(t, demoSpec("short", "silver", "8s", 4, 0), "")
 	long := rn.submit(t, demoSpec("long", "silver", "5m", 2, 0), "")
 	for _, id := range []string{short, long} {
@@ -213,7 +214,7 @@ func TestRestartCase5JobSurvivesRenterRestart(t *testing.T) {
 func TestRestartCase6LogsKeptAcrossRenterRestart(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	id := rn.submit(t, demoSpec("logged", "silver", "60s", 30, 0), "")
 	waitUntil(t, 30*time.Second, "two steps logged", func() bool {
 		return strings.Contains(rn.cli(t, "job", "logs", id).stdout, "step 2/30 done")
@@ -238,7 +239,7 @@ func TestRestartCase7UnpullableImageIsNotCharged(t *testing.T) {
 	requireDocker(t)
 	a := provider(t, "provider-a", "1xRTX4090")
 	b := provider(t, "provider-b", "1xRTX4090")
-	rn := renter(t, a, b)
+	rn := startRenter(t, a, b)
 	const image = "127.0.0.1:1/gleaner-no-such-image:1"
 	spec := "name: unpullable\nimage: " + image + "\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +
 		"duration: {expected: 1m, max: 5m}\nallow_simulated: true\nretry: {max_reauctions: 3}\n"
@@ -269,7 +270,7 @@ func TestRestartCase8PreemptedBronzeWaitsForOffers(t *testing.T) {
 	requireDocker(t)
 	a := provider(t, "provider-a", "1xRTX4090")
 	b := provider(t, "provider-b", "1xRTX4090")
-	rn := renter(t, a, b)
+	rn := startRenter(t, a, b)
 	mustOK(t, a.cli(t, "offer", "set", "--notice", "2s"), "offer set --notice")
 	blocker := rn.submit(t, demoSpec("blocker", "bronze", "5m", 2, 0), b.d.peerID)
 	rn.waitJob(t, blocker, 30*time.Second, "the blocker running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, a, b)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -33,7 +34,7 @@ func TestJobInputsByPathAndByCID(t *testing.T) {
 	mustOK(t, r, "holder: data add")
 	sharedCID := strings.TrimSpace(r.stdout)
 
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	specDir := t.TempDir()
 	local := map[string][]byte{"prompts.txt": []byte("one\ntwo\n"), "cfg/run.json": []byte(`{"lr": 0.1}`)}
 	for rel, b := range local {
@@ -86,7 +87,7 @@ func TestJobInputNobodyServes(t *testing.T) {
 	p := newNode(t, "provider", "--simulate-gpus", "1xRTX4090")
 	setConfig(t, p, "input_fetch_timeout_s = 1200", "input_fetch_timeout_s = 5")
 	mustOK(t, p.cli(t, "offer", "set", "--region", "eu/DE", "--price.silver", "0.50", "--price.bronze", "0.50"), "offer set")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	spec := fmt.Sprintf("name: no-input\nimage: %s\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
 		"duration: {max: 10m}\nallow_simulated: true\ninputs: [{cid: %s, path: /in}]\n", testnet.DemoImage, nobodyCID(t))
 	id := rn.submit(t, spec, "")
@@ -154,7 +155,7 @@ func TestPlacementPrefersTheDataHolder(t *testing.T) {
 	r := holder.cli(t, "data", "add", dir)
 	mustOK(t, r, "holder: data add")
 	ds := strings.TrimSpace(r.stdout)
-	rn := renter(t, plain, holder)
+	rn := startRenter(t, plain, holder)
 
 	var found node.MarketOffersResult
 	waitUntil(t, 30*time.Second, "the holder's offer lists the dataset", func() bool {
@@ -172,7 +173,7 @@ func TestPlacementPrefersTheDataHolder(t *testing.T) {
 		t.Fatalf("job %s: %s on %s (holder %s, plain %s): %s", id, j.State, j.Provider, holder.d.peerID, plain.d.peerID, j.Error)
 	}
 	// Not a coin toss: the ranking credited the holder's cache, and only it.
-	var ex node.JobExplain
+	var ex renter.Explain
 	decodeJSON(t, rn.cli(t, "job", "explain", id, "--json"), "job explain", &ex)
 	loc := map[string]float64{}
 	for _, r := range ex.Ranked {

@@ -19,7 +19,7 @@ import (
 func TestCtrlCOnJobRunSaysTheJobGoesOn(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	spec := filepath.Join(t.TempDir(), "job.yaml")
 	if err := os.WriteFile(spec, []byte(demoSpec("ctrl-c", "silver", "1s", 120, 0)), 0o600); err != nil {
 		t.Fatal(err)

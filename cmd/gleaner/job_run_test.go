@@ -22,7 +22,7 @@ import (
 func TestJobRunOnGPUsHandedOver(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "2xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	all := []*rnode{p, rn}
 	filler := rn.submit(t, fmt.Sprintf("name: filler\nimage: %s\ncommand: [\"-sleep\", \"5m\", \"-lines\", \"2\"]\nresources: {gpus: 2}\n"+
 		"tier: bronze\nmax_price: 1.00\nduration: {expected: 10m, max: 20m}\nallow_simulated: true\n", testnet.DemoImage), p.d.peerID)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
@@ -20,7 +21,7 @@ func TestAmountsPrintAsCredits(t *testing.T) {
 	var b strings.Builder
 	printJob(&b, node.JobRecord{ID: "j", State: node.StateCompleted, Provider: "p", Price: 450_000, GPUs: 2,
 		StartedAt: &start, EndedAt: &end, Paid: 1_000, Vouchers: 2})
-	printExplain(&b, node.JobExplain{Quotes: []node.QuoteOutcome{{Provider: "p", Bid: 400_001}}, Winner: "p", ClearingPrice: 450_000})
+	printExplain(&b, renter.Explain{Quotes: []renter.QuoteOutcome{{Provider: "p", Bid: 400_001}}, Winner: "p", ClearingPrice: 450_000})
 	printEvidence(&b, trust.Evidence{Peer: "p", Outcomes: map[ledger.OutcomeResult]int{}, PaidTotal: 1_350_000})
 	printOfferShow(&b, node.OfferShowResult{Offered: true, Offer: &node.OfferView{Prices: map[string]auction.Credits{"silver": 600_000, "bronze": 450_000}}})
 	out := b.String()

@@ -26,7 +26,7 @@ import (
 func TestJobOutputsFetched(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	spec := fmt.Sprintf("name: writes-outputs\nimage: %s\ncommand: [\"-write\", \"/outputs\", \"-lines\", \"1\"]\nresources: {gpus: 1}\n"+
 		"tier: silver\nmax_price: 1.00\nduration: {max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
 	id := rn.submit(t, spec, "")

@@ -41,7 +41,7 @@ func TestJobFromPrivateRegistry(t *testing.T) {
 	ref := pushDemo(t, reg)
 
 	p := provider(t, "provider", "1xRTX4090")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "registry.auth"), []byte("username="+privUser+"\npassword="+privPass+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestServiceDownSaysWhatItCancels(t *testing.T) {
 	for _, p := range []*rnode{p1, p2} {
 		mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), p.name+": offer set --workloads")
 	}
-	rn := renter(t, p1, p2)
+	rn := startRenter(t, p1, p2)
 	all := []*rnode{p1, p2, rn}
 	spec := "name: down\nkind: service\nimage: " + modelimage.Tag + "\n" +
 		"service:\n  port: 8000\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 2, max: 2}\n" +

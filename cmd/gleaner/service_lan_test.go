@@ -54,7 +54,7 @@ func TestServiceUpListenBeyondLoopbackFromTheCLI(t *testing.T) {
 	}
 	p := provider(t, "p", "1xRTX4090")
 	mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), "offer set --workloads")
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	all := []*rnode{p, rn}
 	spec := "name: lan\nkind: service\nimage: " + modelimage.Tag + "\n" +
 		"service:\n  port: 8000\n  readiness: {path: /health, period: 1s}\n" +

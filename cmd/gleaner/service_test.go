@@ -43,7 +43,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	// providers are not guaranteed yet).
 	mustOK(t, p1.cli(t, "offer", "set", "--price.bronze", "5.00"), "p1: offer set --price.bronze")
 	mustOK(t, p2.cli(t, "offer", "set", "--price.silver", "5.00"), "p2: offer set --price.silver")
-	rn := renter(t, p1, p2)
+	rn := startRenter(t, p1, p2)
 	all := []*rnode{p1, p2, rn}
 
 	spec := "name: chat\nkind: service\nimage: " + modelimage.Tag + "\n" +

@@ -21,7 +21,7 @@ import (
 // service up did before, and status names the cause there too.
 func TestServiceUpThatCannotBePlacedExitsNonZero(t *testing.T) {
 	p := provider(t, "p", "1xRTX4090") // workloads: batch only
-	rn := renter(t, p)
+	rn := startRenter(t, p)
 	dir := t.TempDir()
 	specFile := func(name, extra string) string {
 		spec := "name: " + name + "\nkind: service\nimage: gleaner-test/never-pulled:1\n" +
