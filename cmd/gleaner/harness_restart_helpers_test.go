@@ -146,11 +146,12 @@ func (n *rnode) hasOffer(t *testing.T, provider string) bool {
 	return ok
 }
 
-// offerSeq is the sequence number of provider's offer in n's book; ok is
-// false when there is none (or n's daemon does not answer).
-func (n *rnode) offerSeq(t *testing.T, provider string) (seq uint64, ok bool) {
+// offerSeq is the sequence number of provider's offer in n's book (among
+// those a query admits, when one is given); ok is false when there is
+// none (or n's daemon does not answer).
+func (n *rnode) offerSeq(t *testing.T, provider string, query ...string) (seq uint64, ok bool) {
 	t.Helper()
-	r := n.cli(t, "market", "offers", "--json")
+	r := n.cli(t, append([]string{"market", "offers", "--json"}, query...)...)
 	if r.code != 0 {
 		return 0, false // a restarting daemon
 	}

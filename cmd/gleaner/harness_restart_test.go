@@ -31,31 +31,45 @@ func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	first := rn.submit(t, demoSpec("long", "silver", "5m", 2, 0), "")
 	rn.waitJob(t, first, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
 	rn.restart(t, syscall.SIGINT)
-	rn.waitJob(t, first, 30*time.Second, "running again after the renter's restart", func(j node.JobRecord) bool {
+	before := rn.waitJob(t, first, 30*time.Second, "running again after the renter's restart", func(j node.JobRecord) bool {
 		return j.State == node.StateRunning && j.Vouchers > 0
 	}, p)
 	p.restart(t, syscall.SIGINT)
 	// The provider listens on a new port; the renter is told it.
 	mustOK(t, rn.cli(t, "connect", p.d.addrs[0]), "connect to the restarted provider")
-	rn.waitJob(t, first, 30*time.Second, "the first job ended by the provider's stop", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
-	waitUntil(t, 20*time.Second, "the restarted provider's offer in the renter's book", func() bool { return rn.hasOffer(t, p.d.peerID) }, ns...)
+	// The provider's stop preempted the job with its notice; a preempted
+	// job is auctioned again from its checkpoint, also one the renter
+	// re-attached to after its own restart, and comes back to the
+	// restarted provider, whose one GPU is free again (a new lease).
+	rn.waitJob(t, first, 60*time.Second, "the first job running again on the restarted provider", func(j node.JobRecord) bool {
+		return j.State == node.StateRunning && j.Provider == p.d.peerID && j.LeaseCID != before.LeaseCID
+	}, p)
+	mustOK(t, rn.cli(t, "job", "cancel", first), "cancel the first job")
+	rn.waitJob(t, first, 30*time.Second, "the first job cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
+	// The provider republishes its GPU free once the cancelled job's
+	// container is gone.
+	waitUntil(t, 30*time.Second, "the restarted provider's GPU free in the renter's book", func() bool {
+		_, ok := rn.offerSeq(t, p.d.peerID, "free>=10m")
+		return ok
+	}, ns...)
 
 	second := rn.submit(t, demoSpec("next", "silver", "1s", 1, 0), "")
 	done := rn.waitJob(t, second, 60*time.Second, "the second job ended", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
 	if done.State != node.StateCompleted || done.Provider != p.d.peerID {
 		t.Fatalf("the second job %s on %s (%q), want completed on the restarted provider\n%s", done.State, done.Provider, done.Error, tails(ns))
 	}
-	// The material of the false conviction: two co-signed leases of the
+	// The material of the false conviction: co-signed leases of the
 	// provider's one GPU whose windows overlap (the first, stopped by the
-	// restart, was leased for 10 minutes), journaled by the renter and
-	// replicated to the provider. The proof rules must see that the first
-	// ended before the second began.
+	// restart, was leased for 10 minutes; then the first job's second
+	// lease and the second job's), journaled by the renter and replicated
+	// to the provider. The proof rules must see that each ended before
+	// the next began.
 	var leases []auction.Lease
-	waitUntil(t, 15*time.Second, "both leases in the provider's copy of the renter's feed", func() bool {
+	waitUntil(t, 15*time.Second, "the three leases in the provider's copy of the renter's feed", func() bool {
 		leases = leasesIn(t, p, rn.d.peerID)
-		return len(leases) == 2
+		return len(leases) == 3
 	}, ns...)
-	if a, b := leases[0], leases[1]; len(a.GPUUUIDHash) != 1 || len(b.GPUUUIDHash) != 1 || a.GPUUUIDHash[0] != b.GPUUUIDHash[0] ||
+	if a, b := leases[0], leases[2]; len(a.GPUUUIDHash) != 1 || len(b.GPUUUIDHash) != 1 || a.GPUUUIDHash[0] != b.GPUUUIDHash[0] ||
 		!(a.Start < b.End && b.Start < a.End) {
 		t.Fatalf("the two leases are not of one GPU in overlapping windows: %+v, %+v", a, b)
 	}
