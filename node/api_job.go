@@ -87,15 +87,10 @@ func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, erro
 }
 
 func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
-	r := a.n.renterJobs
-	r.mu.Lock()
-	out := make([]JobRecord, 0, len(r.jobs))
-	for _, j := range r.jobs {
-		c := *j
-		c.Explain, c.Lease = nil, nil
-		out = append(out, c)
+	out := a.n.renterJobs.snapshot(nil)
+	for i := range out {
+		out[i].Explain, out[i].Lease = nil, nil
 	}
-	r.mu.Unlock()
 	sort.Slice(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
 }

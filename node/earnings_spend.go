@@ -21,11 +21,9 @@ func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]J
 	leases, order := maps.Clone(f.Leases), slices.Clone(f.LeaseOrder)
 	jobs := map[string]JobRecord{}
 	if r := n.renterJobs; r != nil {
-		r.mu.Lock()
-		for id, j := range r.jobs {
-			jobs[id] = *j
+		for _, j := range r.snapshot(nil) {
+			jobs[j.ID] = j
 		}
-		r.mu.Unlock()
 	}
 	for _, j := range jobs {
 		if j.LeaseCID == "" || leases[j.LeaseCID] != nil {

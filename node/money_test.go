@@ -24,7 +24,7 @@ func TestOldJobRecordsLoadWithoutTheirFloatAmounts(t *testing.T) {
 	if err := st.Update(func(tx *StoreTx) error { return tx.Put(bucketJobs, "old", old) }); err != nil {
 		t.Fatal(err)
 	}
-	r, err := newRenterJobs(context.Background(), nil, st, nil, quietLog)
+	r, err := newRenterJobs(renterDeps{bg: context.Background(), store: st, log: quietLog})
 	if err != nil {
 		t.Fatalf("a 0.1 job record stops the node from starting: %v", err)
 	}

@@ -110,22 +110,18 @@ func (n *Node) startRenterJobs(context.Context) error {
 		return err
 	}
 	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
-	rj, err := newRenterJobs(ctx, n.market, n.store, key, n.log.With("part", "renter-jobs"))
+	canarySpec := n.cfg.Trust.CanarySpec
+	if canarySpec != "" && !filepath.IsAbs(canarySpec) {
+		canarySpec = filepath.Join(n.repo.Dir, canarySpec) // config paths are the repo's, not the shell's
+	}
+	canary, err := loadCanary(canarySpec, n.cfg.Trust.CanaryMinRate)
 	if err != nil {
 		return err
 	}
-	if err := rj.newAuctioneer(); err != nil {
-		return err
-	}
-	rj.journal, rj.spawn = n.journal, n.tasks.Go
-	rj.rep = n.rep
-	rj.claims = n.rep
-	rj.billing, rj.stopPayingAfter = n.opts.BillingInterval, n.opts.StopPayingAfter
-	canary := n.cfg.Trust.CanarySpec
-	if canary != "" && !filepath.IsAbs(canary) {
-		canary = filepath.Join(n.repo.Dir, canary) // config paths are the repo's, not the shell's
-	}
-	if rj.canary, err = loadCanary(canary, n.cfg.Trust.CanaryMinRate); err != nil {
+	rj, err := newRenterJobs(renterDeps{bg: ctx, market: n.market, store: n.store, key: key, log: n.log.With("part", "renter-jobs"),
+		journal: n.journal, spawn: n.tasks.Go, rep: n.rep, billing: n.opts.BillingInterval, stopPayingAfter: n.opts.StopPayingAfter,
+		canary: canary})
+	if err != nil {
 		return err
 	}
 	n.renterJobs = rj

@@ -160,12 +160,10 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 		for _, st := range jobStates {
 			s.Jobs[st] = 0
 		}
-		r.mu.Lock()
-		for _, j := range r.jobs {
+		for _, j := range r.snapshot(nil) {
 			s.Jobs[j.State]++
 			s.JobLeases += j.Attempts
 		}
-		r.mu.Unlock()
 	}
 	if n.store != nil {
 		n.readLeases(s)

@@ -138,7 +138,7 @@ func TestARestartSortsTheJobsItFinds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := newRenterJobs(context.Background(), nil, st, nil, quietLog)
+	r, err := newRenterJobs(renterDeps{bg: context.Background(), store: st, log: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

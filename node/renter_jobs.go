@@ -214,11 +214,40 @@ type renterJobs struct {
 	logFlush sync.Mutex // serialises the writes of logs to the store
 }
 
-func newRenterJobs(bg context.Context, m *offers.Market, store *Store, key crypto.PrivKey, log *slog.Logger) (*renterJobs, error) {
-	r := &renterJobs{m: m, store: store, key: key, log: log, bg: bg,
-		spawn: func(f func()) bool { go f(); return true },
-		jobs:  map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
+// renterDeps is everything the renter's job manager works with. It is
+// built with all of them: nothing is filled in once it runs.
+type renterDeps struct {
+	bg      context.Context // the node's background context
+	market  *offers.Market  // nil in unit tests: no auctioneer
+	store   *Store
+	key     crypto.PrivKey
+	log     *slog.Logger
+	journal *journal          // nil in unit tests
+	spawn   func(func()) bool // Node.tasks.Go; nil: a plain goroutine
+	rep     *reputationView   // nil in unit tests
+	billing time.Duration
+	// stopPayingAfter is fault injection: stop after this many vouchers.
+	stopPayingAfter int
+	canary          *canaryPlan
+}
+
+func newRenterJobs(d renterDeps) (*renterJobs, error) {
+	m, store := d.market, d.store
+	r := &renterJobs{m: m, store: store, key: d.key, log: d.log, bg: d.bg, journal: d.journal, spawn: d.spawn,
+		billing: d.billing, stopPayingAfter: d.stopPayingAfter, canary: d.canary,
+		jobs: map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
+	if r.spawn == nil {
+		r.spawn = func(f func()) bool { go f(); return true }
+	}
+	if d.rep != nil { // a nil *reputationView in the interface would not read as none
+		r.rep, r.claims = d.rep, d.rep
+	}
 	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
+	if m != nil {
+		if err := r.newAuctioneer(); err != nil {
+			return nil, err
+		}
+	}
 	var resume, waiting []string
 	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
 		var j JobRecord
@@ -337,6 +366,21 @@ func (r *renterJobs) get(id string) (*JobRecord, error) {
 	}
 	c := *j
 	return &c, nil
+}
+
+// snapshot is a copy of every job keep admits (nil: all), taken under the
+// lock: the one way readers outside the job manager (the RPC, metrics,
+// spend, services) see the jobs, so none of them holds r.mu.
+func (r *renterJobs) snapshot(keep func(j *JobRecord) bool) []JobRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]JobRecord, 0, len(r.jobs))
+	for _, j := range r.jobs {
+		if keep == nil || keep(j) {
+			out = append(out, *j)
+		}
+	}
+	return out
 }
 
 // update changes a job under the lock, persists it and tells followers.

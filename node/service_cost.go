@@ -26,12 +26,11 @@ func jobSpent(j *JobRecord) auction.Credits {
 
 // spentOnJob is what the renter has spent on job id (0: no such job).
 func (r *renterJobs) spentOnJob(id string) auction.Credits {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if j := r.jobs[id]; j != nil {
-		return jobSpent(j)
+	j, err := r.get(id)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return jobSpent(j)
 }
 
 // spentOnService is what the renter has spent on service name's replica
@@ -41,13 +40,9 @@ func (r *renterJobs) spentOnJob(id string) auction.Credits {
 // job of an earlier service of the same name (created before since) does
 // not.
 func (r *renterJobs) spentOnService(name string, since time.Time) auction.Credits {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var sum auction.Credits
-	for _, j := range r.jobs {
-		if j.Service == name && !j.Created.Before(since) {
-			sum = addCredits(sum, jobSpent(j))
-		}
+	for _, j := range r.snapshot(func(j *JobRecord) bool { return j.Service == name && !j.Created.Before(since) }) {
+		sum = addCredits(sum, jobSpent(&j))
 	}
 	return sum
 }

@@ -13,15 +13,7 @@ import "slices"
 // liveServiceJobs is every job bought for a service (JobRecord.Service)
 // that has not ended.
 func (r *renterJobs) liveServiceJobs() []JobRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []JobRecord
-	for _, j := range r.jobs {
-		if j.Service != "" && !terminal(j.State) {
-			out = append(out, *j)
-		}
-	}
-	return out
+	return r.snapshot(func(j *JobRecord) bool { return j.Service != "" && !terminal(j.State) })
 }
 
 // serviceOrphans is the IDs, sorted, of the jobs among live that no
