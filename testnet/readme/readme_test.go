@@ -626,8 +626,8 @@ func (b *background) waitFor(ctx context.Context, ok func() bool) error {
 		case <-b.done:
 			return fmt.Errorf("exited (%v) before it was up", b.err)
 		case <-ctx.Done():
-			b.stop()
-			return errors.New("not up in time")
+			_ = b.interrupt()
+			return errors.New("not up in time; stopped with a Ctrl-C")
 		case <-tick.C:
 		}
 	}
