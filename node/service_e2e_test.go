@@ -76,11 +76,16 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 		"  autoscale: {target_qps_per_replica: 2, scale_up_after: 10s, scale_down_after: 10s}\n"+
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n",
 		modelimage.Tag, modelimage.Port)
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+	up, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec, WaitS: 60})
+	if err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "auto", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
-	url := v.URL
+	if up.Up == nil || up.Up.Result != UpPlaced || !up.Up.Ready {
+		t.Fatalf("service_up with wait_s: %+v, want placed and ready", up.Up)
+	}
+	// Ready: the URL service_up returned serves at once (the first
+	// request below is not retried), not 503 while the model loads.
+	url := up.URL
 
 	// Streaming: 8 tokens 60 ms apart. The first chunk must come well
 	// before the last is made, or something on the way buffered.
@@ -89,6 +94,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	if chunks < 9 || last-first < 300*time.Millisecond {
 		t.Fatalf("%d chunks, the first at %v, the last at %v: not passed through as made", chunks, first, last)
 	}
+	v := waitService(t, rn, "auto", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
 
 	// Another renter's node, connected to the replica's provider, asks
 	// for the replica's stream: refused, while the first renter's works.

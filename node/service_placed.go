@@ -160,6 +160,10 @@ type ServiceUpOutcome struct {
 	Cause  string `json:"cause,omitempty" doc:"why no replica was placed: the latest replica attempt's state and error, with the providers' reasons for a no-match"`
 	Kept   bool   `json:"kept" doc:"whether the service is still up: its gateway listens and its replicas are bought and healed as ever"`
 	Waited int64  `json:"waited_ms" doc:"how long service_up waited, in milliseconds"`
+	// Ready: once placed, service_up waits on (within wait_s) for the
+	// gateway to see a replica pass its readiness check, so that the URL
+	// it returns answers at once rather than 503 while the model loads.
+	Ready bool `json:"ready" doc:"placed and a replica passed its readiness check in the gateway: the URL serves now; false when wait_s ended first (the gateway answers 503 with Retry-After until a replica is ready)"`
 }
 
 // placePoll is how often service_up's wait looks at the replicas.
@@ -210,6 +214,34 @@ func (s *services) awaitPlaced(ctx context.Context, name string, wait time.Durat
 	}
 }
 
+// awaitReady waits, for at most wait, until the service's gateway has a
+// replica that passed its readiness check; false when wait (or ctx) ends
+// first, or the service has no gateway.
+func (s *services) awaitReady(ctx context.Context, name string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		s.mu.Lock()
+		ls := s.live[name]
+		s.mu.Unlock()
+		if ls == nil || ls.gw == nil {
+			return false
+		}
+		for _, r := range ls.gw.Stats().Replicas {
+			if r.Ready {
+				return true
+			}
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(placePoll, time.Until(deadline))):
+		}
+	}
+}
+
 // stillPlacing says why no replica of the service is placed yet: status's
 // not_placed, or each replica's state (an auction, an image pulling).
 func (s *services) stillPlacing(name string) string {
@@ -246,9 +278,14 @@ func (s *services) upAndWait(ctx context.Context, specYAML []byte, listen string
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	out, err := s.awaitPlaced(ctx, rec.Name, wait)
 	if err != nil {
 		return nil, err
+	}
+	if out.Result == UpPlaced {
+		out.Ready = s.awaitReady(ctx, rec.Name, wait-time.Since(began))
+		out.Waited = time.Since(began).Milliseconds()
 	}
 	v, err := s.view(rec.Name, false)
 	if err != nil {

@@ -21,7 +21,7 @@ const defaultServiceUpWait = 5 * time.Minute
 
 func serviceUpWaitFlag() cli.Flag {
 	return durationFlag("wait", defaultServiceUpWait,
-		"how long to wait for a replica to be placed (its job running on a provider); if none is, the command fails naming why: "+
+		"how long to wait for a replica to be placed (its job running on a provider) and ready (its readiness check passed in the gateway, so the URL serves at once); if none is placed, the command fails naming why: "+
 			"a service none of whose replicas could be placed is taken down, one still being placed when the wait ends is kept. "+
 			"0: print the URL as soon as the replicas are submitted, without waiting")
 }
@@ -80,6 +80,9 @@ func serviceUp(c *cli.Context) error {
 	// gateway that needs a token goes to stderr.
 	return emit(c, v, func(w io.Writer) {
 		fmt.Fprintln(w, v.URL)
+		if v.Up != nil && v.Up.Result == node.UpPlaced && !v.Up.Ready {
+			fmt.Fprintf(c.App.ErrWriter, "service %s: placed, but no replica has passed its readiness check within --wait: the gateway answers 503 with Retry-After until one does (gleaner service status %s)\n", v.Name, v.Name)
+		}
 		printGatewayAccess(c.App.ErrWriter, v, "")
 	})
 }
@@ -98,7 +101,7 @@ func callPlacing(c *cli.Context, nc *nodeClient, params node.ServiceUpParams, re
 		return <-done
 	}
 	w := c.App.ErrWriter
-	fmt.Fprintf(w, "service %s: waiting up to %v for a replica to be placed\n", name, wait)
+	fmt.Fprintf(w, "service %s: waiting up to %v for a replica to be placed and ready\n", name, wait)
 	t := time.NewTicker(placingPoll)
 	defer t.Stop()
 	shown := map[int]string{}
