@@ -107,28 +107,18 @@ func (p *Pricing) peakIn(base Prices, tier int, want Credits, start, secs int64)
 // 00:00-24:00 is one stretch, not five).
 func (r weeklyRule) occurrence(from, to time.Time, loc *time.Location) (s, e int64, ok bool) {
 	f, t := from.Unix(), to.Unix()
-	day := time.Date(from.Year(), from.Month(), from.Day()-1, 0, 0, 0, 0, time.UTC)
-	last := time.Date(to.Year(), to.Month(), to.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 8)
-	for ; !day.After(last); day = day.AddDate(0, 0, 1) {
-		if r.days&(1<<uint(day.Weekday())) == 0 {
-			continue
-		}
-		y, m, d := day.Date()
-		endDay := d
-		if r.end <= r.start {
-			endDay++
-		}
-		os := time.Date(y, m, d, r.start/60, r.start%60, 0, 0, loc).Unix()
-		oe := time.Date(y, m, endDay, r.end/60, r.end%60, 0, 0, loc).Unix()
+	done := false
+	r.walk(from, to, 8, loc, func(os, oe int64) bool {
 		switch {
 		case !ok && os < oe && os < t && oe > f:
 			s, e, ok = os, oe, true
 		case ok && os <= e && oe > e:
 			e = oe // the next occurrence continues this one
 		case ok:
-			return s, e, true
+			done = true
 		}
-	}
+		return !done
+	})
 	return s, e, ok
 }
 

@@ -258,13 +258,24 @@ func pricesAt(p Prices, tier int) Credits {
 // ceilDiv is a/b rounded up, for a >= 0 and b > 0.
 func ceilDiv(a, b Credits) Credits { return (a + b - 1) / b }
 
-// overlaps reports whether any occurrence of r in loc meets [from, to),
-// walking civil dates as Calendar.expandWeekly does (from the day before
-// from, since a window then may run past midnight into the range).
+// overlaps reports whether any occurrence of r in loc meets [from, to).
 func (r weeklyRule) overlaps(from, to time.Time, loc *time.Location) bool {
-	f, t := from.Unix(), to.Unix()
+	met := false
+	r.walk(from, to, 0, loc, func(s, e int64) bool {
+		met = s < e && s < to.Unix() && e > from.Unix()
+		return !met
+	})
+	return met
+}
+
+// walk calls f with each occurrence [s, e) of r in loc, in order, from
+// the one starting the day before from (a window then may run past
+// midnight into the range) to those starting extraDays after to's day,
+// walking civil dates as Calendar.expandWeekly does, until f returns
+// false.
+func (r weeklyRule) walk(from, to time.Time, extraDays int, loc *time.Location, f func(s, e int64) bool) {
 	day := time.Date(from.Year(), from.Month(), from.Day()-1, 0, 0, 0, 0, time.UTC)
-	last := time.Date(to.Year(), to.Month(), to.Day(), 0, 0, 0, 0, time.UTC)
+	last := time.Date(to.Year(), to.Month(), to.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, extraDays)
 	for ; !day.After(last); day = day.AddDate(0, 0, 1) {
 		if r.days&(1<<uint(day.Weekday())) == 0 {
 			continue
@@ -276,11 +287,10 @@ func (r weeklyRule) overlaps(from, to time.Time, loc *time.Location) bool {
 		}
 		s := time.Date(y, m, d, r.start/60, r.start%60, 0, 0, loc).Unix()
 		e := time.Date(y, m, endDay, r.end/60, r.end%60, 0, 0, loc).Unix()
-		if s < e && s < t && e > f {
-			return true
+		if !f(s, e) {
+			return
 		}
 	}
-	return false
 }
 
 // zones caches loaded time zones: loading one parses the embedded
