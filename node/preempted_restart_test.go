@@ -112,8 +112,9 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 
 // What a restarted node does with each job its store holds: a job waiting
 // in a re-auction with its lifecycle goes on (unless it needs secrets),
-// one leased is followed again, one in its first auction fails, and a
-// service's replica is left to its keeper's old path.
+// so does one in its first auction, one leased is followed again, a
+// canary in its auction fails, and a service's replica is left to its
+// keeper's old path.
 func TestARestartSortsTheJobsItFinds(t *testing.T) {
 	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
@@ -127,6 +128,8 @@ func TestARestartSortsTheJobsItFinds(t *testing.T) {
 		{ID: "replica", State: StateAuction, Lease: []byte("old"), Life: life, Service: "web"},
 		{ID: "leased", State: StateRunning, Lease: []byte("now"), Life: life},
 		{ID: "first", State: StateAuction},
+		{ID: "first-secret", State: StateAuction, Secrets: true},
+		{ID: "canary", State: StateAuction, Canary: true},
 	}
 	if err := st.Update(func(tx *StoreTx) error {
 		for _, j := range recs {
@@ -142,10 +145,10 @@ func TestARestartSortsTheJobsItFinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.waiting, []string{"waiting"}) || !slices.Equal(slices.Sorted(slices.Values(r.resuming)), []string{"leased", "replica"}) {
-		t.Fatalf("waiting %v, resuming %v; want [waiting], [leased replica]", r.waiting, r.resuming)
+	if !slices.Equal(slices.Sorted(slices.Values(r.waiting)), []string{"first", "waiting"}) || !slices.Equal(slices.Sorted(slices.Values(r.resuming)), []string{"leased", "replica"}) {
+		t.Fatalf("waiting %v, resuming %v; want [first waiting], [leased replica]", r.waiting, r.resuming)
 	}
-	for id, want := range map[string]string{"secret": "secrets were never stored", "first": "during the auction"} {
+	for id, want := range map[string]string{"secret": "secrets were never stored", "first-secret": "secrets were never stored", "canary": "during the auction"} {
 		if j, _ := r.get(id); j.State != StateFailed || !strings.Contains(j.Error, want) {
 			t.Errorf("%s: %s (%s), want failed saying %q", id, j.State, j.Error, want)
 		}
@@ -154,5 +157,32 @@ func TestARestartSortsTheJobsItFinds(t *testing.T) {
 	restored, err := r.restore(j, &auction.JobSpec{Image: "x"})
 	if err != nil || string(restored.Checkpoint()) != "step-600" || !restored.LastResort()["p"] || restored.Exclude()["p"] || restored.Policy().Patience != renter.PreemptedPatience {
 		t.Fatalf("restored %+v (%v), want the preempted lifecycle with its checkpoint", restored.Snapshot(), err)
+	}
+}
+
+// A renter restarted while a job is still in its first auction (no
+// provider sells yet, so it retries) auctions it again from the start
+// after the restart, and the job runs once a provider comes. Before, it
+// failed: "this node restarted during the auction; resubmit the job".
+func TestARestartedRenterAuctionsAgainAJobInItsFirstAuction(t *testing.T) {
+	requireDemoImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rn := renterOf(t, ctx)
+	spec := []byte("name: early\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"1s\", \"-lines\", \"1\"]\n" +
+		"resources: {gpus: 1}\ntier: silver\nmax_price: 3.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\n" +
+		"retry: {max_reauctions: 30}\n")
+	j, err := rn.renterJobs.submit(spec, nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, rn, j.ID, 20*time.Second, "the job retrying its first auction", func(j *JobRecord) bool {
+		return j.State == StateAuction && time.Since(j.Created) > time.Second
+	})
+	prov := startSeller(t, ctx, nil)
+	rn = restartRenter(t, ctx, rn, prov)
+	done := waitJob(t, rn, j.ID, 2*time.Minute, "the job ended", func(j *JobRecord) bool { return terminal(j.State) })
+	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() {
+		t.Fatalf("the job ended %s on %q (%q); want completed on the provider that came", done.State, done.Provider, done.Error)
 	}
 }

@@ -256,20 +256,21 @@ func newRenterJobs(d renterDeps) (*renterJobs, error) {
 		}
 		switch {
 		case terminal(j.State):
-		case j.State == StateAuction && j.Life != nil && j.Service == "":
-			// Waiting in a re-auction (preempted, say): it goes on from
-			// its checkpoint, unless it needs what was never stored. (A
-			// service's replica is its keeper's to replace.)
+		case j.State == StateAuction && j.Service == "" && (j.Life != nil || !j.Canary && j.Group == ""):
+			// In an auction when the node stopped: waiting in a
+			// re-auction (preempted, say), or still in its first. It
+			// goes on, from its checkpoint if it has one, unless it needs
+			// what was never stored. (A service's replica is its
+			// keeper's to replace; a canary and a compared replica group
+			// are this node's checks, started again by what starts them.)
 			if j.Secrets {
-				j.State, j.Error = StateFailed, "this node restarted while the job waited to be auctioned again; its secrets were never stored: resubmit the job"
+				j.State, j.Error = StateFailed, "this node restarted while the job waited to be auctioned; its secrets were never stored: resubmit the job"
 			} else {
 				waiting = append(waiting, j.ID)
 			}
 		case len(j.Lease) > 0:
 			resume = append(resume, j.ID) // leased: follow it again
 		default:
-			// Still in auction when the node stopped: the secrets it was
-			// submitted with were never stored, so it cannot go on alone.
 			j.State, j.Error = StateFailed, "this node restarted during the auction; resubmit the job"
 		}
 		r.jobs[j.ID] = &j

@@ -45,17 +45,25 @@ func (r *renterJobs) settled(id string) {
 	}
 }
 
-// reauction goes on, after this node restarted, with a job that waited in
-// a re-auction when it stopped: its lifecycle rebuilt from the record, it
-// resumes from its checkpoint on whichever provider wins.
+// reauction goes on, after this node restarted, with a job that was in an
+// auction when it stopped: one waiting in a re-auction with its lifecycle
+// rebuilt from the record, resuming from its checkpoint on whichever
+// provider wins; one in its first auction from the start.
 func (r *renterJobs) reauction(id string) {
 	j, err := r.get(id)
-	if err != nil || j.Life == nil {
+	if err != nil {
 		return
 	}
 	spec, err := auction.ParseJobSpec([]byte(j.Spec))
 	if err != nil {
 		r.fail(id, err)
+		return
+	}
+	if j.Life == nil {
+		// Still in its first auction: it starts over (run makes its
+		// lifecycle).
+		r.update(id, "this node restarted during the job's auction: auctioning it again", func(j *JobRecord) {})
+		r.run(id, spec, []byte(j.Spec), nil, nil)
 		return
 	}
 	life, err := r.restore(j, spec)
