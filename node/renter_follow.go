@@ -94,60 +94,45 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 // auctioned again at once. One mechanism for every loss, whichever
 // request reaches the provider again.
 func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
-	var (
-		lost     runEnd // how the provider was first lost
-		lostAt   time.Time
-		deadline time.Time
-		wait     = time.Second
-		flips    int // switches between start and attach on the provider's word
-	)
-	attach := start == nil
+	policy := renter.NewReattach(start != nil, leaseOver(l))
+	var lost runEnd // how the provider was first lost
 	for try := 0; ; try++ {
 		req := start
-		if attach || (try > 0 && r.begun(id)) {
+		if policy.Attach(try, r.begun(id)) {
 			req = &wire.JobRequest{Kind: "attach", Lease: leaseRaw}
 		}
 		out := r.followOnce(id, spec, l, leaseRaw, req, restarted || try > 0)
 		if r.bg.Err() != nil {
 			return out
 		}
-		switch {
-		case out.code == wire.CodeStarted && flips < 2:
-			attach, flips = true, flips+1 // the provider still has the first start: follow it
-			continue
-		case out.code == wire.CodeNotRunning && start != nil && flips < 2:
-			attach, flips = false, flips+1 // it holds the lease, restored by a restart: start it again
-			continue
-		case out.code == wire.CodeNotRunning && start == nil:
+		if _, was := policy.Lost(); !was && out.lost() {
+			lost = out
+		}
+		step := policy.After(time.Now(), renter.TryEnd{Refusal: renter.Refusal(out.code), Lost: out.lost(), Bound: r.reconnectBound(id)})
+		switch step.Do {
+		case renter.ReattachReturn:
+			return out
+		case renter.ReattachNoSecrets:
 			out.state, out.why = StateFailed, "the provider restarted and must be sent the job's start again, but its secrets were never stored: resubmit the job"
 			return out
-		case out.code == wire.CodeNoLease && !lostAt.IsZero():
-			// The provider did not keep the lease (it restarted without
-			// its job): auctioned again at once, as the first loss says.
-			lost.why += "; the provider no longer holds the lease"
-			return lost
-		case !out.lost():
-			return out
-		}
-		if lostAt.IsZero() {
-			lost, lostAt = out, time.Now()
-			deadline = lostAt.Add(r.reconnectBound(id))
-			if end := leaseOver(l); end.Before(deadline) {
-				deadline = end
+		case renter.ReattachReturnLost:
+			if step.NoLease {
+				lost.why += "; the provider no longer holds the lease"
 			}
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
 			return lost
+		}
+		if step.Wait == 0 {
+			continue // the provider's word: start or attach at once
 		}
 		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
 			return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 		}
 		what := "re-attaching"
-		if !r.begun(id) && !attach {
+		if !r.begun(id) && !policy.Attaching() {
 			what = "starting the job again"
 		}
-		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, try+1, left.Round(time.Second), out.why)
+		lostAt, _ := policy.Lost()
+		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, try+1, step.Left.Round(time.Second), out.why)
 		r.update(id, note, func(j *JobRecord) {
 			if !terminal(j.State) && j.State != StateCancelled {
 				j.Error = note
@@ -156,23 +141,10 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 		select {
 		case <-r.bg.Done():
 			return out
-		case <-time.After(min(wait, left)):
+		case <-time.After(step.Wait):
 		}
-		wait = min(2*wait, maxReconnectWait)
 	}
 }
-
-// How long a renter comes back to a lost provider's lease: a
-// reservation waiting for its window for reserveRetry (a provider
-// restarting keeps it, and has time), any other job for reattachFor (a
-// provider restarting re-attaches to the container it left running).
-// Never past the lease's end; the waits between tries grow to
-// maxReconnectWait.
-const (
-	reattachFor      = 60 * time.Second
-	reserveRetry     = 2 * time.Minute
-	maxReconnectWait = 10 * time.Second
-)
 
 // leaseOver is when a lease's last notice has run out: nothing of it
 // can still run after.
@@ -180,16 +152,14 @@ func leaseOver(l *auction.Lease) time.Time {
 	return time.Unix(l.End, 0).Add(time.Duration(l.NoticeSec) * time.Second)
 }
 
+// reconnectBound is how long the renter comes back to job id's lost
+// provider (renter.ReattachBound).
 func (r *renterJobs) reconnectBound(id string) time.Duration {
 	j, err := r.get(id)
-	switch {
-	case err != nil:
-	case j.Service != "":
-		return 0 // a replica is placed again elsewhere at once (replica_liveness.go)
-	case j.State == StateReserved:
-		return reserveRetry
+	if err != nil {
+		return renter.ReattachFor
 	}
-	return reattachFor
+	return renter.ReattachBound(j.State == StateReserved, j.Service != "")
 }
 
 // begun: the job's container has run on its current lease (not a
@@ -254,29 +224,25 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 	}
 	r.flushLogs(id)
 	if out.state == StateFailed && out.code != "" {
-		switch {
-		case again && (out.code == wire.CodeNoLease || out.code == wire.CodeStarted || out.code == wire.CodeNotRunning):
+		switch m, cause := renter.Refused(renter.Refusal(out.code), req.Kind == "start", again, l.Tier); m {
+		case renter.RefusalUndecided:
 			// The provider, reached again, refused: which way the job
 			// goes on is followLease's to decide; by default it is the
 			// provider's failure, and the job is auctioned again.
 			out.state = ""
-		case req.Kind == "start" && (out.code == wire.CodeNoLease || out.code == wire.CodeDisplaced || out.code == wire.CodeExpired):
-			// The first start, and the provider holds the award no more:
-			// a claim of a better tier took its GPU between the award and
-			// this start (a bronze award may be preempted until it runs),
-			// the award expired, or the provider dropped it. Nothing ran,
-			// so nothing is charged, and the job is auctioned again. A
-			// bronze award is the provider's to take back; any other is
-			// its failure.
-			out.state, out.end, out.cause = "", renter.EndNotStarted, renter.StartOther
-			switch {
-			case out.code == wire.CodeDisplaced:
+		case renter.RefusalNotStarted:
+			// The first start, and the provider holds the award no more.
+			// Nothing ran, so nothing is charged, and the job is
+			// auctioned again.
+			out.state, out.end, out.cause = "", renter.EndNotStarted, cause
+			switch cause {
+			case renter.StartDisplaced:
 				// Our own slowness: the outcome is the renter's
 				// (cancelled, nothing ran), not held against the provider.
-				out.cause, out.result = renter.StartDisplaced, ledger.OutcomeCancelled
-			case l.Tier == auction.Bronze:
+				out.result = ledger.OutcomeCancelled
+			case renter.StartTakenBack:
 				out.why += " (the award was taken back before it started)"
-				out.cause, out.result = renter.StartTakenBack, ledger.OutcomePreempted
+				out.result = ledger.OutcomePreempted
 			default:
 				out.why += " (the award was taken back before it started)"
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
@@ -114,10 +115,10 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 		}
 		return ""
 	}
-	end := waitJob(t, rn, j.ID, reattachFor, "auctioned again", func(j *JobRecord) bool {
+	end := waitJob(t, rn, j.ID, renter.ReattachFor, "auctioned again", func(j *JobRecord) bool {
 		return j.State == StateAuction && left(j) != ""
 	})
-	if took := time.Since(back); took > reattachFor/2 {
+	if took := time.Since(back); took > renter.ReattachFor/2 {
 		t.Errorf("the job left the provider %v after it was back, want at once", took)
 	}
 	if why := left(end); !strings.Contains(why, "no longer holds the lease") {

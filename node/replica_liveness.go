@@ -11,7 +11,7 @@ import (
 
 // A serving replica's provider is watched more closely than a batch
 // job's: a batch job waits out lostAfter (three missed heartbeats) and
-// reattachFor for a provider that may come back, but a service has other
+// renter.ReattachFor for a provider that may come back, but a service has other
 // replicas serving and a successor to place, so a provider that stops
 // answering pings for replicaPingMisses in a row (about three seconds)
 // is given up at once, without coming back to it: the service's keeper
