@@ -68,9 +68,6 @@ type ServiceRecord struct {
 	NotPlaced string `json:"not_placed,omitempty"`
 }
 
-// serviceSync is how often a service's replica set is matched to its jobs.
-const serviceSync = service.SyncEvery
-
 type liveService struct {
 	gw        *gateway.Gateway
 	url       string   // to call it from this machine
@@ -99,13 +96,13 @@ type services struct {
 	// (service.Config.ReadyGrace); service.SettleMax, shorter in tests.
 	readyGrace time.Duration
 	// healStep: the first wait of healing's back-off (service.HealBackoff);
-	// serviceSync, shorter in tests.
+	// service.SyncEvery, shorter in tests.
 	healStep time.Duration
 }
 
 func newServices(n *Node, log *slog.Logger) (*services, error) {
 	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
-		readyGrace: service.SettleMax, healStep: serviceSync}
+		readyGrace: service.SettleMax, healStep: service.SyncEvery}
 	err := n.store.ForEach(bucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
 		if err := decodeJSON(raw, &rec); err != nil {

@@ -122,7 +122,7 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 		t.Fatalf("%d replicas after healing stopped, want 1: %+v", len(v.Replicas), v)
 	}
 	t.Logf("heal error: %s", v.Heal)
-	time.Sleep(3 * serviceSync)
+	time.Sleep(3 * service.SyncEvery)
 	if v2, _ := rn.renterServices.view("broken", false); v2.Replaced != v.Replaced || v2.Replicas[0].Job != v.Replicas[0].Job {
 		t.Fatalf("a replica bought after healing stopped: %+v", v2)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // The keeper is a service's loop on the renter: it matches the gateway's
-// replicas to the service's jobs, and once per serviceSync it observes
+// replicas to the service's jobs, and once per service.SyncEvery it observes
 // the jobs and the gateway, Ticks the service's reconciler
 // (auction/service, where every decision lives) and carries out what it
 // returns: jobs bought, released, cancelled, drained, the record saved.
@@ -57,7 +57,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 			k.start()
 		}
 		pending := k.follow(ctx)
-		if now := time.Now(); k.r != nil && now.Sub(lastSync) >= serviceSync {
+		if now := time.Now(); k.r != nil && now.Sub(lastSync) >= service.SyncEvery {
 			lastSync = now
 			k.sync(ctx, now)
 		}
@@ -67,7 +67,7 @@ func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 		if pending {
 			t.Reset(serviceStartupPoll)
 		} else {
-			t.Reset(serviceSync)
+			t.Reset(service.SyncEvery)
 		}
 	}
 }

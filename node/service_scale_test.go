@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -176,7 +177,7 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 	if v, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 0}); err != nil || v.Scale != 0 {
 		t.Fatalf("service_scale auto: %v %+v", err, v)
 	}
-	time.Sleep(2 * serviceSync)
+	time.Sleep(2 * service.SyncEvery)
 	if v, _ := rn.renterServices.view("scaled", false); len(v.Replicas) != 1 || v.Replicas[0].Job != first {
 		t.Fatalf("after auto: %+v", v.Replicas)
 	}
