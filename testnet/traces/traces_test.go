@@ -45,9 +45,14 @@ func TestEveryTraceIsEmbedded(t *testing.T) {
 	}
 }
 
-// Nothing in the repository reads a path beside it: a fresh clone has no
-// ../shared, so the traces must come from here.
+// Nothing in the repository reads a path beside it: a fresh clone has
+// nothing next to it (the development checkout's sibling data directory
+// is not there), so the traces must come from here. The needles are built
+// from parts so that this file, scanned like every other, does not name
+// that directory itself.
 func TestNothingReadsBesideTheRepository(t *testing.T) {
+	sibling := "sha" + "red"
+	needles := []string{".." + "/" + sibling, sibling + "/" + "traces"}
 	root := filepath.Join("..", "..")
 	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
@@ -59,9 +64,6 @@ func TestNothingReadsBesideTheRepository(t *testing.T) {
 		if info.IsDir() || !(strings.HasSuffix(path, ".go") || info.Name() == "Makefile" || strings.HasSuffix(path, ".md")) {
 			return nil
 		}
-		if filepath.Base(path) == "traces_test.go" {
-			return nil // this test names what it looks for
-		}
 		f, err := os.Open(path)
 		if err != nil {
 			return err
@@ -70,8 +72,10 @@ func TestNothingReadsBesideTheRepository(t *testing.T) {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for line := 1; sc.Scan(); line++ {
-			if strings.Contains(sc.Text(), "../shared") || strings.Contains(sc.Text(), "shared/traces") {
-				t.Errorf("%s:%d reads beside the repository: %s", path, line, strings.TrimSpace(sc.Text()))
+			for _, n := range needles {
+				if strings.Contains(sc.Text(), n) {
+					t.Errorf("%s:%d reads beside the repository: %s", path, line, strings.TrimSpace(sc.Text()))
+				}
 			}
 		}
 		return sc.Err()
