@@ -27,21 +27,10 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 	defer cancel()
 	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
 	rn := renterOf(t, ctx, prov)
-	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job past its third step", func(j *JobRecord) bool {
-		logs, _ := rn.renterJobs.logsOf(victim.ID)
-		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
-	})
-	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "12s", "3"), nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job preempted and waiting", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
-	})
+	victim := mustSubmit(t, rn, checkpointSpec("victim", "bronze", "20s", "20"))
+	waitPastStep3(t, rn, victim.ID, "the bronze job past its third step")
+	silver := mustSubmit(t, rn, checkpointSpec("silver", "silver", "12s", "3"))
+	waitPreemptedWaiting(t, rn, victim.ID, "the bronze job preempted and waiting")
 	rn = restartRenter(t, ctx, rn, prov)
 	if j, err := rn.renterJobs.get(victim.ID); err != nil || terminal(j.State) {
 		t.Fatalf("after the restart the waiting job is %+v (%v), want it still going", j, err)
@@ -82,23 +71,12 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 	defer cancel()
 	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
 	rn := renterOf(t, ctx, prov)
-	victim, err := rn.renterJobs.submit(checkpointSpec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim := mustSubmit(t, rn, checkpointSpec("victim", "bronze", "20s", "20"))
 	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job running", func(j *JobRecord) bool { return j.State == StateRunning })
 	rn = restartRenter(t, ctx, rn, prov)
-	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job re-attached past its third step", func(j *JobRecord) bool {
-		logs, _ := rn.renterJobs.logsOf(victim.ID)
-		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
-	})
-	silver, err := rn.renterJobs.submit(checkpointSpec("silver", "silver", "4s", "2"), nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitJob(t, rn, victim.ID, 30*time.Second, "the re-attached bronze job preempted and waiting", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
-	})
+	waitPastStep3(t, rn, victim.ID, "the bronze job re-attached past its third step")
+	silver := mustSubmit(t, rn, checkpointSpec("silver", "silver", "4s", "2"))
+	waitPreemptedWaiting(t, rn, victim.ID, "the re-attached bronze job preempted and waiting")
 	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
 	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
 	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
@@ -172,10 +150,7 @@ func TestARestartedRenterAuctionsAgainAJobInItsFirstAuction(t *testing.T) {
 	spec := []byte("name: early\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"1s\", \"-lines\", \"1\"]\n" +
 		"resources: {gpus: 1}\ntier: silver\nmax_price: 3.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\n" +
 		"retry: {max_reauctions: 30}\n")
-	j, err := rn.renterJobs.submit(spec, nil, SubmitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := mustSubmit(t, rn, spec)
 	waitJob(t, rn, j.ID, 20*time.Second, "the job retrying its first auction", func(j *JobRecord) bool {
 		return j.State == StateAuction && time.Since(j.Created) > time.Second
 	})
@@ -185,4 +160,33 @@ func TestARestartedRenterAuctionsAgainAJobInItsFirstAuction(t *testing.T) {
 	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() {
 		t.Fatalf("the job ended %s on %q (%q); want completed on the provider that came", done.State, done.Provider, done.Error)
 	}
+}
+
+// mustSubmit submits spec to rn's renter.
+func mustSubmit(t *testing.T, rn *Node, spec []byte) *JobRecord {
+	t.Helper()
+	j, err := rn.renterJobs.submit(spec, nil, SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// waitPastStep3 waits for a checkpointSpec job running past its third
+// step, so that its checkpoint holds progress.
+func waitPastStep3(t *testing.T, rn *Node, id, what string) {
+	t.Helper()
+	waitJob(t, rn, id, 30*time.Second, what, func(j *JobRecord) bool {
+		logs, _ := rn.renterJobs.logsOf(id)
+		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	})
+}
+
+// waitPreemptedWaiting waits for a job preempted and waiting in its
+// re-auction (which a preemption spends none of).
+func waitPreemptedWaiting(t *testing.T, rn *Node, id, what string) {
+	t.Helper()
+	waitJob(t, rn, id, 30*time.Second, what, func(j *JobRecord) bool {
+		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	})
 }
