@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -24,6 +25,9 @@ type lease struct {
 	newcomer bool
 	protect  time.Time
 	kept     bool // claimed with Kept: held again after a restart
+	// superseding: its renter's new award for the job is replacing this
+	// unstarted one (BeginSupersede); it cannot start from then on.
+	superseding bool
 
 	running   bool // the billing clock runs from since
 	since     time.Time
@@ -84,6 +88,9 @@ type Info struct {
 	Covered  time.Duration // running time the vouchers pay for
 	Ending   Kind          // the ending action already given; 0 if none
 	Reason   string        // why it is ending
+	// Superseding: its renter's new award for the job is replacing it
+	// (BeginSupersede); it will not start.
+	Superseding bool
 	// WaitingFor are the leases still on its GPUs that it waits for.
 	WaitingFor []string
 }
@@ -113,11 +120,25 @@ func (s *Scheduler) Leases(now time.Time) []Info {
 func (s *Scheduler) info(l *lease, now time.Time) Info {
 	in := Info{Lease: l.l, GPUs: slices.Clone(l.gpus), State: l.state, Claimed: l.claimed, Deadline: l.deadline,
 		Launched: l.launched, Running: l.running, Paused: l.paused, Ran: l.ran(now), Covered: l.covered,
-		Ending: l.ending, Reason: l.why}
+		Ending: l.ending, Reason: l.why, Superseding: l.superseding}
 	for _, v := range s.blockers(l) {
 		in.WaitingFor = append(in.WaitingFor, v.l.JobID)
 	}
 	return in
+}
+
+// IsLease reports whether in is a snapshot of lease l itself, not of
+// another lease of its job (one that superseded l, say): every field of
+// the lease is the same.
+func (in Info) IsLease(l *auction.Lease) bool { return sameLease(&in.Lease, l) }
+
+// sameLease: a and b are one lease, field by field; two awards of a job
+// whose bodies differ in any field are two leases.
+func sameLease(a, b *auction.Lease) bool {
+	return a.JobID == b.JobID && a.Network == b.Network && a.Renter == b.Renter && a.Provider == b.Provider &&
+		a.Tier == b.Tier && a.Price == b.Price && a.GPUs == b.GPUs && a.Start == b.Start && a.End == b.End &&
+		a.NoticeSec == b.NoticeSec && a.BillingSec == b.BillingSec && bytes.Equal(a.Bid, b.Bid) &&
+		slices.Equal(a.GPUUUIDHash, b.GPUUUIDHash) && bytes.Equal(a.SpecHash, b.SpecHash)
 }
 
 // Ended reports how a released lease ended (Ended, Expired or
@@ -133,20 +154,46 @@ func (s *Scheduler) Ended(jobID string) (State, bool) {
 // start (it would run a second container on the same GPUs), ErrExpired
 // from the start deadline on (ErrDisplaced for a newcomer's award that
 // another award displaced), ErrEnding for a lease already being stopped
-// (a bronze award preempted before it started). It returns the Launch
-// action at once when the job may run now; otherwise a later Tick or
-// Release gives it.
+// (a bronze award preempted before it started), ErrSuperseded for one
+// its renter's new award is replacing. It returns the Launch action at
+// once when the job may run now; otherwise a later Tick or Release gives
+// it.
 func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.leases[jobID]
+	if !ok {
+		return nil, s.gone(jobID)
+	}
+	return s.start(l, now)
+}
+
+// StartLease is Start for lease l itself: ErrSuperseded if the lease the
+// scheduler holds for l's job is another (its renter's new award replaced
+// l). The check and the start are one step, so that an award is either
+// started or superseded, never both (see BeginSupersede).
+func (s *Scheduler) StartLease(l *auction.Lease, now time.Time) ([]Action, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, ok := s.leases[l.JobID]
 	switch {
 	case !ok:
-		return nil, s.gone(jobID)
+		return nil, s.gone(l.JobID)
+	case !sameLease(&held.l, l):
+		return nil, ErrSuperseded
+	}
+	return s.start(held, now)
+}
+
+// start is Start's step for l. Called with s.mu held.
+func (s *Scheduler) start(l *lease, now time.Time) ([]Action, error) {
+	switch {
 	case l.state == Started:
 		return nil, ErrStarted
 	case l.state == Expired || !now.Before(l.deadline):
 		return nil, errDisplacedOr(l, ErrExpired)
+	case l.superseding:
+		return nil, ErrSuperseded
 	case l.ending != 0:
 		return nil, fmt.Errorf("%w: %s", ErrEnding, l.why)
 	}
@@ -155,7 +202,7 @@ func (s *Scheduler) Start(jobID string, now time.Time) ([]Action, error) {
 	var out []Action
 	if s.ready(l, now) {
 		l.launched = true
-		out = []Action{{Kind: Launch, JobID: jobID}}
+		out = []Action{{Kind: Launch, JobID: l.l.JobID}}
 	}
 	s.refresh(l)
 	return out, nil
@@ -362,6 +409,33 @@ func (s *Scheduler) release(l *lease, now time.Time, mark bool) []Action {
 		s.refresh(w)
 	}
 	return out
+}
+
+// BeginSupersede marks lease l, an award its renter never started, as
+// being replaced by the same renter's new award for its job, and reports
+// whether it did: only an Awarded lease that is l itself.
+// From then on it cannot start (ErrSuperseded), so that the caller can
+// record and settle its end outside any lock and then Supersede it, or
+// CancelSupersede if it could not record it. The check and the mark are
+// one step, so that an award is either started or superseded, never both.
+func (s *Scheduler) BeginSupersede(l *auction.Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, ok := s.leases[l.JobID]
+	if !ok || !sameLease(&held.l, l) || held.state != Awarded || held.superseding {
+		return false
+	}
+	held.superseding = true
+	return true
+}
+
+// CancelSupersede undoes BeginSupersede of lease l: it may start again.
+func (s *Scheduler) CancelSupersede(l *auction.Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if held, ok := s.leases[l.JobID]; ok && sameLease(&held.l, l) {
+		held.superseding = false
+	}
 }
 
 // Supersede releases an award that was never started so that its job can

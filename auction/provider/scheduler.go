@@ -12,9 +12,11 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 )
 
-// State is a lease's state as the provider persists it. Every change is
-// one the caller can write before it acts on it; writing a state twice is
-// harmless.
+// State is a lease's lifecycle state. The scheduler is its one owner: a
+// provider's adapter keeps no copy of it, reads it in snapshots (Lease,
+// Leases) and persists records derived from it (node/providing's
+// RecordState). Every change is one the caller can write before it acts
+// on it; writing a state twice is harmless.
 type State string
 
 // Lease states.
@@ -55,6 +57,7 @@ var (
 	ErrEnded      = errors.New("the lease has ended")
 	ErrEnding     = errors.New("the lease is being stopped")
 	ErrNotLaunch  = errors.New("the lease's job may not run yet")
+	ErrSuperseded = errors.New("no active lease for this job: this lease was superseded by another")
 )
 
 // Option configures a Scheduler.
