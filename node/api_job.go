@@ -163,7 +163,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 				if err != nil {
 					return nil // a lease that no longer verifies is not shown
 				}
-				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: pj.Holds(jobID), State: rec.State})
+				out = append(out, LeaseView{CID: sl.CID().String(), Lease: l, Active: pj.Holds(jobID), State: string(rec.State)})
 				return nil
 			})
 			return out, err

@@ -236,7 +236,7 @@ const (
 )
 
 // leaseState is the provider's persisted state of job's lease.
-func (r *hostileRig) leaseState(job string) string {
+func (r *hostileRig) leaseState(job string) providing.RecordState {
 	state, ok := r.prov.providerJobs.LeaseState(job)
 	if !ok {
 		return "none"

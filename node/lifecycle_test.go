@@ -141,7 +141,7 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	state := "none"
+	state := providing.RecordState("none")
 	_ = db.ForEach(bucketLeases, func(k string, v []byte) error {
 		if rec, err := providing.ReadRecord(v); err == nil && k == "stopped" {
 			state = rec.State

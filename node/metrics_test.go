@@ -119,7 +119,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	for _, st := range jobStates {
 		want(0, "gleaner_jobs", "state", st)
 	}
-	want(0, "gleaner_leases", "state", providing.LeaseStarted)
+	want(0, "gleaner_leases", "state", string(providing.LeaseStarted))
 	want(2, "gleaner_gpus", "state", "available")
 	want(0, "gleaner_gpu_faults_total", "kind", "xid") // simulated GPUs never fault
 	want(0, "gleaner_gpu_faults_total", "kind", "ecc")
@@ -244,13 +244,13 @@ func TestMetricsLeaseRecordState(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare, _ := json.Marshal([]byte("old lease bytes"))
-	for raw, want := range map[string]string{
+	for raw, want := range map[string]providing.RecordState{
 		string(rec):                      providing.LeaseLaunched,
 		string(bare):                     providing.LeaseEnded,
 		`{"state":"awarded","lease":""}`: providing.LeaseAwarded,
 		`garbage`:                        providing.LeaseEnded,
 	} {
-		if got := leaseRecordState([]byte(raw)); got != want {
+		if got := providing.RecordState(leaseRecordState([]byte(raw))); got != want {
 			t.Errorf("leaseRecordState(%s) = %q, want %q", raw, got, want)
 		}
 	}

@@ -32,7 +32,7 @@ var jobStates = []string{StateAuction, StateLeased, StateReserved, StateFetching
 	StatePreempting, StatePaused, StateCompleted, StateFailed, StateCancelled, StateNoMatch}
 
 // leaseStates are the provider's lease record states (providing).
-var leaseStates = []string{providing.LeaseAwarded, providing.LeaseStarted, providing.LeaseLaunched,
+var leaseStates = []providing.RecordState{providing.LeaseAwarded, providing.LeaseStarted, providing.LeaseLaunched,
 	providing.LeaseInterrupted, providing.LeaseEnded, providing.LeaseExpired}
 
 // gpuReadTimeout bounds the GPU reading of one scrape.
@@ -216,7 +216,7 @@ func readTraffic(h *p2p.Host, s *metrics.Snapshot) {
 func (n *Node) readLeases(s *metrics.Snapshot) {
 	s.Leases = make(map[string]int, len(leaseStates))
 	for _, st := range leaseStates {
-		s.Leases[st] = 0
+		s.Leases[string(st)] = 0
 	}
 	pj := n.providerJobs
 	_ = n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
@@ -243,9 +243,9 @@ func leaseRecordState(raw []byte) string {
 	}
 	rec, err := providing.ReadRecord(raw)
 	if err != nil || rec.State == "" {
-		return providing.LeaseEnded // unreadable, or the bare lease bytes of an old record
+		return string(providing.LeaseEnded) // unreadable, or the bare lease bytes of an old record
 	}
-	return rec.State
+	return string(rec.State)
 }
 
 // readGPUs reports the owner rules' verdict from the monitor's latest

@@ -19,7 +19,7 @@ func codeOf(err error) wire.Code {
 	switch {
 	case errors.Is(err, sched.ErrDisplaced):
 		return wire.CodeDisplaced
-	case errors.Is(err, errNoLease), errors.Is(err, errSuperseded), errors.Is(err, sched.ErrNoLease):
+	case errors.Is(err, errNoLease), errors.Is(err, errSuperseded), errors.Is(err, sched.ErrSuperseded), errors.Is(err, sched.ErrNoLease):
 		return wire.CodeNoLease
 	case errors.Is(err, errStartedAlready), errors.Is(err, sched.ErrStarted):
 		return wire.CodeStarted

@@ -17,15 +17,46 @@ import (
 // the spec that starts is the one quoted, checked against the owner's
 // policy again.
 
-// Lease states as the provider persists them (Store). Every change
-// is written before it takes effect, and writing a state twice is
-// harmless.
+// RecordState is a lease's state as the provider persists it
+// (Record.State). A lease's lifecycle has one owner, the scheduler
+// (auction/provider.State); the states they share are its, by value, and
+// a record is written from the scheduler's state as it changes, never
+// kept beside it in memory. Two more are facts only this adapter knows:
+// LeaseLaunched, written before a container exists, and
+// LeaseInterrupted, a lease of the last run that cannot go on. Every
+// change is written before it takes effect, and writing a state twice is
+// harmless. On disk it is the same string older versions wrote, so that a
+// record of theirs reads as it did (ReadRecord), and one of ours reads in
+// theirs.
+type RecordState string
+
+// The lease states a record holds.
 const (
-	LeaseAwarded = string(sched.Awarded) // co-signed, GPUs held, not started yet
-	LeaseStarted = string(sched.Started) // the renter started it; it cannot start again
-	LeaseEnded   = string(sched.Ended)   // settled and released
-	LeaseExpired = string(sched.Expired) // never started within the start deadline
+	LeaseAwarded = RecordState(sched.Awarded) // co-signed, GPUs held, not started yet
+	LeaseStarted = RecordState(sched.Started) // the renter started it; it cannot start again
+	LeaseEnded   = RecordState(sched.Ended)   // settled and released
+	LeaseExpired = RecordState(sched.Expired) // never started within the start deadline
+	// LeaseLaunched: the job's container is being created or runs. From
+	// here a restart of the provider adopts the container if it still
+	// runs, and ends the lease if not; before it, a restart keeps the
+	// lease, to be started again (see Restore).
+	LeaseLaunched RecordState = "launched"
+	// LeaseInterrupted: the provider crashed while the lease's job ran and
+	// could not adopt its container at the next start (it exited or went
+	// meanwhile, or the lease ended), or could not hold the lease again
+	// after a restart; the lease is settled and can neither start nor run
+	// again.
+	LeaseInterrupted RecordState = "interrupted"
 )
+
+// endedRecord is the record of a lease the scheduler ended in st: expired
+// (never started, or displaced as a newcomer's award) or ended.
+func endedRecord(st sched.State) RecordState {
+	if st == sched.Expired {
+		return LeaseExpired
+	}
+	return LeaseEnded
+}
 
 // Store keeps the provider's lease records by job ID, as JSON: node's
 // bbolt bucket of leases.
@@ -47,9 +78,9 @@ type Tx interface {
 
 // Record is a lease as the provider keeps it.
 type Record struct {
-	Lease   []byte    `json:"lease"` // co-signed SignedLease
-	State   string    `json:"state"`
-	Updated time.Time `json:"updated"`
+	Lease   []byte      `json:"lease"` // co-signed SignedLease
+	State   RecordState `json:"state"`
+	Updated time.Time   `json:"updated"`
 	// Voucher is the best voucher the renter signed for the lease's run
 	// so far (wire bytes), kept as it arrives: a provider that crashed
 	// while the job ran settles the run it adopts, or the one that ended
@@ -57,8 +88,9 @@ type Record struct {
 	Voucher []byte `json:"voucher,omitempty"`
 }
 
-// ReadRecord reads a stored record; records written before states
-// were kept are the bare lease bytes, and count as ended.
+// ReadRecord reads a stored record, in either form older versions wrote:
+// a record whose state is the string this version writes too, or, from
+// before states were kept, the bare lease bytes, which count as ended.
 func ReadRecord(raw []byte) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(raw, &rec); err == nil {
@@ -77,12 +109,12 @@ var errCrashed = errors.New("the provider has crashed (simulated)")
 
 // saveLease records the lease's state; the voucher kept for the same
 // lease stays.
-func (pj *Provider) saveLease(jobID string, raw []byte, state string) error {
+func (pj *Provider) saveLease(jobID string, raw []byte, state RecordState) error {
 	if pj.crashed() {
 		return errCrashed
 	}
 	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC()}
-	var from string
+	var from RecordState
 	err := pj.store.Update(func(tx Tx) error {
 		var old Record
 		if tx.Get(jobID, &old) == nil && bytes.Equal(old.Lease, raw) {
@@ -119,7 +151,7 @@ func (pj *Provider) saveVoucher(jobID string, raw, v []byte) error {
 
 // LeaseState is the persisted state of jobID's lease; false if there is
 // no readable record of it.
-func (pj *Provider) LeaseState(jobID string) (string, bool) {
+func (pj *Provider) LeaseState(jobID string) (RecordState, bool) {
 	var raw json.RawMessage // as stored: ReadRecord reads the older form too
 	if pj.store.Get(jobID, &raw) != nil {
 		return "", false
@@ -145,12 +177,9 @@ var (
 // started already, expired or gone. The renter of a lease may then send
 // its large body once, not again on every stream it opens.
 func (pj *Provider) mayStart(al *activeLease) error {
-	pj.startMu.Lock()
-	superseded := al.superseded
-	pj.startMu.Unlock()
 	info, ok := pj.sched.Lease(al.lease.JobID, time.Now())
 	switch {
-	case superseded:
+	case ok && (!info.IsLease(al.lease) || info.Superseding):
 		return errSuperseded
 	case !ok:
 		return errNoLease
@@ -185,16 +214,14 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 	if why := auction.StartAllowed(spec, offer); why != "" {
 		return nil, fmt.Errorf("the owner's policy no longer allows this job: %s", why)
 	}
-	// Once: a second start, or one after the start deadline, is refused by
-	// the scheduler, which decides it atomically. Under startMu, so that
-	// supersede cannot settle an award that starts as it does.
-	pj.startMu.Lock()
-	defer pj.startMu.Unlock()
-	if al.superseded {
-		return nil, errSuperseded
-	}
-	acts, err := pj.sched.Start(al.lease.JobID, time.Now())
+	// Once: a second start, one after the start deadline, or one of an
+	// award its renter's new award replaces (supersede) is refused by the
+	// scheduler, which decides it atomically; the start is recorded after,
+	// outside any lock.
+	acts, err := pj.sched.StartLease(al.lease, time.Now())
 	switch {
+	case errors.Is(err, sched.ErrSuperseded):
+		return nil, errSuperseded
 	case errors.Is(err, sched.ErrStarted):
 		return nil, errStartedAlready
 	case errors.Is(err, sched.ErrExpired):
@@ -208,9 +235,3 @@ func (pj *Provider) checkStart(al *activeLease, specYAML []byte) (*auction.JobSp
 	pj.do(acts)
 	return spec, nil
 }
-
-// LeaseInterrupted: the provider crashed while the lease's job ran and
-// could not adopt its container at the next start (it exited or went
-// meanwhile, or the lease ended), or could not hold the lease again after
-// a restart; the lease is settled and can neither start nor run again.
-const LeaseInterrupted = "interrupted"

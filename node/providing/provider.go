@@ -56,16 +56,28 @@ type Provider struct {
 	// onServiceDrain: Config.OnServiceDrain, nil when not set.
 	onServiceDrain func(jobID string)
 	dead           atomic.Bool // SimulateCrash: write nothing, touch no container
-	startMu        sync.Mutex  // an award is started (checkStart) or superseded, one at a time
-	claimMu        sync.Mutex  // awards are displaced, claimed and journaled one at a time (accept)
+	// claimMu: awards are displaced, claimed, recorded and journaled one
+	// at a time (accept, supersede), so that no displacement ends a lease
+	// another award has claimed but not yet recorded, and this node's
+	// feed closes a lease before it signs the next on its GPUs. It orders
+	// those steps; it guards no field.
+	claimMu sync.Mutex
 	// stopping: Shutdown has begun; no more quotes, awards or launches.
 	// Set under mu, where launches begin (see launching.go).
 	stopping   atomic.Bool
 	launchHook atomic.Pointer[func(jobID string)] // SetLaunchHook, for tests
 
-	mu     sync.Mutex // guards leases, each activeLease's job, meter and starting, and begins
-	leases map[string]*activeLease
-	begins time.Duration // how long a created job takes to begin, averaged
+	// The lease state has one owner, the scheduler (sched): whether a
+	// lease is held, awarded, started, launched, running, paused, ending
+	// or superseded is its, behind its own mutex, and read here in
+	// snapshots (sched.Lease, sched.Leases). The records (Store) are
+	// written from it, outside every lock. What the adapter keeps is I/O:
+	// mu guards the map of each held lease's handles, each activeLease's
+	// job, meter and starting (see there), and begins; nothing under mu
+	// writes to disk, sends on a stream or calls the scheduler.
+	mu     sync.Mutex
+	leases map[string]*activeLease // the handles of the leases the scheduler holds, by job ID
+	begins time.Duration           // how long a created job takes to begin, averaged
 }
 
 // Offers is what the provider reads of its own offer: the node's offer
@@ -149,15 +161,17 @@ type Config struct {
 
 // activeLease is what the adapter holds for a lease the scheduler has:
 // the wire bytes, the container, the streams following it, and the
-// channels through which the scheduler's actions reach its run.
+// channels through which the scheduler's actions reach its run. It holds
+// no lifecycle state: that is the scheduler's (see Provider.mu).
 type activeLease struct {
 	lease *auction.Lease
 	raw   []byte
 	hub   *eventHub // the streams following the job
-	job   executor.Job
-	meter *meter // what the run has been paid; set with job
-	// starting: the run is starting the job's container (launching.go);
-	// nil before and after.
+	// job, meter and starting are guarded by Provider.mu.
+	job   executor.Job // the container, once it runs as the lease's job
+	meter *meter       // what the run has been paid; set with job
+	// starting: the run is starting the job's container (launching.go),
+	// the handle that calls the start off; nil before and after.
 	starting *starting
 
 	launch     chan struct{} // closed by the scheduler's Launch action
@@ -174,9 +188,6 @@ type activeLease struct {
 	// own (attach): an adopted job's renter came back (see awaitRenter).
 	back     chan struct{}
 	backOnce sync.Once
-	// superseded: its renter's new award for the job replaced it before
-	// it started (supersede); guarded by Provider.startMu.
-	superseded bool
 	// logRun names this process's copy of the job's output, which log
 	// offsets count in (wire.Event.LogRun): a job adopted after a restart
 	// is followed from the adoption on, its offsets from 0 again.
@@ -388,8 +399,12 @@ func (pj *Provider) gpusOf(jobID string) []int {
 // DealsWith: author rents from this provider now.
 func (pj *Provider) DealsWith(author string) bool { return pj.sched.DealsWith(author) }
 
-// Holds: this provider holds a lease for jobID now (its GPUs are claimed).
-func (pj *Provider) Holds(jobID string) bool { return pj.lookup(jobID) != nil }
+// Holds: this provider holds a lease for jobID now (its GPUs are
+// claimed), as the scheduler, the owner of that, says.
+func (pj *Provider) Holds(jobID string) bool {
+	_, ok := pj.sched.Lease(jobID, time.Now())
+	return ok
+}
 
 // SetAvailability hands the scheduler the inventory as it is now; an
 // owner reclaiming a GPU preempts the bronze leases on it, and a job
@@ -416,16 +431,15 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	if al.lease.Renter != l.Renter {
 		return false
 	}
-	// Under startMu, which checkStart holds from the scheduler's start to
-	// its record: an award is either started or superseded, never both
-	// (settled here and run there).
-	pj.startMu.Lock()
-	defer pj.startMu.Unlock()
-	if in, ok := pj.sched.Lease(l.JobID, time.Now()); !ok || in.State != sched.Awarded {
+	// The scheduler decides, in one step, that the award is superseded
+	// and not started: from here no start of it succeeds (checkStart), so
+	// its end is recorded and settled outside every lock.
+	if !pj.sched.BeginSupersede(al.lease) {
 		return false // started: the renter has it
 	}
 	if err := pj.saveLease(l.JobID, al.raw, LeaseExpired); err != nil {
 		pj.log.Warn("lease state not saved", "job", l.JobID, "err", err)
+		pj.sched.CancelSupersede(al.lease)
 		return false
 	}
 	pj.settle(al, nil, false)
@@ -433,7 +447,6 @@ func (pj *Provider) supersede(al *activeLease, l *auction.Lease) bool {
 	if !ok {
 		return false // expired meanwhile: the tick settles and frees it
 	}
-	al.superseded = true
 	pj.freed(al, acts)
 	pj.log.Info("award superseded by the same renter's new award: it was never started", "job", l.JobID, "renter", l.Renter)
 	return true

@@ -20,12 +20,6 @@ import (
 // restarts before the window keeps the lease (Restore); one that cannot
 // start the job at its window says so in its own ledger feed.
 
-// LeaseLaunched: the job's container is being created or runs. From here
-// a restart of the provider adopts the container if it still runs, and
-// ends the lease if not; before it, a restart keeps the lease, to be
-// started again (see Restore).
-const LeaseLaunched = "launched"
-
 // ahead is a reservation's job made ready before its window: its image
 // pulled and its container created, not started (executor.Creator).
 type ahead struct {

@@ -85,17 +85,16 @@ func (pj *Provider) do(acts []sched.Action) {
 			}
 		case a.Kind.Ends():
 			// Expired, or preempted before its renter started it: settle
-			// and free at once, in that order.
-			state := LeaseEnded
+			// and free at once, in that order. The record is the
+			// scheduler's state: an Expire action (also a displacement's)
+			// leaves the lease Expired.
 			switch {
 			case a.Reason == sched.ReasonDisplaced:
-				state = LeaseExpired
 				pj.log.Info("award displaced: a newcomer's, not started", "job", a.JobID, "renter", al.lease.Renter, "why", a.Detail)
 			case a.Kind == sched.Expire:
-				state = LeaseExpired
 				pj.log.Info("award expired: never started", "job", a.JobID, "renter", al.lease.Renter)
 			}
-			if err := pj.saveLease(a.JobID, al.raw, state); err != nil {
+			if err := pj.saveLease(a.JobID, al.raw, endedRecord(info.State)); err != nil {
 				pj.log.Warn("lease state not saved", "job", a.JobID, "err", err)
 			}
 			pj.settle(al, nil, false)
