@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -392,5 +393,40 @@ func TestRecordsOfAnOlderVersionAreRestored(t *testing.T) {
 			t.Fatalf("the record written back %s reads in the older form as %+v, %v", raw, older, err)
 		}
 		j.exit(0, false)
+	})
+}
+
+// failingStore is a Store whose writes fail: a full or broken disk.
+type failingStore struct{ Store }
+
+func (failingStore) Update(func(Tx) error) error { return errors.New("disk full") }
+
+// A supersede whose record cannot be written is called off: the renter's
+// new award is refused, as when the provider held a lock around the
+// write, and the award it would have replaced is an award again, held and
+// startable, not left marked in the scheduler.
+func TestASupersedeThatCannotBeRecordedIsCalledOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1)
+		defer r.stop()
+		rt := r.renter()
+		sp := spec("again", auction.Silver)
+		raw := rt.lease("job-1", sp)
+		time.Sleep(time.Second) // another quote, so another award
+		r.pj.store = failingStore{r.store}
+		if _, err := rt.tryLease("job-1", sp); err == nil {
+			t.Fatal("a new award whose supersede could not be recorded was accepted")
+		}
+		r.pj.store = r.store
+		if in, ok := r.pj.sched.Lease("job-1", time.Now()); !ok || in.State != sched.Awarded || in.Superseding {
+			t.Fatalf("the first award is %s (held %v, superseding %v), want awarded and startable", in.State, ok, in.Superseding)
+		}
+		checkOneOwner(t, r.pj, "after the failed supersede")
+		f := rt.start(raw, sp)
+		defer f.close()
+		job := <-r.exec.started
+		f.until(t, "running", isStatus(wire.StatusRunning))
+		job.exit(0, false)
+		f.until(t, "the exit", isType(wire.EventExit))
 	})
 }
