@@ -17,6 +17,9 @@ type Env struct {
 	// several goroutines at once.
 	RTT        func(provider string) (time.Duration, bool)
 	Reputation Reputation // nil counts as NeutralReputation
+	// Tiebreak orders providers whose bids tie (Ranked.Tiebreak); nil:
+	// by provider ID. A renter draws it anew each round (TiebreakOf).
+	Tiebreak func(provider string) uint64
 }
 
 // Reputation is this node's view of a provider, 0 (worst) to 1 (best). The

@@ -118,6 +118,10 @@ type Ranked struct {
 	// exchange, "peerstore" for the node's earlier measurements); Rank,
 	// which sees only Env.RTT, leaves it empty.
 	RTTSource string `json:"rtt_source,omitempty"`
+	// Tiebreak orders bids equal in Effective and price (Env.Tiebreak):
+	// drawn per renter and per round, so that concurrent renters facing
+	// the same equal bids do not all award the same provider.
+	Tiebreak uint64 `json:"-"`
 }
 
 // ScoreBid is the Ranked of bid b with parts against maxPrice (the spec's
@@ -142,8 +146,10 @@ func priceScore(price, maxPrice Credits) float64 {
 }
 
 // Better orders ranked bids: lower Effective, then lower price (the
-// renter pays less for the same quality-adjusted price), then provider ID,
-// so that ranking and clearing are deterministic on ties.
+// renter pays less for the same quality-adjusted price), then the round's
+// Tiebreak, then provider ID, so that ranking and clearing are
+// deterministic on ties for a given round and yet differ between rounds
+// and renters. Neither tiebreak depends on a bid, so Clear stays truthful.
 func Better(a, b *Ranked) bool { return compareRanked(a, b) < 0 }
 
 func compareRanked(a, b *Ranked) int {
@@ -151,6 +157,9 @@ func compareRanked(a, b *Ranked) int {
 		return c
 	}
 	if c := cmp.Compare(a.Bid.Price, b.Bid.Price); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Tiebreak, b.Tiebreak); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Bid.Provider, b.Bid.Provider)
@@ -253,6 +262,9 @@ func Rank(spec *JobSpec, bids []Bid, offers map[string]*Offer, env Env) []Ranked
 		}
 		r := ScoreBid(b, parts, spec.MaxPrice)
 		r.Offer, r.RTT, r.RTTKnown = o, rtt, known
+		if env.Tiebreak != nil {
+			r.Tiebreak = env.Tiebreak(b.Provider)
+		}
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b Ranked) int { return compareRanked(&a, &b) })

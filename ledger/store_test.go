@@ -3,6 +3,10 @@ package ledger
 import (
 	"errors"
 	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"testing"
 	"time"
 )
@@ -155,6 +159,82 @@ func TestVerifyProofNegative(t *testing.T) {
 func TestAppendBatchVerdictsPerEntry(t *testing.T) {
 	s, _ := openTemp(t)
 	defer s.Close()
+	testBatchVerdicts(t, s, s.AppendBatch)
+}
+
+// TestAppendReplicatedVerdictsPerEntry: the group commit gives each entry
+// the verdict AppendBatch gives it.
+func TestAppendReplicatedVerdictsPerEntry(t *testing.T) {
+	s, _ := openTemp(t)
+	defer s.Close()
+	testBatchVerdicts(t, s, s.AppendReplicated)
+}
+
+// TestConcurrentReplicatedRangesAllLand: 16 peers' ranges arrive at once
+// and share group commits; each feed ends at its last entry, a range with
+// a gap is refused for the gap alone, and all is there after a reopen.
+func TestConcurrentReplicatedRangesAllLand(t *testing.T) {
+	s, path := openTemp(t)
+	const feeds, per = 16, 6
+	keys := make([]crypto.PrivKey, feeds)
+	chains := make([][]*SignedEntry, feeds)
+	for f := range feeds {
+		keys[f] = newKey(t)
+		var prev *Entry
+		for i := range per {
+			e, se, err := NewEntry(keys[f], prev, TypeOutcome, []byte{byte(f), byte(i)}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, chains[f] = e, append(chains[f], se)
+		}
+	}
+	var wg sync.WaitGroup
+	verdicts := make([][]error, feeds)
+	for f := range feeds {
+		wg.Go(func() {
+			// Feed 0's range skips its third entry.
+			rng := chains[f]
+			if f == 0 {
+				rng = append(slices.Clone(rng[:2]), rng[3:]...)
+			}
+			errs, err := s.AppendReplicated(rng)
+			if err != nil {
+				t.Error(err)
+			}
+			verdicts[f] = errs
+		})
+	}
+	wg.Wait()
+	for i, e := range verdicts[0] {
+		if (i >= 2) != errors.Is(e, ErrOutOfOrder) {
+			t.Errorf("feed 0 entry %d: %v", i, e)
+		}
+	}
+	for f := 1; f < feeds; f++ {
+		if err := errors.Join(verdicts[f]...); err != nil {
+			t.Errorf("feed %d: %v", f, err)
+		}
+	}
+	s.Close()
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for f := range feeds {
+		want := uint64(per)
+		if f == 0 {
+			want = 2
+		}
+		if h, ok, _ := s.Head(idOf(t, keys[f])); !ok || h.Seq != want {
+			t.Errorf("feed %d after a reopen: head %+v, want seq %d", f, h, want)
+		}
+	}
+}
+
+func testBatchVerdicts(t *testing.T, s *Store, appendBatch func([]*SignedEntry) ([]error, error)) {
+	t.Helper()
 	k := newKey(t)
 	var chain []*SignedEntry
 	var prev *Entry
@@ -168,7 +248,7 @@ func TestAppendBatchVerdictsPerEntry(t *testing.T) {
 	}
 	forged := &SignedEntry{Body: chain[2].Body, Sig: append([]byte(nil), chain[1].Sig...)}
 	// 1, 2, a forgery, 4 (out of order: 3 never arrived), then 3, then 4.
-	errs, err := s.AppendBatch([]*SignedEntry{chain[0], chain[1], forged, chain[3], chain[2], chain[3]})
+	errs, err := appendBatch([]*SignedEntry{chain[0], chain[1], forged, chain[3], chain[2], chain[3]})
 	if err != nil {
 		t.Fatal(err)
 	}

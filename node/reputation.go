@@ -20,13 +20,21 @@ type reputationView struct {
 	// journal is full or closed, and the next pass offers it again); nil:
 	// this view journals nothing. Reading a score never appends itself.
 	record func(typ string, payload []byte) bool
+	// spawn runs the view's passes over the ledger in the background
+	// (Node.tasks.Go), so that no auction waits for one; nil: inline.
+	spawn func(func()) bool
 
 	once sync.Once
 	v    *trust.View
 }
 
 func (r *reputationView) view() *trust.View {
-	r.once.Do(func() { r.v = trust.NewView(r.st, r.self, r.record, time.Now) })
+	r.once.Do(func() {
+		r.v = trust.NewView(r.st, r.self, r.record, time.Now)
+		if r.spawn != nil {
+			r.v.RefreshInBackground(r.spawn)
+		}
+	})
 	return r.v
 }
 

@@ -108,7 +108,9 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 }
 
 func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(resourceLimits(cfg.maxMemory, cfg.maxFD)))
+	// Without the metrics tracer: it cost 7% of a node's CPU in a burst of
+	// auctions (issue 33's profile), for metrics nothing reads.
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(resourceLimits(cfg.maxMemory, cfg.maxFD)), rcmgr.WithMetricsDisabled())
 	if err != nil {
 		return nil, err
 	}
@@ -130,9 +132,13 @@ func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
 		libp2p.ConnectionGater(gater),
 		libp2p.Ping(true),
 		libp2p.UserAgent("gleaner/" + cfg.network),
+		// libp2p's own metrics fill Prometheus's default registry, which
+		// the node never serves (its metrics listener has a registry of
+		// its own), and cost CPU on every stream and connection.
+		libp2p.DisableMetrics(),
 	}
 	if cfg.noNAT {
-		o = append(o, libp2p.DisableRelay(), libp2p.DisableMetrics())
+		o = append(o, libp2p.DisableRelay())
 	} else {
 		o = append(o, libp2p.EnableRelay(), libp2p.NATPortMap(),
 			libp2p.EnableHolePunching(), libp2p.EnableAutoNATv2())

@@ -95,11 +95,15 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if len(ok) == 0 {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
-	cands := cheapest(ok, spec.Tier, a.candidates)
 	nonce := make([]byte, 16)
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
 	}
+	// Equal floors and equal bids are ordered by this round's draw, not
+	// by provider ID, so concurrent renters ask and award different
+	// providers among equals (issue 33's herding).
+	env.Tiebreak = auction.TiebreakOf(nonce)
+	cands := cheapest(ok, spec.Tier, a.candidates, env.Tiebreak)
 	bids, outcomes, probes := a.requestQuotes(ctx, req.JobID, nonce, req.SpecYAML, sent, cands, a.probeWait(spec))
 	ex.Quotes = outcomes
 	rtts := newRoundRTT(a.trust.RTT, cands, probes, spec.Placement.MaxRTT > 0)
@@ -186,17 +190,26 @@ func (a *Auctioneer) eligible(book []*auction.Offer, req Request, siblings map[s
 }
 
 // cheapest is the k offers with the lowest floor for tier, in order of
-// floor and, on equal floors, of ok: what a stable sort of ok by floor
-// would put first, without sorting all of ok.
-func cheapest(ok []*auction.Offer, tier auction.Tier, k int) []*auction.Offer {
+// floor and, on equal floors, of the round's tiebreak (nil: of ok): what
+// a stable sort of ok by floor and key would put first, without sorting
+// all of ok.
+func cheapest(ok []*auction.Offer, tier auction.Tier, k int, tiebreak func(string) uint64) []*auction.Offer {
 	top := make([]*auction.Offer, 0, k+1)
+	// before: a is asked before b, by floor and then by the round's draw.
+	before := func(a, b *auction.Offer, fa auction.Credits) bool {
+		fb := tierFloor(b, tier)
+		if fa != fb || tiebreak == nil {
+			return fa < fb
+		}
+		return tiebreak(a.Provider) < tiebreak(b.Provider)
+	}
 	for _, o := range ok {
 		f := tierFloor(o, tier)
-		if len(top) == k && f >= tierFloor(top[k-1], tier) {
+		if len(top) == k && !before(o, top[k-1], f) {
 			continue
 		}
 		i := len(top)
-		for i > 0 && tierFloor(top[i-1], tier) > f {
+		for i > 0 && before(o, top[i-1], f) {
 			i--
 		}
 		top = slices.Insert(top, i, o)

@@ -3,6 +3,7 @@ package renter
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -91,8 +92,50 @@ func TestCheapestIsAStableSortsPrefix(t *testing.T) {
 		want := slices.Clone(ok)
 		slices.SortStableFunc(want, func(a, b *auction.Offer) int { return cmp.Compare(a.Prices.Bronze, b.Prices.Bronze) })
 		want = want[:min(k, len(want))]
-		if got := cheapest(ok, auction.Bronze, k); !slices.Equal(got, want) {
+		if got := cheapest(ok, auction.Bronze, k, nil); !slices.Equal(got, want) {
 			t.Fatalf("cheapest %d of %d: %v, want %v", k, len(ok), names(got), names(want))
+		}
+		// With a round's tiebreak: the first K by floor, then by key.
+		key := auction.TiebreakOf([]byte{byte(r.IntN(256)), byte(r.IntN(256))})
+		want = slices.Clone(ok)
+		slices.SortStableFunc(want, func(a, b *auction.Offer) int {
+			if c := cmp.Compare(a.Prices.Bronze, b.Prices.Bronze); c != 0 {
+				return c
+			}
+			return cmp.Compare(key(a.Provider), key(b.Provider))
+		})
+		want = want[:min(k, len(want))]
+		if got := cheapest(ok, auction.Bronze, k, key); !slices.Equal(got, want) {
+			t.Fatalf("cheapest %d of %d with a tiebreak: %v, want %v", k, len(ok), names(got), names(want))
+		}
+	}
+}
+
+// TestEqualProvidersAreSpreadOverRounds: among equal floors and equal
+// bids, rounds with different nonces ask and award different providers,
+// and each about as often (herding onto the lowest ID was issue 33's);
+// the same nonce always ranks the same way.
+func TestEqualProvidersAreSpreadOverRounds(t *testing.T) {
+	ok := make([]*auction.Offer, 10)
+	for i := range ok {
+		ok[i] = &auction.Offer{Provider: "p" + strconv.Itoa(i), Prices: auction.Prices{Bronze: 5}}
+	}
+	first := map[string]int{}
+	r := rand.New(rand.NewPCG(5, 6))
+	const rounds = 2000
+	for range rounds {
+		nonce := binary.LittleEndian.AppendUint64(nil, r.Uint64())
+		got := cheapest(ok, auction.Bronze, 3, auction.TiebreakOf(nonce))
+		again := cheapest(ok, auction.Bronze, 3, auction.TiebreakOf(nonce))
+		if !slices.Equal(got, again) {
+			t.Fatalf("the same nonce chose %v, then %v", names(got), names(again))
+		}
+		first[got[0].Provider]++
+	}
+	for _, o := range ok {
+		// Fair would be 200 each; 120 is far outside chance.
+		if n := first[o.Provider]; n < 120 || n > 280 {
+			t.Errorf("%s asked first in %d of %d rounds, want about %d: %v", o.Provider, n, rounds, rounds/len(ok), first)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package trust
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -72,7 +73,17 @@ type View struct {
 	// this view journals nothing. Reading a score never appends itself.
 	record func(typ string, payload []byte) bool
 
-	mu   sync.Mutex // guards everything below
+	// spawn runs a recomputation in the background (RefreshInBackground);
+	// nil: a stale view is recomputed by the reader that finds it.
+	spawn func(func()) bool
+	// published is the latest pass's scores and evidence, which readers
+	// of them take without waiting for a pass under way (they are never
+	// changed once published); refreshing is set while a background pass
+	// is queued or running, so that stale reads queue one, not many.
+	published  atomic.Pointer[scores]
+	refreshing atomic.Bool
+
+	mu   sync.Mutex // guards everything below: the passes and what they fold
 	at   time.Time
 	sc   map[string]float64
 	ev   map[string]*Evidence
@@ -101,22 +112,68 @@ func (v *View) clock() time.Time {
 	return v.now()
 }
 
+// scores is one pass's result as readers see it.
+type scores struct {
+	at time.Time
+	sc map[string]float64
+	ev map[string]*Evidence
+}
+
+// staleAfter is how long a pass's result serves before the next pass.
+const staleAfter = 5 * time.Second
+
+// RefreshInBackground makes stale reads of scores and evidence (Get,
+// Score, Convicted, CanaryStreak) answer at once from the latest pass and
+// queue the next pass through spawn (the node's task group; false: it is
+// stopping, and the read computes nothing), instead of recomputing inline
+// while the reader waits: an auction ranking bids never waits for a pass
+// over the ledger (issue 33). Only the very first read computes inline.
+// Call it before the view is shared. The simulator leaves it off, so its
+// passes happen at the same virtual instants on every run.
+func (v *View) RefreshInBackground(spawn func(func()) bool) { v.spawn = spawn }
+
 // Get is every peer's score (peers with a paid history and no conviction)
 // and the evidence behind it, as of the latest pass.
 func (v *View) Get() (map[string]float64, map[string]*Evidence) {
+	if v.spawn != nil {
+		if p := v.published.Load(); p != nil {
+			if v.clock().Sub(p.at) >= staleAfter {
+				v.refreshLater()
+			}
+			return p.sc, p.ev
+		}
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.refresh(false)
 	return v.sc, v.ev
 }
 
-// refresh recomputes when the cache is stale or force is set; mu is held.
+// refreshLater queues one background pass, unless one is queued already.
+func (v *View) refreshLater() {
+	if !v.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	queued := v.spawn(func() {
+		defer v.refreshing.Store(false)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.refresh(false) // a reader may have refreshed meanwhile (ClaimOf)
+	})
+	if !queued {
+		v.refreshing.Store(false)
+	}
+}
+
+// refresh recomputes when the cache is stale or force is set, and
+// publishes the result; mu is held.
 func (v *View) refresh(force bool) {
-	if !force && v.clock().Sub(v.at) < 5*time.Second && v.sc != nil {
+	if !force && v.clock().Sub(v.at) < staleAfter && v.sc != nil {
 		return
 	}
 	v.sc, v.ev, v.fs = v.compute()
 	v.at = v.clock()
+	v.published.Store(&scores{at: v.at, sc: v.sc, ev: v.ev})
 }
 
 // Score implements auction.Reputation: peers without reputation score 0,

@@ -245,13 +245,15 @@ func (f *Feeds) fetch(ctx context.Context, p peer.ID, rs []*fetchRange) error {
 }
 
 // storeBatch appends entries (of the feeds owner names, each feed's in
-// order) in one transaction, records per feed what was stored or refused,
-// and announces the new heads. An equivocation is published as a proof.
+// order) in one transaction, shared with other peers' concurrent ranges
+// (ledger.Store.AppendReplicated), records per feed what was stored or
+// refused, and announces the new heads. An equivocation is published as a
+// proof.
 func (f *Feeds) storeBatch(batch []*ledger.SignedEntry, owner []*fetchRange) {
 	if len(batch) == 0 {
 		return
 	}
-	errs, err := f.store.AppendBatch(batch)
+	errs, err := f.store.AppendReplicated(batch) // a group commit with other peers' ranges
 	if err != nil {
 		for _, r := range owner {
 			if r.err == nil {
