@@ -105,6 +105,13 @@ func newBenchMarket(b *testing.B) *benchMarket { return newBenchMarketLinks(b, 0
 // newBenchMarketLinks runs the nodes over mocknet links with the given
 // one-way latency (0: loopback TCP), for kernels without netem.
 func newBenchMarketLinks(b testing.TB, link time.Duration) *benchMarket {
+	return newBenchMarketFloors(b, link, false)
+}
+
+// newBenchMarketFloors is newBenchMarketLinks where equalFloors gives
+// every provider the same floor (owners who keep the default price)
+// instead of distinct ones.
+func newBenchMarketFloors(b testing.TB, link time.Duration, equalFloors bool) *benchMarket {
 	requireDocker(b)
 	m := &benchMarket{ws: map[int]*wsClient{}}
 	m.oneWay, m.rtt = benchLatency(b)
@@ -138,9 +145,14 @@ func newBenchMarketLinks(b testing.TB, link time.Duration) *benchMarket {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// Distinct floors: every auction has a clear ranking, and a burst
-		// fills the cheapest provider first, as a real market would.
-		offerOn(b, cl, i, fmt.Sprintf("0.4%d", i/benchProviderStep))
+		// Distinct floors (unless equalFloors): every auction has a clear
+		// ranking, and a burst fills the cheapest provider first, as a
+		// real market would.
+		floor := fmt.Sprintf("0.4%d", i/benchProviderStep)
+		if equalFloors {
+			floor = "0.4"
+		}
+		offerOn(b, cl, i, floor)
 		m.providers = append(m.providers, cl)
 		want[c.Nodes()[i].Host().ID().String()] = true
 	}

@@ -41,8 +41,18 @@ func TestBurstOf40JobsAllGetLeases(t *testing.T) {
 // BenchmarkBurstSubmitToLease: rounds of 40 jobs at once onto 40 free
 // GPUs, each round after the last has drained: p50 and p95 of submit to
 // lease over every job, and the awards refused by a race (rebids/op).
-func BenchmarkBurstSubmitToLease(b *testing.B) {
-	m := newBenchMarket(b)
+func BenchmarkBurstSubmitToLease(b *testing.B) { benchBurst(b, false) }
+
+// BenchmarkBurstEqualFloors is the burst where every provider asks the
+// same floor (owners who keep the default price): without a draw per
+// renter and round, every renter awards the provider with the lowest ID
+// first and most awards race.
+//
+//	go test -run '^$' -bench BurstEqualFloors -benchtime 3x ./testnet
+func BenchmarkBurstEqualFloors(b *testing.B) { benchBurst(b, true) }
+
+func benchBurst(b *testing.B, equalFloors bool) {
+	m := newBenchMarketFloors(b, 0, equalFloors)
 	var lat []time.Duration
 	rebids := 0
 	b.ResetTimer()
