@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -154,7 +155,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, _ struct{}) ([]LeaseView, error) {
 			out := []LeaseView{}
 			pj := n.providerJobs
-			err := n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+			err := n.store.ForEach(store.BucketLeases, func(jobID string, raw []byte) error {
 				rec, err := providing.ReadRecord(raw)
 				if err != nil {
 					return err

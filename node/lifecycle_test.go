@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -136,13 +137,13 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 	if settled != 1 {
 		t.Errorf("%d settlements of the running lease in ledger.db after Stop, want 1", settled)
 	}
-	db, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
+	db, err := store.Open(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	state := "none"
-	_ = db.ForEach(bucketLeases, func(k string, v []byte) error {
+	_ = db.ForEach(store.BucketLeases, func(k string, v []byte) error {
 		if rec, err := providing.ReadRecord(v); err == nil && k == "stopped" {
 			state = rec.State
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -198,7 +199,7 @@ func TestMetricsRefusesRemoteAddress(t *testing.T) {
 // with 1,000 jobs in the renter's history and 1,000 lease records, as
 // Prometheus would make it. The target: under 5 ms.
 func BenchmarkMetricsScrape(b *testing.B) {
-	st, err := OpenStore(filepath.Join(b.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(b.TempDir(), repo.StoreFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,12 +207,12 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	jobs := make(map[string]*JobRecord, 1000)
 	lease := make([]byte, 600) // about a co-signed lease's size
 	_, _ = rand.Read(lease)
-	err = st.Update(func(tx *StoreTx) error {
+	err = st.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			id := fmt.Sprintf("job-%04d", i)
 			jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1 + i%3, Lease: lease}
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}
-			if err := tx.Put(bucketLeases, id, rec); err != nil {
+			if err := tx.Put(store.BucketLeases, id, rec); err != nil {
 				return err
 			}
 		}

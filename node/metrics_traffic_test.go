@@ -17,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	dto "github.com/prometheus/client_model/go"
@@ -224,10 +225,10 @@ func BenchmarkMetricsScrapeLiveNode(b *testing.B) {
 		r.jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1, Lease: lease}
 	}
 	r.mu.Unlock()
-	err := n.store.Update(func(tx *StoreTx) error {
+	err := n.store.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}
-			if err := tx.Put(bucketLeases, fmt.Sprintf("job-%04d", i), rec); err != nil {
+			if err := tx.Put(store.BucketLeases, fmt.Sprintf("job-%04d", i), rec); err != nil {
 				return err
 			}
 		}

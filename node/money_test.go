@@ -8,20 +8,21 @@ import (
 	"testing"
 
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // A job record written by a 0.1 node (float credits under price, paid,
 // bid and clearing_price) loads: the node starts, the record keeps its
 // state, and no float amount is read as micro-credits.
 func TestOldJobRecordsLoadWithoutTheirFloatAmounts(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	old := json.RawMessage(`{"id":"old","name":"old","state":"completed","spec":"","price":0.45,"paid":2,"gpus":1,` +
 		`"explain":{"considered":1,"funnel":[],"quotes":[{"provider":"p","bid":0.5}],"winner":"p","clearing_price":1}}`)
-	if err := st.Update(func(tx *StoreTx) error { return tx.Put(bucketJobs, "old", old) }); err != nil {
+	if err := st.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, "old", old) }); err != nil {
 		t.Fatal(err)
 	}
 	r, err := newRenterJobs(renterDeps{bg: context.Background(), store: st, log: quietLog})

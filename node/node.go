@@ -25,6 +25,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -77,7 +78,7 @@ type Node struct {
 	log  *slog.Logger
 
 	host           *p2p.Host
-	store          *Store
+	store          *store.Store
 	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange       *data.Exchange
 	boot           *peers.Bootstrapper // retries the bootstrap list until connected (node/peers)

@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -248,19 +249,19 @@ func execTag(peerID string) string {
 
 // leaseStore keeps the provider's lease records (node/providing) in the
 // node's store, under leases/<job ID>.
-type leaseStore struct{ st *Store }
+type leaseStore struct{ st *store.Store }
 
 func (s leaseStore) ForEach(fn func(jobID string, raw []byte) error) error {
-	return s.st.ForEach(bucketLeases, fn)
+	return s.st.ForEach(store.BucketLeases, fn)
 }
 
-func (s leaseStore) Get(jobID string, v any) error { return s.st.Get(bucketLeases, jobID, v) }
+func (s leaseStore) Get(jobID string, v any) error { return s.st.Get(store.BucketLeases, jobID, v) }
 
 func (s leaseStore) Update(fn func(tx providing.Tx) error) error {
-	return s.st.Update(func(tx *StoreTx) error { return fn(leaseTx{tx}) })
+	return s.st.Update(func(tx *store.Tx) error { return fn(leaseTx{tx}) })
 }
 
-type leaseTx struct{ tx *StoreTx }
+type leaseTx struct{ tx *store.Tx }
 
-func (t leaseTx) Get(jobID string, v any) error { return t.tx.Get(bucketLeases, jobID, v) }
-func (t leaseTx) Put(jobID string, v any) error { return t.tx.Put(bucketLeases, jobID, v) }
+func (t leaseTx) Get(jobID string, v any) error { return t.tx.Get(store.BucketLeases, jobID, v) }
+func (t leaseTx) Put(jobID string, v any) error { return t.tx.Put(store.BucketLeases, jobID, v) }

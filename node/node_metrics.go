@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/prometheus/client_golang/prometheus"
@@ -219,7 +220,7 @@ func (n *Node) readLeases(s *metrics.Snapshot) {
 		s.Leases[st] = 0
 	}
 	pj := n.providerJobs
-	_ = n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+	_ = n.store.ForEach(store.BucketLeases, func(jobID string, raw []byte) error {
 		s.Leases[leaseRecordState(raw)]++
 		if pj != nil && pj.Holds(jobID) {
 			s.LeasesActive++

@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -86,7 +87,7 @@ func TestRestartedNodesReconnectWithoutABootstrapList(t *testing.T) {
 		stopNode(t, n)
 	}
 	// What b kept: a and c, with the addresses they listen on.
-	st, err := OpenStore(filepath.Join(b.repo.Dir, repo.StoreFile))
+	st, err := store.Open(filepath.Join(b.repo.Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

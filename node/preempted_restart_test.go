@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -48,7 +49,7 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 	waitFor(t, 10*time.Second, "the ended job's lifecycle and checkpoint forgotten", func() bool {
 		j, _ := rn.renterJobs.get(victim.ID)
 		var ckpt []byte
-		return j.Life == nil && rn.store.Get(bucketCheckpoints, victim.ID, &ckpt) == ErrNotFound
+		return j.Life == nil && rn.store.Get(store.BucketCheckpoints, victim.ID, &ckpt) == store.ErrNotFound
 	})
 }
 
@@ -94,7 +95,7 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 // canary in its auction fails, and a service's replica is left to its
 // keeper's old path.
 func TestARestartSortsTheJobsItFinds(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +110,13 @@ func TestARestartSortsTheJobsItFinds(t *testing.T) {
 		{ID: "first-secret", State: StateAuction, Secrets: true},
 		{ID: "canary", State: StateAuction, Canary: true},
 	}
-	if err := st.Update(func(tx *StoreTx) error {
+	if err := st.Update(func(tx *store.Tx) error {
 		for _, j := range recs {
-			if err := tx.Put(bucketJobs, j.ID, j); err != nil {
+			if err := tx.Put(store.BucketJobs, j.ID, j); err != nil {
 				return err
 			}
 		}
-		return tx.Put(bucketCheckpoints, "waiting", []byte("step-600"))
+		return tx.Put(store.BucketCheckpoints, "waiting", []byte("step-600"))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -169,7 +171,7 @@ type JobEvent struct {
 // renterJobs runs the renter's side: auctions, leases, following jobs.
 type renterJobs struct {
 	m     *offers.Market
-	store *Store
+	store *store.Store
 	key   crypto.PrivKey
 	log   *slog.Logger
 	bg    context.Context
@@ -219,7 +221,7 @@ type renterJobs struct {
 type renterDeps struct {
 	bg      context.Context // the node's background context
 	market  *offers.Market  // nil in unit tests: no auctioneer
-	store   *Store
+	store   *store.Store
 	key     crypto.PrivKey
 	log     *slog.Logger
 	journal *journal          // nil in unit tests
@@ -232,8 +234,8 @@ type renterDeps struct {
 }
 
 func newRenterJobs(d renterDeps) (*renterJobs, error) {
-	m, store := d.market, d.store
-	r := &renterJobs{m: m, store: store, key: d.key, log: d.log, bg: d.bg, journal: d.journal, spawn: d.spawn,
+	m := d.market
+	r := &renterJobs{m: m, store: d.store, key: d.key, log: d.log, bg: d.bg, journal: d.journal, spawn: d.spawn,
 		billing: d.billing, stopPayingAfter: d.stopPayingAfter, canary: d.canary,
 		jobs: map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
@@ -249,9 +251,9 @@ func newRenterJobs(d renterDeps) (*renterJobs, error) {
 		}
 	}
 	var resume, waiting []string
-	err := store.ForEach(bucketJobs, func(key string, raw []byte) error {
+	err := d.store.ForEach(store.BucketJobs, func(key string, raw []byte) error {
 		var j JobRecord
-		if err := decodeJSON(raw, &j); err != nil {
+		if err := json.Unmarshal(raw, &j); err != nil {
 			return err
 		}
 		switch {
@@ -407,7 +409,7 @@ func (r *renterJobs) update(id string, note string, f func(j *JobRecord)) {
 }
 
 func (r *renterJobs) save(j *JobRecord) error {
-	return r.store.Update(func(tx *StoreTx) error { return tx.Put(bucketJobs, j.ID, j) })
+	return r.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, j.ID, j) })
 }
 
 // followQueue is how many events a follower (an RPC subscription) may

@@ -1,10 +1,12 @@
 package node
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	bolt "go.etcd.io/bbolt"
 )
@@ -33,7 +35,7 @@ type jobLog struct {
 	pending int // bytes appended since the last flush
 }
 
-// storedLog is a jobLog as bucketJobLogs keeps it.
+// storedLog is a jobLog as store.BucketJobLogs keeps it.
 type storedLog struct {
 	Lease string `json:"lease,omitempty"`
 	End   int64  `json:"end"`
@@ -80,14 +82,14 @@ func (l *jobLog) add(lease string, off *int64, chunk []byte) []byte {
 // history neither decodes nor holds every log it ever kept at each start.
 func (r *renterJobs) loadLogs() error {
 	var orphans []string
-	err := r.store.ForEach(bucketJobLogs, func(k string, v []byte) error {
+	err := r.store.ForEach(store.BucketJobLogs, func(k string, v []byte) error {
 		j, ok := r.jobs[k]
 		switch {
 		case !ok:
 			orphans = append(orphans, k)
 		case !terminal(j.State):
 			var s storedLog
-			if decodeJSON(v, &s) == nil { // unreadable: the log starts afresh rather than the node not at all
+			if json.Unmarshal(v, &s) == nil { // unreadable: the log starts afresh rather than the node not at all
 				r.logs[k] = &jobLog{data: s.Data, lease: s.Lease, end: s.End}
 			}
 		}
@@ -96,8 +98,7 @@ func (r *renterJobs) loadLogs() error {
 	if err != nil || len(orphans) == 0 {
 		return err
 	}
-	return r.store.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketJobLogs)
+	return r.store.UpdateBucket(store.BucketJobLogs, func(b *bolt.Bucket) error {
 		for _, k := range orphans {
 			if err := b.Delete([]byte(k)); err != nil {
 				return err
@@ -125,9 +126,9 @@ func (r *renterJobs) flushLogs(id string) {
 	if len(put) == 0 {
 		return
 	}
-	err := r.store.Update(func(tx *StoreTx) error {
+	err := r.store.Update(func(tx *store.Tx) error {
 		for k, s := range put {
-			if err := tx.Put(bucketJobLogs, k, s); err != nil {
+			if err := tx.Put(store.BucketJobLogs, k, s); err != nil {
 				return err
 			}
 		}
@@ -172,7 +173,7 @@ func (r *renterJobs) logsOf(id string) ([]byte, error) {
 	// A job that had ended when this node started: its log was left in
 	// node.db (loadLogs).
 	var s storedLog
-	if err := r.store.Get(bucketJobLogs, id, &s); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := r.store.Get(store.BucketJobLogs, id, &s); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s's logs: %w", id, err)
 	}
 	return s.Data, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
@@ -46,7 +47,7 @@ func TestJobLogKeepsEachByteOnce(t *testing.T) {
 // again; a job whose record is gone takes its log with it.
 func TestJobLogsPersistInBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), repo.StoreFile)
-	st, err := OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestJobLogsPersistInBatches(t *testing.T) {
 	r.appendLog("kept", "L", wire.Event{Type: "log", Log: []byte("line 1\n"), Offset: at(0)})
 	r.appendLog("gone", "L", wire.Event{Type: "log", Log: []byte("other\n"), Offset: at(0)})
 	var stored storedLog
-	if err := st.Get(bucketJobLogs, "kept", &stored); err == nil {
+	if err := st.Get(store.BucketJobLogs, "kept", &stored); err == nil {
 		t.Error("a log line was written at once: logs are written in batches")
 	}
 	r.flushLogs("")
@@ -63,7 +64,7 @@ func TestJobLogsPersistInBatches(t *testing.T) {
 	r.flushLogs("kept")
 	st.Close()
 
-	st, err = OpenStore(path)
+	st, err = store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestJobLogsPersistInBatches(t *testing.T) {
 	if l := r2.logs["kept"]; l == nil || l.lease != "L" || l.end != 14 {
 		t.Errorf("after reopening, the log is placed at %+v, want L+14", l)
 	}
-	if err := st.Get(bucketJobLogs, "gone", &stored); err == nil {
+	if err := st.Get(store.BucketJobLogs, "gone", &stored); err == nil {
 		t.Error("the log of a job no longer recorded is still stored")
 	}
 }
@@ -171,7 +172,7 @@ func BenchmarkJobLogAddFull(b *testing.B) {
 // job past logKeep, nor leave a stored log that does not load again, nor
 // stop an honest run that follows from being kept.
 func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
 	r.appendLog("j", "L2", wire.Event{Type: "log", Log: []byte("honest\n"), Offset: at(0)})
 	r.flushLogs("")
 	var stored storedLog
-	if err := st.Get(bucketJobLogs, "j", &stored); err != nil || len(stored.Data) != logKeep || !bytes.HasSuffix(stored.Data, []byte("honest\n")) {
+	if err := st.Get(store.BucketJobLogs, "j", &stored); err != nil || len(stored.Data) != logKeep || !bytes.HasSuffix(stored.Data, []byte("honest\n")) {
 		t.Fatalf("stored %d bytes (%v), want the last %d ending with the honest run", len(stored.Data), err, logKeep)
 	}
 	r2 := &renterJobs{store: st, log: quietLog, bg: t.Context(), jobs: map[string]*JobRecord{"j": {ID: "j"}}, logs: map[string]*jobLog{}}
@@ -208,7 +209,7 @@ func TestJobLogHostileOffsetsStayBounded(t *testing.T) {
 // At start only the logs of jobs that may run on are read into memory;
 // an ended job's log is read from node.db when asked for.
 func TestAnEndedJobsLogIsReadWhenAskedFor(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

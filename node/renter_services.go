@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"gopkg.in/yaml.v3"
 )
@@ -103,9 +105,9 @@ type services struct {
 func newServices(n *Node, log *slog.Logger) (*services, error) {
 	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
 		readyGrace: service.SettleMax, healStep: service.SyncEvery}
-	err := n.store.ForEach(bucketServices, func(key string, raw []byte) error {
+	err := n.store.ForEach(store.BucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
-		if err := decodeJSON(raw, &rec); err != nil {
+		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("service %q: %w", key, err)
 		}
 		s.recs[rec.Name] = &rec
@@ -209,7 +211,7 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 		undo()
 		return nil, "", fmt.Errorf("replica %d: %w", i, err)
 	}
-	if err := s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
+	if err := s.n.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, rec.Name, rec) }); err != nil {
 		undo()
 		return nil, "", err
 	}
@@ -362,7 +364,7 @@ func (s *services) forget(name string) (*ServiceRecord, error) {
 	done := s.stopLocked(name)
 	delete(s.recs, name)
 	s.mu.Unlock()
-	err := s.n.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketServices, name) })
+	err := s.n.store.Update(func(tx *store.Tx) error { return tx.Delete(store.BucketServices, name) })
 	s.saveMu.Unlock()
 	<-done
 	s.forgetToken(name)

@@ -5,13 +5,14 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // A job sent back to auction (preempted, its provider lost, its start
 // failed) waits there, for up to renter.PreemptedPatience after a
 // preemption. What it waits with is durable, in this node's store: the
 // lifecycle's snapshot in its record and the checkpoint it resumes from
-// in bucketCheckpoints, so that a node restarted meanwhile auctions it
+// in store.BucketCheckpoints, so that a node restarted meanwhile auctions it
 // again where it left off, instead of following a lease that ended (and
 // failing the job as one its provider no longer runs). A job submitted
 // with secrets cannot: they were never stored.
@@ -22,7 +23,7 @@ import (
 // waits always has its checkpoint.
 func (r *renterJobs) waitAgain(id string, life *renter.Lifecycle, newCheckpoint bool, why string) {
 	if newCheckpoint {
-		if err := r.store.Update(func(tx *StoreTx) error { return tx.Put(bucketCheckpoints, id, life.Checkpoint()) }); err != nil {
+		if err := r.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketCheckpoints, id, life.Checkpoint()) }); err != nil {
 			r.log.Error("checkpoint not saved: a restart would resume the job from an older one", "job", id, "err", err)
 		}
 	}
@@ -40,7 +41,7 @@ func (r *renterJobs) settled(id string) {
 	if j.Life != nil {
 		r.update(id, "", func(j *JobRecord) { j.Life = nil })
 	}
-	if err := r.store.Update(func(tx *StoreTx) error { return tx.Delete(bucketCheckpoints, id) }); err != nil {
+	if err := r.store.Update(func(tx *store.Tx) error { return tx.Delete(store.BucketCheckpoints, id) }); err != nil {
 		r.log.Error("checkpoint not deleted", "job", id, "err", err)
 	}
 }
@@ -78,7 +79,7 @@ func (r *renterJobs) reauction(id string) {
 // restore rebuilds j's lifecycle from its record and its checkpoint.
 func (r *renterJobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifecycle, error) {
 	var ckpt []byte
-	if err := r.store.Get(bucketCheckpoints, j.ID, &ckpt); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := r.store.Get(store.BucketCheckpoints, j.ID, &ckpt); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	return renter.Restore(spec, j.Pin, *j.Life, ckpt), nil

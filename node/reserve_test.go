@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
@@ -98,14 +99,14 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 			return nil
 		})
 		ls.Close()
-		st, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
+		st, err := store.Open(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if err := st.Update(func(tx *StoreTx) error {
+		if err := st.Update(func(tx *store.Tx) error {
 			var raw json.RawMessage
-			if err := tx.Get(bucketLeases, "running", &raw); err != nil {
+			if err := tx.Get(store.BucketLeases, "running", &raw); err != nil {
 				return err
 			}
 			rec, err := providing.ReadRecord(raw)
@@ -113,7 +114,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 				return err
 			}
 			rec.State = providing.LeaseLaunched
-			return tx.Put(bucketLeases, "running", rec)
+			return tx.Put(store.BucketLeases, "running", rec)
 		}); err != nil {
 			t.Fatal(err)
 		}

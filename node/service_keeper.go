@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
 )
@@ -387,5 +388,5 @@ func (s *services) save(name string) error {
 	if rec == nil {
 		return nil
 	}
-	return s.n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, c.Name, &c) })
+	return s.n.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, c.Name, &c) })
 }

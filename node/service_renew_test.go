@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -23,7 +24,7 @@ func TestServiceRecordKeepsRenewal(t *testing.T) {
 	n := startTestNode(t, ctx, "", Options{})
 	rec := &ServiceRecord{Name: "kept", Spec: modelService("kept", 1), Replicas: []string{"old"}, Created: time.Now().UTC(),
 		Renewing: map[string]string{"old": "new"}, Retiring: []string{"older"}, Renewed: 2}
-	if err := n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
+	if err := n.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, rec.Name, rec) }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := newServices(n, n.log)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -171,7 +172,7 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 	}
 	// The record is kept with the count fixed.
 	var rec ServiceRecord
-	if err := rn.store.Get(bucketServices, "scaled", &rec); err != nil || rec.Scale != 1 || len(rec.Replicas) != 1 {
+	if err := rn.store.Get(store.BucketServices, "scaled", &rec); err != nil || rec.Scale != 1 || len(rec.Replicas) != 1 {
 		t.Fatalf("stored record: %v %+v", err, rec)
 	}
 	if v, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 0}); err != nil || v.Scale != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // Services whose replicas cannot be placed (docs/SERVICES.md, "When no
@@ -104,7 +105,7 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 		// sync, within a second), stored, so a restart shows it too.
 		var stored ServiceRecord
 		waitFor(t, 10*time.Second, "the cause in the stored record", func() bool {
-			return rn.store.Get(bucketServices, "patient", &stored) == nil && strings.Contains(stored.NotPlaced, auction.ReasonWorkload)
+			return rn.store.Get(store.BucketServices, "patient", &stored) == nil && strings.Contains(stored.NotPlaced, auction.ReasonWorkload)
 		})
 		if v, _ := rn.renterServices.view("patient", false); v.Heal != "" || v.Gateway != "up" {
 			t.Errorf("a service without supply: heal error %q, gateway %s; want healing going on", v.Heal, v.Gateway)

@@ -1,4 +1,6 @@
-package node
+// Package store is node.db, the node's durable state: an embedded bbolt
+// database with one bucket per kind of record, values kept as JSON.
+package store
 
 import (
 	"encoding/json"
@@ -17,30 +19,30 @@ type Store struct{ db *bolt.DB }
 
 // Buckets. One per kind of record; names never change.
 var (
-	bucketOffer    = []byte("offer")    // the provider's settings and sequence number
-	bucketLeases   = []byte("leases")   // provider: co-signed leases by job ID
-	bucketJobs     = []byte("jobs")     // renter: job records by job ID
-	bucketJobLogs  = []byte("joblogs")  // renter: each job's retained output (renter_logs.go)
-	bucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (node/peers)
-	bucketServices = []byte("services") // renter: service definitions by name (renter_services.go)
+	BucketOffer    = []byte("offer")    // the provider's settings and sequence number
+	BucketLeases   = []byte("leases")   // provider: co-signed leases by job ID
+	BucketJobs     = []byte("jobs")     // renter: job records by job ID (node/renting)
+	BucketJobLogs  = []byte("joblogs")  // renter: each job's retained output (node/renting/logs.go)
+	BucketPeers    = []byte("peers")    // peers this node was connected to, by peer ID (node/peers)
+	BucketServices = []byte("services") // renter: service definitions by name (node/services)
 	// renter: the checkpoint a waiting job resumes from, by job ID, kept
 	// apart from its record (which is rewritten at every change) since it
-	// may be megabytes (renter_wait.go)
-	bucketCheckpoints = []byte("checkpoints")
+	// may be megabytes (node/renting/wait.go)
+	BucketCheckpoints = []byte("checkpoints")
 )
 
 // ErrNotFound is returned by Get for a missing key.
 var ErrNotFound = errors.New("not found")
 
-// OpenStore opens (creating if needed) the database at path. The repo lock
+// Open opens (creating if needed) the database at path. The repo lock
 // already excludes a second daemon; the timeout only guards against a
 // foreign process holding the file. The file is checked first
 // (ledger/boltfile): a damaged one is a *boltfile.DamagedError, one line
 // naming it and what to do, never a crash, and an existing empty file is
 // refused, not recreated.
-func OpenStore(path string) (*Store, error) {
+func Open(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{bucketOffer, bucketLeases, bucketJobs, bucketJobLogs, bucketPeers, bucketServices, bucketCheckpoints},
+		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {
@@ -65,15 +67,15 @@ func (s *Store) Get(bucket []byte, key string, v any) error {
 
 // Update runs fn in one read-write transaction: everything fn puts is
 // committed together or not at all.
-func (s *Store) Update(fn func(tx *StoreTx) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(&StoreTx{tx}) })
+func (s *Store) Update(fn func(tx *Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx}) })
 }
 
-// StoreTx is a read-write transaction.
-type StoreTx struct{ tx *bolt.Tx }
+// Tx is a read-write transaction.
+type Tx struct{ tx *bolt.Tx }
 
 // Get decodes bucket/key into v inside the transaction.
-func (t *StoreTx) Get(bucket []byte, key string, v any) error {
+func (t *Tx) Get(bucket []byte, key string, v any) error {
 	raw := t.tx.Bucket(bucket).Get([]byte(key))
 	if raw == nil {
 		return ErrNotFound
@@ -82,7 +84,7 @@ func (t *StoreTx) Get(bucket []byte, key string, v any) error {
 }
 
 // Put stores v as JSON under bucket/key.
-func (t *StoreTx) Put(bucket []byte, key string, v any) error {
+func (t *Tx) Put(bucket []byte, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func (t *StoreTx) Put(bucket []byte, key string, v any) error {
 }
 
 // Delete removes bucket/key; a missing key is no error.
-func (t *StoreTx) Delete(bucket []byte, key string) error {
+func (t *Tx) Delete(bucket []byte, key string) error {
 	return t.tx.Bucket(bucket).Delete([]byte(key))
 }
 
@@ -102,4 +104,13 @@ func (s *Store) ForEach(bucket []byte, fn func(key string, raw []byte) error) er
 	})
 }
 
-func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+// ViewBucket runs fn on bucket in one read-only transaction, for a
+// package that keeps its own encoding there (node/peers).
+func (s *Store) ViewBucket(bucket []byte, fn func(b *bolt.Bucket) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucket)) })
+}
+
+// UpdateBucket runs fn on bucket in one read-write transaction.
+func (s *Store) UpdateBucket(bucket []byte, fn func(b *bolt.Bucket) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucket)) })
+}
