@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/providing"
@@ -83,7 +84,7 @@ type Node struct {
 	exchange       *data.Exchange
 	boot           *peers.Bootstrapper // retries the bootstrap list until connected (node/peers)
 	fetching       sync.Map            // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal        *journal            // this node's records that callers need not wait for
+	journal        *journal.Journal    // this node's records that callers need not wait for
 	known          *peers.Known        // the peers it was connected to, kept across restarts (node/peers)
 	knownAtStart   []peer.AddrInfo     // known peers of the last run, dialled by startReconnect
 	market         *offers.Market

@@ -110,7 +110,7 @@ func (n *Node) startRenterJobs(context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue}
+	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.TryEnqueue}
 	canarySpec := n.cfg.Trust.CanarySpec
 	if canarySpec != "" && !filepath.IsAbs(canarySpec) {
 		canarySpec = filepath.Join(n.repo.Dir, canarySpec) // config paths are the repo's, not the shell's

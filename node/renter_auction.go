@@ -105,7 +105,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		snap := life.Snapshot() // a restarted node that re-attaches goes on from it (reattach)
 		lease, raw := res.Lease, res.Raw
 		cid := wire.LeaseCID(raw)
-		_ = r.journal.enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
+		_ = r.journal.Enqueue(ledger.TypeLease, raw) // before the outcome: one ordered queue
 		r.update(id, fmt.Sprintf("provider %s, %s credits per GPU-hour%s", lease.Provider, auction.FormatCredits(lease.Price), clearingNote(ex)), func(j *JobRecord) {
 			if j.State == StateCancelled {
 				return
@@ -389,6 +389,6 @@ func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, vouche
 	}
 	payload, err := json.Marshal(ledger.Outcome{Lease: leaseCID, Provider: provider, Result: out.result, Detail: out.why, Voucher: voucher, Outputs: outputs})
 	if err == nil {
-		_ = r.journal.enqueue(ledger.TypeOutcome, payload)
+		_ = r.journal.Enqueue(ledger.TypeOutcome, payload)
 	}
 }

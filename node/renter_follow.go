@@ -206,7 +206,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 			tel.claimOf = r.claims.claimOf
 			tel.onProof = func(proof []byte) {
 				r.log.Warn("provider's telemetry contradicts its hardware claim: journaling the proof", "provider", l.Provider, "job", id)
-				_ = r.journal.enqueue(ledger.TypeFraudProof, proof)
+				_ = r.journal.Enqueue(ledger.TypeFraudProof, proof)
 			}
 		}
 	}
@@ -259,7 +259,7 @@ func (r *renterJobs) recordTelemetry(t *telemetry) {
 	}
 	payload, err := json.Marshal(ledger.TelemetryDigest{Lease: t.lease, Provider: t.provider.String(), Summary: t.sum})
 	if err == nil {
-		_ = r.journal.enqueue(ledger.TypeTelemetryDigest, payload)
+		_ = r.journal.Enqueue(ledger.TypeTelemetryDigest, payload)
 	}
 }
 

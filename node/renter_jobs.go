@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/store"
@@ -182,7 +183,7 @@ type renterJobs struct {
 	// auctionGroups are the replica groups by name; guarded by mu.
 	auctionGroups map[string]*renter.Group
 
-	journal *journal           // appends to this node's feed, in order
+	journal *journal.Journal   // appends to this node's feed, in order
 	spawn   func(func()) bool  // runs a goroutine Stop waits for (Node.tasks.Go); false once stopping
 	rep     auction.Reputation // computed from the replicated ledger
 	claims  *reputationView    // hardware claims and convictions; nil in unit tests
@@ -224,7 +225,7 @@ type renterDeps struct {
 	store   *store.Store
 	key     crypto.PrivKey
 	log     *slog.Logger
-	journal *journal          // nil in unit tests
+	journal *journal.Journal  // nil in unit tests
 	spawn   func(func()) bool // Node.tasks.Go; nil: a plain goroutine
 	rep     *reputationView   // nil in unit tests
 	billing time.Duration

@@ -42,7 +42,7 @@ func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, pro
 
 func (r *renterJobs) recordProbe(p ledger.Probe) {
 	if b, err := json.Marshal(p); err == nil {
-		_ = r.journal.enqueue(ledger.TypeProbe, b)
+		_ = r.journal.Enqueue(ledger.TypeProbe, b)
 	}
 }
 
