@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strings"
 
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 
@@ -75,20 +75,20 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 	rpc.RegisterSubscription(s, "job_follow", rpc.MethodDoc{Summary: "Subscribe (WebSocket only) to a job's state changes and log output until it ends.", ParamNames: []string{"id"}}, a.Follow)
 }
 
-func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, error) {
+func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*renting.JobRecord, error) {
 	spec, err := a.n.resolveInputs(ctx, []byte(p.Spec))
 	if err != nil {
 		return nil, dataError(err)
 	}
-	j, err := a.n.renterJobs.submit(spec, p.Secrets, SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
+	j, err := a.n.renterJobs.Submit(spec, p.Secrets, renting.SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
 	if errors.Is(err, auction.ErrBadJobSpec) {
 		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
 	}
 	return j, err
 }
 
-func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
-	out := a.n.renterJobs.snapshot(nil)
+func (a jobAPI) List(ctx context.Context, _ struct{}) ([]renting.JobRecord, error) {
+	out := a.n.renterJobs.Snapshot(nil)
 	for i := range out {
 		out[i].Explain, out[i].Lease = nil, nil
 	}
@@ -96,8 +96,8 @@ func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
 	return out, nil
 }
 
-func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
-	j, err := a.n.renterJobs.get(p.ID)
+func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*renting.JobRecord, error) {
+	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
@@ -109,19 +109,19 @@ func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
 }
 
 func (a jobAPI) Logs(ctx context.Context, p JobIDParams) (JobLogsResult, error) {
-	b, err := a.n.renterJobs.logsOf(p.ID)
+	b, err := a.n.renterJobs.LogsOf(p.ID)
 	if err != nil {
 		return JobLogsResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
 	return JobLogsResult{Logs: string(b)}, nil
 }
 
-func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*JobRecord, error) {
-	return a.n.renterJobs.cancel(ctx, p.ID)
+func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*renting.JobRecord, error) {
+	return a.n.renterJobs.Cancel(ctx, p.ID)
 }
 
 func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, error) {
-	j, err := a.n.renterJobs.get(p.ID)
+	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
@@ -131,8 +131,8 @@ func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, er
 	return j.Explain, nil
 }
 
-func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan JobEvent, error) {
-	ch, err := a.n.renterJobs.follow(ctx, p.ID)
+func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan renting.JobEvent, error) {
+	ch, err := a.n.renterJobs.Follow(ctx, p.ID)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
 	}
@@ -169,14 +169,4 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 			})
 			return out, err
 		})
-}
-
-// clearingNote is the lease note's why: " (1.5/GPU-h: the runner-up's
-// price, ...)", or "" for a round that did not say.
-func clearingNote(ex *renter.Explain) string {
-	if ex == nil || ex.Clearing == nil {
-		return ""
-	}
-	_, how, _ := strings.Cut(ex.Clearing.Why, ": ") // the note names the price already
-	return " (" + how + ")"
 }

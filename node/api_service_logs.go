@@ -74,7 +74,7 @@ func (a serviceAPI) Logs(ctx context.Context, p ServiceLogsParams) (*ServiceLogs
 	}
 	out := &ServiceLogsResult{Replicas: []ServiceReplicaLogs{}}
 	for _, r := range reps {
-		b, err := a.n.renterJobs.logsOf(r.Job)
+		b, err := a.n.renterJobs.LogsOf(r.Job)
 		if err != nil {
 			b = nil // a replica whose record is gone has no logs to show
 		}

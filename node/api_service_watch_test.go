@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -18,11 +19,9 @@ import (
 func serviceRPC(t *testing.T) (*rpc.Client, *services) {
 	t.Helper()
 	up := time.Now().UTC()
-	s := costServices(up, []string{"r0", "r1"},
-		&JobRecord{ID: "r0", Service: "svc", Created: up, State: StateRunning, LeaseCID: "A", Paid: 1_000_000},
-		&JobRecord{ID: "r1", Service: "svc", Created: up, State: StateRunning, LeaseCID: "B"})
-	s.n.renterJobs.logs["r0"] = &jobLog{data: []byte("loading\nready\n")}
-	s.n.renterJobs.logs["r1"] = &jobLog{} // in memory: the test has no store
+	s := costServices(t, up, []string{"r0", "r1"}, map[string][]byte{"r0": []byte("loading\nready\n")},
+		&renting.JobRecord{ID: "r0", Service: "svc", Created: up, State: renting.StateRunning, LeaseCID: "A", Paid: 1_000_000},
+		&renting.JobRecord{ID: "r1", Service: "svc", Created: up, State: renting.StateRunning, LeaseCID: "B"})
 	gw := gateway.New(gateway.Config{Service: "svc", Cost: s.serviceCost(s.recs["svc"])})
 	t.Cleanup(func() { gw.Close() })
 	s.live["svc"] = &liveService{gw: gw, url: "http://127.0.0.1:1"}

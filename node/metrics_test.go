@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/node/store"
@@ -204,13 +205,13 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	jobs := make(map[string]*JobRecord, 1000)
+	jobs := make(map[string]*renting.JobRecord, 1000)
 	lease := make([]byte, 600) // about a co-signed lease's size
 	_, _ = rand.Read(lease)
 	err = st.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			id := fmt.Sprintf("job-%04d", i)
-			jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1 + i%3, Lease: lease}
+			jobs[id] = &renting.JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1 + i%3, Lease: lease}
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}
 			if err := tx.Put(store.BucketLeases, id, rec); err != nil {
 				return err
@@ -223,7 +224,11 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	}
 	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Metrics.Address = "127.0.0.1:0"
-	n := &Node{cfg: cfg, store: st, renterJobs: &renterJobs{jobs: jobs}}
+	recs := make([]renting.JobRecord, 0, len(jobs))
+	for _, j := range jobs {
+		recs = append(recs, *j)
+	}
+	n := &Node{cfg: cfg, store: st, renterJobs: heldJobs(b, recs, nil)}
 	h := metrics.Handler(n.metricsRegistry().reg)
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	w := httptest.NewRecorder()

@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/node/store"
@@ -176,7 +177,7 @@ func TestMetricsRPCCallsAndAuctions(t *testing.T) {
 	}
 	spec := "name: lonely\nimage: alpine\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +
 		"duration: {expected: 1m, max: 5m}\nretry: {max_reauctions: 0}\n"
-	var job JobRecord
+	var job renting.JobRecord
 	if err := c.Call(ctx, "job_submit", JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
 	}
@@ -218,13 +219,12 @@ func BenchmarkMetricsScrapeLiveNode(b *testing.B) {
 	n := startNodeWith(b, ctx, func(c *repo.Config) { c.Metrics.Address = "127.0.0.1:0" }, Options{})
 	hostileHost(b, ctx, n)
 	lease := make([]byte, 600)
-	r := n.renterJobs
-	r.mu.Lock()
+	recs := make([]renting.JobRecord, 0, 1000)
 	for i := range 1000 {
 		id := fmt.Sprintf("job-%04d", i)
-		r.jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1, Lease: lease}
+		recs = append(recs, renting.JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1, Lease: lease})
 	}
-	r.mu.Unlock()
+	n.renterJobs.Hold(recs, nil)
 	err := n.store.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}

@@ -24,6 +24,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/node/store"
@@ -93,9 +94,9 @@ type Node struct {
 	services       *providing.Forwarder // serves service jobs' ports to their renters
 	ledger         *ledger.Store
 	feeds          *feeds
-	rep            *reputationView
+	rep            *renting.Reputation
 	claims         *claimer // nil on a node without GPUs to sell
-	renterJobs     *renterJobs
+	renterJobs     *renting.Jobs
 	renterServices *services // the renter's services and their gateways (renter_services.go)
 	gpus           attest.Source
 	gpuMon         *attest.Monitor // set with gpus; its fault counts feed the metrics
@@ -128,7 +129,7 @@ func New(rp *repo.Repo, cfg repo.Config, opts Options) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.BillingInterval <= 0 {
-		opts.BillingInterval = DefaultBillingInterval
+		opts.BillingInterval = renting.DefaultBillingInterval
 	}
 	if opts.OfferTTL <= 0 {
 		opts.OfferTTL = time.Hour

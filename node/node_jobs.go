@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
@@ -110,23 +111,19 @@ func (n *Node) startRenterJobs(context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.TryEnqueue}
+	n.rep = renting.NewReputation(n.ledger, n.host.ID().String(), n.journal.TryEnqueue)
 	canarySpec := n.cfg.Trust.CanarySpec
 	if canarySpec != "" && !filepath.IsAbs(canarySpec) {
 		canarySpec = filepath.Join(n.repo.Dir, canarySpec) // config paths are the repo's, not the shell's
 	}
-	canary, err := loadCanary(canarySpec, n.cfg.Trust.CanaryMinRate)
-	if err != nil {
-		return err
-	}
-	rj, err := newRenterJobs(renterDeps{bg: ctx, market: n.market, store: n.store, key: key, log: n.log.With("part", "renter-jobs"),
-		journal: n.journal, spawn: n.tasks.Go, rep: n.rep, billing: n.opts.BillingInterval, stopPayingAfter: n.opts.StopPayingAfter,
-		canary: canary})
+	rj, err := renting.New(renting.Deps{Bg: ctx, Market: n.market, Store: n.store, Key: key, Log: n.log.With("part", "renter-jobs"),
+		Journal: n.journal, Spawn: n.tasks.Go, Rep: n.rep, Billing: n.opts.BillingInterval, StopPayingAfter: n.opts.StopPayingAfter,
+		CanarySpec: canarySpec, CanaryMinRate: n.cfg.Trust.CanaryMinRate})
 	if err != nil {
 		return err
 	}
 	n.renterJobs = rj
-	rj.resume() // once wired: follows the jobs leased before a restart again
+	rj.Resume() // once wired: follows the jobs leased before a restart again
 	return nil
 }
 
@@ -151,7 +148,7 @@ func (n *Node) startCounterparties(context.Context) error {
 		if _, _, ok := n.market.Book().Get(author); ok {
 			return true
 		}
-		return pj.DealsWith(author) || rj.dealsWith(author)
+		return pj.DealsWith(author) || rj.DealsWith(author)
 	}
 	n.feeds.counterparty.Store(&dealsWith)
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"gopkg.in/yaml.v3"
@@ -119,7 +120,7 @@ func newServices(n *Node, log *slog.Logger) (*services, error) {
 // resume brings back the gateway of every service kept in the store, and
 // cancels the service jobs that no record holds (service_orphans.go).
 func (s *services) resume() {
-	live := s.n.renterJobs.liveServiceJobs() // nothing buys before resume
+	live := s.n.renterJobs.LiveServiceJobs() // nothing buys before resume
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelOrphansLocked(live)
@@ -202,8 +203,8 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 	for i := range spec.Service.Replicas.Min {
 		y, err := replicaSpec(spec, i, time.Now())
 		if err == nil {
-			var j *JobRecord
-			if j, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: spec.Name}); err == nil {
+			var j *renting.JobRecord
+			if j, err = s.n.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: spec.Name}); err == nil {
 				rec.Replicas = append(rec.Replicas, j.ID)
 				continue
 			}
@@ -238,7 +239,7 @@ func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.n.renterJobs.bg)
+	ctx, cancel := context.WithCancel(s.n.bg)
 	rec.Port = addr.(*net.TCPAddr).Port
 	ls := &liveService{gw: gw, url: callURL(host, rec.Port), listen: net.JoinHostPort(host, strconv.Itoa(rec.Port)),
 		lan: lanURLs(host, rec.Port), tokenFile: tokenFile, probePath: rd.Path, cancel: cancel, done: make(chan struct{})}
@@ -270,8 +271,8 @@ func (s *services) stopLocked(name string) <-chan struct{} {
 
 func (s *services) cancelJobs(ids []string) {
 	for _, id := range ids {
-		ctx, cancel := context.WithTimeout(s.n.renterJobs.bg, 30*time.Second)
-		_, err := s.n.renterJobs.cancel(ctx, id)
+		ctx, cancel := context.WithTimeout(s.n.bg, 30*time.Second)
+		_, err := s.n.renterJobs.Cancel(ctx, id)
 		// The record is cancelled either way; a provider not reached (one
 		// that restarted a moment ago: the dial is in backoff, or one lost
 		// mid-pull, which ended the job here while its container may go
@@ -281,13 +282,13 @@ func (s *services) cancelJobs(ids []string) {
 		// error it answers (no active lease: the job ended there too)
 		// would be its answer to every try, so it is not asked again.
 		for try := 0; err != nil && try < 6 && ctx.Err() == nil; try++ {
-			j, gerr := s.n.renterJobs.get(id)
+			j, gerr := s.n.renterJobs.Get(id)
 			if gerr != nil || len(j.Lease) == 0 || j.Provider == "" {
 				break
 			}
 			time.Sleep(time.Duration(try) * time.Second)
 			var ev wire.Event
-			if err = s.n.renterJobs.exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
+			if err = s.n.renterJobs.Exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
 				err = errors.New(ev.Error)
 				break
 			}
@@ -455,10 +456,10 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 		v.Error = "not started"
 	}
 	placed := false
-	jobs := make([]*JobRecord, len(rec.Replicas))
+	jobs := make([]*renting.JobRecord, len(rec.Replicas))
 	for i, id := range rec.Replicas {
 		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id], Renewing: rec.Renewing[id]}
-		if j, err := s.n.renterJobs.get(id); err == nil {
+		if j, err := s.n.renterJobs.Get(id); err == nil {
 			r.State, r.Provider, r.Error = j.State, j.Provider, j.Error
 			jobs[i] = j
 			placed = placed || placedState(j.State)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -209,13 +210,13 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 	if v.Replicas[0].Job != before[0].Job {
 		t.Fatalf("the silver floor's replica changed: %+v, was %+v", v.Replicas[0], before[0])
 	}
-	if j, _ := rn.renterJobs.get(before[0].Job); j.State != StateRunning || j.Provider != before[0].Provider {
+	if j, _ := rn.renterJobs.Get(before[0].Job); j.State != renting.StateRunning || j.Provider != before[0].Provider {
 		t.Fatalf("the floor's job after its owner's reclaim: %s on %s", j.State, j.Provider)
 	}
 	if p := v.Replicas[1].Provider; p == before[0].Provider || p == before[1].Provider {
 		t.Fatalf("the bronze replica now runs on %s, a provider whose owner took its GPU back", p)
 	}
-	if j, _ := rn.renterJobs.get(before[1].Job); v.Replicas[1].Job == before[1].Job && j.Attempts < 2 || !strings.Contains(j.Error+v.Replicas[1].Note, "preempt") {
+	if j, _ := rn.renterJobs.Get(before[1].Job); v.Replicas[1].Job == before[1].Job && j.Attempts < 2 || !strings.Contains(j.Error+v.Replicas[1].Note, "preempt") {
 		t.Fatalf("the bronze replica's job does not say it was preempted: %s, attempts %d, note %q", j.Error, j.Attempts, v.Replicas[1].Note)
 	}
 }
@@ -223,7 +224,7 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 // leaseOf is the lease a renter's job runs under.
 func leaseOf(t *testing.T, rn *Node, id string) *auction.Lease {
 	t.Helper()
-	j, err := rn.renterJobs.get(id)
+	j, err := rn.renterJobs.Get(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -37,16 +38,16 @@ func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
 	}
 	v := waitService(t, rn, "goldfloor", 90*time.Second, "the gold replica ready", func(v *ServiceView) bool { return readyOn(v, 1) })
 	first := v.Replicas[0].Job
-	if j, err := rn.renterJobs.get(first); err != nil || !goldJob(j) {
+	if j, err := rn.renterJobs.Get(first); err != nil || !goldJob(j) {
 		t.Fatalf("the replica %s is not a gold reservation: %v", first, err)
 	}
-	if _, err := rn.renterJobs.cancel(ctx, first); err != nil {
+	if _, err := rn.renterJobs.Cancel(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	v = waitService(t, rn, "goldfloor", 90*time.Second, "a replacement gold replica ready", func(v *ServiceView) bool {
 		return readyOn(v, 1) && v.Replicas[0].Job != first
 	})
-	j, err := rn.renterJobs.get(v.Replicas[0].Job)
+	j, err := rn.renterJobs.Get(v.Replicas[0].Job)
 	if err != nil || !goldJob(j) {
 		t.Fatalf("the replacement %s is not a gold reservation: %v", v.Replicas[0].Job, err)
 	}
@@ -56,7 +57,7 @@ func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
 }
 
 // goldJob: j's spec is a gold reservation.
-func goldJob(j *JobRecord) bool {
+func goldJob(j *renting.JobRecord) bool {
 	s, err := auction.ParseJobSpec([]byte(j.Spec))
 	return err == nil && s.Tier == auction.Gold && !s.Start.IsZero()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction/service"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -74,7 +75,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	if v.Replaced != 1 || repl.Note == "" || v.Heal != "" {
 		t.Fatalf("replaced %d, note %q, heal error %q", v.Replaced, repl.Note, v.Heal)
 	}
-	if j, _ := rn.renterJobs.get(repl.Job); j.Service != "healed" || !slices.Contains(j.Avoid, lost.Provider) {
+	if j, _ := rn.renterJobs.Get(repl.Job); j.Service != "healed" || !slices.Contains(j.Avoid, lost.Provider) {
 		t.Fatalf("the replacement's job: service %q, avoid %v", j.Service, j.Avoid)
 	}
 	t.Logf("replica 1: %s", repl.Note)
@@ -136,10 +137,10 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 // serviceJobs counts the jobs bought for the service name, and of them
 // those that ran (a provider took them).
 func serviceJobs(rn *Node, name string) (all, ran int) {
-	for _, j := range rn.renterJobs.siblings("") {
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == name {
 			all++
-			if j.State != StateNoMatch {
+			if j.State != renting.StateNoMatch {
 				ran++
 			}
 		}
@@ -176,17 +177,17 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	if ran != service.HealLimit || v.Replaced != all-1 {
 		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, service.HealLimit)
 	}
-	var jobs []JobRecord
-	for _, j := range rn.renterJobs.siblings("") {
+	var jobs []renting.JobRecord
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == "stuck" {
 			jobs = append(jobs, j)
 		}
 	}
 	waitNothingLeft(t, 60*time.Second, "every replica's job cancelled and the provider free", func() (left string) {
 		for _, j := range jobs {
-			if j, err := rn.renterJobs.get(j.ID); err != nil {
+			if j, err := rn.renterJobs.Get(j.ID); err != nil {
 				left += fmt.Sprintf(" %v;", err)
-			} else if j.State != StateCancelled && j.State != StateNoMatch {
+			} else if j.State != renting.StateCancelled && j.State != renting.StateNoMatch {
 				left += fmt.Sprintf(" job %s is %s;", j.ID, j.State)
 			}
 		}

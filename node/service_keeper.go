@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"gopkg.in/yaml.v3"
@@ -101,22 +102,22 @@ func (k *keeper) follow(ctx context.Context) (pending bool) {
 	}
 	s, gw := k.s, k.gw
 	for _, id := range k.r.Members() {
-		j, err := s.n.renterJobs.get(id)
-		live := err == nil && j.State == StateRunning && j.Provider != ""
+		j, err := s.n.renterJobs.Get(id)
+		live := err == nil && j.State == renting.StateRunning && j.Provider != ""
 		if prov, ok := k.added[id]; ok && (!live || prov != j.Provider) {
 			gw.Remove(id)
 			delete(k.added, id)
 			delete(k.addedAt, id)
 		}
 		if !live {
-			pending = pending || (err == nil && !terminal(j.State))
+			pending = pending || (err == nil && !renting.Terminal(j.State))
 			continue
 		}
 		pid, err := peer.Decode(j.Provider)
 		if err != nil {
 			continue
 		}
-		rtt, _ := peerRTT(s.n.market, j.Provider)
+		rtt, _ := renting.PeerRTT(s.n.market, j.Provider)
 		if _, ok := k.added[id]; ok {
 			gw.SetRTT(id, rtt)
 			continue
@@ -190,7 +191,7 @@ func (k *keeper) observe(scale int) service.Observed {
 	}
 	seen := map[string]bool{} // the current leases' CIDs, to prune leaseSpans by
 	for _, id := range k.r.Members() {
-		j, err := k.s.n.renterJobs.get(id)
+		j, err := k.s.n.renterJobs.Get(id)
 		if err != nil {
 			continue // gone
 		}
@@ -212,15 +213,15 @@ func (k *keeper) observe(scale int) service.Observed {
 // jobPhase is a job state as the reconciler tells them apart.
 func jobPhase(state string) service.Phase {
 	switch state {
-	case StateRunning:
+	case renting.StateRunning:
 		return service.Running
-	case StateReserved, StatePreempting, StatePaused:
+	case renting.StateReserved, renting.StatePreempting, renting.StatePaused:
 		return service.Holding
-	case StateNoMatch:
+	case renting.StateNoMatch:
 		return service.NoMatch
-	case StateFailed:
+	case renting.StateFailed:
 		return service.Failed
-	case StateCompleted, StateCancelled:
+	case renting.StateCompleted, renting.StateCancelled:
 		return service.Done
 	}
 	return service.Pending
@@ -233,7 +234,7 @@ func jobPhase(state string) service.Phase {
 // own.
 func (k *keeper) carryOut(ctx context.Context, now time.Time, acts []service.Action) {
 	s := k.s
-	group := s.n.renterJobs.auctionGroup(serviceGroup(k.name))
+	group := s.n.renterJobs.ServiceGroup(k.name)
 	save := false
 	var cancel, retire []string
 	stopped := map[service.PlaceKind]bool{}
@@ -302,9 +303,9 @@ func (k *keeper) carryOut(ctx context.Context, now time.Time, acts []service.Act
 func (k *keeper) place(p service.Place) (string, error) {
 	s := k.s
 	y, err := yaml.Marshal(p.Spec)
-	var j *JobRecord
+	var j *renting.JobRecord
 	if err == nil {
-		j, err = s.n.renterJobs.submit(y, nil, SubmitOptions{Service: k.name, Avoid: p.Avoid})
+		j, err = s.n.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: k.name, Avoid: p.Avoid})
 	}
 	switch {
 	case err != nil && p.Kind == service.Replace:
@@ -338,7 +339,7 @@ func (k *keeper) drop(id string) {
 // leaseSpan is the start and end of j's current lease, decoded once per
 // lease (by its CID) rather than on every sync; false when it has none
 // readable.
-func (k *keeper) leaseSpan(j *JobRecord) ([2]time.Time, bool) {
+func (k *keeper) leaseSpan(j *renting.JobRecord) ([2]time.Time, bool) {
 	if j.LeaseCID == "" {
 		return [2]time.Time{}, false
 	}

@@ -1,6 +1,10 @@
 package node
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/gleaner-net/gleaner/node/renting"
+)
 
 // A service's jobs are bought (by up, healing, scaling and renewal)
 // before the record that holds them is saved, and a service going down
@@ -8,17 +12,12 @@ import "slices"
 // leaves the record before its job is cancelled. A renter that stops in
 // between leaves jobs that no record holds: no gateway routes to them,
 // no keeper heals, renews or retires them, yet their providers would run
-// them, paid, to their leases' ends. resume cancels them (cancelOrphans).
-
-// liveServiceJobs is every job bought for a service (JobRecord.Service)
-// that has not ended.
-func (r *renterJobs) liveServiceJobs() []JobRecord {
-	return r.snapshot(func(j *JobRecord) bool { return j.Service != "" && !terminal(j.State) })
-}
+// them, paid, to their leases' ends. resume cancels them (cancelOrphans;
+// renting.Jobs.LiveServiceJobs lists the live ones).
 
 // serviceOrphans is the IDs, sorted, of the jobs among live that no
 // record in recs holds as a replica, a successor or a job being retired.
-func serviceOrphans(recs map[string]*ServiceRecord, live []JobRecord) []string {
+func serviceOrphans(recs map[string]*ServiceRecord, live []renting.JobRecord) []string {
 	held := map[string]bool{}
 	for _, rec := range recs {
 		for _, ids := range [][]string{rec.Replicas, successors(rec), rec.Retiring} {
@@ -41,7 +40,7 @@ func serviceOrphans(recs map[string]*ServiceRecord, live []JobRecord) []string {
 // live service jobs, read before s.mu was taken) that no record holds. It
 // runs in resume with s.mu held, before any keeper (which takes s.mu
 // first) can buy a job that its record does not hold yet.
-func (s *services) cancelOrphansLocked(live []JobRecord) {
+func (s *services) cancelOrphansLocked(live []renting.JobRecord) {
 	orphans := serviceOrphans(s.recs, live)
 	if len(orphans) == 0 {
 		return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 func TestServiceOrphansAreTheLiveJobsNoRecordHolds(t *testing.T) {
@@ -15,7 +16,7 @@ func TestServiceOrphansAreTheLiveJobsNoRecordHolds(t *testing.T) {
 		"a": {Name: "a", Replicas: []string{"a-1", "a-2"}, Renewing: map[string]string{"a-1": "a-3"}, Retiring: []string{"a-0"}},
 		"b": {Name: "b", Replicas: []string{"b-1"}},
 	}
-	live := []JobRecord{{ID: "a-0"}, {ID: "a-1"}, {ID: "a-2"}, {ID: "a-3"}, {ID: "b-1"},
+	live := []renting.JobRecord{{ID: "a-0"}, {ID: "a-1"}, {ID: "a-2"}, {ID: "a-3"}, {ID: "b-1"},
 		{ID: "a-9", Service: "a"}, {ID: "gone-1", Service: "gone"}, {ID: "b-2", Service: "b"}}
 	if got, want := serviceOrphans(recs, live), []string{"a-9", "b-2", "gone-1"}; !slices.Equal(got, want) {
 		t.Fatalf("orphans %v, want %v", got, want)
@@ -52,7 +53,7 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	}
 	var orphans []string
 	for _, svc := range []string{"kept", "gone"} {
-		j, err := rn.renterJobs.submit(y, nil, SubmitOptions{Service: svc})
+		j, err := rn.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: svc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	}
 	waitFor(t, 90*time.Second, "both orphans running", func() bool {
 		for _, id := range orphans {
-			if j, err := rn.renterJobs.get(id); err != nil || j.State != StateRunning {
+			if j, err := rn.renterJobs.Get(id); err != nil || j.State != renting.StateRunning {
 				return false
 			}
 		}
@@ -79,9 +80,9 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	rn = restartRenter(t, ctx, rn, provs...)
 	waitNothingLeft(t, 60*time.Second, "the orphans cancelled and their GPUs free", func() (left string) {
 		for _, id := range orphans {
-			if j, err := rn.renterJobs.get(id); err != nil {
+			if j, err := rn.renterJobs.Get(id); err != nil {
 				left += fmt.Sprintf(" orphan %s: %v;", id, err)
-			} else if j.State != StateCancelled {
+			} else if j.State != renting.StateCancelled {
 				left += fmt.Sprintf(" orphan %s is %s;", id, j.State)
 			}
 		}

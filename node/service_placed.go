@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // Placement: whether a service has a replica on a provider, why not, and
@@ -28,7 +29,7 @@ import (
 // that runs it (or, gold, that holds its window): the service is placed.
 func placedState(state string) bool {
 	switch state {
-	case StateRunning, StateReserved, StatePreempting, StatePaused:
+	case renting.StateRunning, renting.StateReserved, renting.StatePreempting, renting.StatePaused:
 		return true
 	}
 	return false
@@ -37,30 +38,30 @@ func placedState(state string) bool {
 // endedUnplaced reports whether a replica's job ended without a provider
 // ever running it: no provider took it (no-match), or those that took it
 // could not start it (failed before it ran: an image none could pull).
-func endedUnplaced(j *JobRecord) bool {
-	return j.State == StateNoMatch || j.State == StateFailed && j.StartedAt == nil
+func endedUnplaced(j *renting.JobRecord) bool {
+	return j.State == renting.StateNoMatch || j.State == renting.StateFailed && j.StartedAt == nil
 }
 
 // replicaWhy says, for a person, how replica i's job j stands and why:
 // its state, its error (which for a no-match names `job explain`), and
 // for an auction that found no match the reasons the providers gave.
-func replicaWhy(i int, j *JobRecord) string {
+func replicaWhy(i int, j *renting.JobRecord) string {
 	return "replica " + strconv.Itoa(i) + " (job " + j.ID + ") " + jobWhy(j)
 }
 
 // jobWhy is replicaWhy's account of job j, without the replica.
-func jobWhy(j *JobRecord) string {
+func jobWhy(j *renting.JobRecord) string {
 	why := "is " + j.State
 	switch {
-	case terminal(j.State):
+	case renting.Terminal(j.State):
 		why = "ended " + j.State
-	case j.State == StateAuction:
+	case j.State == renting.StateAuction:
 		why = "is still in auction"
 	}
 	if j.Error != "" {
 		why += ": " + j.Error
 	}
-	if j.State == StateNoMatch || j.State == StateAuction {
+	if j.State == renting.StateNoMatch || j.State == renting.StateAuction {
 		if r := offerReasons(j.Explain); r != "" {
 			why += "; the providers' reasons: " + r
 		}
@@ -127,14 +128,14 @@ func plural(n int) string {
 // replicas is placed: the record's NotPlaced, else, while replicas are
 // still being auctioned, the latest round's why for one that found no
 // match so far ("" when none has: they are simply on their way).
-func notPlacedView(rec *ServiceRecord, jobs []*JobRecord) string {
+func notPlacedView(rec *ServiceRecord, jobs []*renting.JobRecord) string {
 	if rec.NotPlaced != "" {
 		return rec.NotPlaced
 	}
-	var latest *JobRecord
+	var latest *renting.JobRecord
 	at := -1
 	for i, j := range jobs {
-		if j == nil || j.Error == "" || j.State != StateAuction && !endedUnplaced(j) {
+		if j == nil || j.Error == "" || j.State != renting.StateAuction && !endedUnplaced(j) {
 			continue
 		}
 		if latest == nil || j.Updated.After(latest.Updated) {
@@ -197,7 +198,7 @@ func (s *services) awaitPlaced(ctx context.Context, name string, wait time.Durat
 			return nil, fmt.Errorf("service %q was taken down (`gleaner service down`) while service up waited for a replica", name)
 		}
 		for _, id := range reps {
-			if j, err := s.n.renterJobs.get(id); err == nil && placedState(j.State) {
+			if j, err := s.n.renterJobs.Get(id); err == nil && placedState(j.State) {
 				return out(UpPlaced, ""), nil
 			}
 		}
@@ -303,7 +304,7 @@ func (s *services) upAndWait(ctx context.Context, specYAML []byte, listen string
 		out.Kept = false
 		v.URL, v.Gateway, v.Listen, v.LAN, v.Token, v.Curl = "", "down", "", nil, "", ""
 		for i, r := range v.Replicas {
-			if j, err := s.n.renterJobs.get(r.Job); err == nil {
+			if j, err := s.n.renterJobs.Get(r.Job); err == nil {
 				v.Replicas[i].State = j.State
 			}
 		}
@@ -335,7 +336,7 @@ func (s *services) takeDown(name string) error {
 	}
 	var live []string
 	for _, id := range append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...) {
-		if j, gerr := s.n.renterJobs.get(id); gerr == nil && !terminal(j.State) {
+		if j, gerr := s.n.renterJobs.Get(id); gerr == nil && !renting.Terminal(j.State) {
 			live = append(live, id)
 		}
 	}

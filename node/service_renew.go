@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // Make-before-break renewal (docs/SERVICES.md, "A lease's end") is
@@ -18,7 +19,7 @@ import (
 // old job running to its end.
 
 // jobLease reads a job's current lease; nil when it has none readable.
-func jobLease(j *JobRecord) *auction.Lease {
+func jobLease(j *renting.JobRecord) *auction.Lease {
 	if len(j.Lease) == 0 {
 		return nil
 	}
@@ -39,7 +40,7 @@ func successors(rec *ServiceRecord) []string {
 // flight on it, then cancels its job and forgets it in the record.
 func (s *services) retire(ctx context.Context, name string, gw *gateway.Gateway, old string) {
 	limit := 2 * time.Minute // the gateway's idle bound inside a body
-	if j, err := s.n.renterJobs.get(old); err == nil {
+	if j, err := s.n.renterJobs.Get(old); err == nil {
 		if l := jobLease(j); l != nil {
 			limit = min(limit, max(time.Until(time.Unix(l.End, 0)), 0))
 		}

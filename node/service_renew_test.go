@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -115,7 +116,7 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	}
 	bought, state := time.Now(), ""
 	v = waitService(t, rn, "renewed", time.Until(end), "the successor ready at replica 0", func(v *ServiceView) bool {
-		if j, err := rn.renterJobs.get(succ); err == nil && j.State != state {
+		if j, err := rn.renterJobs.Get(succ); err == nil && j.State != state {
 			state = j.State
 			t.Logf("+%v successor %s: %s %s", time.Since(bought).Round(time.Millisecond), succ, j.State, j.Error)
 		}
@@ -124,8 +125,8 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	t.Logf("+%v the successor took the index", time.Since(bought).Round(time.Millisecond))
 	second := v.Replicas[0]
 	waitFor(t, time.Until(end), "the old job cancelled before its lease's end", func() bool {
-		j, err := rn.renterJobs.get(first.Job)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(first.Job)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	took := time.Until(end)
 	time.Sleep(2 * time.Second) // load across the old job's cancel
@@ -152,8 +153,8 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 		if v.Replicas[0].Renewing == "" {
 			return false
 		}
-		j, err := rn.renterJobs.get(v.Replicas[0].Renewing)
-		return err == nil && j.State == StateRunning
+		j, err := rn.renterJobs.Get(v.Replicas[0].Renewing)
+		return err == nil && j.State == renting.StateRunning
 	})
 	third := v.Replicas[0].Renewing
 	rn = restartRenter(t, ctx, rn, p1, p2)
@@ -169,11 +170,11 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Until(end2), "the second job cancelled before its lease's end", func() bool {
-		j, err := rn.renterJobs.get(second.Job)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(second.Job)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	var jobs int
-	for _, j := range rn.renterJobs.siblings("") {
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == "renewed" {
 			jobs++
 		}

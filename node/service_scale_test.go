@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -108,7 +109,7 @@ func waitService(t testing.TB, rn *Node, name string, limit time.Duration, what 
 func readyOn(v *ServiceView, n int) bool {
 	provs := map[string]bool{}
 	for _, r := range v.Replicas {
-		if !r.Ready || r.State != StateRunning || r.Provider == "" {
+		if !r.Ready || r.State != renting.StateRunning || r.Provider == "" {
 			return false
 		}
 		provs[r.Provider] = true
@@ -146,7 +147,7 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 		t.Fatalf("scaling up replaced replica 0: %+v", v.Replicas)
 	}
 	second := v.Replicas[1].Job
-	if rec, _ := rn.renterJobs.get(second); rec.Service != "scaled" {
+	if rec, _ := rn.renterJobs.Get(second); rec.Service != "scaled" {
 		t.Fatalf("the added replica's job is not the service's: %+v", rec)
 	}
 	url := v.URL
@@ -164,8 +165,8 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 		return len(v.Replicas) == 1 && v.Replicas[0].Job == first
 	})
 	waitFor(t, 40*time.Second, "the scaled-down job cancelled", func() bool {
-		j, err := rn.renterJobs.get(second)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(second)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	if err := get(); err != nil {
 		t.Fatalf("GET through the gateway after scaling down: %v", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/node/store"
 )
@@ -83,8 +84,8 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 		} else {
 			ln.Close()
 		}
-		for _, j := range rn.renterJobs.siblings("") {
-			if j.Service == "nowhere" && !terminal(j.State) {
+		for _, j := range rn.renterJobs.Siblings("") {
+			if j.Service == "nowhere" && !renting.Terminal(j.State) {
 				t.Errorf("job %s of the service is %s after it was taken down", j.ID, j.State)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/urfave/cli/v2"
 )
 
@@ -63,7 +64,7 @@ func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.Serv
 	fmt.Fprintf(w, "service %s: closing its gateway and cancelling %d replica(s)\n", name, len(replicas))
 	d := downProgress{began: began, replicas: replicas, said: make([]string, len(replicas)), states: map[string]string{}}
 	for i, r := range replicas {
-		if node.Terminal(r.State) && r.State != node.StateCancelled {
+		if renting.Terminal(r.State) && r.State != renting.StateCancelled {
 			// Nothing to stop; its provider is told all the same, in case
 			// its container went on after the job ended here (a provider
 			// lost mid-pull).
@@ -78,7 +79,7 @@ func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.Serv
 			if d.said[i] == "ended" || d.said[i] == "stopped" {
 				continue
 			}
-			var j node.JobRecord
+			var j renting.JobRecord
 			if nc.call(c.Context, "job_status", node.JobIDParams{ID: r.Job}, &j) == nil {
 				d.saw(w, i, j)
 			}
@@ -124,14 +125,14 @@ func (d *downProgress) settled() bool {
 }
 
 // saw prints what replica i's job record j shows that was not said yet.
-func (d *downProgress) saw(w io.Writer, i int, j node.JobRecord) {
+func (d *downProgress) saw(w io.Writer, i int, j renting.JobRecord) {
 	r, n := d.replicas[i], len(d.replicas)
 	d.states[r.Job] = j.State
 	on := ""
 	if r.Provider != "" {
 		on = " on provider " + shortID(r.Provider)
 	}
-	if j.State == node.StateCancelled && d.said[i] == "" {
+	if j.State == renting.StateCancelled && d.said[i] == "" {
 		d.said[i] = "cancelling"
 		fmt.Fprintf(w, "  cancelling replica %d of %d (job %s%s)...\n", i+1, n, r.Job, on)
 	}

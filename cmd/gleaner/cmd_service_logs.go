@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/urfave/cli/v2"
 )
 
@@ -73,7 +74,7 @@ func serviceLogs(c *cli.Context) error {
 		return nil
 	}
 	return followReplicas(c, nc, res, func(r node.ServiceReplicaLogs, raw json.RawMessage) {
-		var ev node.JobEvent
+		var ev renting.JobEvent
 		if json.Unmarshal(raw, &ev) != nil {
 			return
 		}
@@ -81,7 +82,7 @@ func serviceLogs(c *cli.Context) error {
 		case "log":
 			w.write(r.Index, ev.Log)
 		case "dropped", "state":
-			if ev.Type == "state" && !node.Terminal(ev.State) {
+			if ev.Type == "state" && !renting.Terminal(ev.State) {
 				return
 			}
 			w.flush(r.Index)

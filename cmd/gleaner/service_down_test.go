@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -43,7 +44,7 @@ func TestServiceDownSaysWhatItCancels(t *testing.T) {
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || len(v.Replicas) != 2 {
 			return false
 		}
-		return v.Replicas[0].State == node.StateRunning && v.Replicas[1].State == node.StateRunning
+		return v.Replicas[0].State == renting.StateRunning && v.Replicas[1].State == renting.StateRunning
 	}, all...)
 
 	r := rn.cli(t, "service", "down", "down")

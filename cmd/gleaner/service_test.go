@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -77,7 +78,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 			if rep.Ready {
 				ready++
 			}
-			if terminalState(rep.State) || rep.State == node.StateNoMatch {
+			if terminalState(rep.State) || rep.State == renting.StateNoMatch {
 				t.Fatalf("replica %d ended: %s\n%s\n%s", rep.Index, rep.State, rn.cli(t, "job", "explain", rep.Job).stdout, tails(all))
 			}
 		}
@@ -171,7 +172,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
 	waitUntil(t, 60*time.Second, "p1's replica replaced and ready again on the restarted p1", func() bool {
 		for _, rep := range status().Replicas {
-			if rep.Index == index && rep.Job != onP1 && rep.Ready && rep.State == node.StateRunning && rep.Provider == p1.d.peerID {
+			if rep.Index == index && rep.Job != onP1 && rep.Ready && rep.State == renting.StateRunning && rep.Provider == p1.d.peerID {
 				return true
 			}
 		}
@@ -241,7 +242,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 		}
 	}
 	for _, rep := range v.Replicas {
-		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, all...)
+		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j renting.JobRecord) bool { return terminalState(j.State) }, all...)
 	}
 	waitUntil(t, 30*time.Second, "no containers left", func() bool {
 		return len(containersOf(t, p1.d.peerID, true))+len(containersOf(t, p2.d.peerID, true)) == 0

@@ -21,6 +21,7 @@ import (
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -97,13 +98,13 @@ func TestConsoleLiveInChromium(t *testing.T) {
 
 	// A job that prints a line every 2 s for 16 s, and writes outputs.
 	spec := fmt.Sprintf("name: live\nimage: %s\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"8\", \"-write\", \"/outputs\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
-	var job node.JobRecord
+	var job renting.JobRecord
 	if err := rent.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
 	}
 	defer rent.Call(context.Background(), "job_cancel", node.JobIDParams{ID: job.ID}, nil)
 	do(t, b, chromedp.Navigate(base+"/ui/jobs/"+job.ID), chromedp.WaitVisible(chromedp.CSS("#log")))
-	if got := text("#job .state"); got == node.StateCompleted {
+	if got := text("#job .state"); got == renting.StateCompleted {
 		t.Fatalf("the job ended before its page loaded")
 	}
 	loaded := get(t, b, chromedp.Text(chromedp.CSS("#log")))
@@ -129,7 +130,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	waitFor(t, time.Minute, "the page showing the job's end", func() bool {
 		return strings.Contains(text("#live-status"), "has ended")
 	})
-	if got := text("#job .state"); !strings.HasPrefix(got, node.StateCompleted) {
+	if got := text("#job .state"); !strings.HasPrefix(got, renting.StateCompleted) {
 		t.Errorf("after the end the page shows state %q", got)
 	}
 	if got := get(t, b, chromedp.Text(chromedp.CSS("#log"))); !strings.Contains(got, "job finished") || !strings.Contains(got, "[state] completed") {
@@ -256,7 +257,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 // as job_status names them.
 func downloadOutputs(t *testing.T, b context.Context, ctx context.Context, rent *rpc.Client, base, id string) {
 	t.Helper()
-	var j node.JobRecord
+	var j renting.JobRecord
 	waitFor(t, 30*time.Second, "the job's outputs in job_status", func() bool {
 		return rent.Call(ctx, "job_status", node.JobIDParams{ID: id}, &j) == nil && j.Outputs != ""
 	})

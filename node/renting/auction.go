@@ -1,8 +1,9 @@
-package node
+package renting
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/wire"
@@ -30,14 +32,14 @@ const DefaultBillingInterval = 5 * time.Minute
 // none, within bounds. This loop does the I/O the lifecycle decides.
 // life is nil for a new job; a job that waited in a re-auction when this
 // node restarted goes on with the lifecycle rebuilt from its record
-// (renter_wait.go), which this loop keeps current there.
-func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle) {
+// (wait.go), which this loop keeps current there.
+func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle) {
 	defer func() { // the credentials live as long as the job's auctions, in memory only
 		r.mu.Lock()
 		delete(r.registryAuth, id)
 		r.mu.Unlock()
 	}()
-	rec, err := r.get(id)
+	rec, err := r.Get(id)
 	if err != nil {
 		return
 	}
@@ -87,7 +89,7 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 		}
 		placed := time.Now()
 		res, err := r.auc.Place(r.bg, req, pol)
-		r.observeAuction(placed, err) // node_metrics.go
+		r.observeAuction(placed, err)
 		ex := withLeft(res.Explain, life.Left(), life.Exclude())
 		if err != nil {
 			if r.bg.Err() != nil {
@@ -139,9 +141,9 @@ func (r *renterJobs) run(id string, spec *auction.JobSpec, specYAML []byte, secr
 // began, the outcome entry, the answer's check, and the lifecycle's
 // decision, recorded. It reports whether the job is over (its record says
 // how); otherwise it waits to be auctioned again (waitAgain).
-func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *renter.Explain, out runEnd) bool {
+func (r *Jobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle, lease *auction.Lease, cid string, ex *renter.Explain, out runEnd) bool {
 	var voucher []byte
-	if j, err := r.get(id); err == nil {
+	if j, err := r.Get(id); err == nil {
 		voucher = j.LastVoucher
 	}
 	if out.notStarted() {
@@ -155,12 +157,12 @@ func (r *renterJobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lif
 		})
 	}
 	var outputs string
-	if j, _ := r.get(id); j != nil {
+	if j, _ := r.Get(id); j != nil {
 		outputs = j.Outputs
 	}
 	r.recordOutcome(cid, lease.Provider, out, voucher, outputs)
 	out = r.checkAnswer(id, spec, cid, lease.Provider, out)
-	if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+	if j, _ := r.Get(id); j != nil && j.State == StateCancelled {
 		return true
 	}
 	step := life.Ended(out.typed(lease.Provider))
@@ -229,7 +231,7 @@ func withFailedStart(ex *renter.Explain, provider, why string) *renter.Explain {
 // and trust, and has it measure each candidate's RTT alongside its quote
 // (peers.Prober): the peerstore alone knows only the peers that DHT traffic
 // or a ping happened to reach.
-func (r *renterJobs) newAuctioneer() error {
+func (r *Jobs) newAuctioneer() error {
 	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
 		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}),
 		renter.WithProber(peers.NewProber(r.m.Host().LibP2P(), 0), 0))
@@ -239,11 +241,11 @@ func (r *renterJobs) newAuctioneer() error {
 
 // auctionTransport is the auctioneer's Transport over libp2p streams:
 // /auction/1 for quotes, /lease/1 for awards.
-type auctionTransport struct{ r *renterJobs }
+type auctionTransport struct{ r *Jobs }
 
 func (t auctionTransport) Quote(ctx context.Context, provider, jobID string, nonce, specYAML []byte) ([]byte, string, error) {
 	var rep wire.QuoteReply
-	if err := t.r.exchange(ctx, provider, wire.QuoteProto, wire.QuoteRequest{JobID: jobID, Nonce: nonce, Spec: specYAML}, &rep); err != nil {
+	if err := t.r.Exchange(ctx, provider, wire.QuoteProto, wire.QuoteRequest{JobID: jobID, Nonce: nonce, Spec: specYAML}, &rep); err != nil {
 		return nil, "", err
 	}
 	return rep.Bid, rep.Decline, nil
@@ -251,7 +253,7 @@ func (t auctionTransport) Quote(ctx context.Context, provider, jobID string, non
 
 func (t auctionTransport) Award(ctx context.Context, provider string, proposal []byte) ([]byte, string, error) {
 	var rep wire.AwardReply
-	if err := t.r.exchange(ctx, provider, wire.AwardProto, wire.AwardRequest{Lease: proposal}, &rep); err != nil {
+	if err := t.r.Exchange(ctx, provider, wire.AwardProto, wire.AwardRequest{Lease: proposal}, &rep); err != nil {
 		return nil, "", err
 	}
 	return rep.Lease, rep.Refused, nil
@@ -260,7 +262,7 @@ func (t auctionTransport) Award(ctx context.Context, provider string, proposal [
 // auctionTrust is the auctioneer's Trust: this node's reputation view,
 // its fraud convictions and the peerstore's RTTs. The view is read at each
 // call, since it is wired after the renter.
-type auctionTrust struct{ r *renterJobs }
+type auctionTrust struct{ r *Jobs }
 
 func (t auctionTrust) Score(provider string) float64 {
 	if t.r.rep == nil {
@@ -270,7 +272,7 @@ func (t auctionTrust) Score(provider string) float64 {
 }
 
 func (t auctionTrust) Convicted(provider string) bool {
-	return t.r.claims != nil && t.r.claims.convicted(provider)
+	return t.r.claims != nil && t.r.claims.Convicted(provider)
 }
 
 func (t auctionTrust) RTT(provider string) (time.Duration, bool) { return t.r.rtt(provider) }
@@ -281,7 +283,7 @@ func (t auctionTrust) Track(provider string) renter.TrackRecord {
 	if t.r.claims == nil {
 		return renter.TrackRecord{}
 	}
-	_, ev := t.r.claims.get()
+	_, ev := t.r.claims.Scores()
 	e := ev[provider]
 	if e == nil {
 		return renter.TrackRecord{}
@@ -292,7 +294,7 @@ func (t auctionTrust) Track(provider string) renter.TrackRecord {
 // auctionGroup is the auctioneer's replica group for name ("" for a job
 // without replicas), restored from the records on first use so that a
 // restarted node still keeps replicas apart.
-func (r *renterJobs) auctionGroup(name string) *renter.Group {
+func (r *Jobs) auctionGroup(name string) *renter.Group {
 	if name == "" {
 		return nil
 	}
@@ -319,27 +321,33 @@ func (r *renterJobs) auctionGroup(name string) *renter.Group {
 // serviceGroup is the auction group of a service's replicas.
 func serviceGroup(service string) string { return "service/" + service }
 
+// ServiceGroup is the auction group of service's replicas, which no two
+// share a provider in: its keeper holds and frees its places there.
+func (r *Jobs) ServiceGroup(service string) *renter.Group {
+	return r.auctionGroup(serviceGroup(service))
+}
+
 // groupMembers are the records an auction group restores its holds from:
 // a verify group's replicas, or a service's replicas that have not ended
 // (an ended one holds no provider).
-func (r *renterJobs) groupMembers(name string) []JobRecord {
+func (r *Jobs) groupMembers(name string) []JobRecord {
 	svc, ok := strings.CutPrefix(name, "service/")
 	if !ok {
-		return r.siblings(name)
+		return r.Siblings(name)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []JobRecord
 	for _, j := range r.jobs {
-		if j.Service == svc && j.Group == "" && !terminal(j.State) {
+		if j.Service == svc && j.Group == "" && !Terminal(j.State) {
 			out = append(out, *j)
 		}
 	}
 	return out
 }
 
-// exchange sends one request on a fresh stream and reads one reply.
-func (r *renterJobs) exchange(ctx context.Context, provider, proto string, req, rep any) error {
+// Exchange sends one request on a fresh stream and reads one reply.
+func (r *Jobs) Exchange(ctx context.Context, provider, proto string, req, rep any) error {
 	pid, err := peer.Decode(provider)
 	if err != nil {
 		return err
@@ -369,10 +377,10 @@ func offerSimulated(m *offers.Market, provider string) bool {
 	return false
 }
 
-// peerRTT is the peerstore's latency average for provider: what pings
+// PeerRTT is the peerstore's latency average for provider: what pings
 // (peers.Prober.Measure records each measurement there) and DHT requests
 // have measured, the RTT of a provider before it is asked for a quote.
-func peerRTT(m *offers.Market, provider string) (time.Duration, bool) {
+func PeerRTT(m *offers.Market, provider string) (time.Duration, bool) {
 	pid, err := peer.Decode(provider)
 	if err != nil {
 		return 0, false
@@ -383,7 +391,7 @@ func peerRTT(m *offers.Market, provider string) (time.Duration, bool) {
 
 // recordOutcome journals how the run ended, as the renter saw it: the
 // evidence reputation is later computed from.
-func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte, outputs string) {
+func (r *Jobs) recordOutcome(leaseCID, provider string, out runEnd, voucher []byte, outputs string) {
 	if v, err := ledger.ReadVoucher(voucher); err != nil || v.Lease != leaseCID {
 		voucher = nil // a run that ended before its first voucher cites none, not the last run's
 	}
@@ -391,4 +399,37 @@ func (r *renterJobs) recordOutcome(leaseCID, provider string, out runEnd, vouche
 	if err == nil {
 		_ = r.journal.Enqueue(ledger.TypeOutcome, payload)
 	}
+}
+
+// TimeAuctions has each auction from now on timed into c, the node's
+// metrics (node/node_metrics.go starts them).
+func (r *Jobs) TimeAuctions(c *metrics.Calls) { r.auctionTimer.Store(c) }
+
+// observeAuction records one auction (run's Place) begun at
+// start and ended with err, when this node's metrics are on. An auction
+// cut short by the node stopping is no outcome of the market's, and is
+// left out.
+func (r *Jobs) observeAuction(start time.Time, err error) {
+	timer := r.auctionTimer.Load()
+	if timer == nil || (err != nil && r.bg.Err() != nil) {
+		return
+	}
+	outcome := metrics.AuctionAwarded
+	switch {
+	case errors.Is(err, renter.ErrNoMatch):
+		outcome = metrics.AuctionNoMatch
+	case err != nil:
+		outcome = metrics.AuctionFailed
+	}
+	timer.Auction(time.Since(start), outcome)
+}
+
+// clearingNote is the lease note's why: " (1.5/GPU-h: the runner-up's
+// price, ...)", or "" for a round that did not say.
+func clearingNote(ex *renter.Explain) string {
+	if ex == nil || ex.Clearing == nil {
+		return ""
+	}
+	_, how, _ := strings.Cut(ex.Clearing.Why, ": ") // the note names the price already
+	return " (" + how + ")"
 }

@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ const (
 	logFlushBytes = 64 << 10
 )
 
-// jobLog is one job's retained output. Guarded by renterJobs.mu.
+// jobLog is one job's retained output. Guarded by Jobs.mu.
 type jobLog struct {
 	data []byte
 	// lease and end place the log in the provider's output: end is the
@@ -80,14 +80,14 @@ func (l *jobLog) add(lease string, off *int64, chunk []byte) []byte {
 // longer recorded: a record removed takes its log. An ended job's log
 // stays in node.db until asked for (logsOf), so that a renter with a long
 // history neither decodes nor holds every log it ever kept at each start.
-func (r *renterJobs) loadLogs() error {
+func (r *Jobs) loadLogs() error {
 	var orphans []string
 	err := r.store.ForEach(store.BucketJobLogs, func(k string, v []byte) error {
 		j, ok := r.jobs[k]
 		switch {
 		case !ok:
 			orphans = append(orphans, k)
-		case !terminal(j.State):
+		case !Terminal(j.State):
 			var s storedLog
 			if json.Unmarshal(v, &s) == nil { // unreadable: the log starts afresh rather than the node not at all
 				r.logs[k] = &jobLog{data: s.Data, lease: s.Lease, end: s.End}
@@ -111,7 +111,7 @@ func (r *renterJobs) loadLogs() error {
 // flushLogs writes the logs with anything pending (id: that job's only;
 // "": all) in one transaction. Flushes are serialised and take their
 // copies under it, so an older copy never overwrites a newer one.
-func (r *renterJobs) flushLogs(id string) {
+func (r *Jobs) flushLogs(id string) {
 	r.logFlush.Lock()
 	defer r.logFlush.Unlock()
 	put := map[string]storedLog{}
@@ -141,7 +141,7 @@ func (r *renterJobs) flushLogs(id string) {
 
 // flushLogsLoop writes pending logs every logFlushEvery until this node
 // stops, then once more.
-func (r *renterJobs) flushLogsLoop() {
+func (r *Jobs) flushLogsLoop() {
 	t := time.NewTicker(logFlushEvery)
 	defer t.Stop()
 	for {
@@ -155,7 +155,7 @@ func (r *renterJobs) flushLogsLoop() {
 	}
 }
 
-func (r *renterJobs) logsOf(id string) ([]byte, error) {
+func (r *Jobs) LogsOf(id string) ([]byte, error) {
 	r.mu.Lock()
 	_, known := r.jobs[id]
 	l := r.logs[id]
@@ -181,7 +181,7 @@ func (r *renterJobs) logsOf(id string) ([]byte, error) {
 
 // appendLog keeps a log event's output (of lease's run) and publishes
 // what it adds to the job's followers.
-func (r *renterJobs) appendLog(id, lease string, ev wire.Event) {
+func (r *Jobs) appendLog(id, lease string, ev wire.Event) {
 	r.mu.Lock()
 	l := r.logs[id]
 	if l == nil {

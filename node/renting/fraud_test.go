@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"testing"
@@ -77,18 +77,18 @@ func TestJournaledProofConvicts(t *testing.T) {
 	// Journaled by the renter and replicated, the proof convicts the liar
 	// on every node that reads it.
 	w.append(renter, ledger.TypeFraudProof, proofs[0], time.Now())
-	v := &reputationView{st: w.St, self: newActor(t).ID}
-	if !v.convicted(liar.ID) {
+	v := &Reputation{st: w.St, self: newActor(t).ID}
+	if !v.Convicted(liar.ID) {
 		t.Fatal("a journaled contradiction proof did not convict")
 	}
-	_, ev := v.get()
+	_, ev := v.Scores()
 	if ev[liar.ID].Claim == nil || ev[liar.ID].Claim.Simulated {
 		t.Fatalf("evidence should show the (false) claim: %+v", ev[liar.ID].Claim)
 	}
 	// A garbage "proof" convicts nobody.
 	w.append(renter, ledger.TypeFraudProof, []byte("garbage"), time.Now())
-	v2 := &reputationView{st: w.St, self: newActor(t).ID}
-	_, ev2 := v2.get()
+	v2 := &Reputation{st: w.St, self: newActor(t).ID}
+	_, ev2 := v2.Scores()
 	if n := len(ev2[liar.ID].Convictions); n != 1 {
 		t.Fatalf("%d convictions, want 1", n)
 	}

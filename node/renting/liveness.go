@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 // a row have failed: its follower then sees the provider lost. Each
 // answered ping also refreshes the provider's RTT in the peerstore, which
 // the gateway's routing reads.
-func (r *renterJobs) watchLiveness(ctx context.Context, job string, provider peer.ID, s network.Stream) {
+func (r *Jobs) watchLiveness(ctx context.Context, job string, provider peer.ID, s network.Stream) {
 	prober := peers.NewProber(r.m.Host().LibP2P(), 1)
 	t := time.NewTicker(replicaPingEvery)
 	defer t.Stop()

@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type floodResult struct {
 	events   []JobEvent // what the slow follower got
 }
 
-// floodRenter starts a renter node with a running job whose provider is a
+// floodRenter starts a renter with a running job whose provider is a
 // hostile host that writes count log events of size bytes each (one
 // encoded frame, sent again and again, so that the attacker's own memory
 // stays flat), and follows the job with a follower that reads nothing
@@ -36,8 +36,7 @@ type floodResult struct {
 func floodRenter(t testing.TB, count, size int) floodResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rn := startTestNode(t, ctx, "", Options{})
-	evil := hostileHost(t, ctx, rn)
+	r, self, evil := networkedJobs(t, ctx)
 	ev, err := json.Marshal(wire.Event{Type: "log", Log: []byte(strings.Repeat("x", size)), Time: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -55,17 +54,16 @@ func floodRenter(t testing.TB, count, size int) floodResult {
 		}
 	})
 
-	r := rn.renterJobs
 	id := "flooded"
 	r.mu.Lock()
 	r.jobs[id] = &JobRecord{ID: id, State: StateRunning}
 	r.logs[id] = &jobLog{}
 	r.mu.Unlock()
-	slow, err := r.follow(ctx, id)
+	slow, err := r.Follow(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := rn.Host().LibP2P().NewStream(ctx, evil.ID(), rn.Host().ProtocolID(wire.JobProto))
+	s, err := self.LibP2P().NewStream(ctx, evil.ID(), self.ProtocolID(wire.JobProto))
 	if err != nil {
 		t.Fatal(err)
 	}

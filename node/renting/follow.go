@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func (o runEnd) typed(provider string) renter.RunEnd {
 
 // follow1 starts the leased job on the provider and follows it to its
 // end (followLease).
-func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
+func (r *Jobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
 	r.mu.Lock()
 	auth := r.registryAuth[id]
 	r.mu.Unlock()
@@ -93,7 +93,7 @@ func (r *renterJobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease,
 // that answers it holds no such lease did not keep it: the job is
 // auctioned again at once. One mechanism for every loss, whichever
 // request reaches the provider again.
-func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
+func (r *Jobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
 	policy := renter.NewReattach(start != nil, leaseOver(l))
 	var lost runEnd // how the provider was first lost
 	for try := 0; ; try++ {
@@ -124,7 +124,7 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 		if step.Wait == 0 {
 			continue // the provider's word: start or attach at once
 		}
-		if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+		if j, _ := r.Get(id); j != nil && j.State == StateCancelled {
 			return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 		}
 		what := "re-attaching"
@@ -134,7 +134,7 @@ func (r *renterJobs) followLease(id string, spec *auction.JobSpec, l *auction.Le
 		lostAt, _ := policy.Lost()
 		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, try+1, step.Left.Round(time.Second), out.why)
 		r.update(id, note, func(j *JobRecord) {
-			if !terminal(j.State) && j.State != StateCancelled {
+			if !Terminal(j.State) && j.State != StateCancelled {
 				j.Error = note
 			}
 		})
@@ -154,8 +154,8 @@ func leaseOver(l *auction.Lease) time.Time {
 
 // reconnectBound is how long the renter comes back to job id's lost
 // provider (renter.ReattachBound).
-func (r *renterJobs) reconnectBound(id string) time.Duration {
-	j, err := r.get(id)
+func (r *Jobs) reconnectBound(id string) time.Duration {
+	j, err := r.Get(id)
 	if err != nil {
 		return renter.ReattachFor
 	}
@@ -164,8 +164,8 @@ func (r *renterJobs) reconnectBound(id string) time.Duration {
 
 // begun: the job's container has run on its current lease (not a
 // reservation waiting for its window, nor a job being pulled).
-func (r *renterJobs) begun(id string) bool {
-	j, err := r.get(id)
+func (r *Jobs) begun(id string) bool {
+	j, err := r.Get(id)
 	if err != nil {
 		return false
 	}
@@ -180,7 +180,7 @@ func (r *renterJobs) begun(id string) bool {
 // events until it ends or the provider is lost; again: the provider was
 // lost before (or this node restarted), so a refused start is the
 // provider's failure and the job is auctioned again.
-func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *wire.JobRequest, again bool) runEnd {
+func (r *Jobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, req *wire.JobRequest, again bool) runEnd {
 	ctx, cancel := context.WithDeadline(r.bg, leaseOver(l).Add(time.Minute))
 	defer cancel()
 	pid, err := peer.Decode(l.Provider)
@@ -214,7 +214,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
 	}
 	first := uint64(1)
-	if j, err := r.get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == wire.LeaseCID(leaseRaw) {
+	if j, err := r.Get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == wire.LeaseCID(leaseRaw) {
 		first = uint64(j.Vouchers) + 1 // the same lease: its vouchers go on
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, first)
@@ -253,7 +253,7 @@ func (r *renterJobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lea
 
 // recordTelemetry journals the run's telemetry digest: evidence for (or
 // against) the provider's hardware claims.
-func (r *renterJobs) recordTelemetry(t *telemetry) {
+func (r *Jobs) recordTelemetry(t *telemetry) {
 	if t.sum.Samples+t.sum.Rejected == 0 {
 		return
 	}
@@ -270,13 +270,13 @@ func (r *renterJobs) recordTelemetry(t *telemetry) {
 // lease is the run's lease CID, which its log offsets count in;
 // reconnected: the stream comes back to a lost provider, and its first
 // event clears the note that said so.
-func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry, lease string, reconnected bool) runEnd {
+func (r *Jobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry, lease string, reconnected bool) runEnd {
 	var shipped []byte
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
 		var ev wire.Event
 		if err := wire.Read(s, wire.MaxEventFrame, &ev); err != nil {
-			if j, _ := r.get(id); j != nil && j.State == StateCancelled {
+			if j, _ := r.Get(id); j != nil && j.State == StateCancelled {
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
 			}
 			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
@@ -284,7 +284,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 		if reconnected && ev.Type != wire.EventError {
 			reconnected = false
 			r.update(id, "the provider is back: following the job again", func(j *JobRecord) {
-				if !terminal(j.State) && j.State != StateCancelled {
+				if !Terminal(j.State) && j.State != StateCancelled {
 					j.Error = ""
 				}
 			})
@@ -324,7 +324,7 @@ func (r *renterJobs) followStream(id string, spec *auction.JobSpec, s network.St
 				r.log.Warn("provider's charge disputed", "job", id, "why", disputed)
 				r.update(id, disputed, func(*JobRecord) {})
 			}
-			j, _ := r.get(id)
+			j, _ := r.Get(id)
 			switch {
 			case j != nil && j.State == StateCancelled:
 				return runEnd{state: StateCancelled, result: ledger.OutcomeCancelled}
@@ -370,13 +370,13 @@ const lostAfter = 3 * wire.HeartbeatEvery
 var statusState = map[wire.Status]string{wire.StatusReserved: StateReserved, wire.StatusFetching: StateFetching,
 	wire.StatusPulling: StatePulling, wire.StatusRunning: StateRunning, wire.StatusPreempting: StatePreempting, wire.StatusPaused: StatePaused}
 
-func (r *renterJobs) onStatus(id string, ev wire.Event) {
+func (r *Jobs) onStatus(id string, ev wire.Event) {
 	state := statusState[ev.Status]
 	if state == "" {
 		return
 	}
 	r.update(id, ev.Error, func(j *JobRecord) {
-		if terminal(j.State) || j.State == StateCancelled {
+		if Terminal(j.State) || j.State == StateCancelled {
 			return
 		}
 		j.State = state
@@ -387,34 +387,34 @@ func (r *renterJobs) onStatus(id string, ev wire.Event) {
 	})
 }
 
-func (r *renterJobs) fail(id string, err error) {
+func (r *Jobs) fail(id string, err error) {
 	r.update(id, err.Error(), func(j *JobRecord) {
-		if !terminal(j.State) {
+		if !Terminal(j.State) {
 			j.State, j.Error = StateFailed, err.Error()
 		}
 	})
 }
 
-// cancel asks the provider to stop the job (with the lease's notice).
-func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) {
-	j, err := r.get(id)
+// Cancel asks the provider to stop the job (with the lease's notice).
+func (r *Jobs) Cancel(ctx context.Context, id string) (*JobRecord, error) {
+	j, err := r.Get(id)
 	if err != nil {
 		return nil, err
 	}
-	if terminal(j.State) {
+	if Terminal(j.State) {
 		return j, fmt.Errorf("job %s has already ended (%s)", id, j.State)
 	}
 	r.update(id, "cancelled by the renter", func(j *JobRecord) { j.State = StateCancelled })
 	if len(j.Lease) > 0 {
 		var ev wire.Event
-		if err := r.exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
+		if err := r.Exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err != nil {
 			return nil, fmt.Errorf("job marked cancelled, but the provider could not be told: %w", err)
 		}
 		if ev.Type == wire.EventError {
 			return nil, fmt.Errorf("job marked cancelled, but the provider said: %s", ev.Error)
 		}
 	}
-	return r.get(id)
+	return r.Get(id)
 }
 
 // reattach follows, after this node restarted, a job that was leased
@@ -426,8 +426,8 @@ func (r *renterJobs) cancel(ctx context.Context, id string) (*JobRecord, error) 
 // stored (restored). Otherwise, if the provider no longer holds it, the
 // job fails with a reason: it cannot be started again or re-auctioned
 // blindly.
-func (r *renterJobs) reattach(id string) {
-	j, err := r.get(id)
+func (r *Jobs) reattach(id string) {
+	j, err := r.Get(id)
 	if err != nil {
 		return
 	}
@@ -470,18 +470,18 @@ func (r *renterJobs) reattach(id string) {
 
 // dialProvider opens a job stream to a provider, looking its addresses
 // up in the DHT when this node knows none (as right after a restart).
-// One try of at most dialTimeout: followLease retries.
-func (r *renterJobs) dialProvider(ctx context.Context, pid peer.ID) (network.Stream, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+// One try of at most DialTimeout: followLease retries.
+func (r *Jobs) dialProvider(ctx context.Context, pid peer.ID) (network.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	h := r.m.Host()
-	learnAddrs(ctx, h, pid)
+	LearnAddrs(ctx, h, pid)
 	return h.LibP2P().NewStream(ctx, pid, h.ProtocolID(wire.JobProto), h.ProtocolID(wire.JobProtoV2))
 }
 
-// learnAddrs looks pid's addresses up in the DHT when the peerstore has
+// LearnAddrs looks pid's addresses up in the DHT when the peerstore has
 // none (as right after a restart), for the next dial.
-func learnAddrs(ctx context.Context, h *p2p.Host, pid peer.ID) {
+func LearnAddrs(ctx context.Context, h *p2p.Host, pid peer.ID) {
 	if len(h.LibP2P().Peerstore().Addrs(pid)) == 0 && h.DHT().RoutingTable().Size() > 0 {
 		if ai, err := h.DHT().FindPeer(ctx, pid); err == nil {
 			h.LibP2P().Peerstore().AddAddrs(pid, ai.Addrs, time.Hour)
@@ -489,8 +489,8 @@ func learnAddrs(ctx context.Context, h *p2p.Host, pid peer.ID) {
 	}
 }
 
-// dialTimeout bounds one dial of a provider.
-const dialTimeout = 5 * time.Second
+// DialTimeout bounds one dial of a provider.
+const DialTimeout = 5 * time.Second
 
 // startPaying sends this run's vouchers, from voucher number first, until
 // ctx ends or the stream does; each one is recorded in the job. The first
@@ -498,7 +498,7 @@ const dialTimeout = 5 * time.Second
 // job's billing fields do not belong to yet) starts its bill afresh, and
 // notes when this node asked for the start: the renter's own bound on
 // what the provider may charge counts from then (chargeBound).
-func (r *renterJobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
+func (r *Jobs) startPaying(ctx context.Context, id string, s network.Stream, l *auction.Lease, leaseRaw []byte, first uint64) {
 	cid, now := wire.LeaseCID(leaseRaw), time.Now().UTC()
 	r.update(id, "", func(j *JobRecord) {
 		if j.BilledLease == cid {

@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ import (
 // ended, as life decided for why: the checkpoint first (when the run
 // shipped a new one), then the record, so that a record that says it
 // waits always has its checkpoint.
-func (r *renterJobs) waitAgain(id string, life *renter.Lifecycle, newCheckpoint bool, why string) {
+func (r *Jobs) waitAgain(id string, life *renter.Lifecycle, newCheckpoint bool, why string) {
 	if newCheckpoint {
 		if err := r.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketCheckpoints, id, life.Checkpoint()) }); err != nil {
 			r.log.Error("checkpoint not saved: a restart would resume the job from an older one", "job", id, "err", err)
@@ -33,9 +33,9 @@ func (r *renterJobs) waitAgain(id string, life *renter.Lifecycle, newCheckpoint 
 
 // settled forgets, once job id has ended for good, what it kept to wait
 // with; a job still going on (this node stopping) keeps it.
-func (r *renterJobs) settled(id string) {
-	j, err := r.get(id)
-	if err != nil || !terminal(j.State) {
+func (r *Jobs) settled(id string) {
+	j, err := r.Get(id)
+	if err != nil || !Terminal(j.State) {
 		return
 	}
 	if j.Life != nil {
@@ -50,8 +50,8 @@ func (r *renterJobs) settled(id string) {
 // auction when it stopped: one waiting in a re-auction with its lifecycle
 // rebuilt from the record, resuming from its checkpoint on whichever
 // provider wins; one in its first auction from the start.
-func (r *renterJobs) reauction(id string) {
-	j, err := r.get(id)
+func (r *Jobs) reauction(id string) {
+	j, err := r.Get(id)
 	if err != nil {
 		return
 	}
@@ -77,7 +77,7 @@ func (r *renterJobs) reauction(id string) {
 }
 
 // restore rebuilds j's lifecycle from its record and its checkpoint.
-func (r *renterJobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifecycle, error) {
+func (r *Jobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifecycle, error) {
 	var ckpt []byte
 	if err := r.store.Get(store.BucketCheckpoints, j.ID, &ckpt); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -90,7 +90,7 @@ func (r *renterJobs) restore(j *JobRecord, spec *auction.JobSpec) (*renter.Lifec
 // secrets were never stored), for one whose record predates lifecycles,
 // and for replicas and canaries, which their group, service or canary
 // plan decide (reattach settles them as before).
-func (r *renterJobs) restored(j *JobRecord, spec *auction.JobSpec) *renter.Lifecycle {
+func (r *Jobs) restored(j *JobRecord, spec *auction.JobSpec) *renter.Lifecycle {
 	if j.Life == nil || j.Secrets || j.Group != "" || j.Service != "" || j.Canary {
 		return nil
 	}

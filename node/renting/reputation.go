@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"sync"
@@ -9,11 +9,12 @@ import (
 	"github.com/gleaner-net/gleaner/ledger/trust"
 )
 
-// reputationView adapts ledger/trust's view to this node: it reads
+// Reputation adapts ledger/trust's view to this node: it reads
 // ledger.db, runs on the wall clock and hands the fraud proofs this node
 // has standing to journal to record (the journal's tryEnqueue). The view
-// is made on first use, so that a literal with st and self is enough.
-type reputationView struct {
+// is made on first use, so that a literal with st and self is enough
+// (as the package's tests make one).
+type Reputation struct {
 	st   *ledger.Store
 	self string
 	// record hands an entry to self's journal without waiting (false: the
@@ -25,31 +26,39 @@ type reputationView struct {
 	v    *trust.View
 }
 
-func (r *reputationView) view() *trust.View {
+// NewReputation is self's view of the reputations in st; record hands
+// the fraud proofs it has standing to journal to self's journal (nil:
+// none).
+func NewReputation(st *ledger.Store, self string, record func(typ string, payload []byte) bool) *Reputation {
+	return &Reputation{st: st, self: self, record: record}
+}
+
+func (r *Reputation) view() *trust.View {
 	r.once.Do(func() { r.v = trust.NewView(r.st, r.self, r.record, time.Now) })
 	return r.v
 }
 
-func (r *reputationView) get() (map[string]float64, map[string]*trust.Evidence) {
+// Scores are every peer's score and the evidence it rests on.
+func (r *Reputation) Scores() (map[string]float64, map[string]*trust.Evidence) {
 	return r.view().Get()
 }
 
 // Score implements auction.Reputation: peers without reputation score 0,
 // so a fresh identity never ranks above one with a clean paid history.
-func (r *reputationView) Score(provider string) float64 { return r.view().Score(provider) }
+func (r *Reputation) Score(provider string) float64 { return r.view().Score(provider) }
 
-// convicted reports whether an objective fraud proof stands against p.
-func (r *reputationView) convicted(p string) bool { return r.view().Convicted(p) }
+// Convicted reports whether an objective fraud proof stands against p.
+func (r *Reputation) Convicted(p string) bool { return r.view().Convicted(p) }
 
-// settlements are the proven settlements in the ledger, as of the latest
+// Settlements are the proven settlements in the ledger, as of the latest
 // pass.
-func (r *reputationView) settlements() []trust.SettlementAt { return r.view().Settlements() }
+func (r *Reputation) Settlements() []trust.SettlementAt { return r.view().Settlements() }
 
 // canaryStreak is p's current run of passed canaries (see CanaryRate).
-func (r *reputationView) canaryStreak(p string) int { return r.view().CanaryStreak(p) }
+func (r *Reputation) canaryStreak(p string) int { return r.view().CanaryStreak(p) }
 
-// proofAgainst is one proof that convicts p, to verify offline.
-func (r *reputationView) proofAgainst(p string) ([]byte, bool) { return r.view().ProofAgainst(p) }
+// ProofAgainst is one proof that convicts p, to verify offline.
+func (r *Reputation) ProofAgainst(p string) ([]byte, bool) { return r.view().ProofAgainst(p) }
 
 // claimRef is a provider's latest hardware claim as the renter's
 // telemetry check reads it.
@@ -60,7 +69,7 @@ type claimRef struct {
 }
 
 // claimOf is p's latest hardware claim and the signed entry stating it.
-func (r *reputationView) claimOf(p string) (claimRef, bool) {
+func (r *Reputation) claimOf(p string) (claimRef, bool) {
 	c, ok := r.view().ClaimOf(p)
 	return claimRef{raw: c.Raw, time: c.Time, claim: c.Claim}, ok
 }

@@ -1,4 +1,11 @@
-package node
+// Package renting is the renter's side of batch jobs: it records a
+// submitted job, runs its auction (auction/renter), starts and follows it
+// on the winner, pays as it runs, checks its answer, telemetry and charge,
+// and keeps its record and output in node.db (node/store) across
+// restarts. The node wires it (node/node_jobs.go) and serves it over RPC
+// (node/api_job.go); a service's replicas are jobs of this package too,
+// which node's services keep.
+package renting
 
 import (
 	"context"
@@ -42,9 +49,7 @@ const (
 )
 
 // Terminal reports whether a job in state has ended for good.
-func Terminal(state string) bool { return terminal(state) }
-
-func terminal(state string) bool {
+func Terminal(state string) bool {
 	switch state {
 	case StateCompleted, StateFailed, StateCancelled, StateNoMatch:
 		return true
@@ -130,7 +135,7 @@ type JobRecord struct {
 	// Life is what the job's lifecycle has learnt of its runs
 	// (renter.Snapshot), kept while the job goes on: a node restarted
 	// while the job waits in a re-auction rebuilds it and auctions again
-	// from the job's checkpoint (renter_wait.go).
+	// from the job's checkpoint (wait.go).
 	Life *renter.Snapshot `json:"lifecycle,omitempty"`
 	// Secrets: the job was submitted with secrets or registry
 	// credentials, which live in memory only, so a restarted node cannot
@@ -169,8 +174,8 @@ type JobEvent struct {
 	Time  time.Time `json:"time"`
 }
 
-// renterJobs runs the renter's side: auctions, leases, following jobs.
-type renterJobs struct {
+// Jobs runs the renter's side: auctions, leases, following jobs.
+type Jobs struct {
 	m     *offers.Market
 	store *store.Store
 	key   crypto.PrivKey
@@ -186,7 +191,7 @@ type renterJobs struct {
 	journal *journal.Journal   // appends to this node's feed, in order
 	spawn   func(func()) bool  // runs a goroutine Stop waits for (Node.tasks.Go); false once stopping
 	rep     auction.Reputation // computed from the replicated ledger
-	claims  *reputationView    // hardware claims and convictions; nil in unit tests
+	claims  *Reputation        // hardware claims and convictions; nil in unit tests
 
 	billing         time.Duration // the billing interval written into leases
 	stopPayingAfter int           // fault injection: stop after this many vouchers (0 = never)
@@ -198,7 +203,7 @@ type renterJobs struct {
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
 
 	// auctionTimer times each auction when the node's metrics are on
-	// (node_metrics.go); nil otherwise.
+	// (TimeAuctions, from node/node_metrics.go); nil otherwise.
 	auctionTimer atomic.Pointer[metrics.Calls]
 
 	resuming []string // leased when this node last stopped: resume follows them again
@@ -211,54 +216,64 @@ type renterJobs struct {
 	mu     sync.Mutex // guards jobs, logs, subs, groups, registryAuth
 	groups map[string]*sync.Mutex
 	jobs   map[string]*JobRecord
-	logs   map[string]*jobLog // retained output, persisted in batches (renter_logs.go)
+	logs   map[string]*jobLog // retained output, persisted in batches (logs.go)
 	subs   map[string][]chan JobEvent
 
 	logFlush sync.Mutex // serialises the writes of logs to the store
 }
 
-// renterDeps is everything the renter's job manager works with. It is
+// Deps is everything the renter's job manager works with. It is
 // built with all of them: nothing is filled in once it runs.
-type renterDeps struct {
-	bg      context.Context // the node's background context
-	market  *offers.Market  // nil in unit tests: no auctioneer
-	store   *store.Store
-	key     crypto.PrivKey
-	log     *slog.Logger
-	journal *journal.Journal  // nil in unit tests
-	spawn   func(func()) bool // Node.tasks.Go; nil: a plain goroutine
-	rep     *reputationView   // nil in unit tests
-	billing time.Duration
-	// stopPayingAfter is fault injection: stop after this many vouchers.
-	stopPayingAfter int
-	canary          *canaryPlan
+type Deps struct {
+	Bg      context.Context // the node's background context
+	Market  *offers.Market  // nil in unit tests: no auctioneer
+	Store   *store.Store
+	Key     crypto.PrivKey
+	Log     *slog.Logger
+	Journal *journal.Journal  // nil in unit tests
+	Spawn   func(func()) bool // Node.tasks.Go; nil: a plain goroutine
+	Rep     *Reputation       // nil in unit tests
+	Billing time.Duration
+	// StopPayingAfter is fault injection: stop after this many vouchers.
+	StopPayingAfter int
+	// CanarySpec is the known-answer job's spec file (trust.canary_spec,
+	// an absolute path; "": no canaries), sent with an award at no less
+	// than CanaryMinRate (CanaryRate).
+	CanarySpec    string
+	CanaryMinRate float64
 }
 
-func newRenterJobs(d renterDeps) (*renterJobs, error) {
-	m := d.market
-	r := &renterJobs{m: m, store: d.store, key: d.key, log: d.log, bg: d.bg, journal: d.journal, spawn: d.spawn,
-		billing: d.billing, stopPayingAfter: d.stopPayingAfter, canary: d.canary,
+// New is the renter's job manager, with the jobs of the last run loaded
+// from d.Store; Resume follows them again once the node is wired.
+func New(d Deps) (*Jobs, error) {
+	canary, err := loadCanary(d.CanarySpec, d.CanaryMinRate)
+	if err != nil {
+		return nil, err
+	}
+	m := d.Market
+	r := &Jobs{m: m, store: d.Store, key: d.Key, log: d.Log, bg: d.Bg, journal: d.Journal, spawn: d.Spawn,
+		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary,
 		jobs: map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
 		r.spawn = func(f func()) bool { go f(); return true }
 	}
-	if d.rep != nil { // a nil *reputationView in the interface would not read as none
-		r.rep, r.claims = d.rep, d.rep
+	if d.Rep != nil { // a nil *Reputation in the interface would not read as none
+		r.rep, r.claims = d.Rep, d.Rep
 	}
-	r.rtt = func(p string) (time.Duration, bool) { return peerRTT(m, p) }
+	r.rtt = func(p string) (time.Duration, bool) { return PeerRTT(m, p) }
 	if m != nil {
 		if err := r.newAuctioneer(); err != nil {
 			return nil, err
 		}
 	}
 	var resume, waiting []string
-	err := d.store.ForEach(store.BucketJobs, func(key string, raw []byte) error {
+	err = d.Store.ForEach(store.BucketJobs, func(key string, raw []byte) error {
 		var j JobRecord
 		if err := json.Unmarshal(raw, &j); err != nil {
 			return err
 		}
 		switch {
-		case terminal(j.State):
+		case Terminal(j.State):
 		case j.State == StateAuction && j.Service == "" && (j.Life != nil || !j.Canary && j.Group == ""):
 			// In an auction when the node stopped: waiting in a
 			// re-auction (preempted, say), or still in its first. It
@@ -286,9 +301,9 @@ func newRenterJobs(d renterDeps) (*renterJobs, error) {
 	return r, r.loadLogs()
 }
 
-// resume follows again, once r is wired, the jobs that were leased when
+// Resume follows again, once r is wired, the jobs that were leased when
 // this node last stopped.
-func (r *renterJobs) resume() {
+func (r *Jobs) Resume() {
 	r.spawn(r.flushLogsLoop)
 	for _, id := range r.resuming {
 		r.spawn(func() { r.reattach(id) })
@@ -299,10 +314,10 @@ func (r *renterJobs) resume() {
 	r.resuming, r.waiting = nil, nil
 }
 
-// submit parses and records a job, then runs its auction in the background.
+// Submit parses and records a job, then runs its auction in the background.
 // A spec with verify.replicas N becomes N jobs (ID-r1..ID-rN), each run on
 // a different provider; the first is returned, naming the others.
-func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt SubmitOptions) (*JobRecord, error) {
+func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOptions) (*JobRecord, error) {
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, err
@@ -358,10 +373,10 @@ func (r *renterJobs) submit(specYAML []byte, secrets map[string]string, opt Subm
 			return nil, errStopping
 		}
 	}
-	return r.get(ids[0])
+	return r.Get(ids[0])
 }
 
-func (r *renterJobs) get(id string) (*JobRecord, error) {
+func (r *Jobs) Get(id string) (*JobRecord, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j, ok := r.jobs[id]
@@ -372,10 +387,10 @@ func (r *renterJobs) get(id string) (*JobRecord, error) {
 	return &c, nil
 }
 
-// snapshot is a copy of every job keep admits (nil: all), taken under the
+// Snapshot is a copy of every job keep admits (nil: all), taken under the
 // lock: the one way readers outside the job manager (the RPC, metrics,
 // spend, services) see the jobs, so none of them holds r.mu.
-func (r *renterJobs) snapshot(keep func(j *JobRecord) bool) []JobRecord {
+func (r *Jobs) Snapshot(keep func(j *JobRecord) bool) []JobRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]JobRecord, 0, len(r.jobs))
@@ -388,7 +403,7 @@ func (r *renterJobs) snapshot(keep func(j *JobRecord) bool) []JobRecord {
 }
 
 // update changes a job under the lock, persists it and tells followers.
-func (r *renterJobs) update(id string, note string, f func(j *JobRecord)) {
+func (r *Jobs) update(id string, note string, f func(j *JobRecord)) {
 	r.mu.Lock()
 	j := r.jobs[id]
 	prev := j.State
@@ -409,7 +424,7 @@ func (r *renterJobs) update(id string, note string, f func(j *JobRecord)) {
 	}
 }
 
-func (r *renterJobs) save(j *JobRecord) error {
+func (r *Jobs) save(j *JobRecord) error {
 	return r.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, j.ID, j) })
 }
 
@@ -417,7 +432,7 @@ func (r *renterJobs) save(j *JobRecord) error {
 // have waiting: with log events of at most maxLogChunk, 4 MiB at most.
 const followQueue = 256
 
-func (r *renterJobs) publish(ev JobEvent) {
+func (r *Jobs) publish(ev JobEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	subs := r.subs[ev.JobID]
@@ -439,7 +454,7 @@ func (r *renterJobs) publish(ev JobEvent) {
 	} else {
 		r.subs[ev.JobID] = live
 	}
-	if ev.Type == "state" && terminal(ev.State) {
+	if ev.Type == "state" && Terminal(ev.State) {
 		for _, ch := range r.subs[ev.JobID] {
 			close(ch)
 		}
@@ -447,9 +462,9 @@ func (r *renterJobs) publish(ev JobEvent) {
 	}
 }
 
-// follow returns a channel of the job's events from now on; it closes when
+// Follow returns a channel of the job's events from now on; it closes when
 // the job ends or ctx does.
-func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, error) {
+func (r *Jobs) Follow(ctx context.Context, id string) (<-chan JobEvent, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j, ok := r.jobs[id]
@@ -457,7 +472,7 @@ func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, er
 		return nil, fmt.Errorf("no job %q", id)
 	}
 	ch := make(chan JobEvent, followQueue+1) // +1: the place for a drop notice
-	if terminal(j.State) {
+	if Terminal(j.State) {
 		ch <- JobEvent{JobID: id, Type: "state", State: j.State, Note: j.Error, Time: j.Updated}
 		close(ch)
 		return ch, nil
@@ -479,8 +494,8 @@ func (r *renterJobs) follow(ctx context.Context, id string) (<-chan JobEvent, er
 	return ch, nil
 }
 
-// dealsWith: author is the provider of one of this renter's jobs.
-func (r *renterJobs) dealsWith(author string) bool {
+// DealsWith: author is the provider of one of this renter's jobs.
+func (r *Jobs) DealsWith(author string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, j := range r.jobs {

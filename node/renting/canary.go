@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ func loadCanary(path string, minRate float64) (*canaryPlan, error) {
 
 // maybeCanary sends the canary to a provider just awarded a job, at the
 // provider's current CanaryRate.
-func (r *renterJobs) maybeCanary(provider string) {
+func (r *Jobs) maybeCanary(provider string) {
 	c := r.canary
 	if c == nil {
 		return
@@ -78,7 +78,7 @@ func (r *renterJobs) maybeCanary(provider string) {
 	if busy {
 		return
 	}
-	j, err := r.submit(c.spec, nil, SubmitOptions{Provider: provider, Canary: true})
+	j, err := r.Submit(c.spec, nil, SubmitOptions{Provider: provider, Canary: true})
 	if err != nil {
 		c.finished(provider)
 		r.log.Warn("canary not submitted", "provider", provider, "err", err)

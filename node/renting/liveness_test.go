@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"context"
@@ -16,12 +16,11 @@ import (
 func TestAReplicasSilentProviderIsGivenUpWithinSeconds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rn := startTestNode(t, ctx, "", Options{})
-	peer := hostileHost(t, ctx, rn) // the provider: a bare host on the same network
+	r, self, peer := networkedJobs(t, ctx) // peer is the provider: a bare host on the same network
 	const proto = "/gleaner-test/hold/1"
 	held := make(chan network.Stream, 1)
 	peer.LibP2P().SetStreamHandler(proto, func(s network.Stream) { held <- s })
-	s, err := rn.Host().LibP2P().NewStream(ctx, peer.ID(), proto)
+	s, err := self.LibP2P().NewStream(ctx, peer.ID(), proto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +31,7 @@ func TestAReplicasSilentProviderIsGivenUpWithinSeconds(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	done := make(chan struct{})
-	go func() { defer close(done); rn.renterJobs.watchLiveness(wctx, "job-1", peer.ID(), s) }()
+	go func() { defer close(done); r.watchLiveness(wctx, "job-1", peer.ID(), s) }()
 
 	// Answering: nothing happens for well past the misses it takes.
 	time.Sleep((replicaPingMisses + 2) * replicaPingEvery)
@@ -54,7 +53,7 @@ func TestAReplicasSilentProviderIsGivenUpWithinSeconds(t *testing.T) {
 	if _, err := s.Read(make([]byte, 1)); err == nil {
 		t.Fatal("the replica's stream still reads after the provider was given up")
 	}
-	if rn.Host().LibP2P().Network().Connectedness(peer.ID()) != network.Connected {
+	if self.LibP2P().Network().Connectedness(peer.ID()) != network.Connected {
 		t.Fatal("the connection closed: this test meant a provider that goes silent on a live connection")
 	}
 	t.Logf("given up %v after the provider went silent", took.Round(100*time.Millisecond))

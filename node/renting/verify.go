@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"encoding/json"
@@ -16,12 +16,12 @@ import (
 // checkAnswer compares a completed known-answer job (verify.expect_sha256)
 // with its answer. The result is journaled as a probe of the provider; a
 // wrong answer fails the job.
-func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, provider string, out runEnd) runEnd {
+func (r *Jobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, provider string, out runEnd) runEnd {
 	want := spec.Verify.ExpectSHA256
 	if want == "" || out.state != StateCompleted {
 		return out
 	}
-	j, err := r.get(id)
+	j, err := r.Get(id)
 	if err != nil {
 		return out
 	}
@@ -40,7 +40,7 @@ func (r *renterJobs) checkAnswer(id string, spec *auction.JobSpec, leaseCID, pro
 	return out
 }
 
-func (r *renterJobs) recordProbe(p ledger.Probe) {
+func (r *Jobs) recordProbe(p ledger.Probe) {
 	if b, err := json.Marshal(p); err == nil {
 		_ = r.journal.Enqueue(ledger.TypeProbe, b)
 	}
@@ -48,7 +48,7 @@ func (r *renterJobs) recordProbe(p ledger.Probe) {
 
 // groupLock serialises the auctions of one job's replicas, so that each
 // sees its siblings' providers and picks another.
-func (r *renterJobs) groupLock(group string) *sync.Mutex {
+func (r *Jobs) groupLock(group string) *sync.Mutex {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.groups == nil {
@@ -62,8 +62,8 @@ func (r *renterJobs) groupLock(group string) *sync.Mutex {
 	return m
 }
 
-// siblings returns the records of a replica group, in replica order.
-func (r *renterJobs) siblings(group string) []JobRecord {
+// Siblings returns the records of a replica group, in replica order.
+func (r *Jobs) Siblings(group string) []JobRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []JobRecord
@@ -81,14 +81,14 @@ func (r *renterJobs) siblings(group string) []JobRecord {
 // the others fail, and without such a majority every completed replica is
 // inconclusive (two replicas that disagree cannot say which one lied).
 // Each completed replica becomes a probe of its provider.
-func (r *renterJobs) compareReplicas(group string) {
+func (r *Jobs) compareReplicas(group string) {
 	mu := r.groupLock(group)
 	mu.Lock()
 	defer mu.Unlock()
-	sib := r.siblings(group)
+	sib := r.Siblings(group)
 	count := map[string]int{}
 	for _, j := range sib {
-		if !terminal(j.State) || j.Verified != "" {
+		if !Terminal(j.State) || j.Verified != "" {
 			return // not all done yet, or decided already
 		}
 		if j.State == StateCompleted && j.Output != "" {

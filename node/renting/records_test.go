@@ -1,4 +1,4 @@
-package node
+package renting
 
 import (
 	"context"
@@ -25,11 +25,11 @@ func TestOldJobRecordsLoadWithoutTheirFloatAmounts(t *testing.T) {
 	if err := st.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, "old", old) }); err != nil {
 		t.Fatal(err)
 	}
-	r, err := newRenterJobs(renterDeps{bg: context.Background(), store: st, log: quietLog})
+	r, err := New(Deps{Bg: context.Background(), Store: st, Log: quietLog})
 	if err != nil {
 		t.Fatalf("a 0.1 job record stops the node from starting: %v", err)
 	}
-	j, err := r.get("old")
+	j, err := r.Get("old")
 	if err != nil {
 		t.Fatal(err)
 	}
