@@ -15,12 +15,6 @@ import (
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
-// Application error codes of the job namespace (see docs/RPC.md).
-const (
-	CodeBadJobSpec = -32020 // the job spec is invalid; the message names line and field
-	CodeNoSuchJob  = -32021 // no job with that ID on this node
-)
-
 // JobSubmitParams are job_submit's parameters.
 type JobSubmitParams struct {
 	Spec     string            `json:"spec" doc:"the job spec as YAML (see docs/JOBS.md)"`
@@ -65,10 +59,10 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 		Summary:     "Submit a job: the node runs a reverse auction, signs a lease with the winner and follows the job.",
 		Description: "Returns at once with the job record (state auction); follow it with job_follow or job_status.",
 		ParamNames:  []string{"spec", "secrets", "provider"},
-		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid job spec"}},
+		Errors:      []*rpc.Error{{Code: renting.CodeBadJobSpec, Message: "invalid job spec"}},
 	}, a.Submit)
 	rpc.Register(s, "job_list", rpc.MethodDoc{Summary: "Every job this node has submitted, newest first."}, a.List)
-	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}}}, a.Status)
+	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}}}, a.Status)
 	rpc.Register(s, "job_logs", rpc.MethodDoc{Summary: "The retained tail (256 KiB) of a job's output, kept across restarts of this node.", ParamNames: []string{"id"}}, a.Logs)
 	rpc.Register(s, "job_cancel", rpc.MethodDoc{Summary: "Cancel a job; the provider stops it with the lease's notice.", ParamNames: []string{"id"}}, a.Cancel)
 	rpc.Register(s, "job_explain", rpc.MethodDoc{Summary: "Why the auction came out as it did: feasibility funnel, quotes, ranking and clearing price.", ParamNames: []string{"id"}}, a.Explain)
@@ -82,7 +76,7 @@ func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*renting.JobReco
 	}
 	j, err := a.n.renterJobs.Submit(spec, p.Secrets, renting.SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
 	if errors.Is(err, auction.ErrBadJobSpec) {
-		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 	}
 	return j, err
 }
@@ -99,7 +93,7 @@ func (a jobAPI) List(ctx context.Context, _ struct{}) ([]renting.JobRecord, erro
 func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*renting.JobRecord, error) {
 	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	if j.Explain != nil && j.Price > 0 && j.Explain.Clearing != nil && j.Explain.Clearing.Price == j.Price {
 		j.PriceWhy = j.Explain.Clearing // the round that set the lease's price
@@ -111,7 +105,7 @@ func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*renting.JobRecord, 
 func (a jobAPI) Logs(ctx context.Context, p JobIDParams) (JobLogsResult, error) {
 	b, err := a.n.renterJobs.LogsOf(p.ID)
 	if err != nil {
-		return JobLogsResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return JobLogsResult{}, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	return JobLogsResult{Logs: string(b)}, nil
 }
@@ -123,7 +117,7 @@ func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*renting.JobRecord, 
 func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, error) {
 	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	if j.Explain == nil {
 		return &renter.Explain{}, nil
@@ -134,7 +128,7 @@ func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, er
 func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan renting.JobEvent, error) {
 	ch, err := a.n.renterJobs.Follow(ctx, p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	return ch, nil
 }

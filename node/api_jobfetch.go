@@ -38,11 +38,11 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 		Description: "Every block is checked against the CID, so the files are exactly what the provider answered. Blocks already here " +
 			"are not fetched again: a fetch cut short resumes. The provider keeps outputs for its retention window (a week by default).",
 		ParamNames: []string{"id", "dir", "timeout_s"},
-		Errors:     []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
+		Errors:     []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
 	}, func(ctx context.Context, p JobFetchParams) (DataFetchResult, error) {
 		j, err := n.renterJobs.Get(p.ID)
 		if err != nil {
-			return DataFetchResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+			return DataFetchResult{}, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 		}
 		if j.Outputs == "" {
 			why := "its spec has no outputs: section"

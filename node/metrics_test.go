@@ -261,3 +261,21 @@ func TestMetricsLeaseRecordState(t *testing.T) {
 		}
 	}
 }
+
+// heldJobs is a renter's job manager holding recs and their logs in
+// memory (renting.Jobs.Hold), over an empty node.db of its own: no
+// market, no network.
+func heldJobs(t testing.TB, recs []renting.JobRecord, logs map[string][]byte) *renting.Jobs {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r, err := renting.New(renting.Deps{Bg: t.Context(), Store: st, Log: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Hold(recs, logs)
+	return r
+}

@@ -172,7 +172,7 @@ func TestMetricsRPCCallsAndAuctions(t *testing.T) {
 	if err := c.Call(ctx, "made_up_method_7", nil, nil); !errors.As(err, &e) || e.Code != rpc.CodeMethodNotFound {
 		t.Fatalf("made_up_method_7: %v", err)
 	}
-	if err := c.Call(ctx, "job_status", []string{"no-such-job"}, nil); !errors.As(err, &e) || e.Code != CodeNoSuchJob {
+	if err := c.Call(ctx, "job_status", []string{"no-such-job"}, nil); !errors.As(err, &e) || e.Code != renting.CodeNoSuchJob {
 		t.Fatalf("job_status: %v", err)
 	}
 	spec := "name: lonely\nimage: alpine\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +

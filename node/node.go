@@ -27,6 +27,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -97,7 +98,7 @@ type Node struct {
 	rep            *renting.Reputation
 	claims         *claimer // nil on a node without GPUs to sell
 	renterJobs     *renting.Jobs
-	renterServices *services // the renter's services and their gateways (renter_services.go)
+	renterServices *services.Manager // the renter's services and their gateways (node/services)
 	gpus           attest.Source
 	gpuMon         *attest.Monitor // set with gpus; its fault counts feed the metrics
 	ownJobs        ownJobs         // the GPU monitor's view of which processes are jobs (own_jobs.go)
@@ -228,7 +229,7 @@ func (n *Node) startRPC() error {
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)
 	registerJobAPI(n.rpc, n)
-	registerServiceAPI(n.rpc, n)
+	services.RegisterAPI(n.rpc, func() *services.Manager { return n.renterServices })
 	registerLeaseAPI(n.rpc, n)
 	registerLedgerAPI(n.rpc, n)
 	registerRepAPI(n.rpc, n)
@@ -353,6 +354,14 @@ func (n *Node) Repo() *repo.Repo { return n.repo }
 
 // Network is the name of the network the node is on.
 func (n *Node) Network() string { return n.cfg.Network }
+
+// DialService opens a connection to jobID's service on provider, which
+// must be connected or dialable. ctx bounds the opening only; the
+// connection lives until closed, with the provider's limits on its bytes
+// and idle time.
+func (n *Node) DialService(ctx context.Context, provider peer.ID, jobID string) (net.Conn, error) {
+	return services.Dial(ctx, n.host, provider, jobID)
+}
 
 // GPUSource is where the node reads its GPUs (nil when it has none). Tests
 // and tools use it to drive simulated GPUs' load.

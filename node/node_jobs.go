@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
@@ -130,13 +131,14 @@ func (n *Node) startRenterJobs(context.Context) error {
 // startServices resumes the renter's services with their gateways, on the
 // ports they had.
 func (n *Node) startServices(context.Context) error {
-	svcs, err := newServices(n, n.log.With("part", "services"))
+	svcs, err := services.New(services.Deps{Bg: n.bg, Store: n.store, Jobs: n.renterJobs, Market: n.market, Repo: n.repo,
+		Log: n.log.With("part", "services")})
 	if err != nil {
 		return fmt.Errorf("services of the last run: %w", err)
 	}
-	svcs.resume() // their gateways, on the ports they had
+	svcs.Resume() // their gateways, on the ports they had
 	n.renterServices = svcs
-	n.onStop(func(context.Context) error { svcs.close(); return nil })
+	n.onStop(func(context.Context) error { svcs.Close(); return nil })
 	return nil
 }
 

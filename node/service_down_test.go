@@ -32,7 +32,7 @@ func TestCancelJobsAsksAProviderThatAnsweredOnce(t *testing.T) {
 	}
 	waitJob(t, rn, ended.ID, time.Minute, "the job completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	start := time.Now()
-	rn.renterServices.cancelJobs([]string{ended.ID})
+	rn.renterServices.CancelJobs([]string{ended.ID})
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("cancelling a job that had ended took %v, want at most 3 s (its provider answered that it holds no such lease)", took.Round(100*time.Millisecond))
 	} else {
@@ -46,7 +46,7 @@ func TestCancelJobsAsksAProviderThatAnsweredOnce(t *testing.T) {
 	waitJob(t, rn, lost.ID, time.Minute, "the job running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	crashNode(t, b)
 	start = time.Now()
-	rn.renterServices.cancelJobs([]string{lost.ID})
+	rn.renterServices.CancelJobs([]string{lost.ID})
 	if took := time.Since(start); took < 10*time.Second {
 		t.Errorf("a provider that cannot be reached was given up after %v: it must be told again for 15 s", took.Round(100*time.Millisecond))
 	} else {

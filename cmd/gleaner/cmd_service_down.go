@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,13 +23,13 @@ func serviceDown(c *cli.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	params := node.ServiceNameParams{Name: name}
-	var before node.ServiceView
+	params := services.ServiceNameParams{Name: name}
+	var before services.ServiceView
 	if !c.Bool("json") {
 		// An error (no such service) is service_down's to report.
 		_ = nc.call(c.Context, "service_status", params, &before)
 	}
-	var v node.ServiceView
+	var v services.ServiceView
 	done := make(chan error, 1)
 	go func() { done <- nc.call(c.Context, "service_down", params, &v) }()
 	var states map[string]string
@@ -58,7 +59,7 @@ const downPoll = 200 * time.Millisecond
 
 // watchDown prints the replicas' progress on stderr until done, and
 // returns service_down's error and each replica job's state as last read.
-func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.ServiceReplica, done <-chan error) (map[string]string, error) {
+func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []services.ServiceReplica, done <-chan error) (map[string]string, error) {
 	w := c.App.ErrWriter
 	began := time.Now()
 	fmt.Fprintf(w, "service %s: closing its gateway and cancelling %d replica(s)\n", name, len(replicas))
@@ -109,7 +110,7 @@ func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.Serv
 // state its job was last read in, by job ID.
 type downProgress struct {
 	began    time.Time
-	replicas []node.ServiceReplica
+	replicas []services.ServiceReplica
 	said     []string
 	states   map[string]string
 }

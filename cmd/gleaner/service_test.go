@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -58,14 +58,14 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	}
 	r := rn.cli(t, "service", "up", "--json", file)
 	mustOK(t, r, "service up")
-	var up node.ServiceView
+	var up services.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil || up.URL == "" || len(up.Replicas) != 2 {
 		t.Fatalf("service up --json: %v\n%s", err, r.stdout)
 	}
-	status := func() node.ServiceView {
+	status := func() services.ServiceView {
 		r := rn.cli(t, "service", "status", "chat", "--json")
 		mustOK(t, r, "service status")
-		var v node.ServiceView
+		var v services.ServiceView
 		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 			t.Fatalf("service status --json: %v\n%s", err, r.stdout)
 		}
@@ -201,7 +201,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 
 	r = rn.cli(t, "service", "logs", "chat", "--json", "--tail", "5")
 	mustOK(t, r, "service logs --json")
-	var logs node.ServiceLogsResult
+	var logs services.ServiceLogsResult
 	if err := json.Unmarshal([]byte(r.stdout), &logs); err != nil || len(logs.Replicas) != 2 || logs.Replicas[1].Index != 1 || logs.Replicas[1].Job != v.Replicas[1].Job {
 		t.Fatalf("service logs --json: %v\n%s", err, r.stdout)
 	}
@@ -224,7 +224,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	}, all...)
 	r = rn.cli(t, "service", "down", "chat", "--json")
 	mustOK(t, r, "service down --json")
-	var gone node.ServiceView
+	var gone services.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &gone); err != nil || gone.Name != "chat" {
 		t.Fatalf("service down --json: %v\n%s", err, r.stdout)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
@@ -145,7 +146,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	shot("renter-job-outputs")
 
 	// Services: none on this node.
-	var svcs []node.ServiceView
+	var svcs []services.ServiceView
 	if err := rent.Call(ctx, "service_list", nil, &svcs); err != nil || len(svcs) != 0 {
 		t.Fatalf("service_list: %v %v", err, svcs)
 	}
@@ -189,14 +190,14 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	svcSpec := fmt.Sprintf("name: chat\nkind: service\nimage: %s\nenv: {MODELSERVER_LOAD_DELAY: 100ms, MODELSERVER_TOKEN_DELAY: 1ms}\n"+
 		"service:\n  port: %d\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n"+
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n", modelimage.Tag, modelimage.Port)
-	var up node.ServiceView
-	if err := rent.Call(ctx, "service_up", node.ServiceUpParams{Spec: svcSpec}, &up); err != nil {
+	var up services.ServiceView
+	if err := rent.Call(ctx, "service_up", services.ServiceUpParams{Spec: svcSpec}, &up); err != nil {
 		t.Fatal(err)
 	}
-	defer rent.Call(context.Background(), "service_down", node.ServiceNameParams{Name: "chat"}, nil)
-	var sv node.ServiceView
+	defer rent.Call(context.Background(), "service_down", services.ServiceNameParams{Name: "chat"}, nil)
+	var sv services.ServiceView
 	waitFor(t, time.Minute, "the service's replica ready", func() bool {
-		return rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv) == nil && len(sv.Replicas) == 1 && sv.Replicas[0].Ready
+		return rent.Call(ctx, "service_status", services.ServiceNameParams{Name: "chat"}, &sv) == nil && len(sv.Replicas) == 1 && sv.Replicas[0].Ready
 	})
 	const sent = 12
 	for i := range sent {
@@ -210,7 +211,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 			t.Fatalf("completion %d through the gateway: status %d", i, resp.StatusCode)
 		}
 	}
-	if err := rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv); err != nil || sv.Stats == nil {
+	if err := rent.Call(ctx, "service_status", services.ServiceNameParams{Name: "chat"}, &sv); err != nil || sv.Stats == nil {
 		t.Fatalf("service_status: %v %+v", err, sv)
 	}
 	if sv.Stats.Requests != sent || sv.Stats.CompletionTokens != 4*sent {

@@ -32,6 +32,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Application error codes of the job namespace (see docs/RPC.md), which
+// node/api_job.go serves; an invalid service spec is CodeBadJobSpec too.
+const (
+	CodeBadJobSpec = -32020 // the job spec is invalid; the message names line and field
+	CodeNoSuchJob  = -32021 // no job with that ID on this node
+)
+
 // Job states, in the order a job normally passes through them.
 const (
 	StateAuction    = "auction"

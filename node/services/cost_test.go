@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"log/slog"
@@ -15,6 +15,19 @@ import (
 
 func costCredits(v auction.Credits) *auction.Credits { return &v }
 
+// costServices is a renter with the given jobs (and logs, by job ID) and
+// one service record "svc", up since since, whose current replicas are
+// ids; no network.
+func costServices(t testing.TB, since time.Time, ids []string, logs map[string][]byte, jobs ...*renting.JobRecord) *Manager {
+	recs := make([]renting.JobRecord, 0, len(jobs))
+	for _, j := range jobs {
+		recs = append(recs, *j)
+	}
+	s := &Manager{jobs: heldJobs(t, recs, logs), log: slog.New(slog.DiscardHandler), recs: map[string]*ServiceRecord{}, live: map[string]*liveService{}}
+	s.recs["svc"] = &ServiceRecord{Name: "svc", Replicas: ids, Created: since}
+	return s
+}
+
 // heldJobs is a renter's job manager holding recs and their logs in
 // memory (renting.Jobs.Hold), over an empty node.db of its own: no
 // market, no network.
@@ -25,27 +38,12 @@ func heldJobs(t testing.TB, recs []renting.JobRecord, logs map[string][]byte) *r
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r, err := renting.New(renting.Deps{Bg: t.Context(), Store: st, Log: quietLog})
+	r, err := renting.New(renting.Deps{Bg: t.Context(), Store: st, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Hold(recs, logs)
 	return r
-}
-
-// costServices is a renter with the given jobs (and logs, by job ID) and
-// one service record "svc", up since since, whose current replicas are
-// ids; no network.
-func costServices(t testing.TB, since time.Time, ids []string, logs map[string][]byte, jobs ...*renting.JobRecord) *services {
-	recs := make([]renting.JobRecord, 0, len(jobs))
-	for _, j := range jobs {
-		recs = append(recs, *j)
-	}
-	n := &Node{renterJobs: heldJobs(t, recs, logs)}
-	s := &services{n: n, log: slog.New(slog.DiscardHandler), recs: map[string]*ServiceRecord{}, live: map[string]*liveService{}}
-	s.recs["svc"] = &ServiceRecord{Name: "svc", Replicas: ids, Created: since}
-	n.renterServices = s
-	return s
 }
 
 func TestServiceSpendCountsReplacedReplicasNotEarlierServices(t *testing.T) {
@@ -79,7 +77,7 @@ func TestServiceFiguresShowSpend(t *testing.T) {
 	defer gw.Close()
 	gw.Add(gateway.Replica{ID: "r0", Cost: s.replicaCost("r0")})
 	s.live["svc"] = &liveService{gw: gw, url: "http://127.0.0.1:1"}
-	v, err := s.view("svc", true)
+	v, err := s.View("svc", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +85,8 @@ func TestServiceFiguresShowSpend(t *testing.T) {
 		t.Fatalf("spent before any voucher: %+v", v.Stats.Figures)
 	}
 	j.Paid = 2_500_000
-	s.n.renterJobs.Hold([]renting.JobRecord{*j}, nil) // as a voucher's update would
-	v, _ = s.view("svc", true)
+	s.jobs.Hold([]renting.JobRecord{*j}, nil) // as a voucher's update would
+	v, _ = s.View("svc", true)
 	if v.Stats.Spent != 2_500_000 {
 		t.Errorf("service spent %d, want 2500000", v.Stats.Spent)
 	}

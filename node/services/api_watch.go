@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // serviceWatchEvery is how often service_watch sends a service's view.
 const serviceWatchEvery = time.Second
 
-func registerServiceWatchAPI(s *rpc.Server, a serviceAPI) {
+func registerServiceWatchAPI(s *rpc.Server, a API) {
 	rpc.RegisterSubscription(s, "service_watch", rpc.MethodDoc{
 		Summary: "Subscribe (WebSocket only) to a service's view with its figures (as service_status gives it), once a second.",
 		Description: "Ends when the subscription is cancelled or the service goes down. " +
@@ -20,23 +20,23 @@ func registerServiceWatchAPI(s *rpc.Server, a serviceAPI) {
 	}, a.Watch)
 }
 
-func (a serviceAPI) Watch(ctx context.Context, p ServiceNameParams) (<-chan ServiceView, error) {
+func (a API) Watch(ctx context.Context, p ServiceNameParams) (<-chan ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
 	}
-	first, err := s.view(p.Name, true)
+	first, err := s.View(p.Name, true)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchService, Message: err.Error()}
 	}
 	out := make(chan ServiceView, 1)
 	out <- *first
-	go watchService(ctx, out, serviceWatchEvery, func() (*ServiceView, error) { return s.view(p.Name, true) })
+	go watchService(ctx, out, serviceWatchEvery, func() (*ServiceView, error) { return s.View(p.Name, true) })
 	return out, nil
 }
 
 // watchService sends view's result to out every period until ctx ends or
-// view fails (the service is down), then closes out. out holds one view:
+// View fails (the service is down), then closes out. out holds one view:
 // one not yet taken is replaced by the newer, so a slow reader costs no
 // memory and gets the latest figures.
 func watchService(ctx context.Context, out chan ServiceView, period time.Duration, view func() (*ServiceView, error)) {

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -21,15 +21,11 @@ import (
 // has no earlier deadline: a provider that never answers costs this.
 const serviceHandshake = 15 * time.Second
 
-// DialService opens a connection to jobID's service on provider, which
+// Dial opens, from h, a connection to jobID's service on provider, which
 // must be connected or dialable. ctx bounds the opening only; the
 // connection lives until closed, with the provider's limits on its bytes
 // and idle time.
-func (n *Node) DialService(ctx context.Context, provider peer.ID, jobID string) (net.Conn, error) {
-	return dialService(ctx, n.host, provider, jobID)
-}
-
-func dialService(ctx context.Context, h *p2p.Host, provider peer.ID, jobID string) (net.Conn, error) {
+func Dial(ctx context.Context, h *p2p.Host, provider peer.ID, jobID string) (net.Conn, error) {
 	s, err := h.LibP2P().NewStream(ctx, provider, h.ProtocolID(wire.ServiceProto))
 	if err != nil {
 		return nil, fmt.Errorf("service stream to %s: %w", provider, err)

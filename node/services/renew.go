@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -38,9 +38,9 @@ func successors(rec *ServiceRecord) []string {
 // retire drains old (a replica whose successor took its index) from the
 // gateway, waiting at most until its lease ends for the requests in
 // flight on it, then cancels its job and forgets it in the record.
-func (s *services) retire(ctx context.Context, name string, gw *gateway.Gateway, old string) {
+func (s *Manager) retire(ctx context.Context, name string, gw *gateway.Gateway, old string) {
 	limit := 2 * time.Minute // the gateway's idle bound inside a body
-	if j, err := s.n.renterJobs.Get(old); err == nil {
+	if j, err := s.jobs.Get(old); err == nil {
 		if l := jobLease(j); l != nil {
 			limit = min(limit, max(time.Until(time.Unix(l.End, 0)), 0))
 		}
@@ -55,7 +55,7 @@ func (s *services) retire(ctx context.Context, name string, gw *gateway.Gateway,
 }
 
 // forgetRetired drops old from the record's Retiring once it is cancelled.
-func (s *services) forgetRetired(name, old string) {
+func (s *Manager) forgetRetired(name, old string) {
 	s.mu.Lock()
 	rec := s.recs[name]
 	if rec == nil || !slices.Contains(rec.Retiring, old) {

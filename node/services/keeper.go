@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 // keeper is one service's loop state.
 type keeper struct {
-	s    *services
+	s    *Manager
 	name string
 	gw   *gateway.Gateway
 	spec *auction.JobSpec
@@ -44,7 +44,7 @@ type keeper struct {
 // passes), one that moved provider is replaced, one that stopped is
 // removed; each replica's RTT is its provider's. Each sync also has the
 // reconciler heal, scale and renew the service (sync).
-func (s *services) keep(ctx context.Context, name string, gw *gateway.Gateway) {
+func (s *Manager) keep(ctx context.Context, name string, gw *gateway.Gateway) {
 	k := &keeper{s: s, name: name, gw: gw, added: map[string]string{}, addedAt: map[string]time.Time{}}
 	var lastSync time.Time
 	t := time.NewTimer(0)
@@ -102,7 +102,7 @@ func (k *keeper) follow(ctx context.Context) (pending bool) {
 	}
 	s, gw := k.s, k.gw
 	for _, id := range k.r.Members() {
-		j, err := s.n.renterJobs.Get(id)
+		j, err := s.jobs.Get(id)
 		live := err == nil && j.State == renting.StateRunning && j.Provider != ""
 		if prov, ok := k.added[id]; ok && (!live || prov != j.Provider) {
 			gw.Remove(id)
@@ -117,14 +117,14 @@ func (k *keeper) follow(ctx context.Context) (pending bool) {
 		if err != nil {
 			continue
 		}
-		rtt, _ := renting.PeerRTT(s.n.market, j.Provider)
+		rtt, _ := renting.PeerRTT(s.market, j.Provider)
 		if _, ok := k.added[id]; ok {
 			gw.SetRTT(id, rtt)
 			continue
 		}
 		jobID := id
 		gw.Add(gateway.Replica{ID: id, RTT: rtt, Cost: s.replicaCost(jobID), Dial: func(ctx context.Context) (net.Conn, error) {
-			return s.n.DialService(ctx, pid, jobID)
+			return Dial(ctx, s.market.Host(), pid, jobID)
 		}})
 		k.added[id] = j.Provider
 		k.addedAt[id] = time.Now()
@@ -191,7 +191,7 @@ func (k *keeper) observe(scale int) service.Observed {
 	}
 	seen := map[string]bool{} // the current leases' CIDs, to prune leaseSpans by
 	for _, id := range k.r.Members() {
-		j, err := k.s.n.renterJobs.Get(id)
+		j, err := k.s.jobs.Get(id)
 		if err != nil {
 			continue // gone
 		}
@@ -234,7 +234,7 @@ func jobPhase(state string) service.Phase {
 // own.
 func (k *keeper) carryOut(ctx context.Context, now time.Time, acts []service.Action) {
 	s := k.s
-	group := s.n.renterJobs.ServiceGroup(k.name)
+	group := s.jobs.ServiceGroup(k.name)
 	save := false
 	var cancel, retire []string
 	stopped := map[service.PlaceKind]bool{}
@@ -305,7 +305,7 @@ func (k *keeper) place(p service.Place) (string, error) {
 	y, err := yaml.Marshal(p.Spec)
 	var j *renting.JobRecord
 	if err == nil {
-		j, err = s.n.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: k.name, Avoid: p.Avoid})
+		j, err = s.jobs.Submit(y, nil, renting.SubmitOptions{Service: k.name, Avoid: p.Avoid})
 	}
 	switch {
 	case err != nil && p.Kind == service.Replace:
@@ -374,7 +374,7 @@ func (rec *ServiceRecord) setDecisions(d service.Record) {
 // gone). saveMu orders the writes, each of the latest record, so that an
 // older one never lands after a newer one, and keeps the store's write
 // out of s.mu.
-func (s *services) save(name string) error {
+func (s *Manager) save(name string) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
@@ -389,5 +389,5 @@ func (s *services) save(name string) error {
 	if rec == nil {
 		return nil
 	}
-	return s.n.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, c.Name, &c) })
+	return s.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, c.Name, &c) })
 }

@@ -1,4 +1,22 @@
-package node
+// Package services is the renter's services (docs/SERVICES.md, "Running
+// a service"): a service is replicas.min jobs of its spec, each an
+// ordinary job record (node/renting) that the batch machinery auctions,
+// starts and follows, and a gateway (node/gateway) on 127.0.0.1, or on an
+// address the renter chose with a token (gateway.go), whose replicas
+// reach the jobs' containers through their providers (Dial, which the
+// node serves as Node.DialService). The
+// definition is kept in the store, so that after a restart the gateway
+// comes back on the same address and port, with the same token, and the
+// same replica jobs (which the job manager follows again on its own).
+//
+// What the replicas should be (how many, which to replace, when to renew,
+// which to give up) is decided by the service's reconciler
+// (auction/service), which does no I/O; the keeper here observes the
+// jobs and the gateway, Ticks it and carries out its actions.
+//
+// The node wires it (node/node_jobs.go) and registers its RPC namespace
+// (api.go).
+package services
 
 import (
 	"context"
@@ -17,26 +35,13 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"gopkg.in/yaml.v3"
 )
-
-// The renter's services (docs/SERVICES.md, "Running a service"): a
-// service is replicas.min jobs of its spec, each an ordinary job record
-// (renter_jobs.go) that the batch machinery auctions, starts and follows,
-// and a gateway (node/gateway) on 127.0.0.1, or on an address the renter
-// chose with a token (service_gateway.go), whose replicas reach the
-// jobs' containers through their providers (Node.DialService). The
-// definition is kept in the store, so that after a restart the gateway
-// comes back on the same address and port, with the same token, and the
-// same replica jobs (which the job manager follows again on its own).
-//
-// What the replicas should be (how many, which to replace, when to renew,
-// which to give up) is decided by the service's reconciler
-// (auction/service), which does no I/O; the keeper here observes the
-// jobs and the gateway, Ticks it and carries out its actions.
 
 // ServiceRecord is the renter's durable view of one service.
 type ServiceRecord struct {
@@ -58,7 +63,7 @@ type ServiceRecord struct {
 	Unready   int    `json:"unready,omitempty"`
 	HealError string `json:"heal_error,omitempty"`
 	// Renewing maps a replica's job to the successor bought to take its
-	// index before its lease ends (service_renew.go); Retiring are the
+	// index before its lease ends (renew.go); Retiring are the
 	// jobs a successor took over from, drained and not yet cancelled;
 	// Renewed counts the leases renewed since the service went up.
 	Renewing map[string]string `json:"renewing,omitempty"`
@@ -67,7 +72,7 @@ type ServiceRecord struct {
 	// NotPlaced says why no replica is placed, once every replica index
 	// has had an attempt end without a provider running it (no-match, or
 	// failed before it ran); cleared when a replica is placed
-	// (service_placed.go).
+	// (placed.go).
 	NotPlaced string `json:"not_placed,omitempty"`
 }
 
@@ -83,9 +88,15 @@ type liveService struct {
 	err       string // why the gateway is not up, when gw is nil
 }
 
-type services struct {
-	n   *Node
-	log *slog.Logger
+// Manager keeps the renter's services: their records, gateways and
+// keepers.
+type Manager struct {
+	bg     context.Context // the node's background context: the keepers' and cancels' parent
+	store  *store.Store
+	jobs   *renting.Jobs  // buys, follows and cancels the replicas' jobs
+	market *offers.Market // its host dials the replicas; its book says their RTT
+	repo   *repo.Repo     // keeps the gateways' tokens
+	log    *slog.Logger
 
 	mu   sync.Mutex // guards recs, live
 	recs map[string]*ServiceRecord
@@ -103,10 +114,23 @@ type services struct {
 	healStep time.Duration
 }
 
-func newServices(n *Node, log *slog.Logger) (*services, error) {
-	s := &services{n: n, log: log, recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
+// Deps is everything the renter's services work with.
+type Deps struct {
+	Bg     context.Context
+	Store  *store.Store
+	Jobs   *renting.Jobs
+	Market *offers.Market
+	Repo   *repo.Repo
+	Log    *slog.Logger
+}
+
+// New loads the services of the last run from d.Store; Resume brings
+// their gateways back.
+func New(d Deps) (*Manager, error) {
+	s := &Manager{bg: d.Bg, store: d.Store, jobs: d.Jobs, market: d.Market, repo: d.Repo, log: d.Log,
+		recs: map[string]*ServiceRecord{}, live: map[string]*liveService{},
 		readyGrace: service.SettleMax, healStep: service.SyncEvery}
-	err := n.store.ForEach(store.BucketServices, func(key string, raw []byte) error {
+	err := d.Store.ForEach(store.BucketServices, func(key string, raw []byte) error {
 		var rec ServiceRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("service %q: %w", key, err)
@@ -117,10 +141,10 @@ func newServices(n *Node, log *slog.Logger) (*services, error) {
 	return s, err
 }
 
-// resume brings back the gateway of every service kept in the store, and
-// cancels the service jobs that no record holds (service_orphans.go).
-func (s *services) resume() {
-	live := s.n.renterJobs.LiveServiceJobs() // nothing buys before resume
+// Resume brings back the gateway of every service kept in the store, and
+// cancels the service jobs that no record holds (orphans.go).
+func (s *Manager) Resume() {
+	live := s.jobs.LiveServiceJobs() // nothing buys before resume
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelOrphansLocked(live)
@@ -158,7 +182,7 @@ func replicaSpec(spec *auction.JobSpec, i int, now time.Time) ([]byte, error) {
 // up places a service's replicas and starts its gateway on listen
 // (host:port; "": the spec's gateway.listen, else 127.0.0.1) with port,
 // when not 0, for the port (0: any free one).
-func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord, string, error) {
+func (s *Manager) up(specYAML []byte, listen string, port int) (*ServiceRecord, string, error) {
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, "", err
@@ -204,7 +228,7 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 		y, err := replicaSpec(spec, i, time.Now())
 		if err == nil {
 			var j *renting.JobRecord
-			if j, err = s.n.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: spec.Name}); err == nil {
+			if j, err = s.jobs.Submit(y, nil, renting.SubmitOptions{Service: spec.Name}); err == nil {
 				rec.Replicas = append(rec.Replicas, j.ID)
 				continue
 			}
@@ -212,7 +236,7 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 		undo()
 		return nil, "", fmt.Errorf("replica %d: %w", i, err)
 	}
-	if err := s.n.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, rec.Name, rec) }); err != nil {
+	if err := s.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketServices, rec.Name, rec) }); err != nil {
 		undo()
 		return nil, "", err
 	}
@@ -225,7 +249,7 @@ func (s *services) up(specYAML []byte, listen string, port int) (*ServiceRecord,
 
 // startLocked starts rec's gateway and the loop that keeps its replicas;
 // fresh (service up, not a restart) makes the gateway's token anew.
-func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh bool) error {
+func (s *Manager) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh bool) error {
 	rd := spec.Service.Readiness
 	host := listenHost(rec)
 	token, tokenFile, err := s.gatewayToken(rec.Name, host, fresh)
@@ -239,7 +263,7 @@ func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.n.bg)
+	ctx, cancel := context.WithCancel(s.bg)
 	rec.Port = addr.(*net.TCPAddr).Port
 	ls := &liveService{gw: gw, url: callURL(host, rec.Port), listen: net.JoinHostPort(host, strconv.Itoa(rec.Port)),
 		lan: lanURLs(host, rec.Port), tokenFile: tokenFile, probePath: rd.Path, cancel: cancel, done: make(chan struct{})}
@@ -257,7 +281,7 @@ func (s *services) startLocked(rec *ServiceRecord, spec *auction.JobSpec, fresh 
 
 // stopLocked has a service's gateway close, and returns a channel closed
 // once it has (which must not be waited on under s.mu: the loop takes it).
-func (s *services) stopLocked(name string) <-chan struct{} {
+func (s *Manager) stopLocked(name string) <-chan struct{} {
 	ls := s.live[name]
 	delete(s.live, name)
 	if ls == nil || ls.gw == nil {
@@ -269,10 +293,12 @@ func (s *services) stopLocked(name string) <-chan struct{} {
 	return ls.done
 }
 
-func (s *services) cancelJobs(ids []string) {
+// cancelJobs cancels the jobs ids: their records, and their providers,
+// told again a few times when they were not reached.
+func (s *Manager) cancelJobs(ids []string) {
 	for _, id := range ids {
-		ctx, cancel := context.WithTimeout(s.n.bg, 30*time.Second)
-		_, err := s.n.renterJobs.Cancel(ctx, id)
+		ctx, cancel := context.WithTimeout(s.bg, 30*time.Second)
+		_, err := s.jobs.Cancel(ctx, id)
 		// The record is cancelled either way; a provider not reached (one
 		// that restarted a moment ago: the dial is in backoff, or one lost
 		// mid-pull, which ended the job here while its container may go
@@ -282,13 +308,13 @@ func (s *services) cancelJobs(ids []string) {
 		// error it answers (no active lease: the job ended there too)
 		// would be its answer to every try, so it is not asked again.
 		for try := 0; err != nil && try < 6 && ctx.Err() == nil; try++ {
-			j, gerr := s.n.renterJobs.Get(id)
+			j, gerr := s.jobs.Get(id)
 			if gerr != nil || len(j.Lease) == 0 || j.Provider == "" {
 				break
 			}
 			time.Sleep(time.Duration(try) * time.Second)
 			var ev wire.Event
-			if err = s.n.renterJobs.Exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
+			if err = s.jobs.Exchange(ctx, j.Provider, wire.JobProto, wire.JobHead{Kind: "cancel", Lease: j.Lease}, &ev); err == nil && ev.Type == "error" {
 				err = errors.New(ev.Error)
 				break
 			}
@@ -303,7 +329,7 @@ func (s *services) cancelJobs(ids []string) {
 // scale fixes the service's replica count at n (1..MaxServiceReplicas),
 // or with 0 gives it back to the spec and its autoscaler; the loop adds
 // or removes replicas at its next sync.
-func (s *services) scale(name string, n int) error {
+func (s *Manager) scale(name string, n int) error {
 	if n < 0 || n > auction.MaxServiceReplicas {
 		return fmt.Errorf("replicas %d outside 0..%d (0: back to the spec's count or its autoscaler)", n, auction.MaxServiceReplicas)
 	}
@@ -338,7 +364,7 @@ func (s *services) scale(name string, n int) error {
 }
 
 // down cancels every replica job and closes the gateway.
-func (s *services) down(name string) (*ServiceRecord, error) {
+func (s *Manager) down(name string) (*ServiceRecord, error) {
 	rec, err := s.forget(name)
 	if rec == nil {
 		return nil, err
@@ -351,7 +377,7 @@ func (s *services) down(name string) (*ServiceRecord, error) {
 // forget closes a service's gateway, stops its loop and deletes its
 // record and token, and returns a copy of the record (nil when there is
 // no such service); its jobs are the caller's to cancel.
-func (s *services) forget(name string) (*ServiceRecord, error) {
+func (s *Manager) forget(name string) (*ServiceRecord, error) {
 	// saveMu first: a save of the record in flight lands before the
 	// delete, and none after it.
 	s.saveMu.Lock()
@@ -365,7 +391,7 @@ func (s *services) forget(name string) (*ServiceRecord, error) {
 	done := s.stopLocked(name)
 	delete(s.recs, name)
 	s.mu.Unlock()
-	err := s.n.store.Update(func(tx *store.Tx) error { return tx.Delete(store.BucketServices, name) })
+	err := s.store.Update(func(tx *store.Tx) error { return tx.Delete(store.BucketServices, name) })
 	s.saveMu.Unlock()
 	<-done
 	s.forgetToken(name)
@@ -373,8 +399,8 @@ func (s *services) forget(name string) (*ServiceRecord, error) {
 	return &c, err
 }
 
-// close stops every gateway (the node stops; the records stay).
-func (s *services) close() {
+// Close stops every gateway (the node stops; the records stay).
+func (s *Manager) Close() {
 	s.mu.Lock()
 	var dones []<-chan struct{}
 	for name := range s.live {
@@ -422,7 +448,7 @@ type ServiceView struct {
 	Up        *ServiceUpOutcome `json:"up,omitempty" doc:"service_up with wait_s only: whether a replica was placed, why not, and whether the service was kept"`
 }
 
-func (s *services) view(name string, stats bool) (*ServiceView, error) {
+func (s *Manager) View(name string, stats bool) (*ServiceView, error) {
 	s.mu.Lock()
 	r, ok := s.recs[name]
 	var rec ServiceRecord
@@ -459,7 +485,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	jobs := make([]*renting.JobRecord, len(rec.Replicas))
 	for i, id := range rec.Replicas {
 		r := ServiceReplica{Index: i, Job: id, Ready: ready[id], Note: rec.Notes[id], Renewing: rec.Renewing[id]}
-		if j, err := s.n.renterJobs.Get(id); err == nil {
+		if j, err := s.jobs.Get(id); err == nil {
 			r.State, r.Provider, r.Error = j.State, j.Provider, j.Error
 			jobs[i] = j
 			placed = placed || placedState(j.State)
@@ -472,7 +498,7 @@ func (s *services) view(name string, stats bool) (*ServiceView, error) {
 	return v, nil
 }
 
-func (s *services) list() []ServiceView {
+func (s *Manager) list() []ServiceView {
 	s.mu.Lock()
 	names := make([]string, 0, len(s.recs))
 	for name := range s.recs {
@@ -482,7 +508,7 @@ func (s *services) list() []ServiceView {
 	sort.Strings(names)
 	out := []ServiceView{}
 	for _, name := range names {
-		if v, err := s.view(name, false); err == nil {
+		if v, err := s.View(name, false); err == nil {
 			out = append(out, *v)
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func (p ServiceScaleParams) Validate() error {
 	return nil
 }
 
-func registerServiceScaleAPI(s *rpc.Server, a serviceAPI) {
+func registerServiceScaleAPI(s *rpc.Server, a API) {
 	rpc.Register(s, "service_scale", rpc.MethodDoc{
 		Summary: "Fix a service's replica count (1..32), or give it back to the spec and its autoscaler (0).",
 		Description: "Returns at once with the new target; the service adds replicas (new jobs, each auctioned) or cancels its highest ones, " +
@@ -37,7 +37,7 @@ func registerServiceScaleAPI(s *rpc.Server, a serviceAPI) {
 	}, a.Scale)
 }
 
-func (a serviceAPI) Scale(ctx context.Context, p ServiceScaleParams) (*ServiceView, error) {
+func (a API) Scale(ctx context.Context, p ServiceScaleParams) (*ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
@@ -48,5 +48,5 @@ func (a serviceAPI) Scale(ctx context.Context, p ServiceScaleParams) (*ServiceVi
 		}
 		return nil, err
 	}
-	return s.view(p.Name, false)
+	return s.View(p.Name, false)
 }

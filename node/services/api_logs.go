@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type ServiceLogsResult struct {
 	Replicas []ServiceReplicaLogs `json:"replicas"`
 }
 
-func registerServiceLogsAPI(s *rpc.Server, a serviceAPI) {
+func registerServiceLogsAPI(s *rpc.Server, a API) {
 	rpc.Register(s, "service_logs", rpc.MethodDoc{
 		Summary:     "The retained output of a service's replica jobs (all, or one by index).",
 		Description: "Each replica's is job_logs of its current job; follow them live with job_follow on each replica's job (as `gleaner service logs --follow` does).",
@@ -49,12 +49,12 @@ func registerServiceLogsAPI(s *rpc.Server, a serviceAPI) {
 
 // replicaJobs returns the current replica jobs of service name (one when
 // replica is set), as the rpc errors service_logs and job following give.
-func (a serviceAPI) replicaJobs(name string, replica *int) ([]ServiceReplica, error) {
+func (a API) replicaJobs(name string, replica *int) ([]ServiceReplica, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.view(name, false)
+	v, err := s.View(name, false)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchService, Message: err.Error()}
 	}
@@ -67,14 +67,18 @@ func (a serviceAPI) replicaJobs(name string, replica *int) ([]ServiceReplica, er
 	return v.Replicas[*replica : *replica+1], nil
 }
 
-func (a serviceAPI) Logs(ctx context.Context, p ServiceLogsParams) (*ServiceLogsResult, error) {
+func (a API) Logs(ctx context.Context, p ServiceLogsParams) (*ServiceLogsResult, error) {
 	reps, err := a.replicaJobs(p.Name, p.Replica)
+	if err != nil {
+		return nil, err
+	}
+	m, err := a.svc()
 	if err != nil {
 		return nil, err
 	}
 	out := &ServiceLogsResult{Replicas: []ServiceReplicaLogs{}}
 	for _, r := range reps {
-		b, err := a.n.renterJobs.LogsOf(r.Job)
+		b, err := m.jobs.LogsOf(r.Job)
 		if err != nil {
 			b = nil // a replica whose record is gone has no logs to show
 		}

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // serviceRPC serves the service API of a renter with one service "svc"
 // (replicas r0 and r1, a gateway without a listener) over HTTP and
 // WebSocket; no Docker, no network beyond loopback.
-func serviceRPC(t *testing.T) (*rpc.Client, *services) {
+func serviceRPC(t *testing.T) (*rpc.Client, *Manager) {
 	t.Helper()
 	up := time.Now().UTC()
 	s := costServices(t, up, []string{"r0", "r1"}, map[string][]byte{"r0": []byte("loading\nready\n")},
@@ -26,7 +26,7 @@ func serviceRPC(t *testing.T) (*rpc.Client, *services) {
 	t.Cleanup(func() { gw.Close() })
 	s.live["svc"] = &liveService{gw: gw, url: "http://127.0.0.1:1"}
 	srv := rpc.NewServer("tok")
-	registerServiceAPI(srv, s.n)
+	RegisterAPI(srv, func() *Manager { return s })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return rpc.NewClient(ts.URL, "tok"), s

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"time"
@@ -12,12 +12,12 @@ import (
 // serviceCost is the gateway.Config.Cost hook of rec's service. It takes
 // the renter's jobs' lock only, never services.mu: the gateway's Stats (which calls
 // it) is read by service_status while services.mu may be held elsewhere.
-func (s *services) serviceCost(rec *ServiceRecord) func() auction.Credits {
+func (s *Manager) serviceCost(rec *ServiceRecord) func() auction.Credits {
 	name, since := rec.Name, rec.Created.Add(-time.Second) // a clock step back at submit must not lose the first replicas
-	return func() auction.Credits { return s.n.renterJobs.SpentOnService(name, since) }
+	return func() auction.Credits { return s.jobs.SpentOnService(name, since) }
 }
 
 // replicaCost is the gateway.Replica.Cost hook of replica job id.
-func (s *services) replicaCost(id string) func() auction.Credits {
-	return func() auction.Credits { return s.n.renterJobs.SpentOnJob(id) }
+func (s *Manager) replicaCost(id string) func() auction.Credits {
+	return func() auction.Credits { return s.jobs.SpentOnJob(id) }
 }

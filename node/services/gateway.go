@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"errors"
@@ -67,8 +67,8 @@ func beyondLoopback(host string) bool {
 // stale one; otherwise (a restart) the kept one is read, and made anew
 // only when its file is gone (a token file others can read is refused,
 // as rpc.token is).
-func (s *services) gatewayToken(name, host string, fresh bool) (token, file string, err error) {
-	r := s.n.repo
+func (s *Manager) gatewayToken(name, host string, fresh bool) (token, file string, err error) {
+	r := s.repo
 	if !beyondLoopback(host) {
 		if fresh {
 			err = r.RemoveServiceToken(name)
@@ -88,8 +88,8 @@ func (s *services) gatewayToken(name, host string, fresh bool) (token, file stri
 }
 
 // forgetToken deletes a service's token file, if it has one.
-func (s *services) forgetToken(name string) {
-	if err := s.n.repo.RemoveServiceToken(name); err != nil {
+func (s *Manager) forgetToken(name string) {
+	if err := s.repo.RemoveServiceToken(name); err != nil {
 		s.log.Warn("service token not deleted", "service", name, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"cmp"
@@ -176,7 +176,7 @@ const placePoll = 200 * time.Millisecond
 // placed), and says which; after wait it is timed out. It returns an
 // error only when ctx ends (the caller went away) or the service went
 // down meanwhile. It changes nothing: the caller decides what is left.
-func (s *services) awaitPlaced(ctx context.Context, name string, wait time.Duration) (*ServiceUpOutcome, error) {
+func (s *Manager) awaitPlaced(ctx context.Context, name string, wait time.Duration) (*ServiceUpOutcome, error) {
 	began := time.Now()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -198,7 +198,7 @@ func (s *services) awaitPlaced(ctx context.Context, name string, wait time.Durat
 			return nil, fmt.Errorf("service %q was taken down (`gleaner service down`) while service up waited for a replica", name)
 		}
 		for _, id := range reps {
-			if j, err := s.n.renterJobs.Get(id); err == nil && placedState(j.State) {
+			if j, err := s.jobs.Get(id); err == nil && placedState(j.State) {
 				return out(UpPlaced, ""), nil
 			}
 		}
@@ -218,7 +218,7 @@ func (s *services) awaitPlaced(ctx context.Context, name string, wait time.Durat
 // awaitReady waits, for at most wait, until the service's gateway has a
 // replica that passed its readiness check; false when wait (or ctx) ends
 // first, or the service has no gateway.
-func (s *services) awaitReady(ctx context.Context, name string, wait time.Duration) bool {
+func (s *Manager) awaitReady(ctx context.Context, name string, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
 	for {
 		s.mu.Lock()
@@ -245,8 +245,8 @@ func (s *services) awaitReady(ctx context.Context, name string, wait time.Durati
 
 // stillPlacing says why no replica of the service is placed yet: status's
 // not_placed, or each replica's state (an auction, an image pulling).
-func (s *services) stillPlacing(name string) string {
-	v, err := s.view(name, false)
+func (s *Manager) stillPlacing(name string) string {
+	v, err := s.View(name, false)
 	if err != nil {
 		return err.Error()
 	}
@@ -274,7 +274,7 @@ func (s *services) stillPlacing(name string) string {
 // error says so and how to remove it; so is one whose caller went away.
 // The view returned carries the outcome in Up; err is an
 // ErrServiceNotPlaced unless it is placed.
-func (s *services) upAndWait(ctx context.Context, specYAML []byte, listen string, port int, wait time.Duration) (*ServiceView, error) {
+func (s *Manager) upAndWait(ctx context.Context, specYAML []byte, listen string, port int, wait time.Duration) (*ServiceView, error) {
 	rec, _, err := s.up(specYAML, listen, port)
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (s *services) upAndWait(ctx context.Context, specYAML []byte, listen string
 		out.Ready = s.awaitReady(ctx, rec.Name, wait-time.Since(began))
 		out.Waited = time.Since(began).Milliseconds()
 	}
-	v, err := s.view(rec.Name, false)
+	v, err := s.View(rec.Name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func (s *services) upAndWait(ctx context.Context, specYAML []byte, listen string
 		out.Kept = false
 		v.URL, v.Gateway, v.Listen, v.LAN, v.Token, v.Curl = "", "down", "", nil, "", ""
 		for i, r := range v.Replicas {
-			if j, err := s.n.renterJobs.Get(r.Job); err == nil {
+			if j, err := s.jobs.Get(r.Job); err == nil {
 				v.Replicas[i].State = j.State
 			}
 		}
@@ -329,14 +329,14 @@ func (e *ServiceNotPlacedError) Error() string { return e.msg }
 // does, but cancels only its jobs that have not ended: the others never
 // ran (no-match, or an image no provider could pull), so no provider
 // holds anything of them to stop.
-func (s *services) takeDown(name string) error {
+func (s *Manager) takeDown(name string) error {
 	rec, err := s.forget(name)
 	if rec == nil {
 		return err
 	}
 	var live []string
 	for _, id := range append(append(slices.Clone(rec.Replicas), successors(rec)...), rec.Retiring...) {
-		if j, gerr := s.n.renterJobs.Get(id); gerr == nil && !renting.Terminal(j.State) {
+		if j, gerr := s.jobs.Get(id); gerr == nil && !renting.Terminal(j.State) {
 			live = append(live, id)
 		}
 	}

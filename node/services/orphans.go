@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"slices"
@@ -40,7 +40,7 @@ func serviceOrphans(recs map[string]*ServiceRecord, live []renting.JobRecord) []
 // live service jobs, read before s.mu was taken) that no record holds. It
 // runs in resume with s.mu held, before any keeper (which takes s.mu
 // first) can buy a job that its record does not hold yet.
-func (s *services) cancelOrphansLocked(live []renting.JobRecord) {
+func (s *Manager) cancelOrphansLocked(live []renting.JobRecord) {
 	orphans := serviceOrphans(s.recs, live)
 	if len(orphans) == 0 {
 		return

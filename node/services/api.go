@@ -1,4 +1,4 @@
-package node
+package services
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -67,15 +68,23 @@ func (p ServiceNameParams) Validate() error {
 	return nil
 }
 
-type serviceAPI struct{ n *Node }
+// API is the service namespace's handlers, over the renter's services
+// (nil while the node starts).
+type API struct{ services func() *Manager }
 
-func registerServiceAPI(s *rpc.Server, n *Node) {
-	a := serviceAPI{n}
+// NewAPI is the service namespace served from what services returns (nil:
+// the node is still starting).
+func NewAPI(services func() *Manager) API { return API{services} }
+
+// RegisterAPI registers the service namespace on s, served from what
+// services returns (nil: the node is still starting).
+func RegisterAPI(s *rpc.Server, services func() *Manager) {
+	a := NewAPI(services)
 	rpc.Register(s, "service_up", rpc.MethodDoc{
 		Summary:     "Run a service: place replicas.min replicas as jobs and serve them through a gateway on 127.0.0.1, or on listen with a bearer token.",
 		Description: "Returns once the gateway listens and the replicas are submitted, or with wait_s once a replica is placed (its job runs on a provider): if none is, it fails with -32024 naming why, having taken the service down when every replica attempt ended without being placed, or kept it when wait_s ran out first (the error's data is the service, with up saying which). Replicas take traffic once they run and pass their readiness check (service_status). Beyond loopback every call needs the token in token_file.",
 		ParamNames:  []string{"spec", "port", "listen", "wait_s"},
-		Errors: []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid service spec"},
+		Errors: []*rpc.Error{{Code: renting.CodeBadJobSpec, Message: "invalid service spec"},
 			{Code: CodeServiceNotPlaced, Message: "no replica of the service could be placed"}},
 	}, a.Up)
 	rpc.Register(s, "service_list", rpc.MethodDoc{Summary: "Every service this node runs, by name."}, a.List)
@@ -88,14 +97,15 @@ func registerServiceAPI(s *rpc.Server, n *Node) {
 	registerServiceWatchAPI(s, a)
 }
 
-func (a serviceAPI) svc() (*services, error) {
-	if a.n.renterServices == nil {
+func (a API) svc() (*Manager, error) {
+	m := a.services()
+	if m == nil {
 		return nil, errors.New("this node is still starting; try again")
 	}
-	return a.n.renterServices, nil
+	return m, nil
 }
 
-func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, error) {
+func (a API) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
@@ -105,7 +115,7 @@ func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, er
 		var np *ServiceNotPlacedError
 		switch {
 		case errors.Is(err, auction.ErrBadJobSpec):
-			return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+			return nil, &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 		case errors.As(err, &np):
 			return nil, &rpc.Error{Code: CodeServiceNotPlaced, Message: np.Error(), Data: np.View}
 		}
@@ -113,15 +123,15 @@ func (a serviceAPI) Up(ctx context.Context, p ServiceUpParams) (*ServiceView, er
 	}
 	rec, _, err := s.up([]byte(p.Spec), p.Listen, p.Port)
 	if errors.Is(err, auction.ErrBadJobSpec) {
-		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.view(rec.Name, false)
+	return s.View(rec.Name, false)
 }
 
-func (a serviceAPI) List(ctx context.Context, _ struct{}) ([]ServiceView, error) {
+func (a API) List(ctx context.Context, _ struct{}) ([]ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
@@ -129,24 +139,24 @@ func (a serviceAPI) List(ctx context.Context, _ struct{}) ([]ServiceView, error)
 	return s.list(), nil
 }
 
-func (a serviceAPI) Status(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
+func (a API) Status(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.view(p.Name, true)
+	v, err := s.View(p.Name, true)
 	if err != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchService, Message: err.Error()}
 	}
 	return v, nil
 }
 
-func (a serviceAPI) Down(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
+func (a API) Down(ctx context.Context, p ServiceNameParams) (*ServiceView, error) {
 	s, err := a.svc()
 	if err != nil {
 		return nil, err
 	}
-	v, verr := s.view(p.Name, true)
+	v, verr := s.View(p.Name, true)
 	if verr != nil {
 		return nil, &rpc.Error{Code: CodeNoSuchService, Message: verr.Error()}
 	}
