@@ -10,6 +10,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/ipfs/go-cid"
 )
@@ -263,7 +264,7 @@ func (a dataAPI) Get(ctx context.Context, p DataGetParams) (DataFetchResult, err
 func dataError(err error) error {
 	switch {
 	case errors.Is(err, auction.ErrBadJobSpec):
-		return &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+		return &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 	case errors.Is(err, data.ErrQuota):
 		return &rpc.Error{Code: CodeDataQuota, Message: err.Error() + " (raise data.quota_gib in config.toml, or free space with gleaner data rm / gc)"}
 	case errors.Is(err, data.ErrNotFound):

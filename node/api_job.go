@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strings"
 
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/rpc"
-)
-
-// Application error codes of the job namespace (see docs/RPC.md).
-const (
-	CodeBadJobSpec = -32020 // the job spec is invalid; the message names line and field
-	CodeNoSuchJob  = -32021 // no job with that ID on this node
 )
 
 // JobSubmitParams are job_submit's parameters.
@@ -64,30 +59,30 @@ func registerJobAPI(s *rpc.Server, n *Node) {
 		Summary:     "Submit a job: the node runs a reverse auction, signs a lease with the winner and follows the job.",
 		Description: "Returns at once with the job record (state auction); follow it with job_follow or job_status.",
 		ParamNames:  []string{"spec", "secrets", "provider"},
-		Errors:      []*rpc.Error{{Code: CodeBadJobSpec, Message: "invalid job spec"}},
+		Errors:      []*rpc.Error{{Code: renting.CodeBadJobSpec, Message: "invalid job spec"}},
 	}, a.Submit)
 	rpc.Register(s, "job_list", rpc.MethodDoc{Summary: "Every job this node has submitted, newest first."}, a.List)
-	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}}}, a.Status)
+	rpc.Register(s, "job_status", rpc.MethodDoc{Summary: "One job's record.", ParamNames: []string{"id"}, Errors: []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}}}, a.Status)
 	rpc.Register(s, "job_logs", rpc.MethodDoc{Summary: "The retained tail (256 KiB) of a job's output, kept across restarts of this node.", ParamNames: []string{"id"}}, a.Logs)
 	rpc.Register(s, "job_cancel", rpc.MethodDoc{Summary: "Cancel a job; the provider stops it with the lease's notice.", ParamNames: []string{"id"}}, a.Cancel)
 	rpc.Register(s, "job_explain", rpc.MethodDoc{Summary: "Why the auction came out as it did: feasibility funnel, quotes, ranking and clearing price.", ParamNames: []string{"id"}}, a.Explain)
 	rpc.RegisterSubscription(s, "job_follow", rpc.MethodDoc{Summary: "Subscribe (WebSocket only) to a job's state changes and log output until it ends.", ParamNames: []string{"id"}}, a.Follow)
 }
 
-func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*JobRecord, error) {
+func (a jobAPI) Submit(ctx context.Context, p JobSubmitParams) (*renting.JobRecord, error) {
 	spec, err := a.n.resolveInputs(ctx, []byte(p.Spec))
 	if err != nil {
 		return nil, dataError(err)
 	}
-	j, err := a.n.renterJobs.submit(spec, p.Secrets, SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
+	j, err := a.n.renterJobs.Submit(spec, p.Secrets, renting.SubmitOptions{Provider: p.Provider, RegistryAuth: p.RegistryAuth})
 	if errors.Is(err, auction.ErrBadJobSpec) {
-		return nil, &rpc.Error{Code: CodeBadJobSpec, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 	}
 	return j, err
 }
 
-func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
-	out := a.n.renterJobs.snapshot(nil)
+func (a jobAPI) List(ctx context.Context, _ struct{}) ([]renting.JobRecord, error) {
+	out := a.n.renterJobs.Snapshot(nil)
 	for i := range out {
 		out[i].Explain, out[i].Lease = nil, nil
 	}
@@ -95,10 +90,10 @@ func (a jobAPI) List(ctx context.Context, _ struct{}) ([]JobRecord, error) {
 	return out, nil
 }
 
-func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
-	j, err := a.n.renterJobs.get(p.ID)
+func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*renting.JobRecord, error) {
+	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	if j.Explain != nil && j.Price > 0 && j.Explain.Clearing != nil && j.Explain.Clearing.Price == j.Price {
 		j.PriceWhy = j.Explain.Clearing // the round that set the lease's price
@@ -108,21 +103,21 @@ func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*JobRecord, error) {
 }
 
 func (a jobAPI) Logs(ctx context.Context, p JobIDParams) (JobLogsResult, error) {
-	b, err := a.n.renterJobs.logsOf(p.ID)
+	b, err := a.n.renterJobs.LogsOf(p.ID)
 	if err != nil {
-		return JobLogsResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return JobLogsResult{}, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	return JobLogsResult{Logs: string(b)}, nil
 }
 
-func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*JobRecord, error) {
-	return a.n.renterJobs.cancel(ctx, p.ID)
+func (a jobAPI) Cancel(ctx context.Context, p JobIDParams) (*renting.JobRecord, error) {
+	return a.n.renterJobs.Cancel(ctx, p.ID)
 }
 
 func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, error) {
-	j, err := a.n.renterJobs.get(p.ID)
+	j, err := a.n.renterJobs.Get(p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	if j.Explain == nil {
 		return &renter.Explain{}, nil
@@ -130,10 +125,10 @@ func (a jobAPI) Explain(ctx context.Context, p JobIDParams) (*renter.Explain, er
 	return j.Explain, nil
 }
 
-func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan JobEvent, error) {
-	ch, err := a.n.renterJobs.follow(ctx, p.ID)
+func (a jobAPI) Follow(ctx context.Context, p JobIDParams) (<-chan renting.JobEvent, error) {
+	ch, err := a.n.renterJobs.Follow(ctx, p.ID)
 	if err != nil {
-		return nil, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+		return nil, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 	}
 	return ch, nil
 }
@@ -154,7 +149,7 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, _ struct{}) ([]LeaseView, error) {
 			out := []LeaseView{}
 			pj := n.providerJobs
-			err := n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+			err := n.store.ForEach(store.BucketLeases, func(jobID string, raw []byte) error {
 				rec, err := providing.ReadRecord(raw)
 				if err != nil {
 					return err
@@ -168,14 +163,4 @@ func registerLeaseAPI(s *rpc.Server, n *Node) {
 			})
 			return out, err
 		})
-}
-
-// clearingNote is the lease note's why: " (1.5/GPU-h: the runner-up's
-// price, ...)", or "" for a round that did not say.
-func clearingNote(ex *renter.Explain) string {
-	if ex == nil || ex.Clearing == nil {
-		return ""
-	}
-	_, how, _ := strings.Cut(ex.Clearing.Why, ": ") // the note names the price already
-	return " (" + how + ")"
 }

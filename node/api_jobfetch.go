@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -37,15 +38,15 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 		Description: "Every block is checked against the CID, so the files are exactly what the provider answered. Blocks already here " +
 			"are not fetched again: a fetch cut short resumes. The provider keeps outputs for its retention window (a week by default).",
 		ParamNames: []string{"id", "dir", "timeout_s"},
-		Errors:     []*rpc.Error{{Code: CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
+		Errors:     []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
 	}, func(ctx context.Context, p JobFetchParams) (DataFetchResult, error) {
-		j, err := n.renterJobs.get(p.ID)
+		j, err := n.renterJobs.Get(p.ID)
 		if err != nil {
-			return DataFetchResult{}, &rpc.Error{Code: CodeNoSuchJob, Message: err.Error()}
+			return DataFetchResult{}, &rpc.Error{Code: renting.CodeNoSuchJob, Message: err.Error()}
 		}
 		if j.Outputs == "" {
 			why := "its spec has no outputs: section"
-			if !terminal(j.State) {
+			if !renting.Terminal(j.State) {
 				why = "it has not ended (state " + j.State + ")"
 			} else if spec, err := auction.ParseJobSpec([]byte(j.Spec)); err == nil && spec.Outputs.Path != "" {
 				why = "its provider kept none (" + j.Error + ")"
@@ -54,8 +55,8 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 		}
 		// The provider holds them; connected, it is asked first.
 		if pid, err := peer.Decode(j.Provider); err == nil {
-			cctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			learnAddrs(cctx, n.host, pid)
+			cctx, cancel := context.WithTimeout(ctx, renting.DialTimeout)
+			renting.LearnAddrs(cctx, n.host, pid)
 			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
 			cancel()
 		}

@@ -162,7 +162,7 @@ func registerLedgerAPI(s *rpc.Server, n *Node) {
 		func(ctx context.Context, p HistoryParams) ([]byte, error) {
 			proof, ok := n.ledger.Frozen(p.Author)
 			if !ok && n.rep != nil {
-				proof, ok = n.rep.proofAgainst(p.Author)
+				proof, ok = n.rep.ProofAgainst(p.Author)
 			}
 			if !ok {
 				return nil, &rpc.Error{Code: CodeNoSuchEntry, Message: "no fraud proof for " + p.Author}
@@ -207,7 +207,7 @@ func registerRepAPI(s *rpc.Server, n *Node) {
 		ParamNames:  []string{"peer"},
 	}, func(ctx context.Context, p PeerParamsRep) (trust.Evidence, error) {
 		n.feeds.Follow(p.Peer) // someone is weighing this peer: keep its feed
-		_, ev := n.rep.get()
+		_, ev := n.rep.Scores()
 		if e, ok := ev[p.Peer]; ok {
 			return *e, nil
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -39,10 +40,10 @@ func TestABronzeAwardTakenBackBeforeItsStartIsAuctionedAgain(t *testing.T) {
 	var once sync.Once
 	var first, taker string // the provider of A's first award; B's job
 	raced := make(chan error, 1)
-	a.renterJobs.beforeStart = func(id, prov string) {
+	a.renterJobs.InjectBeforeStart(func(id, prov string) {
 		once.Do(func() {
 			first = prov
-			j, err := b.renterJobs.submit(job("taker", "silver"), nil, SubmitOptions{Provider: prov})
+			j, err := b.renterJobs.Submit(job("taker", "silver"), nil, renting.SubmitOptions{Provider: prov})
 			if err != nil {
 				raced <- err
 				return
@@ -60,8 +61,8 @@ func TestABronzeAwardTakenBackBeforeItsStartIsAuctionedAgain(t *testing.T) {
 			}
 			raced <- fmt.Errorf("the provider still holds A's award 30 s after B's silver job was submitted")
 		})
-	}
-	victim, err := a.renterJobs.submit(job("victim", "bronze"), nil, SubmitOptions{})
+	})
+	victim, err := a.renterJobs.Submit(job("victim", "bronze"), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +74,14 @@ func TestABronzeAwardTakenBackBeforeItsStartIsAuctionedAgain(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("A's job was never awarded")
 	}
-	done := waitJob(t, a, victim.ID, 60*time.Second, "A's job completed", func(j *JobRecord) bool { return terminal(j.State) })
-	if done.State != StateCompleted {
+	done := waitJob(t, a, victim.ID, 60*time.Second, "A's job completed", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if done.State != renting.StateCompleted {
 		t.Fatalf("A's job ended %s: %s", done.State, done.Error)
 	}
 	if done.Provider == first || done.Attempts != 2 {
 		t.Fatalf("A's job completed on %s after %d leases; its first award was on %s", done.Provider, done.Attempts, first)
 	}
-	if j := waitJob(t, b, taker, 60*time.Second, "B's silver job completed", func(j *JobRecord) bool { return terminal(j.State) }); j.State != StateCompleted || j.Provider != first {
+	if j := waitJob(t, b, taker, 60*time.Second, "B's silver job completed", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) }); j.State != renting.StateCompleted || j.Provider != first {
 		t.Fatalf("B's silver job: %s on %s (%s)", j.State, j.Provider, j.Error)
 	}
 	// A's log of its auctions says why it left the first provider.

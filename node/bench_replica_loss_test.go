@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 // BenchmarkReplicaReplacedAfterProviderLoss measures, on real nodes in
@@ -27,20 +29,20 @@ func BenchmarkReplicaReplacedAfterProviderLoss(b *testing.B) {
 		byID[p.Host().ID().String()] = p
 	}
 	rn := renterOf(b, ctx, provs...)
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: modelService("bench-heal", 2)}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: modelService("bench-heal", 2)}); err != nil {
 		b.Fatal(err)
 	}
-	waitService(b, rn, "bench-heal", 90*time.Second, "two ready replicas", func(v *ServiceView) bool { return readyOn(v, 2) })
+	waitService(b, rn, "bench-heal", 90*time.Second, "two ready replicas", func(v *services.ServiceView) bool { return readyOn(v, 2) })
 	var took []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		v := waitService(b, rn, "bench-heal", 60*time.Second, "two ready replicas", func(v *ServiceView) bool { return readyOn(v, 2) })
+		v := waitService(b, rn, "bench-heal", 60*time.Second, "two ready replicas", func(v *services.ServiceView) bool { return readyOn(v, 2) })
 		lost := v.Replicas[i%2]
 		b.StartTimer()
 		crashed := time.Now()
 		crashNode(b, byID[lost.Provider])
-		waitService(b, rn, "bench-heal", 60*time.Second, "the lost replica replaced and ready", func(v *ServiceView) bool {
+		waitService(b, rn, "bench-heal", 60*time.Second, "the lost replica replaced and ready", func(v *services.ServiceView) bool {
 			return len(v.Replicas) == 2 && v.Replicas[i%2].Job != lost.Job && readyOn(v, 2)
 		})
 		took = append(took, time.Since(crashed))

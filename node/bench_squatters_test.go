@@ -5,6 +5,8 @@ import (
 	mrand "math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // BenchmarkRotatingSquatters measures honest renters against the attack
@@ -85,8 +87,8 @@ func BenchmarkRotatingSquatters(b *testing.B) {
 			}
 			// The GPU free again (the honest job over) before the next.
 			waitFor(b, time.Minute, "the honest job to end", func() bool {
-				j, err := rn.renterJobs.get(j.ID)
-				return err == nil && terminal(j.State)
+				j, err := rn.renterJobs.Get(j.ID)
+				return err == nil && renting.Terminal(j.State)
 			})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // component is one part of the node. Start runs the components in the
@@ -59,7 +60,7 @@ func (n *Node) lockRepo(context.Context) error {
 // creates node.db).
 func (n *Node) openStore(context.Context) error {
 	n.newRepo = !exists(filepath.Join(n.repo.Dir, repo.StoreFile)) && !exists(filepath.Join(n.repo.Dir, repo.LedgerFile))
-	st, err := OpenStore(filepath.Join(n.repo.Dir, repo.StoreFile))
+	st, err := store.Open(filepath.Join(n.repo.Dir, repo.StoreFile))
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/earnings"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // Offered GPU-time: the denominator of the provider's fill rate. Neither
@@ -40,17 +42,17 @@ func (n *Node) addOffered(spans []earnings.DaySpan) error {
 	if len(spans) == 0 {
 		return nil
 	}
-	return n.store.Update(func(tx *StoreTx) error {
+	return n.store.Update(func(tx *store.Tx) error {
 		for _, s := range spans {
 			var d earnings.OfferedDay
-			if err := tx.Get(bucketOffer, offeredPrefix+s.Day, &d); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := tx.Get(store.BucketOffer, offeredPrefix+s.Day, &d); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			if d.From == 0 {
 				d.From = s.From
 			}
 			d.GPUSeconds += s.GPUSeconds
-			if err := tx.Put(bucketOffer, offeredPrefix+s.Day, d); err != nil {
+			if err := tx.Put(store.BucketOffer, offeredPrefix+s.Day, d); err != nil {
 				return err
 			}
 		}
@@ -61,13 +63,13 @@ func (n *Node) addOffered(spans []earnings.DaySpan) error {
 // offeredDays reads every stored day.
 func (n *Node) offeredDays() (map[string]earnings.OfferedDay, error) {
 	out := map[string]earnings.OfferedDay{}
-	err := n.store.ForEach(bucketOffer, func(key string, raw []byte) error {
+	err := n.store.ForEach(store.BucketOffer, func(key string, raw []byte) error {
 		day, ok := strings.CutPrefix(key, offeredPrefix)
 		if !ok {
 			return nil
 		}
 		var d earnings.OfferedDay
-		if err := decodeJSON(raw, &d); err != nil {
+		if err := json.Unmarshal(raw, &d); err != nil {
 			return nil // one unreadable day is left out, not the report
 		}
 		out[day] = d

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/earnings"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // spentLeases reads every lease this node rented: those in its own feed
@@ -16,12 +17,12 @@ import (
 // charge, reported in the exit event before `job run` returns, stands in
 // for it: the same figure, so the balance never dips in between. f is
 // read, not changed: the balance passes the same feed to its earnings.
-func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]JobRecord) {
+func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]renting.JobRecord) {
 	self := f.Self
 	leases, order := maps.Clone(f.Leases), slices.Clone(f.LeaseOrder)
-	jobs := map[string]JobRecord{}
+	jobs := map[string]renting.JobRecord{}
 	if r := n.renterJobs; r != nil {
-		for _, j := range r.snapshot(nil) {
+		for _, j := range r.Snapshot(nil) {
 			jobs[j.ID] = j
 		}
 	}
@@ -36,7 +37,7 @@ func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]J
 	}
 	settled := map[string]earnings.SpentOn{}
 	if n.rep != nil {
-		for _, st := range n.rep.settlements() {
+		for _, st := range n.rep.Settlements() {
 			if st.Settlement.Renter == self {
 				settled[st.Settlement.Lease] = earnings.SpentOn{Amount: st.Settlement.Paid(), Source: earnings.SpendSettlement, At: time.Unix(st.Time, 0)}
 			}
@@ -65,7 +66,7 @@ func (n *Node) spentLeases(f earnings.OwnFeed) ([]earnings.SpentOn, map[string]J
 	return out, jobs
 }
 
-func endOf(j JobRecord) time.Time {
+func endOf(j renting.JobRecord) time.Time {
 	if j.EndedAt != nil {
 		return *j.EndedAt
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -108,30 +109,30 @@ func TestAnImageNoProviderCanPullFailsTheJobAfterTwoProviders(t *testing.T) {
 	spec := "name: unpullable\nimage: " + image + "\ncommand: [\"-sleep\", \"1s\"]\nresources: {gpus: 1}\ntier: bronze\n" +
 		"max_price: 1.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\nretry: {max_reauctions: 3}\n"
 	began := time.Now()
-	sub, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	sub, err := rn.renterJobs.Submit([]byte(spec), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
-	events, err := rn.renterJobs.follow(fctx, sub.ID)
+	events, err := rn.renterJobs.Follow(fctx, sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Auctioned again after the first failure, not failed.
 	again := false
 	for ev := range events {
-		again = again || ev.State == StateAuction && strings.Contains(ev.Note, providing.PullFailed) && strings.Contains(ev.Note, "auctioning again")
-		if terminal(ev.State) {
+		again = again || ev.State == renting.StateAuction && strings.Contains(ev.Note, providing.PullFailed) && strings.Contains(ev.Note, "auctioning again")
+		if renting.Terminal(ev.State) {
 			break
 		}
 	}
 	if !again {
 		t.Error("the job was not auctioned again after the first provider's failed pull")
 	}
-	j := waitJob(t, rn, sub.ID, 30*time.Second, "failed", func(j *JobRecord) bool { return terminal(j.State) })
+	j := waitJob(t, rn, sub.ID, 30*time.Second, "failed", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
 	took := time.Since(began)
-	if j.State != StateFailed || !strings.Contains(j.Error, `2 providers could not pull the image "`+image+`"`) ||
+	if j.State != renting.StateFailed || !strings.Contains(j.Error, `2 providers could not pull the image "`+image+`"`) ||
 		!strings.Contains(j.Error, "executor: pull "+image) {
 		t.Fatalf("the job is %s: %q; want failed, naming the image and the pull error", j.State, j.Error)
 	}
@@ -205,16 +206,16 @@ func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
 			"retry: {max_reauctions: " + string(rune('0'+reauctions)) + "}\n"
 	}
 	// b is busy with a job of its own renter's.
-	blocker, err := rn.renterJobs.submit([]byte(bronze("blocker", "5m", 0)), nil, SubmitOptions{Provider: b.Host().ID().String()})
+	blocker, err := rn.renterJobs.Submit([]byte(bronze("blocker", "5m", 0)), nil, renting.SubmitOptions{Provider: b.Host().ID().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, blocker.ID, 30*time.Second, "the blocker running", func(j *JobRecord) bool { return j.State == StateRunning })
-	victim, err := rn.renterJobs.submit([]byte(bronze("victim", "3s", 2)), nil, SubmitOptions{})
+	waitJob(t, rn, blocker.ID, 30*time.Second, "the blocker running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
+	victim, err := rn.renterJobs.Submit([]byte(bronze("victim", "3s", 2)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := waitJob(t, rn, victim.ID, 30*time.Second, "the victim running", func(j *JobRecord) bool { return j.State == StateRunning })
+	v := waitJob(t, rn, victim.ID, 30*time.Second, "the victim running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	if v.Provider != a.Host().ID().String() {
 		t.Fatalf("the victim runs on %s, want the free provider", v.Provider)
 	}
@@ -223,14 +224,14 @@ func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
 	if err := a.GPUSource().(*attest.Simulated).SetLoad(0, 60, 200, []attest.Process{{PID: 31337, UsedMiB: 4096, Name: "owner-game"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, victim.ID, 30*time.Second, "the victim preempted and auctioned again", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	waitJob(t, rn, victim.ID, 30*time.Second, "the victim preempted and auctioned again", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "no re-auction spent")
 	})
 	preempted := time.Now()
 	// It waits, spending nothing, and says so; past the 2 s it used to
 	// take to give up.
-	w := waitJob(t, rn, victim.ID, 30*time.Second, "the victim waiting for the book", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "7s of 30m0s waited, no re-auction spent")
+	w := waitJob(t, rn, victim.ID, 30*time.Second, "the victim waiting for the book", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "7s of 30m0s waited, no re-auction spent")
 	})
 	t.Logf("%v after the first round without a match: %s", time.Since(preempted), w.Error)
 	// A preemption never excludes the provider: a is left out only while
@@ -242,11 +243,11 @@ func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
 			}
 		}
 	}
-	if _, err := rn.renterJobs.cancel(ctx, blocker.ID); err != nil {
+	if _, err := rn.renterJobs.Cancel(ctx, blocker.ID); err != nil {
 		t.Fatal(err)
 	}
 	freed := time.Now()
-	done := waitJob(t, rn, victim.ID, 60*time.Second, "the victim completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	done := waitJob(t, rn, victim.ID, 60*time.Second, "the victim completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	t.Logf("completed %v after b was freed, %v after the preemption", time.Since(freed), time.Since(preempted))
 	if done.Provider != b.Host().ID().String() || done.Attempts != 2 {
 		t.Errorf("the victim completed on %s after %d leases, want on the freed provider after 2", done.Provider, done.Attempts)
@@ -271,13 +272,13 @@ func TestAFailedPullOnTheOnlyProviderFailsTheJobAtOnce(t *testing.T) {
 	spec := "name: unpullable\nimage: " + image + "\ncommand: [\"-sleep\", \"1s\"]\nresources: {gpus: 1}\ntier: bronze\n" +
 		"max_price: 1.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\nretry: {max_reauctions: 3}\n"
 	began := time.Now()
-	sub, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	sub, err := rn.renterJobs.Submit([]byte(spec), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := waitJob(t, rn, sub.ID, 30*time.Second, "ended", func(j *JobRecord) bool { return terminal(j.State) })
+	j := waitJob(t, rn, sub.ID, 30*time.Second, "ended", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
 	took := time.Since(began)
-	if j.State != StateFailed || !strings.Contains(j.Error, `1 provider could not pull the image "`+image+`"`) ||
+	if j.State != renting.StateFailed || !strings.Contains(j.Error, `1 provider could not pull the image "`+image+`"`) ||
 		!strings.Contains(j.Error, "executor: pull "+image) || !strings.Contains(j.Error, "nothing was charged") {
 		t.Fatalf("the job is %s: %q; want failed, naming the image and the pull error", j.State, j.Error)
 	}

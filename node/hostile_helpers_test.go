@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -274,4 +275,12 @@ func containers(t *testing.T, job string) []string {
 		}
 	}
 	return mine
+}
+
+// randomNonce is a fresh 16-byte nonce, as a renter sends with a quote
+// request or a start.
+func randomNonce() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
 }

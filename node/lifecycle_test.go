@@ -12,7 +12,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -44,7 +46,7 @@ func (l *storeLog) lines() []string {
 	return append([]string(nil), l.bad...)
 }
 
-// running reports whether a goroutine is in fn (e.g. "(*renterJobs).run(").
+// running reports whether a goroutine is in fn (e.g. "(*renting.Jobs).run(").
 func running(fn string) bool {
 	buf := make([]byte, 1<<20)
 	for {
@@ -66,11 +68,11 @@ func TestStopWaitsForJobRunnersBeforeClosingStores(t *testing.T) {
 	n := startTestNode(t, ctx, "", Options{Logger: slog.New(logs)})
 	spec := "name: idle\nimage: busybox\ncommand: [\"true\"]\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +
 		"duration: {expected: 1m, max: 5m}\nretry: {max_reauctions: 5}\n"
-	j, err := n.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	j, err := n.renterJobs.Submit([]byte(spec), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := n.renterJobs.follow(ctx, j.ID)
+	events, err := n.renterJobs.Follow(ctx, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestStopWaitsForJobRunnersBeforeClosingStores(t *testing.T) {
 	if err := n.Stop(sctx); err != nil {
 		t.Fatal(err)
 	}
-	if running("node.(*renterJobs).run(") {
+	if running("node.(*renting.Jobs).run(") {
 		t.Fatal("Stop returned while a job runner still runs")
 	}
 	time.Sleep(2500 * time.Millisecond) // past the backoff: a runner left behind would write now
@@ -136,13 +138,13 @@ func TestStoppingProviderSettlesItsRunningJob(t *testing.T) {
 	if settled != 1 {
 		t.Errorf("%d settlements of the running lease in ledger.db after Stop, want 1", settled)
 	}
-	db, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
+	db, err := store.Open(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	state := providing.RecordState("none")
-	_ = db.ForEach(bucketLeases, func(k string, v []byte) error {
+	_ = db.ForEach(store.BucketLeases, func(k string, v []byte) error {
 		if rec, err := providing.ReadRecord(v); err == nil && k == "stopped" {
 			state = rec.State
 		}

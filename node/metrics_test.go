@@ -14,8 +14,10 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -198,20 +200,20 @@ func TestMetricsRefusesRemoteAddress(t *testing.T) {
 // with 1,000 jobs in the renter's history and 1,000 lease records, as
 // Prometheus would make it. The target: under 5 ms.
 func BenchmarkMetricsScrape(b *testing.B) {
-	st, err := OpenStore(filepath.Join(b.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(b.TempDir(), repo.StoreFile))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	jobs := make(map[string]*JobRecord, 1000)
+	jobs := make(map[string]*renting.JobRecord, 1000)
 	lease := make([]byte, 600) // about a co-signed lease's size
 	_, _ = rand.Read(lease)
-	err = st.Update(func(tx *StoreTx) error {
+	err = st.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			id := fmt.Sprintf("job-%04d", i)
-			jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1 + i%3, Lease: lease}
+			jobs[id] = &renting.JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1 + i%3, Lease: lease}
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}
-			if err := tx.Put(bucketLeases, id, rec); err != nil {
+			if err := tx.Put(store.BucketLeases, id, rec); err != nil {
 				return err
 			}
 		}
@@ -222,7 +224,11 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	}
 	cfg := repo.DefaultConfig(repo.NetworkLocal)
 	cfg.Metrics.Address = "127.0.0.1:0"
-	n := &Node{cfg: cfg, store: st, renterJobs: &renterJobs{jobs: jobs}}
+	recs := make([]renting.JobRecord, 0, len(jobs))
+	for _, j := range jobs {
+		recs = append(recs, *j)
+	}
+	n := &Node{cfg: cfg, store: st, renterJobs: heldJobs(b, recs, nil)}
 	h := metrics.Handler(n.metricsRegistry().reg)
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	w := httptest.NewRecorder()
@@ -254,4 +260,22 @@ func TestMetricsLeaseRecordState(t *testing.T) {
 			t.Errorf("leaseRecordState(%s) = %q, want %q", raw, got, want)
 		}
 	}
+}
+
+// heldJobs is a renter's job manager holding recs and their logs in
+// memory (renting.Jobs.Hold), over an empty node.db of its own: no
+// market, no network.
+func heldJobs(t testing.TB, recs []renting.JobRecord, logs map[string][]byte) *renting.Jobs {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r, err := renting.New(renting.Deps{Bg: t.Context(), Store: st, Log: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Hold(recs, logs)
+	return r
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	dto "github.com/prometheus/client_model/go"
@@ -170,12 +172,12 @@ func TestMetricsRPCCallsAndAuctions(t *testing.T) {
 	if err := c.Call(ctx, "made_up_method_7", nil, nil); !errors.As(err, &e) || e.Code != rpc.CodeMethodNotFound {
 		t.Fatalf("made_up_method_7: %v", err)
 	}
-	if err := c.Call(ctx, "job_status", []string{"no-such-job"}, nil); !errors.As(err, &e) || e.Code != CodeNoSuchJob {
+	if err := c.Call(ctx, "job_status", []string{"no-such-job"}, nil); !errors.As(err, &e) || e.Code != renting.CodeNoSuchJob {
 		t.Fatalf("job_status: %v", err)
 	}
 	spec := "name: lonely\nimage: alpine\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +
 		"duration: {expected: 1m, max: 5m}\nretry: {max_reauctions: 0}\n"
-	var job JobRecord
+	var job renting.JobRecord
 	if err := c.Call(ctx, "job_submit", JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
 	}
@@ -217,17 +219,16 @@ func BenchmarkMetricsScrapeLiveNode(b *testing.B) {
 	n := startNodeWith(b, ctx, func(c *repo.Config) { c.Metrics.Address = "127.0.0.1:0" }, Options{})
 	hostileHost(b, ctx, n)
 	lease := make([]byte, 600)
-	r := n.renterJobs
-	r.mu.Lock()
+	recs := make([]renting.JobRecord, 0, 1000)
 	for i := range 1000 {
 		id := fmt.Sprintf("job-%04d", i)
-		r.jobs[id] = &JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1, Lease: lease}
+		recs = append(recs, renting.JobRecord{ID: id, State: jobStates[i%len(jobStates)], Attempts: 1, Lease: lease})
 	}
-	r.mu.Unlock()
-	err := n.store.Update(func(tx *StoreTx) error {
+	n.renterJobs.Hold(recs, nil)
+	err := n.store.Update(func(tx *store.Tx) error {
 		for i := range 1000 {
 			rec := providing.Record{Lease: lease, State: leaseStates[i%len(leaseStates)], Updated: time.Now()}
-			if err := tx.Put(bucketLeases, fmt.Sprintf("job-%04d", i), rec); err != nil {
+			if err := tx.Put(store.BucketLeases, fmt.Sprintf("job-%04d", i), rec); err != nil {
 				return err
 			}
 		}

@@ -20,11 +20,15 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -77,12 +81,12 @@ type Node struct {
 	log  *slog.Logger
 
 	host           *p2p.Host
-	store          *Store
+	store          *store.Store
 	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange       *data.Exchange
 	boot           *peers.Bootstrapper // retries the bootstrap list until connected (node/peers)
 	fetching       sync.Map            // CID string -> *fetchProgress: fetches in flight (node_data.go)
-	journal        *journal            // this node's records that callers need not wait for
+	journal        *journal.Journal    // this node's records that callers need not wait for
 	known          *peers.Known        // the peers it was connected to, kept across restarts (node/peers)
 	knownAtStart   []peer.AddrInfo     // known peers of the last run, dialled by startReconnect
 	market         *offers.Market
@@ -91,10 +95,10 @@ type Node struct {
 	services       *providing.Forwarder // serves service jobs' ports to their renters
 	ledger         *ledger.Store
 	feeds          *feeds
-	rep            *reputationView
+	rep            *renting.Reputation
 	claims         *claimer // nil on a node without GPUs to sell
-	renterJobs     *renterJobs
-	renterServices *services // the renter's services and their gateways (renter_services.go)
+	renterJobs     *renting.Jobs
+	renterServices *services.Manager // the renter's services and their gateways (node/services)
 	gpus           attest.Source
 	gpuMon         *attest.Monitor // set with gpus; its fault counts feed the metrics
 	ownJobs        ownJobs         // the GPU monitor's view of which processes are jobs (own_jobs.go)
@@ -126,7 +130,7 @@ func New(rp *repo.Repo, cfg repo.Config, opts Options) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.BillingInterval <= 0 {
-		opts.BillingInterval = DefaultBillingInterval
+		opts.BillingInterval = renting.DefaultBillingInterval
 	}
 	if opts.OfferTTL <= 0 {
 		opts.OfferTTL = time.Hour
@@ -225,7 +229,7 @@ func (n *Node) startRPC() error {
 	registerOfferAPI(n.rpc, n)
 	registerMarketAPI(n.rpc, n)
 	registerJobAPI(n.rpc, n)
-	registerServiceAPI(n.rpc, n)
+	services.RegisterAPI(n.rpc, func() *services.Manager { return n.renterServices })
 	registerLeaseAPI(n.rpc, n)
 	registerLedgerAPI(n.rpc, n)
 	registerRepAPI(n.rpc, n)
@@ -350,6 +354,14 @@ func (n *Node) Repo() *repo.Repo { return n.repo }
 
 // Network is the name of the network the node is on.
 func (n *Node) Network() string { return n.cfg.Network }
+
+// DialService opens a connection to jobID's service on provider, which
+// must be connected or dialable. ctx bounds the opening only; the
+// connection lives until closed, with the provider's limits on its bytes
+// and idle time.
+func (n *Node) DialService(ctx context.Context, provider peer.ID, jobID string) (net.Conn, error) {
+	return services.Dial(ctx, n.host, provider, jobID)
+}
 
 // GPUSource is where the node reads its GPUs (nil when it has none). Tests
 // and tools use it to drive simulated GPUs' load.

@@ -14,7 +14,10 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/services"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -109,36 +112,33 @@ func (n *Node) startRenterJobs(context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.rep = &reputationView{st: n.ledger, self: n.host.ID().String(), record: n.journal.tryEnqueue, spawn: n.tasks.Go}
+	n.rep = renting.NewReputation(n.ledger, n.host.ID().String(), n.journal.TryEnqueue, n.tasks.Go)
 	canarySpec := n.cfg.Trust.CanarySpec
 	if canarySpec != "" && !filepath.IsAbs(canarySpec) {
 		canarySpec = filepath.Join(n.repo.Dir, canarySpec) // config paths are the repo's, not the shell's
 	}
-	canary, err := loadCanary(canarySpec, n.cfg.Trust.CanaryMinRate)
-	if err != nil {
-		return err
-	}
-	rj, err := newRenterJobs(renterDeps{bg: ctx, market: n.market, store: n.store, key: key, log: n.log.With("part", "renter-jobs"),
-		journal: n.journal, spawn: n.tasks.Go, rep: n.rep, billing: n.opts.BillingInterval, stopPayingAfter: n.opts.StopPayingAfter,
-		canary: canary})
+	rj, err := renting.New(renting.Deps{Bg: ctx, Market: n.market, Store: n.store, Key: key, Log: n.log.With("part", "renter-jobs"),
+		Journal: n.journal, Spawn: n.tasks.Go, Rep: n.rep, Billing: n.opts.BillingInterval, StopPayingAfter: n.opts.StopPayingAfter,
+		CanarySpec: canarySpec, CanaryMinRate: n.cfg.Trust.CanaryMinRate})
 	if err != nil {
 		return err
 	}
 	n.renterJobs = rj
-	rj.resume() // once wired: follows the jobs leased before a restart again
+	rj.Resume() // once wired: follows the jobs leased before a restart again
 	return nil
 }
 
 // startServices resumes the renter's services with their gateways, on the
 // ports they had.
 func (n *Node) startServices(context.Context) error {
-	svcs, err := newServices(n, n.log.With("part", "services"))
+	svcs, err := services.New(services.Deps{Bg: n.bg, Store: n.store, Jobs: n.renterJobs, Market: n.market, Repo: n.repo,
+		Log: n.log.With("part", "services")})
 	if err != nil {
 		return fmt.Errorf("services of the last run: %w", err)
 	}
-	svcs.resume() // their gateways, on the ports they had
+	svcs.Resume() // their gateways, on the ports they had
 	n.renterServices = svcs
-	n.onStop(func(context.Context) error { svcs.close(); return nil })
+	n.onStop(func(context.Context) error { svcs.Close(); return nil })
 	return nil
 }
 
@@ -150,7 +150,7 @@ func (n *Node) startCounterparties(context.Context) error {
 		if _, _, ok := n.market.Book().Get(author); ok {
 			return true
 		}
-		return pj.DealsWith(author) || rj.dealsWith(author)
+		return pj.DealsWith(author) || rj.DealsWith(author)
 	}
 	n.feeds.counterparty.Store(&dealsWith)
 	return nil
@@ -248,19 +248,19 @@ func execTag(peerID string) string {
 
 // leaseStore keeps the provider's lease records (node/providing) in the
 // node's store, under leases/<job ID>.
-type leaseStore struct{ st *Store }
+type leaseStore struct{ st *store.Store }
 
 func (s leaseStore) ForEach(fn func(jobID string, raw []byte) error) error {
-	return s.st.ForEach(bucketLeases, fn)
+	return s.st.ForEach(store.BucketLeases, fn)
 }
 
-func (s leaseStore) Get(jobID string, v any) error { return s.st.Get(bucketLeases, jobID, v) }
+func (s leaseStore) Get(jobID string, v any) error { return s.st.Get(store.BucketLeases, jobID, v) }
 
 func (s leaseStore) Update(fn func(tx providing.Tx) error) error {
-	return s.st.Update(func(tx *StoreTx) error { return fn(leaseTx{tx}) })
+	return s.st.Update(func(tx *store.Tx) error { return fn(leaseTx{tx}) })
 }
 
-type leaseTx struct{ tx *StoreTx }
+type leaseTx struct{ tx *store.Tx }
 
-func (t leaseTx) Get(jobID string, v any) error { return t.tx.Get(bucketLeases, jobID, v) }
-func (t leaseTx) Put(jobID string, v any) error { return t.tx.Put(bucketLeases, jobID, v) }
+func (t leaseTx) Get(jobID string, v any) error { return t.tx.Get(store.BucketLeases, jobID, v) }
+func (t leaseTx) Put(jobID string, v any) error { return t.tx.Put(store.BucketLeases, jobID, v) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
+	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
@@ -130,8 +131,8 @@ func (n *Node) startFeeds(context.Context) error {
 	n.feeds.Recovery.Await = !n.newRepo
 	// Closed after every producer has stopped and before ledger.db: what
 	// was queued is appended, not lost.
-	n.journal = newJournal(n.feeds.Append, n.log.With("part", "journal"), journalQueue, journalWait)
-	n.onClose(n.journal.close)
+	n.journal = journal.New(n.feeds.Append, n.log.With("part", "journal"), journal.DefaultQueue, journal.DefaultWait)
+	n.onClose(n.journal.Close)
 	// Stopped (its goroutines waited for) before the journal drains and
 	// ledger.db closes.
 	n.onClose(n.feeds.Stop)

@@ -3,14 +3,13 @@ package node
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/gleaner-net/gleaner/auction/renter"
-
 	"github.com/gleaner-net/gleaner/node/metrics"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,8 +27,8 @@ type nodeMetrics struct {
 
 // jobStates are every renter job state, reported even when no job is in
 // it, so that a series never vanishes.
-var jobStates = []string{StateAuction, StateLeased, StateReserved, StateFetching, StatePulling, StateRunning,
-	StatePreempting, StatePaused, StateCompleted, StateFailed, StateCancelled, StateNoMatch}
+var jobStates = []string{renting.StateAuction, renting.StateLeased, renting.StateReserved, renting.StateFetching, renting.StatePulling, renting.StateRunning,
+	renting.StatePreempting, renting.StatePaused, renting.StateCompleted, renting.StateFailed, renting.StateCancelled, renting.StateNoMatch}
 
 // leaseStates are the provider's lease record states (providing).
 var leaseStates = []providing.RecordState{providing.LeaseAwarded, providing.LeaseStarted, providing.LeaseLaunched,
@@ -65,25 +64,6 @@ func (n *Node) instrumentRPC(h http.Handler) http.Handler {
 	return m.rpc.Wrap(h)
 }
 
-// observeAuction records one auction (renterJobs.run's Place) begun at
-// start and ended with err, when this node's metrics are on. An auction
-// cut short by the node stopping is no outcome of the market's, and is
-// left out.
-func (r *renterJobs) observeAuction(start time.Time, err error) {
-	timer := r.auctionTimer.Load()
-	if timer == nil || (err != nil && r.bg.Err() != nil) {
-		return
-	}
-	outcome := metrics.AuctionAwarded
-	switch {
-	case errors.Is(err, renter.ErrNoMatch):
-		outcome = metrics.AuctionNoMatch
-	case err != nil:
-		outcome = metrics.AuctionFailed
-	}
-	timer.Auction(time.Since(start), outcome)
-}
-
 // startMetrics serves /metrics on metrics.address; Stop closes it first,
 // before anything a scrape reads.
 func (n *Node) startMetrics() error {
@@ -98,7 +78,7 @@ func (n *Node) startMetrics() error {
 	m.srv = srv
 	n.onStop(srv.Shutdown)
 	if r := n.renterJobs; r != nil {
-		r.auctionTimer.Store(m.calls)
+		r.TimeAuctions(m.calls)
 	}
 	n.log.Info("serving metrics", "url", srv.URL())
 	return nil
@@ -160,7 +140,7 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 		for _, st := range jobStates {
 			s.Jobs[st] = 0
 		}
-		for _, j := range r.snapshot(nil) {
+		for _, j := range r.Snapshot(nil) {
 			s.Jobs[j.State]++
 			s.JobLeases += j.Attempts
 		}
@@ -179,7 +159,7 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 		// counts a running lease's vouchers and then, lower, its charge,
 		// and has the charge before the settlement replicates.
 		self := n.host.ID().String()
-		for _, st := range n.rep.settlements() {
+		for _, st := range n.rep.Settlements() {
 			paid := int64(st.Settlement.Paid())
 			if st.By == self {
 				s.EarnedMicro += paid
@@ -219,7 +199,7 @@ func (n *Node) readLeases(s *metrics.Snapshot) {
 		s.Leases[string(st)] = 0
 	}
 	pj := n.providerJobs
-	_ = n.store.ForEach(bucketLeases, func(jobID string, raw []byte) error {
+	_ = n.store.ForEach(store.BucketLeases, func(jobID string, raw []byte) error {
 		s.Leases[leaseRecordState(raw)]++
 		if pj != nil && pj.Holds(jobID) {
 			s.LeasesActive++

@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/crypto"
 )
 
 // provider is this node's offer publisher, with the store its leases share.
 type provider struct {
 	*offers.Publisher
-	store *Store
+	store *store.Store
 }
 
-func newProvider(bg context.Context, m *offers.Market, store *Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
+func newProvider(bg context.Context, m *offers.Market, store *store.Store, key crypto.PrivKey, ttl time.Duration, log *slog.Logger) (*provider, error) {
 	p, err := offers.NewPublisher(bg, m, offerStore{store}, key, ttl, log)
 	if err != nil {
 		return nil, err
@@ -26,17 +27,17 @@ func newProvider(bg context.Context, m *offers.Market, store *Store, key crypto.
 
 // offerStore keeps the publisher's settings and sequence number in the
 // node's store, under offer/state.
-type offerStore struct{ st *Store }
+type offerStore struct{ st *store.Store }
 
 const offerStateKey = "state"
 
 func (s offerStore) LoadState(v *offers.State) error {
-	if err := s.st.Get(bucketOffer, offerStateKey, v); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.st.Get(store.BucketOffer, offerStateKey, v); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
 func (s offerStore) SaveState(v offers.State) error {
-	return s.st.Update(func(tx *StoreTx) error { return tx.Put(bucketOffer, offerStateKey, v) })
+	return s.st.Update(func(tx *store.Tx) error { return tx.Put(store.BucketOffer, offerStateKey, v) })
 }

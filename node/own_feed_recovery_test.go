@@ -28,7 +28,7 @@ func TestMovedAsideLedgerRecoversOwnFeedFromPeers(t *testing.T) {
 	self := a.Host().ID().String()
 	const n = 20
 	for range n {
-		if err := a.journal.enqueue(ledger.TypeVoucher, []byte(`{}`)); err != nil {
+		if err := a.journal.Enqueue(ledger.TypeVoucher, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestMovedAsideLedgerRecoversOwnFeedFromPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if err := a.journal.enqueue(ledger.TypeVoucher, []byte(`{"after":true}`)); err != nil {
+	if err := a.journal.Enqueue(ledger.TypeVoucher, []byte(`{"after":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)

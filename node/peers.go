@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gleaner-net/gleaner/node/peers"
+	"github.com/gleaner-net/gleaner/node/store"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -34,14 +35,14 @@ func (n *Node) startKnownPeers(context.Context) error {
 
 // peersBucket is node.db's peers bucket, where node/peers keeps the known
 // peers.
-type peersBucket struct{ st *Store }
+type peersBucket struct{ st *store.Store }
 
 func (b peersBucket) View(fn func(peers.Tx) error) error {
-	return b.st.db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketPeers)) })
+	return b.st.ViewBucket(store.BucketPeers, func(bk *bolt.Bucket) error { return fn(bk) })
 }
 
 func (b peersBucket) Update(fn func(peers.Tx) error) error {
-	return b.st.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketPeers)) })
+	return b.st.UpdateBucket(store.BucketPeers, func(bk *bolt.Bucket) error { return fn(bk) })
 }
 
 func (n *Node) bootStatus() *peers.BootstrapStatus {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/peers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -86,7 +88,7 @@ func TestRestartedNodesReconnectWithoutABootstrapList(t *testing.T) {
 		stopNode(t, n)
 	}
 	// What b kept: a and c, with the addresses they listen on.
-	st, err := OpenStore(filepath.Join(b.repo.Dir, repo.StoreFile))
+	st, err := store.Open(filepath.Join(b.repo.Dir, repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +213,8 @@ func TestARestartedRenterReachesItsProviderAtTheAddressItKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, rn := runThenRestartRenter(t, r, rn, "kept", "8s")
-	done := waitJob(t, rn, id, 60*time.Second, "ended after the restart", func(j *JobRecord) bool { return j.State != StateRunning })
-	if done.State != StateCompleted || done.Attempts != 1 {
+	done := waitJob(t, rn, id, 60*time.Second, "ended after the restart", func(j *renting.JobRecord) bool { return j.State != renting.StateRunning })
+	if done.State != renting.StateCompleted || done.Attempts != 1 {
 		t.Fatalf("after the restart the job is %s after %d attempts: %s", done.State, done.Attempts, done.Error)
 	}
 }

@@ -2,16 +2,13 @@ package node
 
 import (
 	"context"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node/offers"
-	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -32,23 +29,23 @@ func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
 	silver := mustSubmit(t, rn, checkpointSpec("silver", "silver", "12s", "3"))
 	waitPreemptedWaiting(t, rn, victim.ID, "the bronze job preempted and waiting")
 	rn = restartRenter(t, ctx, rn, prov)
-	if j, err := rn.renterJobs.get(victim.ID); err != nil || terminal(j.State) {
+	if j, err := rn.renterJobs.Get(victim.ID); err != nil || renting.Terminal(j.State) {
 		t.Fatalf("after the restart the waiting job is %+v (%v), want it still going", j, err)
 	}
-	waitJob(t, rn, silver.ID, 90*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
-	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
-	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+	waitJob(t, rn, silver.ID, 90*time.Second, "the silver job completed", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if done.State != renting.StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
 		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
 			done.State, done.Provider, done.Attempts, done.Error)
 	}
-	logs, _ := rn.renterJobs.logsOf(victim.ID)
+	logs, _ := rn.renterJobs.LogsOf(victim.ID)
 	if !strings.Contains(string(logs), "resuming from checkpoint") {
 		t.Errorf("the run after the restart did not resume from the checkpoint:\n%s", logs)
 	}
 	waitFor(t, 10*time.Second, "the ended job's lifecycle and checkpoint forgotten", func() bool {
-		j, _ := rn.renterJobs.get(victim.ID)
+		j, _ := rn.renterJobs.Get(victim.ID)
 		var ckpt []byte
-		return j.Life == nil && rn.store.Get(bucketCheckpoints, victim.ID, &ckpt) == ErrNotFound
+		return j.Life == nil && rn.store.Get(store.BucketCheckpoints, victim.ID, &ckpt) == store.ErrNotFound
 	})
 }
 
@@ -72,69 +69,19 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 	prov := startSeller(t, ctx, func(s *offers.Settings) { s.Policy.PreemptNotice = 2 })
 	rn := renterOf(t, ctx, prov)
 	victim := mustSubmit(t, rn, checkpointSpec("victim", "bronze", "20s", "20"))
-	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job running", func(j *JobRecord) bool { return j.State == StateRunning })
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	rn = restartRenter(t, ctx, rn, prov)
 	waitPastStep3(t, rn, victim.ID, "the bronze job re-attached past its third step")
 	silver := mustSubmit(t, rn, checkpointSpec("silver", "silver", "4s", "2"))
 	waitPreemptedWaiting(t, rn, victim.ID, "the re-attached bronze job preempted and waiting")
-	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *JobRecord) bool { return terminal(j.State) })
-	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *JobRecord) bool { return terminal(j.State) })
-	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	done := waitJob(t, rn, victim.ID, 90*time.Second, "the bronze job ended", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if done.State != renting.StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
 		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2",
 			done.State, done.Provider, done.Attempts, done.Error)
 	}
-	if logs, _ := rn.renterJobs.logsOf(victim.ID); !strings.Contains(string(logs), "resuming from checkpoint") {
+	if logs, _ := rn.renterJobs.LogsOf(victim.ID); !strings.Contains(string(logs), "resuming from checkpoint") {
 		t.Errorf("the run after the preemption did not resume from the checkpoint:\n%s", logs)
-	}
-}
-
-// What a restarted node does with each job its store holds: a job waiting
-// in a re-auction with its lifecycle goes on (unless it needs secrets),
-// so does one in its first auction, one leased is followed again, a
-// canary in its auction fails, and a service's replica is left to its
-// keeper's old path.
-func TestARestartSortsTheJobsItFinds(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	life := &renter.Snapshot{Leases: 1, Preemptions: 1, LastEnd: renter.EndPreempted, LastProvider: "p", LastResort: []string{"p"}}
-	recs := []JobRecord{
-		{ID: "waiting", State: StateAuction, Lease: []byte("old"), Life: life},
-		{ID: "secret", State: StateAuction, Lease: []byte("old"), Life: life, Secrets: true},
-		{ID: "replica", State: StateAuction, Lease: []byte("old"), Life: life, Service: "web"},
-		{ID: "leased", State: StateRunning, Lease: []byte("now"), Life: life},
-		{ID: "first", State: StateAuction},
-		{ID: "first-secret", State: StateAuction, Secrets: true},
-		{ID: "canary", State: StateAuction, Canary: true},
-	}
-	if err := st.Update(func(tx *StoreTx) error {
-		for _, j := range recs {
-			if err := tx.Put(bucketJobs, j.ID, j); err != nil {
-				return err
-			}
-		}
-		return tx.Put(bucketCheckpoints, "waiting", []byte("step-600"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := newRenterJobs(renterDeps{bg: context.Background(), store: st, log: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(slices.Sorted(slices.Values(r.waiting)), []string{"first", "waiting"}) || !slices.Equal(slices.Sorted(slices.Values(r.resuming)), []string{"leased", "replica"}) {
-		t.Fatalf("waiting %v, resuming %v; want [first waiting], [leased replica]", r.waiting, r.resuming)
-	}
-	for id, want := range map[string]string{"secret": "secrets were never stored", "first-secret": "secrets were never stored", "canary": "during the auction"} {
-		if j, _ := r.get(id); j.State != StateFailed || !strings.Contains(j.Error, want) {
-			t.Errorf("%s: %s (%s), want failed saying %q", id, j.State, j.Error, want)
-		}
-	}
-	j, _ := r.get("waiting")
-	restored, err := r.restore(j, &auction.JobSpec{Image: "x"})
-	if err != nil || string(restored.Checkpoint()) != "step-600" || !restored.LastResort()["p"] || restored.Exclude()["p"] || restored.Policy().Patience != renter.PreemptedPatience {
-		t.Fatalf("restored %+v (%v), want the preempted lifecycle with its checkpoint", restored.Snapshot(), err)
 	}
 }
 
@@ -151,21 +98,21 @@ func TestARestartedRenterAuctionsAgainAJobInItsFirstAuction(t *testing.T) {
 		"resources: {gpus: 1}\ntier: silver\nmax_price: 3.00\nduration: {expected: 1m, max: 5m}\nallow_simulated: true\n" +
 		"retry: {max_reauctions: 30}\n")
 	j := mustSubmit(t, rn, spec)
-	waitJob(t, rn, j.ID, 20*time.Second, "the job retrying its first auction", func(j *JobRecord) bool {
-		return j.State == StateAuction && time.Since(j.Created) > time.Second
+	waitJob(t, rn, j.ID, 20*time.Second, "the job retrying its first auction", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && time.Since(j.Created) > time.Second
 	})
 	prov := startSeller(t, ctx, nil)
 	rn = restartRenter(t, ctx, rn, prov)
-	done := waitJob(t, rn, j.ID, 2*time.Minute, "the job ended", func(j *JobRecord) bool { return terminal(j.State) })
-	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() {
+	done := waitJob(t, rn, j.ID, 2*time.Minute, "the job ended", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if done.State != renting.StateCompleted || done.Provider != prov.Host().ID().String() {
 		t.Fatalf("the job ended %s on %q (%q); want completed on the provider that came", done.State, done.Provider, done.Error)
 	}
 }
 
 // mustSubmit submits spec to rn's renter.
-func mustSubmit(t *testing.T, rn *Node, spec []byte) *JobRecord {
+func mustSubmit(t *testing.T, rn *Node, spec []byte) *renting.JobRecord {
 	t.Helper()
-	j, err := rn.renterJobs.submit(spec, nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit(spec, nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +123,9 @@ func mustSubmit(t *testing.T, rn *Node, spec []byte) *JobRecord {
 // step, so that its checkpoint holds progress.
 func waitPastStep3(t *testing.T, rn *Node, id, what string) {
 	t.Helper()
-	waitJob(t, rn, id, 30*time.Second, what, func(j *JobRecord) bool {
-		logs, _ := rn.renterJobs.logsOf(id)
-		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	waitJob(t, rn, id, 30*time.Second, what, func(j *renting.JobRecord) bool {
+		logs, _ := rn.renterJobs.LogsOf(id)
+		return j.State == renting.StateRunning && strings.Contains(string(logs), "step 3")
 	})
 }
 
@@ -186,7 +133,7 @@ func waitPastStep3(t *testing.T, rn *Node, id, what string) {
 // re-auction (which a preemption spends none of).
 func waitPreemptedWaiting(t *testing.T, rn *Node, id, what string) {
 	t.Helper()
-	waitJob(t, rn, id, 30*time.Second, what, func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	waitJob(t, rn, id, 30*time.Second, what, func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "no re-auction spent")
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -28,20 +29,20 @@ func TestAPreemptedBronzeJobComesBackToTheProviderThatPreemptedIt(t *testing.T) 
 			"checkpoint: {path: /checkpoint}\nresources: {gpus: 1}\ntier: " + tier + "\nmax_price: 3.00\n" +
 			"duration: {expected: 1m, max: 5m}\nallow_simulated: true\n")
 	}
-	victim, err := rn.renterJobs.submit(spec("victim", "bronze", "20s", "20"), nil, SubmitOptions{})
+	victim, err := rn.renterJobs.Submit(spec("victim", "bronze", "20s", "20"), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job past its third step", func(j *JobRecord) bool {
-		logs, _ := rn.renterJobs.logsOf(victim.ID)
-		return j.State == StateRunning && strings.Contains(string(logs), "step 3")
+	waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job past its third step", func(j *renting.JobRecord) bool {
+		logs, _ := rn.renterJobs.LogsOf(victim.ID)
+		return j.State == renting.StateRunning && strings.Contains(string(logs), "step 3")
 	})
-	silver, err := rn.renterJobs.submit(spec("silver", "silver", "4s", "2"), nil, SubmitOptions{})
+	silver, err := rn.renterJobs.Submit(spec("silver", "silver", "4s", "2"), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job preempted and waiting", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "no re-auction spent")
+	w := waitJob(t, rn, victim.ID, 30*time.Second, "the bronze job preempted and waiting", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "no re-auction spent")
 	})
 	if ex := w.Explain; ex != nil {
 		for _, r := range ex.Rejected {
@@ -50,28 +51,28 @@ func TestAPreemptedBronzeJobComesBackToTheProviderThatPreemptedIt(t *testing.T) 
 			}
 		}
 	}
-	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	waitJob(t, rn, silver.ID, 60*time.Second, "the silver job completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	freed := time.Now()
 	deadline := time.Now().Add(40 * time.Second)
-	var done *JobRecord
+	var done *renting.JobRecord
 	var again time.Duration // from the GPU freed to the job running again
 	for {
-		if done, err = rn.renterJobs.get(victim.ID); err != nil {
+		if done, err = rn.renterJobs.Get(victim.ID); err != nil {
 			t.Fatal(err)
 		}
-		if again == 0 && done.State == StateRunning {
+		if again == 0 && done.State == renting.StateRunning {
 			again = time.Since(freed)
 		}
-		if terminal(done.State) || time.Now().After(deadline) {
+		if renting.Terminal(done.State) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if done.State != StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
+	if done.State != renting.StateCompleted || done.Provider != prov.Host().ID().String() || done.Attempts != 2 {
 		t.Fatalf("the bronze job ended %s on %s after %d leases (%q); want completed on the provider that preempted it, after 2\nexplain: %+v",
 			done.State, done.Provider, done.Attempts, done.Error, done.Explain)
 	}
-	logs, _ := rn.renterJobs.logsOf(victim.ID)
+	logs, _ := rn.renterJobs.LogsOf(victim.ID)
 	if !strings.Contains(string(logs), "resuming from checkpoint") {
 		t.Errorf("the second run did not resume from the checkpoint:\n%s", logs)
 	}

@@ -11,6 +11,7 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
@@ -118,7 +119,7 @@ func settlementsOf(t *testing.T, prov *Node, cid string) []ledger.Settlement {
 }
 
 // providingCost is what ran costs on j's lease, uncapped.
-func providingCost(t *testing.T, j *JobRecord, ran time.Duration) auction.Credits {
+func providingCost(t *testing.T, j *renting.JobRecord, ran time.Duration) auction.Credits {
 	t.Helper()
 	l, _, err := auction.DecodeSignedLease(j.Lease, true)
 	if err != nil {
@@ -141,12 +142,12 @@ func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
 	prov := startSellerWith(t, ctx, Options{}, nil)
 	provID := prov.Host().ID().String()
 	rn := renterOf(t, ctx, prov)
-	j, err := rn.renterJobs.submit([]byte(linesSpec("survivor", "24s", 12)), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(linesSpec("survivor", "24s", 12)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := waitJob(t, rn, j.ID, 60*time.Second, "two steps logged and a voucher sent", func(j *JobRecord) bool {
-		b, _ := rn.renterJobs.logsOf(j.ID)
+	first := waitJob(t, rn, j.ID, 60*time.Second, "two steps logged and a voucher sent", func(j *renting.JobRecord) bool {
+		b, _ := rn.renterJobs.LogsOf(j.ID)
 		return strings.Contains(string(b), "step 2/12 done") && j.Vouchers >= 1
 	})
 	id0, state := jobContainer(t, prov, j.ID)
@@ -170,11 +171,11 @@ func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
 	if err := rn.Host().LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	done := waitJob(t, rn, j.ID, 90*time.Second, "completed after the provider's restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	done := waitJob(t, rn, j.ID, 90*time.Second, "completed after the provider's restart", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	if done.ExitCode == nil || *done.ExitCode != 0 || done.Attempts != 1 || done.LeaseCID != first.LeaseCID {
 		t.Fatalf("completed with exit %v in %d attempts on %s, want exit 0 in one on %s", done.ExitCode, done.Attempts, done.LeaseCID, first.LeaseCID)
 	}
-	out, _ := rn.renterJobs.logsOf(j.ID)
+	out, _ := rn.renterJobs.LogsOf(j.ID)
 	for _, want := range []string{"step 1/12 done", "step 12/12 done", "job finished"} {
 		if strings.Count(string(out), want) != 1 {
 			t.Errorf("%q is not in the renter's logs once:\n%s", want, out)
@@ -213,11 +214,11 @@ func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
 		o, _, ok := rn.market.Book().Get(provID)
 		return ok && len(o.Booked) == 0
 	})
-	next, err := rn.renterJobs.submit([]byte(linesSpec("next", "1s", 1)), nil, SubmitOptions{})
+	next, err := rn.renterJobs.Submit([]byte(linesSpec("next", "1s", 1)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, next.ID, 60*time.Second, "the GPU's next job completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	waitJob(t, rn, next.ID, 60*time.Second, "the GPU's next job completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	waitFor(t, 30*time.Second, "the renter's copy of the provider's feed", func() bool {
 		n := 0
 		_ = rn.ledger.Walk(provID, 0, 1<<62, func(e *ledger.Entry, _ *ledger.SignedEntry) error {
@@ -229,7 +230,7 @@ func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
 		return n >= 2
 	})
 	for _, n := range []*Node{rn, prov} {
-		if n.rep.convicted(provID) {
+		if n.rep.Convicted(provID) {
 			t.Errorf("%s convicted the provider after its crash", n.Host().ID())
 		}
 	}
@@ -245,11 +246,11 @@ func TestAJobThatExitedWhileItsProviderWasDownIsSettledAndRemoved(t *testing.T) 
 	defer cancel()
 	prov := startSellerWith(t, ctx, Options{}, nil)
 	rn := renterOf(t, ctx, prov)
-	j, err := rn.renterJobs.submit([]byte(linesSpec("gone", "6s", 3)), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(linesSpec("gone", "6s", 3)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := waitJob(t, rn, j.ID, 60*time.Second, "running and paid", func(j *JobRecord) bool { return j.State == StateRunning && j.Vouchers >= 1 })
+	first := waitJob(t, rn, j.ID, 60*time.Second, "running and paid", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning && j.Vouchers >= 1 })
 	crashNode(t, prov)
 	waitFor(t, 60*time.Second, "the job's container to exit", func() bool { _, state := jobContainer(t, prov, j.ID); return state == "exited" })
 	prov = startAgain(t, ctx, prov)

@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
@@ -32,7 +33,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	st, err := OpenStore(filepath.Join(t.TempDir(), repo.StoreFile))
+	st, err := store.Open(filepath.Join(t.TempDir(), repo.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestOwnerLimitsWithdrawAndRestoreGPUs(t *testing.T) {
 
 func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), repo.StoreFile)
-	st, err := OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestOfferSettingsPersistAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	st, err = OpenStore(path)
+	st, err = store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction/renter"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/protocol"
 )
@@ -17,23 +18,23 @@ import (
 func TestAReservationSurvivesItsRenterRestarting(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterOf(t, r.ctx, r.prov)
-	gold, err := rn.renterJobs.submit([]byte(goldSpec("waits", "+40s", "4s")), nil, SubmitOptions{})
+	gold, err := rn.renterJobs.Submit([]byte(goldSpec("waits", "+40s", "4s")), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *renting.JobRecord) bool { return j.State == renting.StateReserved })
 	rn = restartNode(t, r.ctx, rn)
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation completed after the renter's restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation completed after the renter's restart", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	if gj.LeaseCID != g.LeaseCID || gj.Attempts != 1 || gj.Vouchers < 1 {
 		t.Errorf("the job ran on lease %s (%d attempts, %d vouchers), want its reservation %s, once, paid", gj.LeaseCID, gj.Attempts, gj.Vouchers, g.LeaseCID)
 	}
 	if off := gj.StartedAt.Sub(*g.Reserved); off < -5*time.Second || off > onTime {
 		t.Errorf("the reservation began %v after its start, want at it", off)
 	}
-	out, _ := rn.renterJobs.logsOf(gold.ID)
+	out, _ := rn.renterJobs.LogsOf(gold.ID)
 	checkLines(t, string(out), 2)
 }
 
@@ -60,26 +61,26 @@ func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
 func TestARenterReattachesToAProviderItLostForAWhile(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
-	j, err := rn.renterJobs.submit([]byte(linesSpec("patient", "20s", 10)), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(linesSpec("patient", "20s", 10)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := waitJob(t, rn, j.ID, 60*time.Second, "two steps logged", func(*JobRecord) bool {
-		b, _ := rn.renterJobs.logsOf(j.ID)
+	first := waitJob(t, rn, j.ID, 60*time.Second, "two steps logged", func(*renting.JobRecord) bool {
+		b, _ := rn.renterJobs.LogsOf(j.ID)
 		return strings.Contains(string(b), "step 2/10 done")
 	})
 	unblock := blockJobs(t, r.prov, rn)
-	lost := waitJob(t, rn, j.ID, 30*time.Second, "the wait shown", func(j *JobRecord) bool {
+	lost := waitJob(t, rn, j.ID, 30*time.Second, "the wait shown", func(j *renting.JobRecord) bool {
 		return strings.Contains(j.Error, "re-attaching (try 2")
 	})
 	t.Logf("while lost: %s", lost.Error)
 	unblock()
-	done := waitJob(t, rn, j.ID, 60*time.Second, "completed on its lease", func(j *JobRecord) bool { return j.State == StateCompleted })
+	done := waitJob(t, rn, j.ID, 60*time.Second, "completed on its lease", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	if done.Attempts != 1 || done.LeaseCID != first.LeaseCID || done.Vouchers <= first.Vouchers {
 		t.Errorf("completed in %d attempts on %s with %d vouchers (%d before the loss), want 1 on %s, the vouchers going on",
 			done.Attempts, done.LeaseCID, done.Vouchers, first.Vouchers, first.LeaseCID)
 	}
-	out, _ := rn.renterJobs.logsOf(j.ID)
+	out, _ := rn.renterJobs.LogsOf(j.ID)
 	checkLines(t, string(out), 10)
 }
 
@@ -91,13 +92,13 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
 	spec := strings.Replace(linesSpec("left", "40s", 4), "max_reauctions: 0", "max_reauctions: 1", 1)
-	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(spec), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, j.ID, 60*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
+	waitJob(t, rn, j.ID, 60*time.Second, "running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	blockJobs(t, r.prov, rn)
-	waitJob(t, rn, j.ID, 30*time.Second, "the provider lost", func(j *JobRecord) bool { return strings.Contains(j.Error, "re-attaching") })
+	waitJob(t, rn, j.ID, 30*time.Second, "the provider lost", func(j *renting.JobRecord) bool { return strings.Contains(j.Error, "re-attaching") })
 	prov := restartNode(t, r.ctx, r.prov)
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 	back := time.Now()
 	// The only provider is excluded once it lost the job: the re-auction
 	// waits for offers, naming why the job left it.
-	left := func(j *JobRecord) string {
+	left := func(j *renting.JobRecord) string {
 		if j.Explain != nil {
 			for _, rej := range j.Explain.Rejected {
 				if rej.Provider == prov.Host().ID().String() && rej.Check == "excluded" {
@@ -115,8 +116,8 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 		}
 		return ""
 	}
-	end := waitJob(t, rn, j.ID, renter.ReattachFor, "auctioned again", func(j *JobRecord) bool {
-		return j.State == StateAuction && left(j) != ""
+	end := waitJob(t, rn, j.ID, renter.ReattachFor, "auctioned again", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && left(j) != ""
 	})
 	if took := time.Since(back); took > renter.ReattachFor/2 {
 		t.Errorf("the job left the provider %v after it was back, want at once", took)

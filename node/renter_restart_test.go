@@ -3,6 +3,8 @@ package node
 import (
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // A renter that restarts while its job runs goes on paying on the stream
@@ -19,7 +21,7 @@ func TestARestartedRenterKeepsPaying(t *testing.T) {
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	done := waitJob(t, rn, id, 60*time.Second, "completed after the restart", func(j *JobRecord) bool { return j.State == StateCompleted })
+	done := waitJob(t, rn, id, 60*time.Second, "completed after the restart", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	if done.Attempts != 1 || done.Vouchers < 3 {
 		t.Errorf("completed with %d attempts and %d vouchers after the restart, want 1 and the vouchers of the rest of the run", done.Attempts, done.Vouchers)
 	}
@@ -36,10 +38,10 @@ func runThenRestartRenter(t *testing.T, r *hostileRig, rn *Node, name, sleep str
 		_, _, ok := rn.market.Book().Get(r.prov.Host().ID().String())
 		return ok
 	})
-	j, err := rn.renterJobs.submit([]byte(linesSpec(name, sleep, 2)), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(linesSpec(name, sleep, 2)), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, j.ID, 30*time.Second, "running", func(j *JobRecord) bool { return j.State == StateRunning })
+	waitJob(t, rn, j.ID, 30*time.Second, "running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	return j.ID, restartNode(t, r.ctx, rn)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // BenchmarkReservedStartDelay measures, on real daemons (libp2p on
@@ -48,7 +49,7 @@ func BenchmarkReservedStartDelay(b *testing.B) {
 		var ids []string
 		for i := range gpus {
 			start := base.Add(time.Duration(i/2) * time.Second).UTC().Format(time.RFC3339)
-			j, err := rn.renterJobs.submit([]byte(goldSpec(fmt.Sprint("r", i), start, "1s")), nil, SubmitOptions{})
+			j, err := rn.renterJobs.Submit([]byte(goldSpec(fmt.Sprint("r", i), start, "1s")), nil, renting.SubmitOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func BenchmarkReservedStartDelay(b *testing.B) {
 		for _, id := range ids {
 			deadline := time.Now().Add(time.Minute)
 			for {
-				j, err := rn.renterJobs.get(id)
+				j, err := rn.renterJobs.Get(id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -65,7 +66,7 @@ func BenchmarkReservedStartDelay(b *testing.B) {
 					delays = append(delays, j.StartedAt.Sub(*j.Reserved))
 					break
 				}
-				if terminal(j.State) || time.Now().After(deadline) {
+				if renting.Terminal(j.State) || time.Now().After(deadline) {
 					b.Fatalf("reservation %s: %s (%s)", id, j.State, j.Error)
 				}
 				time.Sleep(20 * time.Millisecond)
@@ -73,7 +74,7 @@ func BenchmarkReservedStartDelay(b *testing.B) {
 		}
 		for _, id := range ids { // let the jobs end before the next round
 			deadline := time.Now().Add(time.Minute)
-			for j, _ := rn.renterJobs.get(id); !terminal(j.State) && time.Now().Before(deadline); j, _ = rn.renterJobs.get(id) {
+			for j, _ := rn.renterJobs.Get(id); !renting.Terminal(j.State) && time.Now().Before(deadline); j, _ = rn.renterJobs.Get(id) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}

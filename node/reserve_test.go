@@ -13,7 +13,9 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
@@ -98,14 +100,14 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 			return nil
 		})
 		ls.Close()
-		st, err := OpenStore(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
+		st, err := store.Open(filepath.Join(r.prov.Repo().Dir, repo.StoreFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if err := st.Update(func(tx *StoreTx) error {
+		if err := st.Update(func(tx *store.Tx) error {
 			var raw json.RawMessage
-			if err := tx.Get(bucketLeases, "running", &raw); err != nil {
+			if err := tx.Get(store.BucketLeases, "running", &raw); err != nil {
 				return err
 			}
 			rec, err := providing.ReadRecord(raw)
@@ -113,7 +115,7 @@ func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
 				return err
 			}
 			rec.State = providing.LeaseLaunched
-			return tx.Put(bucketLeases, "running", rec)
+			return tx.Put(store.BucketLeases, "running", rec)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -182,18 +184,18 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 
 // waitJob polls a renter's job until cond holds, failing on a terminal
 // state cond does not accept.
-func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string, cond func(*JobRecord) bool) *JobRecord {
+func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string, cond func(*renting.JobRecord) bool) *renting.JobRecord {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		j, err := rn.renterJobs.get(id)
+		j, err := rn.renterJobs.Get(id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cond(j) {
 			return j
 		}
-		if terminal(j.State) || time.Now().After(deadline) {
+		if renting.Terminal(j.State) || time.Now().After(deadline) {
 			t.Fatalf("%s: job %s is %s (%s)", what, id, j.State, j.Error)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -206,41 +208,41 @@ func waitJob(t *testing.T, rn *Node, id string, limit time.Duration, what string
 func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterOf(t, r.ctx, r.prov)
-	gold, err := rn.renterJobs.submit([]byte(goldSpec("gold", "+60s", "2s")), nil, SubmitOptions{})
+	gold, err := rn.renterJobs.Submit([]byte(goldSpec("gold", "+60s", "2s")), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *renting.JobRecord) bool { return j.State == renting.StateReserved })
 	if g.Reserved == nil || time.Until(*g.Reserved) < 40*time.Second {
 		t.Fatalf("the job does not show its reservation about 60 s ahead: %v", g.Reserved)
 	}
 	startAt := *g.Reserved
 	bronze := "name: gap\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"5m\"]\nresources: {gpus: 1}\ntier: bronze\n" +
 		"max_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"
-	b, err := rn.renterJobs.submit([]byte(bronze), nil, SubmitOptions{})
+	b, err := rn.renterJobs.Submit([]byte(bronze), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, rn, b.ID, 30*time.Second, "the backfill running", func(j *JobRecord) bool { return j.State == StateRunning })
+	waitJob(t, rn, b.ID, 30*time.Second, "the backfill running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
 	// Preempted with its notice, it is auctioned again (a preemption
 	// spends no re-auction) and waits for the GPU.
-	bj := waitJob(t, rn, b.ID, 90*time.Second, "the backfill preempted", func(j *JobRecord) bool {
-		return j.State == StateAuction && strings.Contains(j.Error, "reservation") && j.EndedAt != nil
+	bj := waitJob(t, rn, b.ID, 90*time.Second, "the backfill preempted", func(j *renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "reservation") && j.EndedAt != nil
 	})
 	if bj.EndedAt == nil || bj.EndedAt.After(startAt) {
 		t.Errorf("the backfill ended at %v, after the reservation's start %v", bj.EndedAt, startAt)
 	}
-	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation running", func(j *JobRecord) bool { return j.StartedAt != nil })
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the reservation running", func(j *renting.JobRecord) bool { return j.StartedAt != nil })
 	// The provider launches a container's start ahead of the window (its
 	// launch lead), so "on time" is either side of the start: within the
 	// lead's bound before it, and within onTime after it.
 	if off := gj.StartedAt.Sub(startAt); off < -sched.MaxLaunchLead || off > onTime {
 		t.Errorf("the reservation for %v started %v after it, want within %v", startAt, off, onTime)
 	}
-	gj = waitJob(t, rn, gold.ID, 60*time.Second, "the reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	gj = waitJob(t, rn, gold.ID, 60*time.Second, "the reservation completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	t.Logf("reservation started %v after its start; backfill ended %v before it", gj.StartedAt.Sub(startAt), startAt.Sub(*bj.EndedAt))
 	// Once the reservation is over, the backfill runs again on the GPU.
-	back := waitJob(t, rn, b.ID, 60*time.Second, "the backfill running again", func(j *JobRecord) bool { return j.State == StateRunning && j.Attempts == 2 })
+	back := waitJob(t, rn, b.ID, 60*time.Second, "the backfill running again", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning && j.Attempts == 2 })
 	if back.Provider != r.prov.Host().ID().String() {
 		t.Errorf("the backfill runs again on %s, want the provider that preempted it", back.Provider)
 	}
@@ -252,17 +254,17 @@ func TestAGoldReservationStartsOnTimeAfterABronzeBackfill(t *testing.T) {
 func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterOf(t, r.ctx, r.prov)
-	gold, err := rn.renterJobs.submit([]byte(goldSpec("kept", "+45s", "1s")), nil, SubmitOptions{})
+	gold, err := rn.renterJobs.Submit([]byte(goldSpec("kept", "+45s", "1s")), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	g := waitJob(t, rn, gold.ID, 30*time.Second, "reserved", func(j *renting.JobRecord) bool { return j.State == renting.StateReserved })
 	prov := restartNode(t, r.ctx, r.prov)
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the kept reservation completed", func(j *JobRecord) bool { return j.State == StateCompleted })
+	gj := waitJob(t, rn, gold.ID, 90*time.Second, "the kept reservation completed", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	if gj.LeaseCID != g.LeaseCID || gj.Attempts != 1 {
 		t.Errorf("the job ran on lease %s (%d attempts), want its reservation %s", gj.LeaseCID, gj.Attempts, g.LeaseCID)
 	}
@@ -283,16 +285,16 @@ func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 func TestCancellingAReservationBeforeItsWindow(t *testing.T) {
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterOf(t, r.ctx, r.prov)
-	gold, err := rn.renterJobs.submit([]byte(goldSpec("called-off", "+60s", "1s")), nil, SubmitOptions{})
+	gold, err := rn.renterJobs.Submit([]byte(goldSpec("called-off", "+60s", "1s")), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The auction, the award, the cancel (a libp2p round trip) and the
 	// ready container's removal (Docker) are each given the room a loaded
 	// 2-core CI machine needs: 15 s was tight for them.
-	waitJob(t, rn, gold.ID, 45*time.Second, "reserved", func(j *JobRecord) bool { return j.State == StateReserved })
+	waitJob(t, rn, gold.ID, 45*time.Second, "reserved", func(j *renting.JobRecord) bool { return j.State == renting.StateReserved })
 	time.Sleep(2 * time.Second) // its job is made ready meanwhile
-	if _, err := rn.renterJobs.cancel(r.ctx, gold.ID); err != nil {
+	if _, err := rn.renterJobs.Cancel(r.ctx, gold.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 40*time.Second, "the provider to free the reservation", func() bool { return !r.prov.providerJobs.Holds(gold.ID) })
@@ -300,7 +302,7 @@ func TestCancellingAReservationBeforeItsWindow(t *testing.T) {
 		t.Errorf("the cancelled reservation's lease is %q, want %q", st, providing.LeaseEnded)
 	}
 	waitFor(t, 40*time.Second, "no container left", func() bool { return len(containers(t, gold.ID)) == 0 })
-	if j, _ := rn.renterJobs.get(gold.ID); j.State != StateCancelled || j.StartedAt != nil {
+	if j, _ := rn.renterJobs.Get(gold.ID); j.State != renting.StateCancelled || j.StartedAt != nil {
 		t.Errorf("the renter's job is %s (started %v), want cancelled and never started", j.State, j.StartedAt)
 	}
 }

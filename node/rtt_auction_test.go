@@ -63,9 +63,9 @@ func TestAFreshRenterMeasuresRTTForMaxRTT(t *testing.T) {
 	// What the renter knew before: nothing. The DHT's own requests may
 	// have filled the peerstore's average meanwhile, so the test makes the
 	// empty peerstore certain rather than hoping for it.
-	rn.renterJobs.rtt = func(string) (time.Duration, bool) { return 0, false }
+	rn.renterJobs.InjectRTT(func(string) (time.Duration, bool) { return 0, false })
 
-	res, err := rn.renterJobs.auc.Auction(ctx, renter.Request{JobID: "rtt-1", SpecYAML: []byte(rttTestSpec), BillingSec: 300})
+	res, err := rn.renterJobs.Auctioneer().Auction(ctx, renter.Request{JobID: "rtt-1", SpecYAML: []byte(rttTestSpec), BillingSec: 300})
 	if err != nil {
 		t.Fatalf("%v; explain %+v", err, res.Explain)
 	}
@@ -130,7 +130,7 @@ func BenchmarkQuoteRTT(b *testing.B) {
 		}
 		waitFor(b, 20*time.Second, "an offer", func() bool { c := p.provider.Current(); return c != nil && len(c.GPUs) == 1 })
 	}
-	tr, pr := auctionTransport{rn.renterJobs}, peers.NewProber(rn.Host().LibP2P(), 0)
+	tr, pr := rn.renterJobs.QuoteTransport(), peers.NewProber(rn.Host().LibP2P(), 0)
 	round := func(b *testing.B, i int, probe bool) {
 		rctx, rcancel := context.WithTimeout(ctx, renter.DefaultQuoteDeadline)
 		defer rcancel()

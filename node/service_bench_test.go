@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 // The service numbers (docs/PERFORMANCE.md, "Services"), on real
@@ -121,10 +123,10 @@ func BenchmarkServiceFailover(b *testing.B) {
 		rn := renterOf(b, ctx, provs...)
 		name := fmt.Sprintf("failover%d", i)
 		spec := strings.Replace(modelService(name, 3), "MODELSERVER_TOKEN_DELAY: 1ms", "MODELSERVER_TOKEN_DELAY: 2ms", 1)
-		if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+		if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec}); err != nil {
 			b.Fatal(err)
 		}
-		v := waitService(b, rn, name, 90*time.Second, "three ready replicas", func(v *ServiceView) bool { return readyOn(v, 3) })
+		v := waitService(b, rn, name, 90*time.Second, "three ready replicas", func(v *services.ServiceView) bool { return readyOn(v, 3) })
 
 		stop := make(chan struct{})
 		res, wait := load(v.URL, 3, stop)
@@ -187,14 +189,14 @@ func BenchmarkServiceUpToFirstRequest(b *testing.B) {
 	defer cancel()
 	prov := serviceSeller(b, ctx)
 	rn := renterOf(b, ctx, prov)
-	api := serviceAPI{rn}
+	api := serviceAPIOf(rn)
 	hc := &http.Client{Timeout: 10 * time.Second}
 	var worst, total time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		name := fmt.Sprintf("first%d", i)
 		t0 := time.Now()
-		up, err := api.Up(ctx, ServiceUpParams{Spec: modelService(name, 1)})
+		up, err := api.Up(ctx, services.ServiceUpParams{Spec: modelService(name, 1)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -210,7 +212,7 @@ func BenchmarkServiceUpToFirstRequest(b *testing.B) {
 		took := time.Since(t0)
 		worst, total = max(worst, took), total+took
 		b.StopTimer()
-		if _, err := api.Down(ctx, ServiceNameParams{Name: name}); err != nil {
+		if _, err := api.Down(ctx, services.ServiceNameParams{Name: name}); err != nil {
 			b.Fatal(err)
 		}
 		waitFor(b, 30*time.Second, "the provider free again", func() bool { return len(prov.providerJobs.Leases(time.Now())) == 0 })

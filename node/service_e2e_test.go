@@ -13,6 +13,8 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -76,11 +78,11 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 		"  autoscale: {target_qps_per_replica: 2, scale_up_after: 10s, scale_down_after: 10s}\n"+
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n",
 		modelimage.Tag, modelimage.Port)
-	up, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec, WaitS: 60})
+	up, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec, WaitS: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up.Up == nil || up.Up.Result != UpPlaced || !up.Up.Ready {
+	if up.Up == nil || up.Up.Result != services.UpPlaced || !up.Up.Ready {
 		t.Fatalf("service_up with wait_s: %+v, want placed and ready", up.Up)
 	}
 	// Ready: the URL service_up returned serves at once (the first
@@ -94,7 +96,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	if chunks < 9 || last-first < 300*time.Millisecond {
 		t.Fatalf("%d chunks, the first at %v, the last at %v: not passed through as made", chunks, first, last)
 	}
-	v := waitService(t, rn, "auto", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "auto", 60*time.Second, "one ready replica", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 
 	// Another renter's node, connected to the replica's provider, asks
 	// for the replica's stream: refused, while the first renter's works.
@@ -137,7 +139,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 	stopLoad := load.stop
 	defer stopLoad()
 	t0 := time.Now()
-	v = waitService(t, rn, "auto", 90*time.Second, "three ready replicas on three providers", func(v *ServiceView) bool { return readyOn(v, 3) })
+	v = waitService(t, rn, "auto", 90*time.Second, "three ready replicas on three providers", func(v *services.ServiceView) bool { return readyOn(v, 3) })
 	t.Logf("1 → 3 replicas in %v under %.1f QPS", time.Since(t0).Round(time.Second), float64(v.Stats.QPS))
 	stopLoad()
 	if n := load.failed.Load(); n > 0 || load.sent.Load() < 50 {
@@ -149,7 +151,7 @@ func TestServiceStreamsIsolatesAndAutoscales(t *testing.T) {
 
 	// No load: one replica a scale_down_after, back to replicas.min.
 	t0 = time.Now()
-	v = waitService(t, rn, "auto", 90*time.Second, "back to one replica", func(v *ServiceView) bool { return len(v.Replicas) == 1 })
+	v = waitService(t, rn, "auto", 90*time.Second, "back to one replica", func(v *services.ServiceView) bool { return len(v.Replicas) == 1 })
 	t.Logf("3 → 1 replicas %v after the load stopped", time.Since(t0).Round(time.Second))
 	if err := gatewayGet(url + "/v1/models"); err != nil {
 		t.Fatalf("the one replica left does not serve: %v", err)
@@ -174,10 +176,10 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 	rn := renterOf(t, ctx, provs...)
 	spec := strings.Replace(modelService("floored", 2), "  replicas: {min: 2, max: 2}\n",
 		"  replicas: {min: 2, max: 2}\n  floor: {tier: silver, replicas: 1}\n", 1)
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "floored", 60*time.Second, "the floor and a bronze replica ready", func(v *ServiceView) bool { return readyOn(v, 2) })
+	v := waitService(t, rn, "floored", 60*time.Second, "the floor and a bronze replica ready", func(v *services.ServiceView) bool { return readyOn(v, 2) })
 	before := slices.Clone(v.Replicas)
 	for i, tier := range []auction.Tier{auction.Silver, auction.Bronze} {
 		if l := leaseOf(t, rn, before[i].Job); l.Tier != tier {
@@ -197,7 +199,7 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	v = waitService(t, rn, "floored", 90*time.Second, "the bronze replica replaced and ready", func(v *ServiceView) bool {
+	v = waitService(t, rn, "floored", 90*time.Second, "the bronze replica replaced and ready", func(v *services.ServiceView) bool {
 		return readyOn(v, 2) && (v.Replicas[1].Job != before[1].Job || v.Replicas[1].Provider != before[1].Provider)
 	})
 	time.Sleep(time.Second) // the new replica serves beside the floor
@@ -209,13 +211,13 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 	if v.Replicas[0].Job != before[0].Job {
 		t.Fatalf("the silver floor's replica changed: %+v, was %+v", v.Replicas[0], before[0])
 	}
-	if j, _ := rn.renterJobs.get(before[0].Job); j.State != StateRunning || j.Provider != before[0].Provider {
+	if j, _ := rn.renterJobs.Get(before[0].Job); j.State != renting.StateRunning || j.Provider != before[0].Provider {
 		t.Fatalf("the floor's job after its owner's reclaim: %s on %s", j.State, j.Provider)
 	}
 	if p := v.Replicas[1].Provider; p == before[0].Provider || p == before[1].Provider {
 		t.Fatalf("the bronze replica now runs on %s, a provider whose owner took its GPU back", p)
 	}
-	if j, _ := rn.renterJobs.get(before[1].Job); v.Replicas[1].Job == before[1].Job && j.Attempts < 2 || !strings.Contains(j.Error+v.Replicas[1].Note, "preempt") {
+	if j, _ := rn.renterJobs.Get(before[1].Job); v.Replicas[1].Job == before[1].Job && j.Attempts < 2 || !strings.Contains(j.Error+v.Replicas[1].Note, "preempt") {
 		t.Fatalf("the bronze replica's job does not say it was preempted: %s, attempts %d, note %q", j.Error, j.Attempts, v.Replicas[1].Note)
 	}
 }
@@ -223,7 +225,7 @@ func TestServiceFloorServesWhileBronzeIsPreempted(t *testing.T) {
 // leaseOf is the lease a renter's job runs under.
 func leaseOf(t *testing.T, rn *Node, id string) *auction.Lease {
 	t.Helper()
-	j, err := rn.renterJobs.get(id)
+	j, err := rn.renterJobs.Get(id)
 	if err != nil {
 		t.Fatal(err)
 	}

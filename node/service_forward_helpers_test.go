@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
@@ -117,7 +118,13 @@ func newServiceRig(t testing.TB, ctx context.Context, lim providing.ForwardLimit
 func (r *serviceRig) client(h *p2p.Host, job string) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialService(ctx, h, r.prov.ID(), job)
+			return services.Dial(ctx, h, r.prov.ID(), job)
 		},
 	}}
+}
+
+// serviceAPIOf is rn's service namespace, called directly rather than
+// over RPC.
+func serviceAPIOf(rn *Node) services.API {
+	return services.NewAPI(func() *services.Manager { return rn.renterServices })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 )
@@ -90,7 +91,7 @@ func TestServiceForwardModelServer(t *testing.T) {
 	}
 
 	// A peer that is not the renter: refused with a reason, counted.
-	_, err := dialService(ctx, stranger, prov.Host().ID(), j.ID())
+	_, err := services.Dial(ctx, stranger, prov.Host().ID(), j.ID())
 	var se *wire.ServiceError
 	if !errors.As(err, &se) || se.Code != wire.ServiceRefused || !strings.Contains(se.Message, "not the renter") {
 		t.Fatalf("stranger's stream: %v", err)
@@ -100,7 +101,7 @@ func TestServiceForwardModelServer(t *testing.T) {
 	}
 	// Beyond its burst of refusals it is reset unanswered.
 	for range providing.DefaultForwardLimits().RefusalBurst + 2 {
-		_, _ = dialService(ctx, stranger, prov.Host().ID(), j.ID())
+		_, _ = services.Dial(ctx, stranger, prov.Host().ID(), j.ID())
 	}
 	if st := prov.services.Stats(); st.Limited == 0 || st.Refused > int64(providing.DefaultForwardLimits().RefusalBurst) {
 		t.Fatalf("stats %+v after a stranger's spam", st)
@@ -111,14 +112,14 @@ func TestServiceForwardModelServer(t *testing.T) {
 	// A port of the container nobody listens on: refused at once.
 	prov.services.Add("silent-port", renter.ID(), netip.AddrPortFrom(addr.Addr(), addr.Port()+1))
 	t0 = time.Now()
-	if _, err := dialService(ctx, renter, prov.Host().ID(), "silent-port"); !errors.As(err, &se) || se.Code != wire.ServiceUnreachable ||
+	if _, err := services.Dial(ctx, renter, prov.Host().ID(), "silent-port"); !errors.As(err, &se) || se.Code != wire.ServiceUnreachable ||
 		time.Since(t0) > time.Second {
 		t.Fatalf("a port that does not answer: %v after %v", err, time.Since(t0))
 	}
 
 	// The job's end: its streams go, and new ones are refused.
 	prov.services.Remove(j.ID())
-	if _, err := dialService(ctx, renter, prov.Host().ID(), j.ID()); !errors.As(err, &se) || se.Code != wire.ServiceRefused {
+	if _, err := services.Dial(ctx, renter, prov.Host().ID(), j.ID()); !errors.As(err, &se) || se.Code != wire.ServiceRefused {
 		t.Fatalf("renter's stream after Remove: %v", err)
 	}
 	// A restarted daemon opens its executor again and finds the address

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -32,21 +34,21 @@ func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
 		"env: {MODELSERVER_LOAD_DELAY: 100ms}\n" +
 		"service:\n  port: " + strconv.Itoa(modelimage.Port) + "\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n" +
 		"resources: {gpus: 1}\ntier: gold\nstart: \"+2s\"\nmax_price: 2.00\nduration: {max: 10m}\nallow_simulated: true\n"
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "goldfloor", 90*time.Second, "the gold replica ready", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "goldfloor", 90*time.Second, "the gold replica ready", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 	first := v.Replicas[0].Job
-	if j, err := rn.renterJobs.get(first); err != nil || !goldJob(j) {
+	if j, err := rn.renterJobs.Get(first); err != nil || !goldJob(j) {
 		t.Fatalf("the replica %s is not a gold reservation: %v", first, err)
 	}
-	if _, err := rn.renterJobs.cancel(ctx, first); err != nil {
+	if _, err := rn.renterJobs.Cancel(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	v = waitService(t, rn, "goldfloor", 90*time.Second, "a replacement gold replica ready", func(v *ServiceView) bool {
+	v = waitService(t, rn, "goldfloor", 90*time.Second, "a replacement gold replica ready", func(v *services.ServiceView) bool {
 		return readyOn(v, 1) && v.Replicas[0].Job != first
 	})
-	j, err := rn.renterJobs.get(v.Replicas[0].Job)
+	j, err := rn.renterJobs.Get(v.Replicas[0].Job)
 	if err != nil || !goldJob(j) {
 		t.Fatalf("the replacement %s is not a gold reservation: %v", v.Replicas[0].Job, err)
 	}
@@ -56,7 +58,7 @@ func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
 }
 
 // goldJob: j's spec is a gold reservation.
-func goldJob(j *JobRecord) bool {
+func goldJob(j *renting.JobRecord) bool {
 	s, err := auction.ParseJobSpec([]byte(j.Spec))
 	return err == nil && s.Tier == auction.Gold && !s.Start.IsZero()
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction/service"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 )
 
@@ -31,11 +33,11 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 		byID[p.Host().ID().String()] = p
 	}
 	rn := renterOf(t, ctx, provs...)
-	api := serviceAPI{rn}
-	if _, err := api.Up(ctx, ServiceUpParams{Spec: modelService("healed", 3)}); err != nil {
+	api := serviceAPIOf(rn)
+	if _, err := api.Up(ctx, services.ServiceUpParams{Spec: modelService("healed", 3)}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "healed", 90*time.Second, "three ready replicas on three providers", func(v *ServiceView) bool { return readyOn(v, 3) })
+	v := waitService(t, rn, "healed", 90*time.Second, "three ready replicas on three providers", func(v *services.ServiceView) bool { return readyOn(v, 3) })
 	before := slices.Clone(v.Replicas)
 	url := v.URL
 
@@ -48,7 +50,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	crashed := time.Now()
 	// A replica's lost provider is given up at once (no coming back to
 	// it, replica_liveness.go): the service replaces it within seconds.
-	v = waitService(t, rn, "healed", 60*time.Second, "replica 1 replaced and ready", func(v *ServiceView) bool {
+	v = waitService(t, rn, "healed", 60*time.Second, "replica 1 replaced and ready", func(v *services.ServiceView) bool {
 		return len(v.Replicas) == 3 && v.Replicas[1].Job != lost.Job && readyOn(v, 3)
 	})
 	if took := time.Since(crashed); took > replacedWithin {
@@ -74,7 +76,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	if v.Replaced != 1 || repl.Note == "" || v.Heal != "" {
 		t.Fatalf("replaced %d, note %q, heal error %q", v.Replaced, repl.Note, v.Heal)
 	}
-	if j, _ := rn.renterJobs.get(repl.Job); j.Service != "healed" || !slices.Contains(j.Avoid, lost.Provider) {
+	if j, _ := rn.renterJobs.Get(repl.Job); j.Service != "healed" || !slices.Contains(j.Avoid, lost.Provider) {
 		t.Fatalf("the replacement's job: service %q, avoid %v", j.Service, j.Avoid)
 	}
 	t.Logf("replica 1: %s", repl.Note)
@@ -88,7 +90,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 		}
 	}
 	rn = restartRenter(t, ctx, rn, alive...)
-	v = waitService(t, rn, "healed", 60*time.Second, "the three replicas ready again after the renter's restart", func(v *ServiceView) bool {
+	v = waitService(t, rn, "healed", 60*time.Second, "the three replicas ready again after the renter's restart", func(v *services.ServiceView) bool {
 		return v.URL == url && readyOn(v, 3)
 	})
 	if got := []string{v.Replicas[0].Job, v.Replicas[1].Job, v.Replicas[2].Job}; !slices.Equal(got, want) {
@@ -97,7 +99,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 	if err := gatewayGet(url + "/health"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "healed"}); err != nil {
+	if _, err := serviceAPIOf(rn).Down(ctx, services.ServiceNameParams{Name: "healed"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,16 +116,16 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 	spec := "name: broken\nkind: service\nimage: " + demoimage.Tag + "\ncommand: [\"-sleep\", \"1s\", \"-lines\", \"1\"]\n" +
 		"service:\n  port: 8000\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n" +
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n"
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "broken", 2*time.Minute, "healing stopped", func(v *ServiceView) bool { return v.Heal != "" })
+	v := waitService(t, rn, "broken", 2*time.Minute, "healing stopped", func(v *services.ServiceView) bool { return v.Heal != "" })
 	if len(v.Replicas) != 1 {
 		t.Fatalf("%d replicas after healing stopped, want 1: %+v", len(v.Replicas), v)
 	}
 	t.Logf("heal error: %s", v.Heal)
 	time.Sleep(3 * service.SyncEvery)
-	if v2, _ := rn.renterServices.view("broken", false); v2.Replaced != v.Replaced || v2.Replicas[0].Job != v.Replicas[0].Job {
+	if v2, _ := rn.renterServices.View("broken", false); v2.Replaced != v.Replaced || v2.Replicas[0].Job != v.Replicas[0].Job {
 		t.Fatalf("a replica bought after healing stopped: %+v", v2)
 	}
 	// A replica no provider took never ran: replaced, not counted.
@@ -136,10 +138,10 @@ func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
 // serviceJobs counts the jobs bought for the service name, and of them
 // those that ran (a provider took them).
 func serviceJobs(rn *Node, name string) (all, ran int) {
-	for _, j := range rn.renterJobs.siblings("") {
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == name {
 			all++
-			if j.State != StateNoMatch {
+			if j.State != renting.StateNoMatch {
 				ran++
 			}
 		}
@@ -159,12 +161,12 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	defer cancel()
 	prov := serviceSeller(t, ctx)
 	rn := renterOf(t, ctx, prov)
-	rn.renterServices.readyGrace = 2 * time.Second // settleMax (10 min) in use
+	rn.renterServices.InjectReadyGrace(2 * time.Second) // settleMax (10 min) in use
 	spec := strings.Replace(modelService("stuck", 1), "env: {", "env: {MODELSERVER_TEST_NEVER_READY: \"true\", ", 1)
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "stuck", 2*time.Minute, "healing stopped", func(v *ServiceView) bool { return v.Heal != "" })
+	v := waitService(t, rn, "stuck", 2*time.Minute, "healing stopped", func(v *services.ServiceView) bool { return v.Heal != "" })
 	t.Logf("heal error: %s", v.Heal)
 	if !strings.Contains(v.Heal, fmt.Sprintf("%d replicas in a row", service.HealLimit)) || !strings.Contains(v.Heal, "readiness check (GET /health on port 8000) never passed") {
 		t.Fatalf("heal error %q", v.Heal)
@@ -176,17 +178,17 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 	if ran != service.HealLimit || v.Replaced != all-1 {
 		t.Fatalf("%d jobs bought, %d of them ran, %d replaced; want %d that ran and each but the first replaced", all, ran, v.Replaced, service.HealLimit)
 	}
-	var jobs []JobRecord
-	for _, j := range rn.renterJobs.siblings("") {
+	var jobs []renting.JobRecord
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == "stuck" {
 			jobs = append(jobs, j)
 		}
 	}
 	waitNothingLeft(t, 60*time.Second, "every replica's job cancelled and the provider free", func() (left string) {
 		for _, j := range jobs {
-			if j, err := rn.renterJobs.get(j.ID); err != nil {
+			if j, err := rn.renterJobs.Get(j.ID); err != nil {
 				left += fmt.Sprintf(" %v;", err)
-			} else if j.State != StateCancelled && j.State != StateNoMatch {
+			} else if j.State != renting.StateCancelled && j.State != renting.StateNoMatch {
 				left += fmt.Sprintf(" job %s is %s;", j.ID, j.State)
 			}
 		}
@@ -207,15 +209,15 @@ func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
 	defer cancel()
 	prov := serviceSeller(t, ctx) // up, but not yet linked to the renter
 	rn := renterOf(t, ctx)
-	rn.renterServices.healStep = 50 * time.Millisecond // 100 ms, 200 ms... after each no-match
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: modelService("patient", 1)}); err != nil {
+	rn.renterServices.InjectHealStep(50 * time.Millisecond) // 100 ms, 200 ms... after each no-match
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: modelService("patient", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "more replicas no provider took than healing's limit", func() bool {
 		all, ran := serviceJobs(rn, "patient")
 		return all-ran > service.HealLimit
 	})
-	v, err := rn.renterServices.view("patient", false)
+	v, err := rn.renterServices.View("patient", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +227,8 @@ func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
 	if err := rn.Host().LibP2P().Connect(ctx, addrInfo(prov.Host())); err != nil {
 		t.Fatal(err)
 	}
-	waitService(t, rn, "patient", 90*time.Second, "a ready replica once a provider came", func(v *ServiceView) bool { return readyOn(v, 1) })
-	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "patient"}); err != nil {
+	waitService(t, rn, "patient", 90*time.Second, "a ready replica once a provider came", func(v *services.ServiceView) bool { return readyOn(v, 1) })
+	if _, err := serviceAPIOf(rn).Down(ctx, services.ServiceNameParams{Name: "patient"}); err != nil {
 		t.Fatal(err)
 	}
 }

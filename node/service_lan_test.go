@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 // lanGet is one GET of url's path with the bearer token (none when ""),
@@ -66,14 +68,14 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 	prov := serviceSeller(t, ctx)
 	rn := renterOf(t, ctx, prov)
 	spec := strings.Replace(modelService("lan", 1), "  replicas:", "  gateway: {hosts: [gpubox.lan]}\n  replicas:", 1)
-	up, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: spec, Listen: "0.0.0.0:0"})
+	up, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: spec, Listen: "0.0.0.0:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(rn.repo.Dir, "service-tokens", "lan.token")
+	file := filepath.Join(rn.repo.Dir, "service-tokens", "lan.token") // a test's temporary path: nothing in it a shell would need quoted
 	port := strconv.Itoa(up.Port)
 	if up.Token != file || up.Listen != "0.0.0.0:"+port || up.URL != "http://127.0.0.1:"+port ||
-		up.Curl != `curl -H "Authorization: Bearer $(cat `+shellWord(file)+`)" http://127.0.0.1:`+port+"/health" {
+		up.Curl != `curl -H "Authorization: Bearer $(cat `+file+`)" http://127.0.0.1:`+port+"/health" {
 		t.Fatalf("service_up: token file %q, listen %q, url %q, curl %q", up.Token, up.Listen, up.URL, up.Curl)
 	}
 	st, err := os.Stat(file)
@@ -82,7 +84,7 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(file)
 	token := strings.TrimSpace(string(raw))
-	v := waitService(t, rn, "lan", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "lan", 60*time.Second, "one ready replica", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 
 	other := otherAddr()
 	served := 0 // calls answered 200
@@ -122,12 +124,12 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 	}
 	check("after service up")
 	before := v.Stats.Requests
-	if v = waitService(t, rn, "lan", time.Second, "figures", func(*ServiceView) bool { return true }); v.Stats.Requests-before != uint64(served) {
+	if v = waitService(t, rn, "lan", time.Second, "figures", func(*services.ServiceView) bool { return true }); v.Stats.Requests-before != uint64(served) {
 		t.Fatalf("%d requests counted for %d served: refused calls counted", v.Stats.Requests-before, served)
 	}
 
 	rn = restartRenter(t, ctx, rn, prov)
-	v = waitService(t, rn, "lan", 60*time.Second, "the gateway back with a ready replica", func(v *ServiceView) bool {
+	v = waitService(t, rn, "lan", 60*time.Second, "the gateway back with a ready replica", func(v *services.ServiceView) bool {
 		return v.Gateway == "up" && readyOn(v, 1)
 	})
 	if v.Port != up.Port || v.Listen != up.Listen || v.Token != file {
@@ -144,7 +146,7 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	rn = restartRenter(t, ctx, rn, prov)
-	if v = waitService(t, rn, "lan", time.Second, "the view", func(*ServiceView) bool { return true }); v.Gateway != "down" || !strings.Contains(v.Error, "chmod 600") {
+	if v = waitService(t, rn, "lan", time.Second, "the view", func(*services.ServiceView) bool { return true }); v.Gateway != "down" || !strings.Contains(v.Error, "chmod 600") {
 		t.Fatalf("with a token file others can read: gateway %s, %q", v.Gateway, v.Error)
 	}
 	// One deleted is made anew: the old token is refused, the new served.
@@ -152,7 +154,7 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	rn = restartRenter(t, ctx, rn, prov)
-	waitService(t, rn, "lan", 60*time.Second, "the gateway back with a ready replica", func(v *ServiceView) bool {
+	waitService(t, rn, "lan", 60*time.Second, "the gateway back with a ready replica", func(v *services.ServiceView) bool {
 		return v.Gateway == "up" && readyOn(v, 1)
 	})
 	old := token
@@ -165,7 +167,7 @@ func TestServiceGatewayBeyondLoopbackNeedsItsToken(t *testing.T) {
 	}
 	check("with a token made anew")
 
-	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "lan"}); err != nil {
+	if _, err := serviceAPIOf(rn).Down(ctx, services.ServiceNameParams{Name: "lan"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {

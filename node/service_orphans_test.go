@@ -3,27 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 )
-
-func TestServiceOrphansAreTheLiveJobsNoRecordHolds(t *testing.T) {
-	recs := map[string]*ServiceRecord{
-		"a": {Name: "a", Replicas: []string{"a-1", "a-2"}, Renewing: map[string]string{"a-1": "a-3"}, Retiring: []string{"a-0"}},
-		"b": {Name: "b", Replicas: []string{"b-1"}},
-	}
-	live := []JobRecord{{ID: "a-0"}, {ID: "a-1"}, {ID: "a-2"}, {ID: "a-3"}, {ID: "b-1"},
-		{ID: "a-9", Service: "a"}, {ID: "gone-1", Service: "gone"}, {ID: "b-2", Service: "b"}}
-	if got, want := serviceOrphans(recs, live), []string{"a-9", "b-2", "gone-1"}; !slices.Equal(got, want) {
-		t.Fatalf("orphans %v, want %v", got, want)
-	}
-	if got := serviceOrphans(nil, live[:1]); !slices.Equal(got, []string{"a-0"}) {
-		t.Fatalf("with no service kept, orphans %v, want [a-0]", got)
-	}
-}
 
 // A renter that stopped between buying a service's job and saving the
 // record that holds it (here: a job bought for the service "kept", which
@@ -37,22 +23,22 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	defer cancel()
 	provs := []*Node{serviceSeller(t, ctx), serviceSeller(t, ctx), serviceSeller(t, ctx)}
 	rn := renterOf(t, ctx, provs...)
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: modelService("kept", 1)}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: modelService("kept", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "kept", 90*time.Second, "the replica ready", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "kept", 90*time.Second, "the replica ready", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 	replica := v.Replicas[0].Job
 	spec, err := auction.ParseJobSpec([]byte(modelService("kept", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := replicaSpec(spec, 0, time.Now())
+	y, err := services.ReplicaSpec(spec, 0, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var orphans []string
 	for _, svc := range []string{"kept", "gone"} {
-		j, err := rn.renterJobs.submit(y, nil, SubmitOptions{Service: svc})
+		j, err := rn.renterJobs.Submit(y, nil, renting.SubmitOptions{Service: svc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +46,7 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	}
 	waitFor(t, 90*time.Second, "both orphans running", func() bool {
 		for _, id := range orphans {
-			if j, err := rn.renterJobs.get(id); err != nil || j.State != StateRunning {
+			if j, err := rn.renterJobs.Get(id); err != nil || j.State != renting.StateRunning {
 				return false
 			}
 		}
@@ -79,9 +65,9 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 	rn = restartRenter(t, ctx, rn, provs...)
 	waitNothingLeft(t, 60*time.Second, "the orphans cancelled and their GPUs free", func() (left string) {
 		for _, id := range orphans {
-			if j, err := rn.renterJobs.get(id); err != nil {
+			if j, err := rn.renterJobs.Get(id); err != nil {
 				left += fmt.Sprintf(" orphan %s: %v;", id, err)
-			} else if j.State != StateCancelled {
+			} else if j.State != renting.StateCancelled {
 				left += fmt.Sprintf(" orphan %s is %s;", id, j.State)
 			}
 		}
@@ -90,7 +76,7 @@ func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
 		}
 		return left
 	})
-	v = waitService(t, rn, "kept", 60*time.Second, "the replica ready again", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v = waitService(t, rn, "kept", 60*time.Second, "the replica ready again", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 	if v.Replicas[0].Job != replica {
 		t.Fatalf("the service's replica is %s, want %s, kept", v.Replicas[0].Job, replica)
 	}

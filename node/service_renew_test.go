@@ -5,46 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
-
-// The pending successors and the jobs being retired are in the record the
-// store keeps, so a renter restarted mid-renewal finds them; the view
-// shows the successor on its replica.
-func TestServiceRecordKeepsRenewal(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n := startTestNode(t, ctx, "", Options{})
-	rec := &ServiceRecord{Name: "kept", Spec: modelService("kept", 1), Replicas: []string{"old"}, Created: time.Now().UTC(),
-		Renewing: map[string]string{"old": "new"}, Retiring: []string{"older"}, Renewed: 2}
-	if err := n.store.Update(func(tx *StoreTx) error { return tx.Put(bucketServices, rec.Name, rec) }); err != nil {
-		t.Fatal(err)
-	}
-	s, err := newServices(n, n.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := s.recs["kept"]
-	if got == nil || got.Renewing["old"] != "new" || !slices.Equal(got.Retiring, []string{"older"}) || got.Renewed != 2 {
-		t.Fatalf("the record read back: %+v", got)
-	}
-	if succ := successors(got); !slices.Equal(succ, []string{"new"}) {
-		t.Fatalf("successors %v", succ)
-	}
-	v, err := s.view("kept", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Replicas[0].Renewing != "new" || v.Renewed != 2 {
-		t.Fatalf("the view: %+v", v)
-	}
-}
 
 // renewService is a one-replica model service whose replicas lease for
 // lease (renewed half-way through, renewMargin's cap) and load for 2 s,
@@ -95,10 +64,10 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 			}
 		}
 	})
-	if _, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: renewService("renewed", lease)}); err != nil {
+	if _, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: renewService("renewed", lease)}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "renewed", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "renewed", 60*time.Second, "one ready replica", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 	first := v.Replicas[0]
 	url := v.URL
 	end := time.Unix(leaseOf(t, rn, first.Job).End, 0)
@@ -107,14 +76,14 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	stopLoad := load.stop
 	defer stopLoad()
 
-	v = waitService(t, rn, "renewed", lease, "a successor bought for replica 0", func(v *ServiceView) bool { return v.Replicas[0].Renewing != "" })
+	v = waitService(t, rn, "renewed", lease, "a successor bought for replica 0", func(v *services.ServiceView) bool { return v.Replicas[0].Renewing != "" })
 	succ := v.Replicas[0].Renewing
 	if left := time.Until(end); left > lease/2+time.Second || left < 0 {
 		t.Fatalf("the successor was bought %v before the lease's end, want about %v", left, lease/2)
 	}
 	bought, state := time.Now(), ""
-	v = waitService(t, rn, "renewed", time.Until(end), "the successor ready at replica 0", func(v *ServiceView) bool {
-		if j, err := rn.renterJobs.get(succ); err == nil && j.State != state {
+	v = waitService(t, rn, "renewed", time.Until(end), "the successor ready at replica 0", func(v *services.ServiceView) bool {
+		if j, err := rn.renterJobs.Get(succ); err == nil && j.State != state {
 			state = j.State
 			t.Logf("+%v successor %s: %s %s", time.Since(bought).Round(time.Millisecond), succ, j.State, j.Error)
 		}
@@ -123,8 +92,8 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	t.Logf("+%v the successor took the index", time.Since(bought).Round(time.Millisecond))
 	second := v.Replicas[0]
 	waitFor(t, time.Until(end), "the old job cancelled before its lease's end", func() bool {
-		j, err := rn.renterJobs.get(first.Job)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(first.Job)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	took := time.Until(end)
 	time.Sleep(2 * time.Second) // load across the old job's cancel
@@ -147,32 +116,32 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	// The second lease's renewal, caught by a restart of the renter once
 	// its successor runs (it needs 2 s more to be ready).
 	end2 := time.Unix(leaseOf(t, rn, second.Job).End, 0)
-	v = waitService(t, rn, "renewed", lease, "a successor for the second lease, running", func(v *ServiceView) bool {
+	v = waitService(t, rn, "renewed", lease, "a successor for the second lease, running", func(v *services.ServiceView) bool {
 		if v.Replicas[0].Renewing == "" {
 			return false
 		}
-		j, err := rn.renterJobs.get(v.Replicas[0].Renewing)
-		return err == nil && j.State == StateRunning
+		j, err := rn.renterJobs.Get(v.Replicas[0].Renewing)
+		return err == nil && j.State == renting.StateRunning
 	})
 	third := v.Replicas[0].Renewing
 	rn = restartRenter(t, ctx, rn, p1, p2)
 	// The successor needs 2 s to load after it runs, and the restart takes
 	// less: the restarted renter finds the renewal half done.
-	if v, err := rn.renterServices.view("renewed", false); err != nil || v.Replicas[0].Job != second.Job || v.Replicas[0].Renewing != third {
+	if v, err := rn.renterServices.View("renewed", false); err != nil || v.Replicas[0].Job != second.Job || v.Replicas[0].Renewing != third {
 		t.Fatalf("after the restart: %+v, want replica 0 %s renewing with %s (%v)", v, second.Job, third, err)
 	}
-	v = waitService(t, rn, "renewed", time.Until(end2), "the kept successor at replica 0 after the restart", func(v *ServiceView) bool {
+	v = waitService(t, rn, "renewed", time.Until(end2), "the kept successor at replica 0 after the restart", func(v *services.ServiceView) bool {
 		return v.Replicas[0].Job == third && readyOn(v, 1)
 	})
 	if err := gatewayGet(url + "/health"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Until(end2), "the second job cancelled before its lease's end", func() bool {
-		j, err := rn.renterJobs.get(second.Job)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(second.Job)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	var jobs int
-	for _, j := range rn.renterJobs.siblings("") {
+	for _, j := range rn.renterJobs.Siblings("") {
 		if j.Service == "renewed" {
 			jobs++
 		}
@@ -180,7 +149,7 @@ func TestServiceLeaseRenewedBeforeItsEnd(t *testing.T) {
 	if jobs != 3 || v.Renewed != 2 || v.Replicas[0].Provider != first.Provider {
 		t.Fatalf("%d jobs bought (want 3), renewed %d, the third on %s", jobs, v.Renewed, v.Replicas[0].Provider)
 	}
-	if _, err := (serviceAPI{rn}).Down(ctx, ServiceNameParams{Name: "renewed"}); err != nil {
+	if _, err := serviceAPIOf(rn).Down(ctx, services.ServiceNameParams{Name: "renewed"}); err != nil {
 		t.Fatal(err)
 	}
 }

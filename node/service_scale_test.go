@@ -12,6 +12,9 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction/service"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -84,11 +87,11 @@ func gatewayGet(url string) error {
 }
 
 // waitService polls the service's view until cond holds.
-func waitService(t testing.TB, rn *Node, name string, limit time.Duration, what string, cond func(*ServiceView) bool) *ServiceView {
+func waitService(t testing.TB, rn *Node, name string, limit time.Duration, what string, cond func(*services.ServiceView) bool) *services.ServiceView {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		v, err := rn.renterServices.view(name, true)
+		v, err := rn.renterServices.View(name, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,10 +107,10 @@ func waitService(t testing.TB, rn *Node, name string, limit time.Duration, what 
 
 // readyOn reports whether every replica of v is ready, n of them, on n
 // distinct providers.
-func readyOn(v *ServiceView, n int) bool {
+func readyOn(v *services.ServiceView, n int) bool {
 	provs := map[string]bool{}
 	for _, r := range v.Replicas {
-		if !r.Ready || r.State != StateRunning || r.Provider == "" {
+		if !r.Ready || r.State != renting.StateRunning || r.Provider == "" {
 			return false
 		}
 		provs[r.Provider] = true
@@ -124,28 +127,28 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 	defer cancel()
 	p1, p2 := serviceSeller(t, ctx), serviceSeller(t, ctx)
 	rn := renterOf(t, ctx, p1, p2)
-	api := serviceAPI{rn}
-	if _, err := api.Up(ctx, ServiceUpParams{Spec: modelService("scaled", 1)}); err != nil {
+	api := serviceAPIOf(rn)
+	if _, err := api.Up(ctx, services.ServiceUpParams{Spec: modelService("scaled", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	v := waitService(t, rn, "scaled", 60*time.Second, "one ready replica", func(v *ServiceView) bool { return readyOn(v, 1) })
+	v := waitService(t, rn, "scaled", 60*time.Second, "one ready replica", func(v *services.ServiceView) bool { return readyOn(v, 1) })
 	first := v.Replicas[0].Job
 
-	if _, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 40}); err == nil {
+	if _, err := api.Scale(ctx, services.ServiceScaleParams{Name: "scaled", Replicas: 40}); err == nil {
 		t.Fatal("service_scale 40: no error")
 	}
-	if _, err := api.Scale(ctx, ServiceScaleParams{Name: "nosuch", Replicas: 2}); err == nil {
+	if _, err := api.Scale(ctx, services.ServiceScaleParams{Name: "nosuch", Replicas: 2}); err == nil {
 		t.Fatal("service_scale of no such service: no error")
 	}
-	if v, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 2}); err != nil || v.Scale != 2 {
+	if v, err := api.Scale(ctx, services.ServiceScaleParams{Name: "scaled", Replicas: 2}); err != nil || v.Scale != 2 {
 		t.Fatalf("service_scale 2: %v %+v", err, v)
 	}
-	v = waitService(t, rn, "scaled", 60*time.Second, "two ready replicas on two providers", func(v *ServiceView) bool { return readyOn(v, 2) })
+	v = waitService(t, rn, "scaled", 60*time.Second, "two ready replicas on two providers", func(v *services.ServiceView) bool { return readyOn(v, 2) })
 	if v.Replicas[0].Job != first {
 		t.Fatalf("scaling up replaced replica 0: %+v", v.Replicas)
 	}
 	second := v.Replicas[1].Job
-	if rec, _ := rn.renterJobs.get(second); rec.Service != "scaled" {
+	if rec, _ := rn.renterJobs.Get(second); rec.Service != "scaled" {
 		t.Fatalf("the added replica's job is not the service's: %+v", rec)
 	}
 	url := v.URL
@@ -156,32 +159,32 @@ func TestServiceScaleAddsAndCancelsReplicas(t *testing.T) {
 		}
 	}
 
-	if _, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 1}); err != nil {
+	if _, err := api.Scale(ctx, services.ServiceScaleParams{Name: "scaled", Replicas: 1}); err != nil {
 		t.Fatal(err)
 	}
-	waitService(t, rn, "scaled", 20*time.Second, "one replica left", func(v *ServiceView) bool {
+	waitService(t, rn, "scaled", 20*time.Second, "one replica left", func(v *services.ServiceView) bool {
 		return len(v.Replicas) == 1 && v.Replicas[0].Job == first
 	})
 	waitFor(t, 40*time.Second, "the scaled-down job cancelled", func() bool {
-		j, err := rn.renterJobs.get(second)
-		return err == nil && j.State == StateCancelled
+		j, err := rn.renterJobs.Get(second)
+		return err == nil && j.State == renting.StateCancelled
 	})
 	if err := get(); err != nil {
 		t.Fatalf("GET through the gateway after scaling down: %v", err)
 	}
 	// The record is kept with the count fixed.
-	var rec ServiceRecord
-	if err := rn.store.Get(bucketServices, "scaled", &rec); err != nil || rec.Scale != 1 || len(rec.Replicas) != 1 {
+	var rec services.ServiceRecord
+	if err := rn.store.Get(store.BucketServices, "scaled", &rec); err != nil || rec.Scale != 1 || len(rec.Replicas) != 1 {
 		t.Fatalf("stored record: %v %+v", err, rec)
 	}
-	if v, err := api.Scale(ctx, ServiceScaleParams{Name: "scaled", Replicas: 0}); err != nil || v.Scale != 0 {
+	if v, err := api.Scale(ctx, services.ServiceScaleParams{Name: "scaled", Replicas: 0}); err != nil || v.Scale != 0 {
 		t.Fatalf("service_scale auto: %v %+v", err, v)
 	}
 	time.Sleep(2 * service.SyncEvery)
-	if v, _ := rn.renterServices.view("scaled", false); len(v.Replicas) != 1 || v.Replicas[0].Job != first {
+	if v, _ := rn.renterServices.View("scaled", false); len(v.Replicas) != 1 || v.Replicas[0].Job != first {
 		t.Fatalf("after auto: %+v", v.Replicas)
 	}
-	if _, err := api.Down(ctx, ServiceNameParams{Name: "scaled"}); err != nil {
+	if _, err := api.Down(ctx, services.ServiceNameParams{Name: "scaled"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // Services whose replicas cannot be placed (docs/SERVICES.md, "When no
@@ -27,15 +30,15 @@ func unplacedSpec(name, image, extra string) string {
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n" + extra
 }
 
-// notPlacedErr checks that err is service_up's CodeServiceNotPlaced and
+// notPlacedErr checks that err is service_up's services.CodeServiceNotPlaced and
 // returns the service it carries.
-func notPlacedErr(t *testing.T, err error) (*rpc.Error, *ServiceView) {
+func notPlacedErr(t *testing.T, err error) (*rpc.Error, *services.ServiceView) {
 	t.Helper()
 	var re *rpc.Error
-	if !errors.As(err, &re) || re.Code != CodeServiceNotPlaced {
-		t.Fatalf("service_up: %v, want code %d", err, CodeServiceNotPlaced)
+	if !errors.As(err, &re) || re.Code != services.CodeServiceNotPlaced {
+		t.Fatalf("service_up: %v, want code %d", err, services.CodeServiceNotPlaced)
 	}
-	v, ok := re.Data.(*ServiceView)
+	v, ok := re.Data.(*services.ServiceView)
 	if !ok || v.Up == nil {
 		t.Fatalf("service_up's error data: %#v, want the service with its up outcome", re.Data)
 	}
@@ -54,12 +57,12 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 	defer cancel()
 	prov := startSeller(t, ctx, nil) // workloads: batch only
 	rn := renterOf(t, ctx, prov)
-	api := serviceAPI{rn}
+	api := serviceAPIOf(rn)
 	const image = "gleaner-test/never-pulled:1"
 
 	t.Run("taken down", func(t *testing.T) {
 		began := time.Now()
-		_, err := api.Up(ctx, ServiceUpParams{Spec: unplacedSpec("nowhere", image, ""), WaitS: 30})
+		_, err := api.Up(ctx, services.ServiceUpParams{Spec: unplacedSpec("nowhere", image, ""), WaitS: 30})
 		took := time.Since(began)
 		re, v := notPlacedErr(t, err)
 		t.Logf("after %v: %s", took.Round(time.Millisecond), re.Message)
@@ -71,10 +74,10 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 				t.Errorf("service_up's error lacks %q: %s", want, re.Message)
 			}
 		}
-		if v.Up.Result != UpNotPlaced || v.Up.Kept || !strings.Contains(v.Up.Cause, auction.ReasonWorkload) || v.Gateway != "down" || v.URL != "" {
+		if v.Up.Result != services.UpNotPlaced || v.Up.Kept || !strings.Contains(v.Up.Cause, auction.ReasonWorkload) || v.Gateway != "down" || v.URL != "" {
 			t.Errorf("service_up's outcome: %+v, gateway %s %q", v.Up, v.Gateway, v.URL)
 		}
-		if _, err := rn.renterServices.view("nowhere", false); err == nil {
+		if _, err := rn.renterServices.View("nowhere", false); err == nil {
 			t.Error("the service is still up after service_up failed")
 		}
 		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(v.Port))); err != nil {
@@ -82,18 +85,18 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 		} else {
 			ln.Close()
 		}
-		for _, j := range rn.renterJobs.siblings("") {
-			if j.Service == "nowhere" && !terminal(j.State) {
+		for _, j := range rn.renterJobs.Siblings("") {
+			if j.Service == "nowhere" && !renting.Terminal(j.State) {
 				t.Errorf("job %s of the service is %s after it was taken down", j.ID, j.State)
 			}
 		}
 	})
 
 	t.Run("kept without a wait", func(t *testing.T) {
-		if _, err := api.Up(ctx, ServiceUpParams{Spec: unplacedSpec("patient", image, "")}); err != nil {
+		if _, err := api.Up(ctx, services.ServiceUpParams{Spec: unplacedSpec("patient", image, "")}); err != nil {
 			t.Fatal(err)
 		}
-		v := waitService(t, rn, "patient", 20*time.Second, "status naming why no replica is placed", func(v *ServiceView) bool {
+		v := waitService(t, rn, "patient", 20*time.Second, "status naming why no replica is placed", func(v *services.ServiceView) bool {
 			return strings.Contains(v.NotPlaced, auction.ReasonWorkload)
 		})
 		t.Logf("not placed: %s", v.NotPlaced)
@@ -102,35 +105,35 @@ func TestServiceUpThatCannotBePlacedFailsNamingWhy(t *testing.T) {
 		}
 		// The keeper keeps the cause in the service's record (its next
 		// sync, within a second), stored, so a restart shows it too.
-		var stored ServiceRecord
+		var stored services.ServiceRecord
 		waitFor(t, 10*time.Second, "the cause in the stored record", func() bool {
-			return rn.store.Get(bucketServices, "patient", &stored) == nil && strings.Contains(stored.NotPlaced, auction.ReasonWorkload)
+			return rn.store.Get(store.BucketServices, "patient", &stored) == nil && strings.Contains(stored.NotPlaced, auction.ReasonWorkload)
 		})
-		if v, _ := rn.renterServices.view("patient", false); v.Heal != "" || v.Gateway != "up" {
+		if v, _ := rn.renterServices.View("patient", false); v.Heal != "" || v.Gateway != "up" {
 			t.Errorf("a service without supply: heal error %q, gateway %s; want healing going on", v.Heal, v.Gateway)
 		}
-		if _, err := api.Down(ctx, ServiceNameParams{Name: "patient"}); err != nil {
+		if _, err := api.Down(ctx, services.ServiceNameParams{Name: "patient"}); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("kept when the wait ends first", func(t *testing.T) {
 		began := time.Now()
-		_, err := api.Up(ctx, ServiceUpParams{Spec: unplacedSpec("retrying", image, "retry: {max_reauctions: 8}\n"), WaitS: 2})
+		_, err := api.Up(ctx, services.ServiceUpParams{Spec: unplacedSpec("retrying", image, "retry: {max_reauctions: 8}\n"), WaitS: 2})
 		re, v := notPlacedErr(t, err)
 		t.Logf("after %v: %s", time.Since(began).Round(time.Millisecond), re.Message)
-		if v.Up.Result != UpTimedOut || !v.Up.Kept || v.Gateway != "up" || !strings.Contains(re.Message, "gleaner service down retrying") ||
+		if v.Up.Result != services.UpTimedOut || !v.Up.Kept || v.Gateway != "up" || !strings.Contains(re.Message, "gleaner service down retrying") ||
 			!strings.Contains(re.Message, auction.ReasonWorkload) {
 			t.Errorf("service_up's outcome: %+v, gateway %s", v.Up, v.Gateway)
 		}
-		st, err := api.Status(ctx, ServiceNameParams{Name: "retrying"})
+		st, err := api.Status(ctx, services.ServiceNameParams{Name: "retrying"})
 		if err != nil {
 			t.Fatalf("the kept service: %v", err)
 		}
 		if !strings.Contains(st.NotPlaced, auction.ReasonWorkload) {
 			t.Errorf("status's not_placed while the replica is auctioned again: %q", st.NotPlaced)
 		}
-		if _, err := api.Down(ctx, ServiceNameParams{Name: "retrying"}); err != nil {
+		if _, err := api.Down(ctx, services.ServiceNameParams{Name: "retrying"}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -146,16 +149,16 @@ func TestServiceUpOfAnImageNoProviderCanPullFails(t *testing.T) {
 	rn := renterOf(t, ctx, serviceSeller(t, ctx), serviceSeller(t, ctx))
 	const image = "127.0.0.1:1/gleaner-test/missing:none" // refused at once
 	began := time.Now()
-	_, err := (serviceAPI{rn}).Up(ctx, ServiceUpParams{Spec: unplacedSpec("unpullable", image, ""), WaitS: 60})
+	_, err := serviceAPIOf(rn).Up(ctx, services.ServiceUpParams{Spec: unplacedSpec("unpullable", image, ""), WaitS: 60})
 	re, v := notPlacedErr(t, err)
 	t.Logf("after %v: %s", time.Since(began).Round(time.Millisecond), re.Message)
 	if !strings.Contains(re.Message, "could not pull the image \""+image+"\"") || !strings.Contains(re.Message, "taken down") {
 		t.Errorf("service_up's error does not name the image's pull: %s", re.Message)
 	}
-	if v.Up.Result != UpNotPlaced || v.Up.Kept {
+	if v.Up.Result != services.UpNotPlaced || v.Up.Kept {
 		t.Errorf("service_up's outcome: %+v", v.Up)
 	}
-	if _, err := rn.renterServices.view("unpullable", false); err == nil {
+	if _, err := rn.renterServices.View("unpullable", false); err == nil {
 		t.Error("the service is still up after service_up failed")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
@@ -118,22 +119,22 @@ func squatExchange(ctx context.Context, h *p2p.Host, prov *Node, proto string, r
 
 // honestRun submits spec on rn and waits up to limit for it to run:
 // whether it did, and how long after the submission it first ran.
-func honestRun(t testing.TB, rn *Node, spec string, limit time.Duration) (ran bool, after time.Duration, final *JobRecord) {
+func honestRun(t testing.TB, rn *Node, spec string, limit time.Duration) (ran bool, after time.Duration, final *renting.JobRecord) {
 	t.Helper()
 	submitted := time.Now()
-	j, err := rn.renterJobs.submit([]byte(spec), nil, SubmitOptions{})
+	j, err := rn.renterJobs.Submit([]byte(spec), nil, renting.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for deadline := submitted.Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if final, err = rn.renterJobs.get(j.ID); err != nil {
+		if final, err = rn.renterJobs.Get(j.ID); err != nil {
 			t.Fatal(err)
 		}
 		switch final.State {
-		case StateRunning, StateCompleted:
+		case renting.StateRunning, renting.StateCompleted:
 			return true, time.Since(submitted), final
 		}
-		if terminal(final.State) {
+		if renting.Terminal(final.State) {
 			return false, 0, final
 		}
 	}
@@ -153,8 +154,8 @@ func establish(t testing.TB, prov, rn *Node) {
 		return prov.providerJobs.Established(renter)
 	})
 	waitFor(t, 30*time.Second, "the paying job to end", func() bool {
-		j, err := rn.renterJobs.get(j.ID)
-		return err == nil && terminal(j.State)
+		j, err := rn.renterJobs.Get(j.ID)
+		return err == nil && renting.Terminal(j.State)
 	})
 }
 
@@ -210,7 +211,7 @@ func TestRotatingSquattersDoNotHoldTheGPU(t *testing.T) {
 			t.Fatalf("%s job under the attack: %s (%s); the attacker's awards: %v", name, j.State, j.Error, q.awards())
 		}
 		t.Logf("%s job ran %v after its submission", name, after.Round(time.Millisecond))
-		waitJob(t, rn, j.ID, 60*time.Second, "the honest job to complete", func(j *JobRecord) bool { return j.State == StateCompleted })
+		waitJob(t, rn, j.ID, 60*time.Second, "the honest job to complete", func(j *renting.JobRecord) bool { return j.State == renting.StateCompleted })
 	}
 	stop()
 	displaced := 0

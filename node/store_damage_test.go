@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger/boltfile"
 	"github.com/gleaner-net/gleaner/ledger/boltfile/bolttest"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // A damaged node.db is an error naming the file and what to do, never a
@@ -21,13 +22,13 @@ func TestDamagedNodeStoreIsAnErrorNamingTheFile(t *testing.T) {
 	for _, d := range bolttest.Damages {
 		t.Run(d.Name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), repo.StoreFile)
-			st, err := OpenStore(path)
+			st, err := store.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = st.Update(func(tx *StoreTx) error {
+			err = st.Update(func(tx *store.Tx) error {
 				for i := 0; i < 2000; i++ {
-					if err := tx.Put(bucketJobs, fmt.Sprintf("job-%05d", i), map[string]string{"state": "done"}); err != nil {
+					if err := tx.Put(store.BucketJobs, fmt.Sprintf("job-%05d", i), map[string]string{"state": "done"}); err != nil {
 						return err
 					}
 				}
@@ -42,7 +43,7 @@ func TestDamagedNodeStoreIsAnErrorNamingTheFile(t *testing.T) {
 			d.Do(t, path)
 			before, _ := os.ReadFile(path)
 
-			st, err = OpenStore(path)
+			st, err = store.Open(path)
 			if err == nil {
 				st.Close()
 				t.Fatal("a damaged node.db opened")

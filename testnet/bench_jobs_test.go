@@ -78,6 +78,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -173,7 +174,7 @@ func newBenchMarketFloors(b testing.TB, link time.Duration, equalFloors bool) *b
 	// One job per renter, all at once: first streams to every provider,
 	// first containers, so that the first measured iteration is not the
 	// cold one.
-	m.round(b, node.StateLeased, m.renters)
+	m.round(b, renting.StateLeased, m.renters)
 	m.drain(b)
 	b.Logf("setup %v: %d nodes, providers %d x %s, loopback round trip %v, netem one-way %v",
 		time.Since(t0).Round(time.Millisecond), benchJobNodes, len(m.providers), benchJobGPUs, m.rtt.Round(time.Microsecond), m.oneWay)
@@ -195,8 +196,8 @@ type jobSample struct {
 // reached reports whether state is target or a later state of a job that
 // ran; the second result is false for a job that ended otherwise.
 func reached(state, target string) (bool, bool) {
-	order := []string{node.StateAuction, node.StateLeased, node.StateReserved, node.StatePulling,
-		node.StateRunning, node.StatePreempting, node.StateCompleted}
+	order := []string{renting.StateAuction, renting.StateLeased, renting.StateReserved, renting.StatePulling,
+		renting.StateRunning, renting.StatePreempting, renting.StateCompleted}
 	ti, si := -1, -1
 	for k, s := range order {
 		if s == target {
@@ -224,7 +225,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 	// bursts would ask, and the wait counts in its latency.
 	spec := jobSpec(name, "bronze", "-sleep", "0", "-lines", "0") + "retry: {max_reauctions: 3}\n"
 	t0 := time.Now()
-	var j node.JobRecord
+	var j renting.JobRecord
 	if _, err := ws.call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 		return s, err
 	}
@@ -234,13 +235,13 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 	}
 	defer ws.forget(sub)
 	notes := ws.subscription(sub)
-	var st node.JobRecord
+	var st renting.JobRecord
 	at, err := ws.call(ctx, "job_status", node.JobIDParams{ID: j.ID}, &st)
 	if err != nil {
 		return s, err
 	}
 	got := false
-	if ok, ran := reached(st.State, target); !ran && st.State != node.StateAuction {
+	if ok, ran := reached(st.State, target); !ran && st.State != renting.StateAuction {
 		return s, m.jobError(ctx, ws, j.ID, st.State, st.Error)
 	} else if ok {
 		// The auction beat the subscription. Updated is when the record
@@ -265,7 +266,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 				done = true
 				break
 			}
-			var ev node.JobEvent
+			var ev renting.JobEvent
 			if err := json.Unmarshal(n.result, &ev); err != nil {
 				return s, err
 			}
@@ -273,7 +274,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 				continue
 			}
 			final = ev.State
-			if ev.State == node.StateLeased {
+			if ev.State == renting.StateLeased {
 				leasedAt = ev.Time
 			}
 			ok, ran := reached(ev.State, target)
@@ -283,7 +284,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 			if ok && !got {
 				got = true
 				s.client, s.node = n.at.Sub(t0), ev.Time.Sub(j.Created)
-				if !leasedAt.IsZero() && ev.State != node.StateLeased {
+				if !leasedAt.IsZero() && ev.State != renting.StateLeased {
 					s.afterLease = ev.Time.Sub(leasedAt)
 				}
 				s.bound = ev.State != target // an event was lost: cannot happen with a 256-event buffer
@@ -292,7 +293,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 			return s, fmt.Errorf("job %s: %s after %v", j.ID, final, time.Since(t0))
 		}
 	}
-	if final != node.StateCompleted {
+	if final != renting.StateCompleted {
 		return s, m.jobError(ctx, ws, j.ID, final, "")
 	}
 	if !got {
@@ -403,7 +404,7 @@ func (m *benchMarket) run(b *testing.B, target string, concurrency int, p95Targe
 	b.ReportMetric(ms(percentile(client, 1)), "max-ms")
 	b.ReportMetric(ms(percentile(internal, 0.50)), "node-p50-ms")
 	b.ReportMetric(ms(percentile(internal, 0.95)), "node-p95-ms")
-	if target != node.StateLeased {
+	if target != renting.StateLeased {
 		// The provider's part: start stream, image check, container
 		// create and start.
 		b.ReportMetric(ms(percentile(afterLease, 0.50)), "lease-to-"+target+"-p50-ms")
@@ -432,8 +433,8 @@ func BenchmarkSubmitToLease(b *testing.B) {
 	if m.oneWay > 0 {
 		p95 = 400 * time.Millisecond
 	}
-	b.Run("sequential", func(b *testing.B) { m.run(b, node.StateLeased, 1, p95, 0) })
-	b.Run(fmt.Sprintf("concurrent%d", benchConcurrency), func(b *testing.B) { m.run(b, node.StateLeased, benchConcurrency, 0, 0) })
+	b.Run("sequential", func(b *testing.B) { m.run(b, renting.StateLeased, 1, p95, 0) })
+	b.Run(fmt.Sprintf("concurrent%d", benchConcurrency), func(b *testing.B) { m.run(b, renting.StateLeased, benchConcurrency, 0, 0) })
 }
 
 // BenchmarkSubmitToLeaseLinks25ms: the same over libp2p mocknet links with
@@ -442,12 +443,12 @@ func BenchmarkSubmitToLease(b *testing.B) {
 // so both latencies measure the network between nodes only.
 func BenchmarkSubmitToLeaseLinks25ms(b *testing.B) {
 	m := newBenchMarketLinks(b, 25*time.Millisecond)
-	b.Run("sequential", func(b *testing.B) { m.run(b, node.StateLeased, 1, 400*time.Millisecond, 0) })
+	b.Run("sequential", func(b *testing.B) { m.run(b, renting.StateLeased, 1, 400*time.Millisecond, 0) })
 }
 
 // BenchmarkSubmitToRunning: job_submit to a started container (state
 // running), the image already in the local store, one job at a time.
 func BenchmarkSubmitToRunning(b *testing.B) {
 	m := newBenchMarket(b)
-	b.Run("sequential", func(b *testing.B) { m.run(b, node.StateRunning, 1, 0, time.Second) })
+	b.Run("sequential", func(b *testing.B) { m.run(b, renting.StateRunning, 1, 0, time.Second) })
 }

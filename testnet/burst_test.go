@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // burstJobs is the burst of the market-core issue: 40 jobs at once from the
@@ -26,7 +26,7 @@ func (m *benchMarket) burstRenters() []int {
 // concurrent quotes name different free GPUs, so collisions are rare.
 func TestBurstOf40JobsAllGetLeases(t *testing.T) {
 	m := newBenchMarketLinks(t, 0)
-	samples := m.round(t, node.StateLeased, m.burstRenters()) // fatal on any job that is not leased
+	samples := m.round(t, renting.StateLeased, m.burstRenters()) // fatal on any job that is not leased
 	if len(samples) != burstJobs {
 		t.Fatalf("%d samples", len(samples))
 	}
@@ -57,7 +57,7 @@ func benchBurst(b *testing.B, equalFloors bool) {
 	rebids := 0
 	b.ResetTimer()
 	for range b.N {
-		for _, s := range m.round(b, node.StateLeased, m.burstRenters()) {
+		for _, s := range m.round(b, renting.StateLeased, m.burstRenters()) {
 			lat = append(lat, s.node)
 			rebids += s.rebids
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // partitionSpec is the job each side's renter runs while the sides are
@@ -175,11 +176,11 @@ func TestLedgerPartitionAcrossDockerNetworksHeals(t *testing.T) {
 	parallel(t, func(i int) error {
 		s := sides[i]
 		for _, p := range s.providers {
-			var j node.JobRecord
+			var j renting.JobRecord
 			if err := d.Call(ctx, s.renter, &j, "job", "run", "/spec.yaml", "--provider", p.PeerID); err != nil {
 				return err
 			}
-			if j.State != node.StateCompleted || j.Provider != p.PeerID || !j.Simulated {
+			if j.State != renting.StateCompleted || j.Provider != p.PeerID || !j.Simulated {
 				return fmt.Errorf("job on %s ended %+v", p.Name, j)
 			}
 		}

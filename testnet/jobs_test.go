@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -53,17 +54,17 @@ func quoteAll(xs []string) []string {
 	return out
 }
 
-func waitJob(t *testing.T, cl *rpc.Client, id string, want func(string) bool, limit time.Duration) node.JobRecord {
+func waitJob(t *testing.T, cl *rpc.Client, id string, want func(string) bool, limit time.Duration) renting.JobRecord {
 	t.Helper()
-	return waitRecord(t, cl, id, func(j node.JobRecord) bool { return want(j.State) }, limit)
+	return waitRecord(t, cl, id, func(j renting.JobRecord) bool { return want(j.State) }, limit)
 }
 
 // waitRecord polls a job's record until want holds.
-func waitRecord(t *testing.T, cl *rpc.Client, id string, want func(node.JobRecord) bool, limit time.Duration) node.JobRecord {
+func waitRecord(t *testing.T, cl *rpc.Client, id string, want func(renting.JobRecord) bool, limit time.Duration) renting.JobRecord {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		var j node.JobRecord
+		var j renting.JobRecord
 		if err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 			t.Fatal(err)
 		}
@@ -122,14 +123,14 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 	prov := c.Nodes()[0].Host().ID().String()
 	provider, _ := c.Client(0)
 	rc, _ := c.Client(4)
-	var j node.JobRecord
+	var j renting.JobRecord
 	if err := rc.Call(ctx, "job_submit", node.JobSubmitParams{Spec: jobSpec("hello", "silver", "-sleep", "500ms")}, &j); err != nil {
 		t.Fatal(err)
 	}
 	j = waitJob(t, rc, j.ID, func(s string) bool {
-		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+		return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 	}, time.Minute)
-	if j.State != node.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
+	if j.State != renting.StateCompleted || j.ExitCode == nil || *j.ExitCode != 0 || j.Provider != prov || !j.Simulated {
 		var ex renter.Explain
 		_ = rc.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
 		t.Fatalf("job ended %+v\nexplain: %+v", j, ex)
@@ -196,7 +197,7 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 
 	// Cancel stops the container and releases the GPU.
 	j = submitJob(t, rc, jobSpec("long", "bronze", "-sleep", "60s", "-lines", "60"))
-	waitJob(t, rc, j.ID, func(s string) bool { return s == node.StateRunning }, time.Minute)
+	waitJob(t, rc, j.ID, func(s string) bool { return s == renting.StateRunning }, time.Minute)
 	if err := rc.Call(ctx, "job_cancel", node.JobIDParams{ID: j.ID}, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -211,9 +212,9 @@ func TestRentAGPUEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = waitJob(t, rc, j.ID, func(s string) bool {
-		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+		return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 	}, time.Minute)
-	if j.State != node.StateCompleted {
+	if j.State != renting.StateCompleted {
 		t.Fatalf("a job after the cancel did not get the released GPU: %+v", j)
 	}
 }

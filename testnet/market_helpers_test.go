@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
@@ -56,9 +57,9 @@ func marketCluster(t *testing.T, ctx context.Context, nodes int, prices ...price
 func strPtr(s string) *string { return &s }
 
 // submitJob submits a spec through a renter's RPC.
-func submitJob(t *testing.T, cl *rpc.Client, spec string) node.JobRecord {
+func submitJob(t *testing.T, cl *rpc.Client, spec string) renting.JobRecord {
 	t.Helper()
-	var j node.JobRecord
+	var j renting.JobRecord
 	if err := cl.Call(context.Background(), "job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -66,5 +67,5 @@ func submitJob(t *testing.T, cl *rpc.Client, spec string) node.JobRecord {
 }
 
 func ended(s string) bool {
-	return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+	return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
 
@@ -46,10 +47,10 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 
 	renter, _ := c.Client(2)
 	j := submitJob(t, renter, jobSpec("deadbeat", "bronze", "-sleep", "60s", "-lines", "60"))
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning || ended(s) }, time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == renting.StateRunning || ended(s) }, time.Minute)
 	running := time.Now()
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StatePaused || ended(s) }, 20*time.Second)
-	if j.State != node.StatePaused {
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == renting.StatePaused || ended(s) }, 20*time.Second)
+	if j.State != renting.StatePaused {
 		t.Fatalf("not paused: %+v", j)
 	}
 	// Paid for 2 intervals; paused within the third interval's grace (plus
@@ -58,7 +59,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 		t.Fatalf("paused %v after the job started running; paid for %v", took, 2*interval)
 	}
 	j = waitJob(t, renter, j.ID, ended, 30*time.Second)
-	if j.State != node.StateFailed || !strings.Contains(j.Error, "no voucher") || j.Vouchers != 2 {
+	if j.State != renting.StateFailed || !strings.Contains(j.Error, "no voucher") || j.Vouchers != 2 {
 		t.Fatalf("after payment stopped: %+v", j)
 	}
 	noContainersLeft(t, j.ID)
@@ -142,7 +143,7 @@ func TestProviderThatAbandonsAJob(t *testing.T) {
 
 	renter, _ := c.Client(3)
 	j := submitJob(t, renter, resumableSpec)
-	j = waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateRunning || ended(s) }, time.Minute)
+	j = waitJob(t, renter, j.ID, func(s string) bool { return s == renting.StateRunning || ended(s) }, time.Minute)
 	waitLog(t, c, 3, j.ID, "step 2/8 done")
 	before, _ := jobOf(t, renter, j.ID)
 	read := time.Now()
@@ -161,7 +162,7 @@ func TestProviderThatAbandonsAJob(t *testing.T) {
 		t.Fatalf("before the provider vanished: %d vouchers %v after the start request (at least 1, at most %d)", before.Vouchers, ran, maxV)
 	}
 	j = waitJob(t, renter, j.ID, ended, 2*time.Minute)
-	if j.State != node.StateCompleted || j.Provider != p1 {
+	if j.State != renting.StateCompleted || j.Provider != p1 {
 		t.Fatalf("after the provider vanished: %+v", j)
 	}
 	eventuallyT(t, 20*time.Second, "the abandoning provider scores below the one that finished", func() bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 const resumableSpec = `name: resumable
@@ -70,9 +71,9 @@ func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = waitJob(t, renter, j.ID, func(s string) bool {
-		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+		return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 	}, 2*time.Minute)
-	if j.State != node.StateCompleted || j.Provider == first || j.Attempts != 2 {
+	if j.State != renting.StateCompleted || j.Provider == first || j.Attempts != 2 {
 		t.Fatalf("after preemption: %+v", j)
 	}
 	waitLog(t, c, 4, j.ID, "SIGTERM: checkpointed after step")
@@ -98,9 +99,9 @@ func TestJobSurvivesItsProviderDying(t *testing.T) {
 	}
 	lostAt := time.Now()
 	j = waitJob(t, renter, j.ID, func(s string) bool {
-		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+		return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 	}, 2*time.Minute)
-	if j.State != node.StateCompleted || j.Provider == dead.Host().ID().String() {
+	if j.State != renting.StateCompleted || j.Provider == dead.Host().ID().String() {
 		t.Fatalf("after the provider died: %+v", j)
 	}
 	t.Logf("completed elsewhere %v after the provider vanished", time.Since(lostAt))
@@ -123,8 +124,8 @@ func TestJobSurvivesItsProviderDying(t *testing.T) {
 
 func jobOf(t *testing.T, cl interface {
 	Call(context.Context, string, any, any) error
-}, id string) (node.JobRecord, error) {
-	var j node.JobRecord
+}, id string) (renting.JobRecord, error) {
+	var j renting.JobRecord
 	err := cl.Call(context.Background(), "job_status", node.JobIDParams{ID: id}, &j)
 	return j, err
 }
@@ -146,9 +147,9 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 	silverRenter, _ := c.Client(3)
 	j := submitJob(t, silverRenter, jobSpec("urgent", "silver", "-sleep", "500ms"))
 	j = waitJob(t, silverRenter, j.ID, func(s string) bool {
-		return s == node.StateCompleted || s == node.StateFailed || s == node.StateNoMatch
+		return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateNoMatch
 	}, time.Minute)
-	if j.State != node.StateCompleted || j.Provider != prov {
+	if j.State != renting.StateCompleted || j.Provider != prov {
 		var ex renter.Explain
 		_ = silverRenter.Call(ctx, "job_explain", node.JobIDParams{ID: j.ID}, &ex)
 		t.Fatalf("silver job: %+v\nexplain %+v", j, ex)
@@ -171,8 +172,8 @@ func TestRenterRestartFollowsItsJobAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	renter, _ = c.Client(4)
-	done := waitJob(t, renter, j.ID, func(s string) bool { return s == node.StateCompleted || s == node.StateFailed }, 2*time.Minute)
-	if done.State != node.StateCompleted || done.Provider != j.Provider && j.Provider != "" || done.Attempts != 1 {
+	done := waitJob(t, renter, j.ID, func(s string) bool { return s == renting.StateCompleted || s == renting.StateFailed }, 2*time.Minute)
+	if done.State != renting.StateCompleted || done.Provider != j.Provider && j.Provider != "" || done.Attempts != 1 {
 		t.Fatalf("after the renter restarted: %+v", done)
 	}
 	waitLog(t, c, 4, j.ID, "job finished")

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // The fault soak: daemons in containers on private Docker networks, renters
@@ -283,7 +283,7 @@ func (s *soak) submitLoad(ctx context.Context) {
 				if !r.up.Load() {
 					continue
 				}
-				var j node.JobRecord
+				var j renting.JobRecord
 				if err := s.d.Call(ctx, r.DockerNode, &j, "job", "submit", spec); err != nil {
 					s.note(func(rep *SoakReport) { rep.SubmitRefused++ }) // the renter went down meanwhile
 					continue
@@ -316,7 +316,7 @@ func (s *soak) observe(ctx context.Context) {
 }
 
 func (s *soak) observeRenter(ctx context.Context, r *soakNode) {
-	var jobs []node.JobRecord
+	var jobs []renting.JobRecord
 	if err := s.d.Call(ctx, r.DockerNode, &jobs, "job", "ls"); err != nil {
 		return
 	}
@@ -332,11 +332,11 @@ func (s *soak) observeRenter(ctx context.Context, r *soakNode) {
 		// Seen running on another provider, or already done there (a
 		// short job can run and end between two polls: then the time is
 		// an upper bound, by at most a poll).
-		if (j.State == node.StateRunning || j.State == node.StateCompleted) && !sj.displaced.IsZero() && j.Provider != sj.from {
+		if (j.State == renting.StateRunning || j.State == renting.StateCompleted) && !sj.displaced.IsZero() && j.Provider != sj.from {
 			s.rep.recovered(now.Sub(sj.displaced))
 			sj.displaced = time.Time{}
 		}
-		if j.State == node.StateRunning {
+		if j.State == renting.StateRunning {
 			sj.provider = j.Provider
 		}
 	}
@@ -348,7 +348,7 @@ func (s *soak) displace(provider string, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range s.jobs {
-		if j.state == node.StateRunning && j.provider == provider && j.displaced.IsZero() {
+		if j.state == renting.StateRunning && j.provider == provider && j.displaced.IsZero() {
 			j.displaced, j.from = t, provider
 			s.rep.Displaced++
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // heads is every up node's ledger heads, by node name then author.
@@ -101,7 +102,7 @@ func (s *soak) openJobs() (n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range s.jobs {
-		if !node.Terminal(j.state) {
+		if !renting.Terminal(j.state) {
 			n++
 		}
 	}
@@ -130,10 +131,10 @@ func (s *soak) checkJobs() {
 	for _, k := range keys {
 		j := s.jobs[k]
 		switch {
-		case !node.Terminal(j.state):
+		case !renting.Terminal(j.state):
 			s.rep.Lost++
 			s.rep.violate("job %s has not ended: %s", k, j.state)
-		case j.state == node.StateCompleted:
+		case j.state == renting.StateCompleted:
 			s.rep.Completed++
 		case strings.TrimSpace(j.errText) == "":
 			s.rep.Lost++

@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // The schedule is the seed's alone, and keeps the market able to work:
@@ -105,11 +106,11 @@ func TestAuditFeedFindsDoubleBooking(t *testing.T) {
 // holding different heads of one feed.
 func TestSoakChecksCatchLostJobsAndDivergentLedgers(t *testing.T) {
 	s := &soak{jobs: map[string]*soakJob{
-		"r1/done":    {state: node.StateCompleted},
-		"r1/failed":  {state: node.StateFailed, errText: "lost the provider: stream reset"},
-		"r2/stuck":   {state: node.StateRunning},
-		"r2/silent":  {state: node.StateFailed},
-		"r3/nomatch": {state: node.StateNoMatch, errText: "no provider matched: 5 feasible offers"},
+		"r1/done":    {state: renting.StateCompleted},
+		"r1/failed":  {state: renting.StateFailed, errText: "lost the provider: stream reset"},
+		"r2/stuck":   {state: renting.StateRunning},
+		"r2/silent":  {state: renting.StateFailed},
+		"r3/nomatch": {state: renting.StateNoMatch, errText: "no provider matched: 5 feasible offers"},
 	}}
 	s.checkJobs()
 	if s.rep.Completed != 1 || s.rep.Lost != 2 || len(s.rep.Violations) != 2 {

@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
 
@@ -73,9 +74,9 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 	if len(first.Replicas) != 3 {
 		t.Fatalf("replicas %v", first.Replicas)
 	}
-	byProvider := map[string]node.JobRecord{}
+	byProvider := map[string]renting.JobRecord{}
 	for _, id := range first.Replicas {
-		j := waitRecord(t, renter, id, func(j node.JobRecord) bool { return j.Verified != "" }, time.Minute)
+		j := waitRecord(t, renter, id, func(j renting.JobRecord) bool { return j.Verified != "" }, time.Minute)
 		byProvider[j.Provider] = j
 	}
 	if len(byProvider) != 3 {
@@ -86,14 +87,14 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 		if i == cheatIdx {
 			want = string(ledger.ProbeFailed)
 		}
-		if j := byProvider[id]; j.State != node.StateCompleted || j.Verified != want {
+		if j := byProvider[id]; j.State != renting.StateCompleted || j.Verified != want {
 			t.Errorf("provider %d's replica: state %s, verified %q, want %q", i, j.State, j.Verified, want)
 		}
 	}
 
 	// The renter's canary went to every provider it awarded a job to.
 	eventuallyT(t, time.Minute, "a decided canary for every provider", func() bool {
-		var jobs []node.JobRecord
+		var jobs []renting.JobRecord
 		if renter.Call(ctx, "job_list", nil, &jobs) != nil {
 			return false
 		}
@@ -107,13 +108,13 @@ func TestKnownAnswersAndReplicasCatchAProviderThatSkipsTheWork(t *testing.T) {
 	})
 
 	// A known-answer job pinned to the cheat fails with a clear reason.
-	var pinned node.JobRecord
+	var pinned renting.JobRecord
 	if err := renter.Call(ctx, "job_submit", node.JobSubmitParams{
 		Spec: answerSpec("pinned", n, fmt.Sprintf("{expect_sha256: %s}", knownAnswer(n))), Provider: ids[cheatIdx]}, &pinned); err != nil {
 		t.Fatal(err)
 	}
 	pinned = waitJob(t, renter, pinned.ID, ended, time.Minute)
-	if pinned.State != node.StateFailed || pinned.Provider != ids[cheatIdx] || !strings.Contains(pinned.Error, "wrong answer") {
+	if pinned.State != renting.StateFailed || pinned.Provider != ids[cheatIdx] || !strings.Contains(pinned.Error, "wrong answer") {
 		t.Fatalf("known-answer job on the cheat: %+v", pinned)
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/urfave/cli/v2"
 )
 
@@ -211,7 +212,7 @@ window (data.output_retention_hours, a week by default).`,
 			if err != nil {
 				return err
 			}
-			var j node.JobRecord
+			var j renting.JobRecord
 			if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
@@ -59,7 +60,7 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					if err != nil {
 						return err
 					}
-					var j node.JobRecord
+					var j renting.JobRecord
 					if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 						return err
 					}
@@ -95,7 +96,7 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					if err != nil {
 						return err
 					}
-					var j node.JobRecord
+					var j renting.JobRecord
 					if err := callCmd(c, "job_cancel", node.JobIDParams{ID: id}, &j); err != nil {
 						return err
 					}
@@ -155,7 +156,7 @@ type submitExtras struct {
 }
 
 func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitExtras, follow bool) error {
-	var j node.JobRecord
+	var j renting.JobRecord
 	params := node.JobSubmitParams{Spec: string(spec), Secrets: extras.secrets, RegistryAuth: extras.registryAuth}
 	if c.Command.Name == "run" || c.Command.Name == "submit" {
 		params.Provider = c.String("provider")
@@ -198,7 +199,7 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 		_ = emit(c, final, nil)
 	} else {
 		printJob(c.App.ErrWriter, final)
-		if final.State == node.StateNoMatch {
+		if final.State == renting.StateNoMatch {
 			printNoMatch(c, nc, final.ID)
 		}
 	}
@@ -244,15 +245,15 @@ stderr says which it is.`
 // runResult is job run's verdict on the job's final record: nil when it
 // completed; a jobExitError, which the CLI exits with, when its container
 // exited non-zero; a plain failure (exit 1) otherwise.
-func runResult(final node.JobRecord) error {
+func runResult(final renting.JobRecord) error {
 	switch {
-	case final.State == node.StateCompleted && (final.Verified == string(ledger.ProbeFailed) || final.Verified == string(ledger.ProbeInconclusive)):
+	case final.State == renting.StateCompleted && (final.Verified == string(ledger.ProbeFailed) || final.Verified == string(ledger.ProbeInconclusive)):
 		return fmt.Errorf("job %s completed but its verification %s: see gleaner job status for each replica", final.ID, final.Verified)
-	case final.State == node.StateCompleted:
+	case final.State == renting.StateCompleted:
 		return nil
-	case final.State == node.StateNoMatch:
+	case final.State == renting.StateNoMatch:
 		return withHint(fmt.Errorf("no provider could run job %s: %s", final.ID, final.Error), "see why: gleaner job explain "+final.ID)
-	case final.State == node.StateFailed && final.ExitCode != nil && *final.ExitCode > 0 && *final.ExitCode <= 255:
+	case final.State == renting.StateFailed && final.ExitCode != nil && *final.ExitCode > 0 && *final.ExitCode <= 255:
 		return &jobExitError{err: fmt.Errorf("job %s %s: %s (job run exits with the job's code)", final.ID, final.State, final.Error),
 			code: *final.ExitCode}
 	default:
@@ -313,15 +314,15 @@ func readSecrets(specPath string, spec []byte) (map[string]string, error) {
 // A follower that falls behind (a slow terminal under a flood of output) is
 // dropped by the node with a notice; it says so and follows again, so the
 // gap is visible and nothing is buffered without bound.
-func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.JobRecord, error) {
+func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (renting.JobRecord, error) {
 	for {
 		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: id})
 		if err != nil {
-			return node.JobRecord{}, err
+			return renting.JobRecord{}, err
 		}
 		dropped := false
 		for raw := range events {
-			var ev node.JobEvent
+			var ev renting.JobEvent
 			if json.Unmarshal(raw, &ev) != nil {
 				continue
 			}
@@ -337,18 +338,18 @@ func followJob(c *cli.Context, nc *nodeClient, id string, progress bool) (node.J
 		}
 		// After Ctrl-C too: the state is what the interruption reports. A
 		// daemon that does not answer within 3 s must not hold the CLI.
-		var j node.JobRecord
+		var j renting.JobRecord
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 3*time.Second)
 		err = nc.call(sctx, "job_status", node.JobIDParams{ID: id}, &j)
 		cancel()
-		if err != nil || !dropped || c.Context.Err() != nil || node.Terminal(j.State) {
+		if err != nil || !dropped || c.Context.Err() != nil || renting.Terminal(j.State) {
 			return j, err
 		}
 	}
 }
 
 func jobList(c *cli.Context) error {
-	var jobs []node.JobRecord
+	var jobs []renting.JobRecord
 	if err := callCmd(c, "job_list", nil, &jobs); err != nil {
 		return err
 	}
@@ -381,10 +382,10 @@ func jobList(c *cli.Context) error {
 // its window ("starts <its start>", ahead) and for a job that waits for
 // GPUs its preempted bronze jobs are handing over (its start, the bid's
 // time, has passed): only the first is said to start later.
-func progressLine(ev node.JobEvent) string {
+func progressLine(ev renting.JobEvent) string {
 	at := ev.Time.Local().Format("15:04:05")
 	note := ev.Note
-	if ev.State == node.StateReserved {
+	if ev.State == renting.StateReserved {
 		if start, ok := reservedStart(note); ok {
 			if !start.After(ev.Time) {
 				return fmt.Sprintf("[%s] %s", at, handingOver)
@@ -414,9 +415,9 @@ func reservedStart(note string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func printJob(w io.Writer, j node.JobRecord) {
+func printJob(w io.Writer, j renting.JobRecord) {
 	state := j.State
-	if j.State == node.StateReserved && (j.Reserved == nil || time.Until(*j.Reserved) <= 0) {
+	if j.State == renting.StateReserved && (j.Reserved == nil || time.Until(*j.Reserved) <= 0) {
 		// Not a reservation waiting for its window: see progressLine.
 		state += " (" + handingOver + ")"
 	}
@@ -436,7 +437,7 @@ func printJob(w io.Writer, j node.JobRecord) {
 		when := "began"
 		if left := time.Until(*r); left > 0 && j.StartedAt == nil {
 			when = "starts in " + left.Round(time.Second).String()
-		} else if j.State == node.StateReserved {
+		} else if j.State == renting.StateReserved {
 			when = "its window has begun"
 		}
 		fmt.Fprintf(w, "reserved:  %s (%s)\n", r.Local().Format(time.DateTime), when)
@@ -590,22 +591,22 @@ var providerFlag = &cli.StringFlag{Name: "provider", Usage: "award the job only 
 // awaitVerdict waits, after the first replica ended, for the others and
 // the comparison of their outputs, and returns the first replica's final
 // record. Progress goes to stderr.
-func awaitVerdict(c *cli.Context, nc *nodeClient, first node.JobRecord) (node.JobRecord, error) {
+func awaitVerdict(c *cli.Context, nc *nodeClient, first renting.JobRecord) (renting.JobRecord, error) {
 	if !c.Bool("json") {
 		fmt.Fprintf(c.App.ErrWriter, "waiting for the other replicas to compare outputs\n")
 	}
 	var allEnded time.Time
 	for {
-		var all []node.JobRecord
+		var all []renting.JobRecord
 		decided, ended := true, true
 		for _, id := range first.Replicas {
-			var r node.JobRecord
+			var r renting.JobRecord
 			if err := nc.call(c.Context, "job_status", node.JobIDParams{ID: id}, &r); err != nil {
 				return first, err
 			}
 			all = append(all, r)
 			decided = decided && r.Verified != ""
-			ended = ended && (r.State == node.StateCompleted || r.State == node.StateFailed || r.State == node.StateCancelled || r.State == node.StateNoMatch)
+			ended = ended && (r.State == renting.StateCompleted || r.State == renting.StateFailed || r.State == renting.StateCancelled || r.State == renting.StateNoMatch)
 		}
 		if ended && allEnded.IsZero() {
 			allEnded = time.Now()
@@ -701,7 +702,7 @@ func readRegistryAuth(specPath string, spec []byte) (*wire.RegistryAuth, error) 
 // says where the job stands and how to follow or stop it. nil when the
 // command was not interrupted, or the job had ended anyway.
 func interrupted(c *cli.Context, id, state string) error {
-	if c.Context.Err() == nil || node.Terminal(state) {
+	if c.Context.Err() == nil || renting.Terminal(state) {
 		return nil
 	}
 	if state == "" {

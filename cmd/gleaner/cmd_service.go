@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -24,8 +24,8 @@ func serviceCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var v node.ServiceView
-			if err := callCmd(c, method, node.ServiceNameParams{Name: name}, &v); err != nil {
+			var v services.ServiceView
+			if err := callCmd(c, method, services.ServiceNameParams{Name: name}, &v); err != nil {
 				return err
 			}
 			return emit(c, v, func(w io.Writer) { printService(w, v) })
@@ -53,7 +53,7 @@ needs the service's bearer token, which service up and status show.
 				Action: serviceUp},
 			{Name: "ls", Usage: "list this node's services", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					var vs []node.ServiceView
+					var vs []services.ServiceView
 					if err := callCmd(c, "service_list", nil, &vs); err != nil {
 						return err
 					}
@@ -94,7 +94,7 @@ needs the service's bearer token, which service up and status show.
 	}
 }
 
-func printService(w io.Writer, v node.ServiceView) {
+func printService(w io.Writer, v services.ServiceView) {
 	fmt.Fprintf(w, "service %s: gateway %s", v.Name, v.Gateway)
 	if v.URL != "" {
 		fmt.Fprintf(w, " at %s", v.URL)
@@ -163,7 +163,7 @@ func listenFlag(c *cli.Context) (string, error) {
 // printGatewayAccess says, for a gateway that needs a token, where it
 // listens, where the token is and a command that calls it; nothing for
 // one on loopback, which is called as its URL says.
-func printGatewayAccess(w io.Writer, v node.ServiceView, indent string) {
+func printGatewayAccess(w io.Writer, v services.ServiceView, indent string) {
 	if v.Token == "" {
 		return
 	}

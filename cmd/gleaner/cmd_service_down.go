@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -21,13 +23,13 @@ func serviceDown(c *cli.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	params := node.ServiceNameParams{Name: name}
-	var before node.ServiceView
+	params := services.ServiceNameParams{Name: name}
+	var before services.ServiceView
 	if !c.Bool("json") {
 		// An error (no such service) is service_down's to report.
 		_ = nc.call(c.Context, "service_status", params, &before)
 	}
-	var v node.ServiceView
+	var v services.ServiceView
 	done := make(chan error, 1)
 	go func() { done <- nc.call(c.Context, "service_down", params, &v) }()
 	var states map[string]string
@@ -57,13 +59,13 @@ const downPoll = 200 * time.Millisecond
 
 // watchDown prints the replicas' progress on stderr until done, and
 // returns service_down's error and each replica job's state as last read.
-func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.ServiceReplica, done <-chan error) (map[string]string, error) {
+func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []services.ServiceReplica, done <-chan error) (map[string]string, error) {
 	w := c.App.ErrWriter
 	began := time.Now()
 	fmt.Fprintf(w, "service %s: closing its gateway and cancelling %d replica(s)\n", name, len(replicas))
 	d := downProgress{began: began, replicas: replicas, said: make([]string, len(replicas)), states: map[string]string{}}
 	for i, r := range replicas {
-		if node.Terminal(r.State) && r.State != node.StateCancelled {
+		if renting.Terminal(r.State) && r.State != renting.StateCancelled {
 			// Nothing to stop; its provider is told all the same, in case
 			// its container went on after the job ended here (a provider
 			// lost mid-pull).
@@ -78,7 +80,7 @@ func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.Serv
 			if d.said[i] == "ended" || d.said[i] == "stopped" {
 				continue
 			}
-			var j node.JobRecord
+			var j renting.JobRecord
 			if nc.call(c.Context, "job_status", node.JobIDParams{ID: r.Job}, &j) == nil {
 				d.saw(w, i, j)
 			}
@@ -108,7 +110,7 @@ func watchDown(c *cli.Context, nc *nodeClient, name string, replicas []node.Serv
 // state its job was last read in, by job ID.
 type downProgress struct {
 	began    time.Time
-	replicas []node.ServiceReplica
+	replicas []services.ServiceReplica
 	said     []string
 	states   map[string]string
 }
@@ -124,14 +126,14 @@ func (d *downProgress) settled() bool {
 }
 
 // saw prints what replica i's job record j shows that was not said yet.
-func (d *downProgress) saw(w io.Writer, i int, j node.JobRecord) {
+func (d *downProgress) saw(w io.Writer, i int, j renting.JobRecord) {
 	r, n := d.replicas[i], len(d.replicas)
 	d.states[r.Job] = j.State
 	on := ""
 	if r.Provider != "" {
 		on = " on provider " + shortID(r.Provider)
 	}
-	if j.State == node.StateCancelled && d.said[i] == "" {
+	if j.State == renting.StateCancelled && d.said[i] == "" {
 		d.said[i] = "cancelling"
 		fmt.Fprintf(w, "  cancelling replica %d of %d (job %s%s)...\n", i+1, n, r.Job, on)
 	}

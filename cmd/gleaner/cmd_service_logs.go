@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -42,7 +44,7 @@ func serviceLogs(c *cli.Context) error {
 	if c.Int("tail") < 0 {
 		return usagef("--tail 20: each replica's last 20 lines", "--tail %d: want 0 or more lines", c.Int("tail"))
 	}
-	p := node.ServiceLogsParams{Name: c.Args().First()}
+	p := services.ServiceLogsParams{Name: c.Args().First()}
 	if c.IsSet("replica") {
 		i := c.Int("replica")
 		p.Replica = &i
@@ -51,7 +53,7 @@ func serviceLogs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var res node.ServiceLogsResult
+	var res services.ServiceLogsResult
 	if err := nc.call(c.Context, "service_logs", p, &res); err != nil {
 		return err
 	}
@@ -72,8 +74,8 @@ func serviceLogs(c *cli.Context) error {
 	if !c.Bool("follow") {
 		return nil
 	}
-	return followReplicas(c, nc, res, func(r node.ServiceReplicaLogs, raw json.RawMessage) {
-		var ev node.JobEvent
+	return followReplicas(c, nc, res, func(r services.ServiceReplicaLogs, raw json.RawMessage) {
+		var ev renting.JobEvent
 		if json.Unmarshal(raw, &ev) != nil {
 			return
 		}
@@ -81,7 +83,7 @@ func serviceLogs(c *cli.Context) error {
 		case "log":
 			w.write(r.Index, ev.Log)
 		case "dropped", "state":
-			if ev.Type == "state" && !node.Terminal(ev.State) {
+			if ev.Type == "state" && !renting.Terminal(ev.State) {
 				return
 			}
 			w.flush(r.Index)
@@ -91,14 +93,14 @@ func serviceLogs(c *cli.Context) error {
 			}
 			fmt.Fprintf(c.App.ErrWriter, "gleaner: replica %d: %s\n", r.Index, note)
 		}
-	}, func(r node.ServiceReplicaLogs) { w.flush(r.Index) })
+	}, func(r services.ServiceReplicaLogs) { w.flush(r.Index) })
 }
 
 // followReplicas subscribes to job_follow for each replica's job and
 // hands each event to on, one goroutine a replica, then done(replica)
 // when its subscription ends; it returns once all have ended (Ctrl-C, or
 // the jobs').
-func followReplicas(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult, on func(node.ServiceReplicaLogs, json.RawMessage), done func(node.ServiceReplicaLogs)) error {
+func followReplicas(c *cli.Context, nc *nodeClient, res services.ServiceLogsResult, on func(services.ServiceReplicaLogs, json.RawMessage), done func(services.ServiceReplicaLogs)) error {
 	var wg sync.WaitGroup
 	for _, r := range res.Replicas {
 		events, err := nc.Subscribe(c.Context, "job_follow", node.JobIDParams{ID: r.Job})
@@ -120,13 +122,13 @@ func followReplicas(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult, 
 
 // followLogsJSON prints res and then every job event of its replicas, one
 // JSON object a line, until the subscriptions end (Ctrl-C, or the jobs').
-func followLogsJSON(c *cli.Context, nc *nodeClient, res node.ServiceLogsResult) error {
+func followLogsJSON(c *cli.Context, nc *nodeClient, res services.ServiceLogsResult) error {
 	var mu sync.Mutex // one line at a time
 	enc := json.NewEncoder(c.App.Writer)
 	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	return followReplicas(c, nc, res, func(r node.ServiceReplicaLogs, raw json.RawMessage) {
+	return followReplicas(c, nc, res, func(r services.ServiceReplicaLogs, raw json.RawMessage) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(struct {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -35,8 +35,8 @@ count back to the spec's replicas.min, or to its autoscaler.`, auction.MaxServic
 				}
 				n = v
 			}
-			var v node.ServiceView
-			if err := callCmd(c, "service_scale", node.ServiceScaleParams{Name: name, Replicas: n}, &v); err != nil {
+			var v services.ServiceView
+			if err := callCmd(c, "service_scale", services.ServiceScaleParams{Name: name, Replicas: n}, &v); err != nil {
 				return err
 			}
 			return emit(c, v, func(w io.Writer) {

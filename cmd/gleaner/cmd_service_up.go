@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,8 +39,8 @@ func serviceUp(c *cli.Context) error {
 		return err
 	}
 	wait := durationOf(c, "wait")
-	if wait < 0 || wait > node.MaxServiceUpWait {
-		return usagef("for example: --wait 15m for a large image, --wait 0 not to wait", "--wait %v: use 0 to %v", wait, node.MaxServiceUpWait)
+	if wait < 0 || wait > services.MaxServiceUpWait {
+		return usagef("for example: --wait 15m for a large image, --wait 0 not to wait", "--wait %v: use 0 to %v", wait, services.MaxServiceUpWait)
 	}
 	spec, err := os.ReadFile(c.Args().First())
 	if err != nil {
@@ -54,13 +54,13 @@ func serviceUp(c *cli.Context) error {
 	if s, err := auction.ParseJobSpec(spec); err == nil {
 		name = s.Name
 	}
-	params := node.ServiceUpParams{Spec: string(spec), Port: c.Int("port"), Listen: listen,
+	params := services.ServiceUpParams{Spec: string(spec), Port: c.Int("port"), Listen: listen,
 		WaitS: int((wait + time.Second - 1) / time.Second)}
-	var v node.ServiceView
+	var v services.ServiceView
 	err = callPlacing(c, nc, params, &v, name, wait)
 	var re *rpc.Error
-	if errors.As(err, &re) && re.Code == node.CodeServiceNotPlaced {
-		var nv node.ServiceView
+	if errors.As(err, &re) && re.Code == services.CodeServiceNotPlaced {
+		var nv services.ServiceView
 		if raw, merr := json.Marshal(re.Data); merr == nil && json.Unmarshal(raw, &nv) == nil && c.Bool("json") {
 			_ = emit(c, nv, nil) // the same outcome, in its up field
 		}
@@ -80,7 +80,7 @@ func serviceUp(c *cli.Context) error {
 	// gateway that needs a token goes to stderr.
 	return emit(c, v, func(w io.Writer) {
 		fmt.Fprintln(w, v.URL)
-		if v.Up != nil && v.Up.Result == node.UpPlaced && !v.Up.Ready {
+		if v.Up != nil && v.Up.Result == services.UpPlaced && !v.Up.Ready {
 			fmt.Fprintf(c.App.ErrWriter, "service %s: placed, but no replica has passed its readiness check within --wait: the gateway answers 503 with Retry-After until one does (gleaner service status %s)\n", v.Name, v.Name)
 		}
 		printGatewayAccess(c.App.ErrWriter, v, "")
@@ -94,7 +94,7 @@ const placingPoll = time.Second
 // callPlacing makes the service_up call and, while it waits for a
 // replica to be placed, prints on stderr each replica's state as it
 // changes (from service_status), unless --json asks for quiet.
-func callPlacing(c *cli.Context, nc *nodeClient, params node.ServiceUpParams, result *node.ServiceView, name string, wait time.Duration) error {
+func callPlacing(c *cli.Context, nc *nodeClient, params services.ServiceUpParams, result *services.ServiceView, name string, wait time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- nc.call(c.Context, "service_up", params, result) }()
 	if c.Bool("json") || params.WaitS == 0 || name == "" {
@@ -110,8 +110,8 @@ func callPlacing(c *cli.Context, nc *nodeClient, params node.ServiceUpParams, re
 		case err := <-done:
 			return err
 		case <-t.C:
-			var v node.ServiceView
-			if nc.call(c.Context, "service_status", node.ServiceNameParams{Name: name}, &v) != nil {
+			var v services.ServiceView
+			if nc.call(c.Context, "service_status", services.ServiceNameParams{Name: name}, &v) != nil {
 				continue // not up yet, or already taken down
 			}
 			for _, r := range v.Replicas {
@@ -126,7 +126,7 @@ func callPlacing(c *cli.Context, nc *nodeClient, params node.ServiceUpParams, re
 
 // placingLine is one replica's progress line: its job, state, provider
 // and error.
-func placingLine(r node.ServiceReplica) string {
+func placingLine(r services.ServiceReplica) string {
 	line := fmt.Sprintf("  replica %d (job %s): %s", r.Index, r.Job, r.State)
 	if r.Provider != "" {
 		line += " on " + shortID(r.Provider)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,7 +29,7 @@ func serviceStatus(status cli.ActionFunc) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		events, err := nc.Subscribe(c.Context, "service_watch", node.ServiceNameParams{Name: name})
+		events, err := nc.Subscribe(c.Context, "service_watch", services.ServiceNameParams{Name: name})
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func serviceStatus(status cli.ActionFunc) cli.ActionFunc {
 				}
 				continue
 			}
-			var v node.ServiceView
+			var v services.ServiceView
 			if json.Unmarshal(raw, &v) == nil {
 				fmt.Fprintln(c.App.Writer, watchLine(time.Now(), v))
 			}
@@ -54,7 +54,7 @@ func serviceStatus(status cli.ActionFunc) cli.ActionFunc {
 }
 
 // watchLine is one refreshed line of `service status --watch`.
-func watchLine(now time.Time, v node.ServiceView) string {
+func watchLine(now time.Time, v services.ServiceView) string {
 	ready := 0
 	for _, r := range v.Replicas {
 		if r.Ready {

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/gateway"
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 func TestServiceWatchLine(t *testing.T) {
-	v := node.ServiceView{Name: "chat", Gateway: "up", Replicas: []node.ServiceReplica{{Ready: true}, {}}}
+	v := services.ServiceView{Name: "chat", Gateway: "up", Replicas: []services.ServiceReplica{{Ready: true}, {}}}
 	at := time.Date(2026, 12, 2, 12, 0, 1, 0, time.Local)
 	if got, want := watchLine(at, v), "12:00:01  chat  ready 1/2"; got != want {
 		t.Errorf("without stats: %q, want %q", got, want)

@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/urfave/cli/v2"
@@ -213,7 +214,7 @@ func demoJob(c *cli.Context, l *testnet.Local, path string) error {
 // reputation (claim, outcome, payment) and the renter's own balance. The
 // settlement arrives from the provider's feed, so it waits a little.
 func showTrust(c *cli.Context, cl *rpc.Client, renter int) {
-	var jobs []node.JobRecord
+	var jobs []renting.JobRecord
 	if err := cl.Call(c.Context, "job_list", nil, &jobs); err != nil || len(jobs) == 0 || jobs[0].Provider == "" {
 		return
 	}

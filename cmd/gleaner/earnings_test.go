@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/earnings"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // decodeCLI runs a --json command on n and decodes its output into v.
@@ -39,7 +40,7 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 	a := rn.submit(t, demoSpec("train", "silver", "2s", 4, 0), "")
 	b := rn.submit(t, demoSpec("train", "silver", "2s", 4, 0), "")
 	for _, id := range []string{a, b} {
-		rn.waitJob(t, id, 60*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
+		rn.waitJob(t, id, 60*time.Second, "running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, p)
 	}
 
 	var show node.OfferShowResult
@@ -67,8 +68,8 @@ func TestEarningsSpendAndOfferShow(t *testing.T) {
 
 	var charged auction.Credits
 	for _, id := range []string{a, b} {
-		j := rn.waitJob(t, id, 90*time.Second, "completed with a charge", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
-		if j.State != node.StateCompleted || j.Charged == nil || *j.Charged <= 0 || j.ChargeDisputed {
+		j := rn.waitJob(t, id, 90*time.Second, "completed with a charge", func(j renting.JobRecord) bool { return terminalState(j.State) }, p)
+		if j.State != renting.StateCompleted || j.Charged == nil || *j.Charged <= 0 || j.ChargeDisputed {
 			t.Fatalf("job %s: %+v\n%s", id, j, tails(ns))
 		}
 		charged += *j.Charged

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -94,7 +94,7 @@ func classify(err error) failure {
 		// with whatever the CLI wrapped it in.
 		f.Message = strings.ReplaceAll(f.Message, re.Error(), re.Message)
 		f.RPCCode = re.Code
-		if re.Code == rpc.CodeInvalidParams || re.Code == node.CodeBadJobSpec {
+		if re.Code == rpc.CodeInvalidParams || re.Code == renting.CodeBadJobSpec {
 			f.Code = exitUsage
 		}
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/boltfile/bolttest"
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/store"
 )
 
 // A damaged database makes `gleaner daemon` exit 1 with one line naming
@@ -80,12 +80,12 @@ func fill(t *testing.T, file, path string) {
 		lst.Close()
 		path = filepath.Join(filepath.Dir(path), repo.StoreFile)
 	}
-	st, err := node.OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	err = st.Update(func(tx *node.StoreTx) error {
+	err = st.Update(func(tx *store.Tx) error {
 		for i := 0; i < 1000; i++ {
 			if err := tx.Put([]byte("jobs"), fmt.Sprintf("job-%04d", i), map[string]int{"n": i}); err != nil {
 				return err

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 )
 
@@ -206,7 +206,7 @@ func (n *rnode) submit(t *testing.T, spec, pin string) string {
 	args = append(args, file) // flags before the argument: the CLI stops parsing flags at it
 	r := n.cli(t, args...)
 	mustOK(t, r, "job submit")
-	var j node.JobRecord
+	var j renting.JobRecord
 	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || j.ID == "" {
 		t.Fatalf("job submit --json: %v\n%s", err, r.stdout)
 	}
@@ -215,7 +215,7 @@ func (n *rnode) submit(t *testing.T, spec, pin string) string {
 
 // job is `job status ID --json`; ok is false while the daemon does not
 // answer (it is restarting).
-func (n *rnode) job(t *testing.T, id string) (j node.JobRecord, ok bool) {
+func (n *rnode) job(t *testing.T, id string) (j renting.JobRecord, ok bool) {
 	t.Helper()
 	r := n.cli(t, "job", "status", id, "--json")
 	if r.code != 0 {
@@ -228,9 +228,9 @@ func (n *rnode) job(t *testing.T, id string) (j node.JobRecord, ok bool) {
 }
 
 // waitJob waits up to d for job id on n to satisfy cond and returns it.
-func (n *rnode) waitJob(t *testing.T, id string, d time.Duration, what string, cond func(j node.JobRecord) bool, ns ...*rnode) node.JobRecord {
+func (n *rnode) waitJob(t *testing.T, id string, d time.Duration, what string, cond func(j renting.JobRecord) bool, ns ...*rnode) renting.JobRecord {
 	t.Helper()
-	var last node.JobRecord
+	var last renting.JobRecord
 	deadline := time.Now().Add(d)
 	for {
 		if j, ok := n.job(t, id); ok {
@@ -247,7 +247,7 @@ func (n *rnode) waitJob(t *testing.T, id string, d time.Duration, what string, c
 }
 
 func terminalState(s string) bool {
-	return s == node.StateCompleted || s == node.StateFailed || s == node.StateCancelled
+	return s == renting.StateCompleted || s == renting.StateFailed || s == renting.StateCancelled
 }
 
 // requireDocker builds the demo image; a test that needs it fails when

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/providing"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // The restart cases 1-8 of issue 12, each through the real binary: daemons
@@ -29,10 +30,10 @@ func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	rn := startRenter(t, p)
 	ns := []*rnode{p, rn}
 	first := rn.submit(t, demoSpec("long", "silver", "5m", 2, 0), "")
-	rn.waitJob(t, first, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
+	rn.waitJob(t, first, 30*time.Second, "running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, p)
 	rn.restart(t, syscall.SIGINT)
-	before := rn.waitJob(t, first, 30*time.Second, "running again after the renter's restart", func(j node.JobRecord) bool {
-		return j.State == node.StateRunning && j.Vouchers > 0
+	before := rn.waitJob(t, first, 30*time.Second, "running again after the renter's restart", func(j renting.JobRecord) bool {
+		return j.State == renting.StateRunning && j.Vouchers > 0
 	}, p)
 	p.restart(t, syscall.SIGINT)
 	// The provider listens on a new port; the renter is told it.
@@ -41,11 +42,11 @@ func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	// job is auctioned again from its checkpoint, also one the renter
 	// re-attached to after its own restart, and comes back to the
 	// restarted provider, whose one GPU is free again (a new lease).
-	rn.waitJob(t, first, 60*time.Second, "the first job running again on the restarted provider", func(j node.JobRecord) bool {
-		return j.State == node.StateRunning && j.Provider == p.d.peerID && j.LeaseCID != before.LeaseCID
+	rn.waitJob(t, first, 60*time.Second, "the first job running again on the restarted provider", func(j renting.JobRecord) bool {
+		return j.State == renting.StateRunning && j.Provider == p.d.peerID && j.LeaseCID != before.LeaseCID
 	}, p)
 	mustOK(t, rn.cli(t, "job", "cancel", first), "cancel the first job")
-	rn.waitJob(t, first, 30*time.Second, "the first job cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
+	rn.waitJob(t, first, 30*time.Second, "the first job cancelled", func(j renting.JobRecord) bool { return terminalState(j.State) }, p)
 	// The provider republishes its GPU free once the cancelled job's
 	// container is gone.
 	waitUntil(t, 30*time.Second, "the restarted provider's GPU free in the renter's book", func() bool {
@@ -54,8 +55,8 @@ func TestRestartCase1NoConvictionAfterRestarts(t *testing.T) {
 	}, ns...)
 
 	second := rn.submit(t, demoSpec("next", "silver", "1s", 1, 0), "")
-	done := rn.waitJob(t, second, 60*time.Second, "the second job ended", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
-	if done.State != node.StateCompleted || done.Provider != p.d.peerID {
+	done := rn.waitJob(t, second, 60*time.Second, "the second job ended", func(j renting.JobRecord) bool { return terminalState(j.State) }, p)
+	if done.State != renting.StateCompleted || done.Provider != p.d.peerID {
 		t.Fatalf("the second job %s on %s (%q), want completed on the restarted provider\n%s", done.State, done.Provider, done.Error, tails(ns))
 	}
 	// The material of the false conviction: co-signed leases of the
@@ -165,7 +166,7 @@ func TestRestartCase3StopLeavesNoContainer(t *testing.T) {
 	p := provider(t, "provider", "1xRTX4090")
 	rn := startRenter(t, p)
 	id := rn.submit(t, demoSpec("stopped", "silver", "5m", 2, 0), "")
-	rn.waitJob(t, id, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
+	rn.waitJob(t, id, 30*time.Second, "running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, p)
 	if got := containersOf(t, p.d.peerID, false); len(got) != 1 {
 		t.Fatalf("%d containers of the provider running, want the job's one", len(got))
 	}
@@ -173,8 +174,8 @@ func TestRestartCase3StopLeavesNoContainer(t *testing.T) {
 	if got := containersOf(t, p.d.peerID, false); len(got) != 0 {
 		t.Fatalf("the stopped provider left job containers running: %v\n%s", got, p.tail())
 	}
-	j := rn.waitJob(t, id, 20*time.Second, "the job auctioned again after its provider stopped", func(j node.JobRecord) bool {
-		return j.State == node.StateAuction && strings.Contains(j.Error, "stopping")
+	j := rn.waitJob(t, id, 20*time.Second, "the job auctioned again after its provider stopped", func(j renting.JobRecord) bool {
+		return j.State == renting.StateAuction && strings.Contains(j.Error, "stopping")
 	}, p)
 	if strings.Contains(j.Error, "lost the provider") {
 		t.Errorf("the job is %s with reason %q, want the provider's reason recorded", j.State, j.Error)
@@ -207,16 +208,16 @@ func TestRestartCase5JobSurvivesRenterRestart(t *testing.T) {
 	short := rn.submit(t, demoSpec("short", "silver", "8s", 4, 0), "")
 	long := rn.submit(t, demoSpec("long", "silver", "5m", 2, 0), "")
 	for _, id := range []string{short, long} {
-		rn.waitJob(t, id, 30*time.Second, "running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p)
+		rn.waitJob(t, id, 30*time.Second, "running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, p)
 	}
 	rn.restart(t, syscall.SIGINT)
-	done := rn.waitJob(t, short, 45*time.Second, "the short job ended", func(j node.JobRecord) bool { return terminalState(j.State) }, p)
-	if done.State != node.StateCompleted || done.Attempts != 1 {
+	done := rn.waitJob(t, short, 45*time.Second, "the short job ended", func(j renting.JobRecord) bool { return terminalState(j.State) }, p)
+	if done.State != renting.StateCompleted || done.Attempts != 1 {
 		t.Fatalf("the short job ended %s after %d attempts (%q), want completed on its first lease\n%s", done.State, done.Attempts, done.Error, tails([]*rnode{p, rn}))
 	}
 	r := rn.cli(t, "job", "cancel", "--json", long)
 	mustOK(t, r, "job cancel after the restart")
-	rn.waitJob(t, long, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return j.State == node.StateCancelled }, p)
+	rn.waitJob(t, long, 30*time.Second, "cancelled", func(j renting.JobRecord) bool { return j.State == renting.StateCancelled }, p)
 	waitUntil(t, 30*time.Second, "the cancelled job's container removed", func() bool { return len(containersOf(t, p.d.peerID, false)) == 0 }, p, rn)
 }
 
@@ -258,8 +259,8 @@ func TestRestartCase7UnpullableImageIsNotCharged(t *testing.T) {
 	spec := "name: unpullable\nimage: " + image + "\nresources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\n" +
 		"duration: {expected: 1m, max: 5m}\nallow_simulated: true\nretry: {max_reauctions: 3}\n"
 	id := rn.submit(t, spec, "")
-	j := rn.waitJob(t, id, 60*time.Second, "ended", func(j node.JobRecord) bool { return terminalState(j.State) }, a, b)
-	if j.State != node.StateFailed || !strings.Contains(j.Error, "could not pull the image") || !strings.Contains(j.Error, image) {
+	j := rn.waitJob(t, id, 60*time.Second, "ended", func(j renting.JobRecord) bool { return terminalState(j.State) }, a, b)
+	if j.State != renting.StateFailed || !strings.Contains(j.Error, "could not pull the image") || !strings.Contains(j.Error, image) {
 		t.Errorf("the job ended %s with %q, want failed naming the image and the pull", j.State, j.Error)
 	}
 	if j.Attempts != 2 {
@@ -287,15 +288,15 @@ func TestRestartCase8PreemptedBronzeWaitsForOffers(t *testing.T) {
 	rn := startRenter(t, a, b)
 	mustOK(t, a.cli(t, "offer", "set", "--notice", "2s"), "offer set --notice")
 	blocker := rn.submit(t, demoSpec("blocker", "bronze", "5m", 2, 0), b.d.peerID)
-	rn.waitJob(t, blocker, 30*time.Second, "the blocker running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, a, b)
+	rn.waitJob(t, blocker, 30*time.Second, "the blocker running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, a, b)
 	victim := rn.submit(t, demoSpec("victim", "bronze", "3s", 2, 2), "")
-	v := rn.waitJob(t, victim, 30*time.Second, "the victim running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, a, b)
+	v := rn.waitJob(t, victim, 30*time.Second, "the victim running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, a, b)
 	if v.Provider != a.d.peerID {
 		t.Fatalf("the victim runs on %s, want the free provider %s", v.Provider, a.d.peerID)
 	}
 	mustOK(t, a.cli(t, "offer", "set", "--max-temp", "1"), "offer set --max-temp 1 (the owner takes the GPU back)")
-	rn.waitJob(t, victim, 30*time.Second, "the victim preempted and auctioning again", func(j node.JobRecord) bool {
-		return j.State == node.StateAuction && j.Attempts == 1
+	rn.waitJob(t, victim, 30*time.Second, "the victim preempted and auctioning again", func(j renting.JobRecord) bool {
+		return j.State == renting.StateAuction && j.Attempts == 1
 	}, a, b)
 	// Well past the 2 s it used to take to give up, it still waits.
 	until := time.Now().Add(8 * time.Second)
@@ -306,8 +307,8 @@ func TestRestartCase8PreemptedBronzeWaitsForOffers(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	mustOK(t, rn.cli(t, "job", "cancel", blocker), "cancel the blocker")
-	done := rn.waitJob(t, victim, 60*time.Second, "the victim ended", func(j node.JobRecord) bool { return terminalState(j.State) }, a, b)
-	if done.State != node.StateCompleted || done.Provider != b.d.peerID {
+	done := rn.waitJob(t, victim, 60*time.Second, "the victim ended", func(j renting.JobRecord) bool { return terminalState(j.State) }, a, b)
+	if done.State != renting.StateCompleted || done.Provider != b.d.peerID {
 		t.Fatalf("the victim ended %s on %s (%q), want completed on the freed provider", done.State, done.Provider, done.Error)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/ipfs/go-cid"
@@ -53,10 +54,10 @@ func TestJobInputsByPathAndByCID(t *testing.T) {
 	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var sub node.JobRecord
+	var sub renting.JobRecord
 	decodeJSON(t, rn.cli(t, "job", "submit", "--json", file), "job submit with inputs", &sub)
-	j := rn.waitJob(t, sub.ID, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, holder, rn)
-	if j.State != node.StateCompleted {
+	j := rn.waitJob(t, sub.ID, 3*time.Minute, "the job ends", func(j renting.JobRecord) bool { return terminalState(j.State) }, p, holder, rn)
+	if j.State != renting.StateCompleted {
 		t.Fatalf("job %s: %s: %s\n%s", j.ID, j.State, j.Error, tails([]*rnode{p, holder, rn}))
 	}
 	if !strings.Contains(j.Spec, "cid: ") || strings.Contains(j.Spec, "src:") {
@@ -94,10 +95,10 @@ func TestJobInputNobodyServes(t *testing.T) {
 	// With its only provider left out, the job has no match; with more,
 	// it fails once two could not fetch. Either way it ends uncharged and
 	// says why.
-	j := rn.waitJob(t, id, 2*time.Minute, "the job ends", func(j node.JobRecord) bool {
-		return terminalState(j.State) || j.State == node.StateNoMatch
+	j := rn.waitJob(t, id, 2*time.Minute, "the job ends", func(j renting.JobRecord) bool {
+		return terminalState(j.State) || j.State == renting.StateNoMatch
 	}, p, rn)
-	if j.State == node.StateCompleted || !strings.Contains(j.Error, "inputs could not be fetched") || j.Charged != nil && *j.Charged != 0 {
+	if j.State == renting.StateCompleted || !strings.Contains(j.Error, "inputs could not be fetched") || j.Charged != nil && *j.Charged != 0 {
 		t.Fatalf("job %s: state %s, charged %v, error %q", id, j.State, j.Charged, j.Error)
 	}
 }
@@ -168,8 +169,8 @@ func TestPlacementPrefersTheDataHolder(t *testing.T) {
 	spec := fmt.Sprintf("name: near-data\nimage: %s\ncommand: [\"-read\", \"/in\", \"-lines\", \"1\"]\nresources: {gpus: 1}\n"+
 		"tier: silver\nmax_price: 1.00\nduration: {max: 10m}\nallow_simulated: true\ninputs: [{cid: %s, path: /in}]\n", testnet.DemoImage, ds)
 	id := rn.submit(t, spec, "")
-	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, plain, holder, rn)
-	if j.State != node.StateCompleted || j.Provider != holder.d.peerID {
+	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j renting.JobRecord) bool { return terminalState(j.State) }, plain, holder, rn)
+	if j.State != renting.StateCompleted || j.Provider != holder.d.peerID {
 		t.Fatalf("job %s: %s on %s (holder %s, plain %s): %s", id, j.State, j.Provider, holder.d.peerID, plain.d.peerID, j.Error)
 	}
 	// Not a coin toss: the ranking credited the holder's cache, and only it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // Ctrl-C on `job run` stops the following, not the job: the CLI exits 130
@@ -51,6 +51,6 @@ func TestCtrlCOnJobRunSaysTheJobGoesOn(t *testing.T) {
 
 	// The job did go on.
 	id := strings.Fields(strings.TrimPrefix(lines[len(lines)-2], "gleaner: interrupted; job "))[0]
-	rn.waitJob(t, id, 10*time.Second, "the job still running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, p, rn)
+	rn.waitJob(t, id, 10*time.Second, "the job still running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, p, rn)
 	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel")
 }

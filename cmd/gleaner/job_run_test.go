@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 )
 
@@ -26,7 +26,7 @@ func TestJobRunOnGPUsHandedOver(t *testing.T) {
 	all := []*rnode{p, rn}
 	filler := rn.submit(t, fmt.Sprintf("name: filler\nimage: %s\ncommand: [\"-sleep\", \"5m\", \"-lines\", \"2\"]\nresources: {gpus: 2}\n"+
 		"tier: bronze\nmax_price: 1.00\nduration: {expected: 10m, max: 20m}\nallow_simulated: true\n", testnet.DemoImage), p.d.peerID)
-	rn.waitJob(t, filler, time.Minute, "the bronze job running", func(j node.JobRecord) bool { return j.State == node.StateRunning }, all...)
+	rn.waitJob(t, filler, time.Minute, "the bronze job running", func(j renting.JobRecord) bool { return j.State == renting.StateRunning }, all...)
 
 	spec := fmt.Sprintf("name: urgent\nimage: %s\ncommand: [\"-write\", \"/outputs\", \"-lines\", \"1\", \"-exit\", \"3\"]\nresources: {gpus: 2}\n"+
 		"tier: silver\nmax_price: 1.00\nduration: {expected: 1m, max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 0}\n"+
@@ -76,17 +76,17 @@ func TestJobRunExitCodes(t *testing.T) {
 	code := func(n int) *int { return &n }
 	cases := []struct {
 		name string
-		j    node.JobRecord
+		j    renting.JobRecord
 		want int
 	}{
-		{"completed", node.JobRecord{State: node.StateCompleted, ExitCode: code(0)}, exitOK},
-		{"exited 3", node.JobRecord{State: node.StateFailed, ExitCode: code(3), Error: "the job exited with code 3"}, 3},
-		{"killed", node.JobRecord{State: node.StateFailed, ExitCode: code(137)}, 137},
-		{"failed without running", node.JobRecord{State: node.StateFailed, Error: "provider: the image could not be pulled"}, exitFailure},
-		{"stopped unpaid, exit 0", node.JobRecord{State: node.StateFailed, ExitCode: code(0)}, exitFailure},
-		{"no match", node.JobRecord{State: node.StateNoMatch}, exitFailure},
-		{"cancelled", node.JobRecord{State: node.StateCancelled, ExitCode: code(143)}, exitFailure},
-		{"verification failed", node.JobRecord{State: node.StateCompleted, ExitCode: code(0), Verified: "failed"}, exitFailure},
+		{"completed", renting.JobRecord{State: renting.StateCompleted, ExitCode: code(0)}, exitOK},
+		{"exited 3", renting.JobRecord{State: renting.StateFailed, ExitCode: code(3), Error: "the job exited with code 3"}, 3},
+		{"killed", renting.JobRecord{State: renting.StateFailed, ExitCode: code(137)}, 137},
+		{"failed without running", renting.JobRecord{State: renting.StateFailed, Error: "provider: the image could not be pulled"}, exitFailure},
+		{"stopped unpaid, exit 0", renting.JobRecord{State: renting.StateFailed, ExitCode: code(0)}, exitFailure},
+		{"no match", renting.JobRecord{State: renting.StateNoMatch}, exitFailure},
+		{"cancelled", renting.JobRecord{State: renting.StateCancelled, ExitCode: code(143)}, exitFailure},
+		{"verification failed", renting.JobRecord{State: renting.StateCompleted, ExitCode: code(0), Verified: "failed"}, exitFailure},
 	}
 	for _, c := range cases {
 		c.j.ID = "j"
@@ -95,11 +95,11 @@ func TestJobRunExitCodes(t *testing.T) {
 		}
 	}
 	// Wrapped, the job's code still decides.
-	if got := classify(fmt.Errorf("replica: %w", runResult(node.JobRecord{State: node.StateFailed, ExitCode: code(42)}))).Code; got != 42 {
+	if got := classify(fmt.Errorf("replica: %w", runResult(renting.JobRecord{State: renting.StateFailed, ExitCode: code(42)}))).Code; got != 42 {
 		t.Errorf("a wrapped job exit: %d", got)
 	}
 	var je *jobExitError
-	if err := runResult(node.JobRecord{State: node.StateFailed, ExitCode: code(3)}); !errors.As(err, &je) || je.ExitCode() != 3 {
+	if err := runResult(renting.JobRecord{State: renting.StateFailed, ExitCode: code(3)}); !errors.As(err, &je) || je.ExitCode() != 3 {
 		t.Errorf("a job that exited 3: %v", err)
 	}
 }
@@ -108,26 +108,26 @@ func TestJobRunExitCodes(t *testing.T) {
 // start has come waits for GPUs being handed over, and says so.
 func TestReservedSaysWhatTheJobWaitsFor(t *testing.T) {
 	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
-	ahead := node.JobEvent{Type: "state", State: node.StateReserved, Note: "starts " + now.Add(2*time.Hour).Format(time.RFC3339), Time: now}
+	ahead := renting.JobEvent{Type: "state", State: renting.StateReserved, Note: "starts " + now.Add(2*time.Hour).Format(time.RFC3339), Time: now}
 	if got := progressLine(ahead); !strings.Contains(got, "reserved: starts ") || !strings.Contains(got, "(in 2h0m0s)") {
 		t.Errorf("a gold reservation 2 h ahead: %q", got)
 	}
-	handover := node.JobEvent{Type: "state", State: node.StateReserved, Note: "starts " + now.Add(-time.Second).Format(time.RFC3339), Time: now}
+	handover := renting.JobEvent{Type: "state", State: renting.StateReserved, Note: "starts " + now.Add(-time.Second).Format(time.RFC3339), Time: now}
 	if got := progressLine(handover); strings.Contains(got, "starts") || !strings.Contains(got, "handed over") {
 		t.Errorf("a job whose start has come: %q", got)
 	}
-	if got := progressLine(node.JobEvent{Type: "state", State: node.StateRunning, Time: now}); !strings.HasSuffix(got, "] running") {
+	if got := progressLine(renting.JobEvent{Type: "state", State: renting.StateRunning, Time: now}); !strings.HasSuffix(got, "] running") {
 		t.Errorf("running: %q", got)
 	}
 
 	var b strings.Builder
-	printJob(&b, node.JobRecord{ID: "j", State: node.StateReserved})
+	printJob(&b, renting.JobRecord{ID: "j", State: renting.StateReserved})
 	if out := b.String(); !strings.Contains(out, "state:     reserved (waiting for GPUs being handed over") || strings.Contains(out, "reserved:  ") {
 		t.Errorf("job status of a silver job waiting for GPUs:\n%s", out)
 	}
 	past := time.Now().Add(-time.Minute)
 	b.Reset()
-	printJob(&b, node.JobRecord{ID: "j", State: node.StateReserved, Reserved: &past})
+	printJob(&b, renting.JobRecord{ID: "j", State: renting.StateReserved, Reserved: &past})
 	if out := b.String(); !strings.Contains(out, "(its window has begun)") || !strings.Contains(out, "handed over") {
 		t.Errorf("job status of a reservation whose window began, still waiting:\n%s", out)
 	}
@@ -135,12 +135,12 @@ func TestReservedSaysWhatTheJobWaitsFor(t *testing.T) {
 
 func TestPrintJobShowsItsOutputs(t *testing.T) {
 	var b strings.Builder
-	printJob(&b, node.JobRecord{ID: "train-1", State: node.StateCompleted, Outputs: "bafybeiexample"})
+	printJob(&b, renting.JobRecord{ID: "train-1", State: renting.StateCompleted, Outputs: "bafybeiexample"})
 	if want := "outputs:   bafybeiexample (get them: gleaner job fetch train-1 <new-dir>)\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("job status:\n%s\nwant the line %q", b.String(), want)
 	}
 	b.Reset()
-	printJob(&b, node.JobRecord{ID: "train-1", State: node.StateCompleted})
+	printJob(&b, renting.JobRecord{ID: "train-1", State: renting.StateCompleted})
 	if strings.Contains(b.String(), "outputs:") {
 		t.Errorf("a job without outputs:\n%s", b.String())
 	}

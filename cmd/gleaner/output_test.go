@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/ledger/trust"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // The API's amounts are micro-credits; every text output prints them as
@@ -19,7 +20,7 @@ func TestAmountsPrintAsCredits(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := start.Add(90 * time.Minute)
 	var b strings.Builder
-	printJob(&b, node.JobRecord{ID: "j", State: node.StateCompleted, Provider: "p", Price: 450_000, GPUs: 2,
+	printJob(&b, renting.JobRecord{ID: "j", State: renting.StateCompleted, Provider: "p", Price: 450_000, GPUs: 2,
 		StartedAt: &start, EndedAt: &end, Paid: 1_000, Vouchers: 2})
 	printExplain(&b, renter.Explain{Quotes: []renter.QuoteOutcome{{Provider: "p", Bid: 400_001}}, Winner: "p", ClearingPrice: 450_000})
 	printEvidence(&b, trust.Evidence{Peer: "p", Outcomes: map[ledger.OutcomeResult]int{}, PaidTotal: 1_350_000})

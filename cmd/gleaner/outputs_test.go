@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	mdtest "github.com/ipfs/boxo/ipld/merkledag/test"
@@ -30,8 +31,8 @@ func TestJobOutputsFetched(t *testing.T) {
 	spec := fmt.Sprintf("name: writes-outputs\nimage: %s\ncommand: [\"-write\", \"/outputs\", \"-lines\", \"1\"]\nresources: {gpus: 1}\n"+
 		"tier: silver\nmax_price: 1.00\nduration: {max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
 	id := rn.submit(t, spec, "")
-	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, rn)
-	if j.State != node.StateCompleted || j.Outputs == "" {
+	j := rn.waitJob(t, id, 3*time.Minute, "the job ends", func(j renting.JobRecord) bool { return terminalState(j.State) }, p, rn)
+	if j.State != renting.StateCompleted || j.Outputs == "" {
 		t.Fatalf("job %s: %s, outputs %q, error %q\n%s", id, j.State, j.Outputs, j.Error, tails([]*rnode{p, rn}))
 	}
 	// Each transition is a line in the daemons' logs.
@@ -62,7 +63,7 @@ func TestJobOutputsFetched(t *testing.T) {
 	}
 	// A job without outputs says so.
 	plain := rn.submit(t, demoSpec("plain", "silver", "0s", 1, 0), "")
-	rn.waitJob(t, plain, 3*time.Minute, "the plain job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, rn)
+	rn.waitJob(t, plain, 3*time.Minute, "the plain job ends", func(j renting.JobRecord) bool { return terminalState(j.State) }, p, rn)
 	if r := rn.cli(t, "job", "fetch", plain, filepath.Join(t.TempDir(), "x")); r.code == 0 || !strings.Contains(r.stderr, "no outputs") {
 		t.Errorf("job fetch of a job without outputs: exit %d, %q", r.code, r.stderr)
 	}

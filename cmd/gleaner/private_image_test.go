@@ -20,7 +20,7 @@ import (
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/testnet"
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
 )
@@ -52,10 +52,10 @@ func TestJobFromPrivateRegistry(t *testing.T) {
 	if err := os.WriteFile(withAuth, []byte("name: private\nregistry_auth_file: ./registry.auth\n"+base), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var sub node.JobRecord
+	var sub renting.JobRecord
 	decodeJSON(t, rn.cli(t, "job", "submit", "--json", withAuth), "submit with credentials", &sub)
-	j := rn.waitJob(t, sub.ID, 3*time.Minute, "the job ends", func(j node.JobRecord) bool { return terminalState(j.State) }, p, rn)
-	if j.State != node.StateCompleted {
+	j := rn.waitJob(t, sub.ID, 3*time.Minute, "the job ends", func(j renting.JobRecord) bool { return terminalState(j.State) }, p, rn)
+	if j.State != renting.StateCompleted {
 		t.Fatalf("job from the private registry: %s: %s\n%s", j.State, j.Error, tails([]*rnode{p, rn}))
 	}
 	if authed.Load() == 0 {
@@ -67,10 +67,10 @@ func TestJobFromPrivateRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := rn.submit(t, string(must(os.ReadFile(without))), "")
-	j = rn.waitJob(t, id, 3*time.Minute, "the job without credentials ends", func(j node.JobRecord) bool {
-		return terminalState(j.State) || j.State == node.StateNoMatch
+	j = rn.waitJob(t, id, 3*time.Minute, "the job without credentials ends", func(j renting.JobRecord) bool {
+		return terminalState(j.State) || j.State == renting.StateNoMatch
 	}, p, rn)
-	if j.State == node.StateCompleted || !strings.Contains(j.Error, "credentials") {
+	if j.State == renting.StateCompleted || !strings.Contains(j.Error, "credentials") {
 		t.Fatalf("job without credentials: %s: %q", j.State, j.Error)
 	}
 

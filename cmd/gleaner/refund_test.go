@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // `job status` shows what the vouchers paid, and the provider's charge and
 // refund only when the charge is within the renter's own bound.
 func TestJobStatusShowsChargeAndRefund(t *testing.T) {
 	charged := auction.Credits(625)
-	j := node.JobRecord{ID: "j", State: node.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, Refunded: 36_875, ChargeBound: 1_250}
+	j := renting.JobRecord{ID: "j", State: renting.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, Refunded: 36_875, ChargeBound: 1_250}
 	var b strings.Builder
 	printJob(&b, j)
 	for _, want := range []string{
@@ -48,7 +48,7 @@ func TestJobStatusChargeLabels(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			charged := c.charged
-			j := node.JobRecord{ID: "j", State: node.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, ChargeBound: 1_250, ChargeDisputed: c.disputed}
+			j := renting.JobRecord{ID: "j", State: renting.StateCompleted, Paid: 37_500, Vouchers: 1, Charged: &charged, ChargeBound: 1_250, ChargeDisputed: c.disputed}
 			var b strings.Builder
 			printJob(&b, j)
 			if out := b.String(); !strings.Contains(out, c.want) || strings.Contains(out, c.not) {

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -37,13 +38,13 @@ func TestServiceDownSaysWhatItCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOK(t, rn.cli(t, "service", "up", file), "service up")
-	var v node.ServiceView
+	var v services.ServiceView
 	waitUntil(t, time.Minute, "both replicas running", func() bool {
 		r := rn.cli(t, "service", "status", "down", "--json")
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || len(v.Replicas) != 2 {
 			return false
 		}
-		return v.Replicas[0].State == node.StateRunning && v.Replicas[1].State == node.StateRunning
+		return v.Replicas[0].State == renting.StateRunning && v.Replicas[1].State == renting.StateRunning
 	}, all...)
 
 	r := rn.cli(t, "service", "down", "down")

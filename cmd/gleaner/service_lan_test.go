@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -76,10 +76,10 @@ func TestServiceUpListenBeyondLoopbackFromTheCLI(t *testing.T) {
 			t.Fatalf("service up's stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	status := func() node.ServiceView {
+	status := func() services.ServiceView {
 		r := rn.cli(t, "service", "status", "lan", "--json")
 		mustOK(t, r, "service status --json")
-		var v node.ServiceView
+		var v services.ServiceView
 		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 			t.Fatalf("service status --json: %v\n%s", err, r.stdout)
 		}

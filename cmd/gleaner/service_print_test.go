@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 // service status shows a replica whose lease is being renewed, with its
 // successor's job, and how many leases were renewed.
 func TestPrintServiceShowsRenewal(t *testing.T) {
 	var b strings.Builder
-	printService(&b, node.ServiceView{Name: "chat", Gateway: "up", Renewed: 2, Replicas: []node.ServiceReplica{
+	printService(&b, services.ServiceView{Name: "chat", Gateway: "up", Renewed: 2, Replicas: []services.ServiceReplica{
 		{Index: 0, Job: "chat-old", State: "running", Ready: true, Renewing: "chat-new", Note: "renews chat-older (replica 0): ready before the lease's end"},
 		{Index: 1, Job: "chat-other", State: "running", Ready: true},
 	}})
@@ -32,7 +32,7 @@ func TestPrintServiceShowsRenewal(t *testing.T) {
 func TestPrintServiceShowsTheToken(t *testing.T) {
 	var b strings.Builder
 	curl := `curl -H "Authorization: Bearer $(cat /r/service-tokens/chat.token)" http://127.0.0.1:8080/health`
-	printService(&b, node.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "0.0.0.0:8080",
+	printService(&b, services.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "0.0.0.0:8080",
 		LAN: []string{"http://192.168.1.20:8080"}, Token: "/r/service-tokens/chat.token", Curl: curl})
 	out := b.String()
 	for _, want := range []string{
@@ -46,7 +46,7 @@ func TestPrintServiceShowsTheToken(t *testing.T) {
 		}
 	}
 	b.Reset()
-	printService(&b, node.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "127.0.0.1:8080", Curl: "curl http://127.0.0.1:8080/health"})
+	printService(&b, services.ServiceView{Name: "chat", Gateway: "up", URL: "http://127.0.0.1:8080", Listen: "127.0.0.1:8080", Curl: "curl http://127.0.0.1:8080/health"})
 	if out := b.String(); strings.Contains(out, "token") || strings.Contains(out, "listens on") {
 		t.Errorf("a loopback gateway shown as needing a token:\n%s", out)
 	}

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
@@ -57,14 +58,14 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	}
 	r := rn.cli(t, "service", "up", "--json", file)
 	mustOK(t, r, "service up")
-	var up node.ServiceView
+	var up services.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil || up.URL == "" || len(up.Replicas) != 2 {
 		t.Fatalf("service up --json: %v\n%s", err, r.stdout)
 	}
-	status := func() node.ServiceView {
+	status := func() services.ServiceView {
 		r := rn.cli(t, "service", "status", "chat", "--json")
 		mustOK(t, r, "service status")
-		var v node.ServiceView
+		var v services.ServiceView
 		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 			t.Fatalf("service status --json: %v\n%s", err, r.stdout)
 		}
@@ -77,7 +78,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 			if rep.Ready {
 				ready++
 			}
-			if terminalState(rep.State) || rep.State == node.StateNoMatch {
+			if terminalState(rep.State) || rep.State == renting.StateNoMatch {
 				t.Fatalf("replica %d ended: %s\n%s\n%s", rep.Index, rep.State, rn.cli(t, "job", "explain", rep.Job).stdout, tails(all))
 			}
 		}
@@ -171,7 +172,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	mustOK(t, rn.cli(t, "connect", p1.d.addrs[0]), "connect to the restarted p1")
 	waitUntil(t, 60*time.Second, "p1's replica replaced and ready again on the restarted p1", func() bool {
 		for _, rep := range status().Replicas {
-			if rep.Index == index && rep.Job != onP1 && rep.Ready && rep.State == node.StateRunning && rep.Provider == p1.d.peerID {
+			if rep.Index == index && rep.Job != onP1 && rep.Ready && rep.State == renting.StateRunning && rep.Provider == p1.d.peerID {
 				return true
 			}
 		}
@@ -200,7 +201,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 
 	r = rn.cli(t, "service", "logs", "chat", "--json", "--tail", "5")
 	mustOK(t, r, "service logs --json")
-	var logs node.ServiceLogsResult
+	var logs services.ServiceLogsResult
 	if err := json.Unmarshal([]byte(r.stdout), &logs); err != nil || len(logs.Replicas) != 2 || logs.Replicas[1].Index != 1 || logs.Replicas[1].Job != v.Replicas[1].Job {
 		t.Fatalf("service logs --json: %v\n%s", err, r.stdout)
 	}
@@ -223,7 +224,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	}, all...)
 	r = rn.cli(t, "service", "down", "chat", "--json")
 	mustOK(t, r, "service down --json")
-	var gone node.ServiceView
+	var gone services.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &gone); err != nil || gone.Name != "chat" {
 		t.Fatalf("service down --json: %v\n%s", err, r.stdout)
 	}
@@ -241,7 +242,7 @@ func TestServiceUpServesThroughTheGateway(t *testing.T) {
 		}
 	}
 	for _, rep := range v.Replicas {
-		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j node.JobRecord) bool { return terminalState(j.State) }, all...)
+		rn.waitJob(t, rep.Job, 30*time.Second, "cancelled", func(j renting.JobRecord) bool { return terminalState(j.State) }, all...)
 	}
 	waitUntil(t, 30*time.Second, "no containers left", func() bool {
 		return len(containersOf(t, p1.d.peerID, true))+len(containersOf(t, p2.d.peerID, true)) == 0

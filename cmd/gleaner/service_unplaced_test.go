@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
-	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/services"
 )
 
 // `service up` of a service no provider can run (the only provider sells
@@ -54,11 +54,11 @@ func TestServiceUpThatCannotBePlacedExitsNonZero(t *testing.T) {
 	}
 
 	r = rn.cli(t, "service", "up", "--json", "--wait", "30s", nowhere)
-	var v node.ServiceView
+	var v services.ServiceView
 	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != exitFailure || err != nil || v.Up == nil {
 		t.Fatalf("service up --json: exit %d, %v\nstdout %s\nstderr %s", r.code, err, r.stdout, r.stderr)
 	}
-	if v.Up.Result != node.UpNotPlaced || v.Up.Kept || !strings.Contains(v.Up.Cause, auction.ReasonWorkload) || !strings.Contains(v.NotPlaced, auction.ReasonWorkload) {
+	if v.Up.Result != services.UpNotPlaced || v.Up.Kept || !strings.Contains(v.Up.Cause, auction.ReasonWorkload) || !strings.Contains(v.NotPlaced, auction.ReasonWorkload) {
 		t.Errorf("service up --json: up %+v, not_placed %q", v.Up, v.NotPlaced)
 	}
 	if !strings.Contains(r.stderr, `"rpc_code":-32024`) {
@@ -91,7 +91,7 @@ func TestServiceUpThatCannotBePlacedExitsNonZero(t *testing.T) {
 	}
 	waitUntil(t, 15*time.Second, "service status --json naming why no replica is placed", func() bool {
 		r := rn.cli(t, "service", "status", "nowhere", "--json")
-		var v node.ServiceView
+		var v services.ServiceView
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &v) == nil && strings.Contains(v.NotPlaced, auction.ReasonWorkload)
 	}, p, rn)
 	mustOK(t, rn.cli(t, "service", "down", "nowhere"), "service down nowhere")

@@ -21,8 +21,10 @@ import (
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/services"
 	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
@@ -97,13 +99,13 @@ func TestConsoleLiveInChromium(t *testing.T) {
 
 	// A job that prints a line every 2 s for 16 s, and writes outputs.
 	spec := fmt.Sprintf("name: live\nimage: %s\ncommand: [\"-sleep\", \"16s\", \"-lines\", \"8\", \"-write\", \"/outputs\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\n", testnet.DemoImage)
-	var job node.JobRecord
+	var job renting.JobRecord
 	if err := rent.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
 	}
 	defer rent.Call(context.Background(), "job_cancel", node.JobIDParams{ID: job.ID}, nil)
 	do(t, b, chromedp.Navigate(base+"/ui/jobs/"+job.ID), chromedp.WaitVisible(chromedp.CSS("#log")))
-	if got := text("#job .state"); got == node.StateCompleted {
+	if got := text("#job .state"); got == renting.StateCompleted {
 		t.Fatalf("the job ended before its page loaded")
 	}
 	loaded := get(t, b, chromedp.Text(chromedp.CSS("#log")))
@@ -129,7 +131,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	waitFor(t, time.Minute, "the page showing the job's end", func() bool {
 		return strings.Contains(text("#live-status"), "has ended")
 	})
-	if got := text("#job .state"); !strings.HasPrefix(got, node.StateCompleted) {
+	if got := text("#job .state"); !strings.HasPrefix(got, renting.StateCompleted) {
 		t.Errorf("after the end the page shows state %q", got)
 	}
 	if got := get(t, b, chromedp.Text(chromedp.CSS("#log"))); !strings.Contains(got, "job finished") || !strings.Contains(got, "[state] completed") {
@@ -144,7 +146,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	shot("renter-job-outputs")
 
 	// Services: none on this node.
-	var svcs []node.ServiceView
+	var svcs []services.ServiceView
 	if err := rent.Call(ctx, "service_list", nil, &svcs); err != nil || len(svcs) != 0 {
 		t.Fatalf("service_list: %v %v", err, svcs)
 	}
@@ -188,14 +190,14 @@ func TestConsoleLiveInChromium(t *testing.T) {
 	svcSpec := fmt.Sprintf("name: chat\nkind: service\nimage: %s\nenv: {MODELSERVER_LOAD_DELAY: 100ms, MODELSERVER_TOKEN_DELAY: 1ms}\n"+
 		"service:\n  port: %d\n  readiness: {path: /health, period: 1s}\n  replicas: {min: 1, max: 1}\n"+
 		"resources: {gpus: 1}\ntier: bronze\nmax_price: 1.00\nduration: {max: 1h}\nallow_simulated: true\n", modelimage.Tag, modelimage.Port)
-	var up node.ServiceView
-	if err := rent.Call(ctx, "service_up", node.ServiceUpParams{Spec: svcSpec}, &up); err != nil {
+	var up services.ServiceView
+	if err := rent.Call(ctx, "service_up", services.ServiceUpParams{Spec: svcSpec}, &up); err != nil {
 		t.Fatal(err)
 	}
-	defer rent.Call(context.Background(), "service_down", node.ServiceNameParams{Name: "chat"}, nil)
-	var sv node.ServiceView
+	defer rent.Call(context.Background(), "service_down", services.ServiceNameParams{Name: "chat"}, nil)
+	var sv services.ServiceView
 	waitFor(t, time.Minute, "the service's replica ready", func() bool {
-		return rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv) == nil && len(sv.Replicas) == 1 && sv.Replicas[0].Ready
+		return rent.Call(ctx, "service_status", services.ServiceNameParams{Name: "chat"}, &sv) == nil && len(sv.Replicas) == 1 && sv.Replicas[0].Ready
 	})
 	const sent = 12
 	for i := range sent {
@@ -209,7 +211,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 			t.Fatalf("completion %d through the gateway: status %d", i, resp.StatusCode)
 		}
 	}
-	if err := rent.Call(ctx, "service_status", node.ServiceNameParams{Name: "chat"}, &sv); err != nil || sv.Stats == nil {
+	if err := rent.Call(ctx, "service_status", services.ServiceNameParams{Name: "chat"}, &sv); err != nil || sv.Stats == nil {
 		t.Fatalf("service_status: %v %+v", err, sv)
 	}
 	if sv.Stats.Requests != sent || sv.Stats.CompletionTokens != 4*sent {
@@ -256,7 +258,7 @@ func TestConsoleLiveInChromium(t *testing.T) {
 // as job_status names them.
 func downloadOutputs(t *testing.T, b context.Context, ctx context.Context, rent *rpc.Client, base, id string) {
 	t.Helper()
-	var j node.JobRecord
+	var j renting.JobRecord
 	waitFor(t, 30*time.Second, "the job's outputs in job_status", func() bool {
 		return rent.Call(ctx, "job_status", node.JobIDParams{ID: id}, &j) == nil && j.Outputs != ""
 	})

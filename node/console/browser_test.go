@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/earnings"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/gleaner-net/gleaner/testnet"
@@ -83,12 +84,12 @@ func TestConsoleInChromium(t *testing.T) {
 		return rent.Call(ctx, "market_offers", node.MarketOffersParams{}, &res) == nil && len(res.Offers) == 1 && res.Offers[0].Provider == provID
 	})
 	spec := fmt.Sprintf("name: console\nimage: %s\ncommand: [\"-sleep\", \"3m\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\nduration: {expected: 5m, max: 10m}\nallow_simulated: true\n", testnet.DemoImage)
-	var job node.JobRecord
+	var job renting.JobRecord
 	if err := rent.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &job); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the job running", func() bool {
-		return rent.Call(ctx, "job_status", node.JobIDParams{ID: job.ID}, &job) == nil && job.State == node.StateRunning
+		return rent.Call(ctx, "job_status", node.JobIDParams{ID: job.ID}, &job) == nil && job.State == renting.StateRunning
 	})
 	defer rent.Call(context.Background(), "job_cancel", node.JobIDParams{ID: job.ID}, nil)
 
@@ -174,7 +175,7 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 		do(t, b, chromedp.Navigate(base+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
 		got := text("#jobs .state")
-		var st node.JobRecord
+		var st renting.JobRecord
 		if err := cl.Call(ctx, "job_status", node.JobIDParams{ID: job.ID}, &st); err != nil {
 			t.Fatal(err)
 		}

@@ -106,7 +106,7 @@ const reasonRenterGone = "its renter did not come back after the provider restar
 // awaitRenter stops an adopted job as unpaid if its renter has not come
 // back (attached again) within grace, the lease's voucher grace. A renter
 // that is alive attaches within seconds of the restart (it comes back to
-// a lost provider with backoff, node/renter_follow.go); one that is gone
+// a lost provider with backoff, node/renting/follow.go); one that is gone
 // never pays again, and its job must not hold the GPUs meanwhile. Left
 // to the scheduler's billing alone it would: the adopted run is paused
 // only once the last voucher's interval and the grace have run out, and

@@ -50,7 +50,7 @@ const (
 	// sinkLogBytes is how far a follower may fall behind before its log
 	// events are skipped: it then sees a gap in the output's offsets, as
 	// when the executor's ring overruns (executor.DefaultLogBytes, the
-	// same size), and the renter keeps what follows (node/renter_logs.go).
+	// same size), and the renter keeps what follows (node/renting/logs.go).
 	// A job that prints faster than its renter's link carries must not
 	// have the renter reset for it: a renter that attaches again after the
 	// job has ended never hears its exit.
