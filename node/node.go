@@ -96,12 +96,12 @@ type Node struct {
 	ledger         *ledger.Store
 	feeds          *feeds
 	rep            *renting.Reputation
-	claims         *claimer // nil on a node without GPUs to sell
+	claims         *providing.Claimer // nil on a node without GPUs to sell
 	renterJobs     *renting.Jobs
 	renterServices *services.Manager // the renter's services and their gateways (node/services)
 	gpus           attest.Source
-	gpuMon         *attest.Monitor // set with gpus; its fault counts feed the metrics
-	ownJobs        ownJobs         // the GPU monitor's view of which processes are jobs (own_jobs.go)
+	gpuMon         *attest.Monitor   // set with gpus; its fault counts feed the metrics
+	ownJobs        providing.OwnJobs // the GPU monitor's view of which processes are jobs
 	rpc            *rpc.Server
 	httpSrv        *http.Server
 	url            string

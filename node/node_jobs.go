@@ -33,7 +33,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
 	if d, ok := exec.(*executor.Docker); ok {
-		n.ownJobs.set(d, tag) // before any job starts
+		n.ownJobs.Set(d, tag) // before any job starts
 	}
 	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
 	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
@@ -56,7 +56,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 	n.provider.WatchAvailability(pj.SetAvailability, func(a attest.Availability) {
 		pj.SetAvailability(a)
 		if n.claims != nil {
-			n.claims.observe(a.Inventory)
+			n.claims.Observe(a.Inventory)
 		}
 	})
 	// Once the scheduler knows the GPUs: the jobs of the last run whose

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/repo"
 )
 
@@ -65,12 +66,13 @@ func (n *Node) startGPUs(context.Context) error {
 	} else {
 		n.gpus = src
 		n.onClose(func(context.Context) error { return src.Close() })
-		n.claims = &claimer{n: n, minGap: claimGap}
-		n.claims.start(ctx, src)
+		n.claims = &providing.Claimer{Ledger: n.ledger, Self: n.host.ID().String(), Append: n.feeds.Append,
+			Log: n.log, MinGap: providing.ClaimGap}
+		n.claims.Start(ctx, src)
 		// The executor, made by the provider's jobs, tells the monitor
-		// which processes are jobs' (own_jobs.go); until then none is.
-		n.ownJobs.log = n.log.With("part", "gpu-monitor")
-		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.processes, attest.DefaultMonitorInterval)
+		// which processes are jobs' (providing.OwnJobs); until then none is.
+		n.ownJobs.Log = n.log.With("part", "gpu-monitor")
+		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.Processes, attest.DefaultMonitorInterval)
 		n.gpuMon = mon
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.SetAvailability(a) // publish the first offer without waiting a poll

@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/gleaner-net/gleaner/node/executor"
 )
 
-// ownJobs tells the GPU monitor which compute processes are this node's
+// OwnJobs tells the GPU monitor which compute processes are this node's
 // jobs, so that a running job does not withdraw its own GPU as if the
 // owner used it (issue 32). The monitor starts before the executor
-// exists: until set is called, no process is a job's.
-type ownJobs struct {
-	log  *slog.Logger
+// exists: until Set is called, no process is a job's.
+type OwnJobs struct {
+	Log  *slog.Logger // nil: the reads' failures are not logged
 	pids atomic.Pointer[ownJobsSource]
 
 	mu     sync.Mutex // guards failed
@@ -28,16 +28,16 @@ type ownJobsSource struct {
 	tag  string // the executor's job IDs are tag + "-" + the lease's job ID
 }
 
-// set makes the Docker executor d, whose job IDs carry tag, the source.
-func (o *ownJobs) set(d *executor.Docker, tag string) {
+// Set makes the Docker executor d, whose job IDs carry tag, the source.
+func (o *OwnJobs) Set(d *executor.Docker, tag string) {
 	o.pids.Store(&ownJobsSource{read: d.JobPIDs().Read, tag: tag})
 }
 
-// processes is the monitor's own-jobs callback: the executor's job
+// Processes is the monitor's own-jobs callback: the executor's job
 // processes by host PID, each with its lease's job ID and GPUs. A failing
 // engine still yields the processes of the containers it knew (see
 // executor.JobPIDs.Read), and is logged.
-func (o *ownJobs) processes(ctx context.Context) attest.JobProcesses {
+func (o *OwnJobs) Processes(ctx context.Context) attest.JobProcesses {
 	src := o.pids.Load()
 	if src == nil {
 		return nil
@@ -52,14 +52,14 @@ func (o *ownJobs) processes(ctx context.Context) attest.JobProcesses {
 	return out
 }
 
-func (o *ownJobs) note(err error) {
+func (o *OwnJobs) note(err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
-	case err != nil && !o.failed && o.log != nil:
-		o.log.Warn("jobs' processes not read from Docker: a new job's GPU may look busy with the owner's", "err", err)
-	case err == nil && o.failed && o.log != nil:
-		o.log.Info("jobs' processes read from Docker again")
+	case err != nil && !o.failed && o.Log != nil:
+		o.Log.Warn("jobs' processes not read from Docker: a new job's GPU may look busy with the owner's", "err", err)
+	case err == nil && o.failed && o.Log != nil:
+		o.Log.Info("jobs' processes read from Docker again")
 	}
 	o.failed = err != nil
 }

@@ -1,7 +1,8 @@
-package node
+package providing
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -9,18 +10,25 @@ import (
 	"github.com/gleaner-net/gleaner/ledger"
 )
 
-// claimer binds this provider's GPUs to its identity: it journals a
+// Claimer binds this provider's GPUs to its identity: it journals a
 // hardware claim (model, VRAM, power limit, GPU UUID hashes, driver,
 // simulated or not) at start-up unless the feed already states exactly
 // that, and again whenever the GPU monitor sees the hardware change (a GPU
 // added or removed, a new driver, a power limit the owner changed).
 // Renters check signed telemetry against the latest claim; a contradiction
 // is a fraud proof anyone can verify.
-type claimer struct {
-	n *Node
-	// minGap spaces claims out, so a flapping sensor or driver cannot fill
+type Claimer struct {
+	// Ledger is this node's ledger, whose own feed states the latest
+	// claim; Self is this node's peer ID.
+	Ledger *ledger.Store
+	Self   string
+	// Append journals an entry to this node's own feed (the ledger's
+	// replication, which announces it).
+	Append func(typ string, payload []byte) (string, error)
+	Log    *slog.Logger
+	// MinGap spaces claims out, so a flapping sensor or driver cannot fill
 	// the feed: a change is journaled at the first poll after the gap.
-	minGap time.Duration
+	MinGap time.Duration
 
 	// mu guards the three fields below; the ledger is read and appended
 	// to outside it, so a slow disk never holds up the GPU monitor's
@@ -32,28 +40,28 @@ type claimer struct {
 	appending bool
 }
 
-// claimGap is claimer.minGap in a running node.
-const claimGap = time.Minute
+// ClaimGap is Claimer.MinGap in a running node.
+const ClaimGap = time.Minute
 
-// start reads the GPUs once and journals the claim if it changed.
-func (c *claimer) start(ctx context.Context, src attest.Source) {
+// Start reads the GPUs once and journals the claim if it changed.
+func (c *Claimer) Start(ctx context.Context, src attest.Source) {
 	inv, err := src.Inventory(ctx)
 	if err != nil {
-		c.n.log.Warn("no hardware claim: cannot read the GPUs", "err", err)
+		c.Log.Warn("no hardware claim: cannot read the GPUs", "err", err)
 		return
 	}
-	c.observe(inv)
+	c.Observe(inv)
 }
 
-// observe journals the claim inv makes if the feed does not state it yet.
+// Observe journals the claim inv makes if the feed does not state it yet.
 // It is the GPU monitor's hook, so it runs every poll: comparing is cheap.
-func (c *claimer) observe(inv attest.Inventory) {
+func (c *Claimer) Observe(inv attest.Inventory) {
 	if len(inv.GPUs) == 0 {
 		return // a failed poll, not GPUs gone
 	}
 	claim := attest.ClaimOf(inv)
 	if c.known() == nil {
-		if prev, ok := latestOwnClaim(c.n.ledger, c.n.host.ID().String()); ok {
+		if prev, ok := latestOwnClaim(c.Ledger, c.Self); ok {
 			c.mu.Lock()
 			if c.last == nil {
 				c.last = &prev
@@ -62,7 +70,7 @@ func (c *claimer) observe(inv attest.Inventory) {
 		}
 	}
 	c.mu.Lock()
-	if c.appending || (c.last != nil && (c.last.Equal(claim) || time.Since(c.lastAt) < c.minGap)) {
+	if c.appending || (c.last != nil && (c.last.Equal(claim) || time.Since(c.lastAt) < c.MinGap)) {
 		c.mu.Unlock()
 		return
 	}
@@ -76,24 +84,24 @@ func (c *claimer) observe(inv attest.Inventory) {
 	}
 	c.mu.Unlock()
 	if err != nil {
-		c.n.log.Warn("hardware claim not journaled", "err", err)
+		c.Log.Warn("hardware claim not journaled", "err", err)
 		return
 	}
-	c.n.log.Info("hardware claim journaled", "gpus", len(claim.GPUs), "simulated", claim.Simulated)
+	c.Log.Info("hardware claim journaled", "gpus", len(claim.GPUs), "simulated", claim.Simulated)
 }
 
-func (c *claimer) known() *attest.Claim {
+func (c *Claimer) known() *attest.Claim {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last
 }
 
-func (c *claimer) journal(claim attest.Claim) error {
+func (c *Claimer) journal(claim attest.Claim) error {
 	payload, err := claim.Encode()
 	if err != nil {
 		return err
 	}
-	_, err = c.n.feeds.Append(ledger.TypeHardwareClaim, payload)
+	_, err = c.Append(ledger.TypeHardwareClaim, payload)
 	return err
 }
 

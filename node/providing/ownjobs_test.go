@@ -1,4 +1,4 @@
-package node
+package providing
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 // escape under the lease's job ID (the executor's tag stripped), which
 // the scheduler stops by.
 func TestOwnJobsKeepJobGPUsOffered(t *testing.T) {
-	var o ownJobs
+	var o OwnJobs
 	inv := attest.Inventory{GPUs: []attest.GPU{
 		{Index: 0, UUID: "GPU-0", Processes: []attest.Process{{PID: 500}}},
 		{Index: 1, UUID: "GPU-1"},
 	}}
 	fake := attest.NewFake(inv)
-	m := attest.NewMonitor(fake, nil, o.processes, 0)
+	m := attest.NewMonitor(fake, nil, o.Processes, 0)
 	if av, _ := m.Check(t.Context()); av.Withdrawn[0] == "" {
 		t.Fatalf("before the executor is set every process is the owner's: %+v", av)
 	}
