@@ -134,18 +134,21 @@ func (d *declineFirst) Quote(ctx context.Context, provider, jobID string, nonce,
 
 // A round declined because the free GPUs are promised to other live
 // quotes is a race, not a no-match: Place asks again at once and spends no
-// re-auction; a round declined as fully utilised is a no-match.
+// re-auction, and goes on asking for HeldPatience, beyond the race rounds
+// (12 held rounds here, 8 race rounds); a round declined as fully
+// utilised is a no-match.
 func TestHeldDeclineAsksAgain(t *testing.T) {
 	for _, c := range []struct {
 		reason string
 		raced  bool
-	}{{auction.ReasonHeld, true}, {auction.ReasonBusy, false}} {
-		t.Run(c.reason, func(t *testing.T) {
+		rounds int
+	}{{auction.ReasonHeld, true, 1}, {auction.ReasonHeld, true, 12}, {auction.ReasonBusy, false, 1}} {
+		t.Run(fmt.Sprint(c.reason, c.rounds), func(t *testing.T) {
 			clock := newManualClock(t0)
 			m := newMarket(t, clock, 8, 1_000_000, 1_100_000)
 			left := map[string]int{}
 			for _, p := range m.providers {
-				left[p.id] = 2
+				left[p.id] = c.rounds + 1
 			}
 			tr := &declineFirst{fakeTransport: fakeTransport{net: m.net, from: m.renter.Peer}, reason: c.reason, left: left}
 			a, _ := m.releasingAuctioneer(t, tr)
@@ -167,8 +170,8 @@ func TestHeldDeclineAsksAgain(t *testing.T) {
 			if err != nil || res.Lease == nil {
 				t.Fatalf("Place: %v, want a lease after asking again", err)
 			}
-			if res.Races != 1 || res.Attempt != 0 {
-				t.Fatalf("%d race rounds, %d re-auctions; want 1 and 0", res.Races, res.Attempt)
+			if res.Races != c.rounds || res.Attempt != 0 {
+				t.Fatalf("%d race rounds, %d re-auctions; want %d and 0", res.Races, res.Attempt, c.rounds)
 			}
 		})
 	}
