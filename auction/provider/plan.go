@@ -145,7 +145,7 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 
 // PlanHeld is Plan for the quote h answers, which then holds the GPUs it
 // names (see hold.go) for the hold's lifetime, unless a cap is reached
-// (held is false: the quote is answered without a hold). h's earlier hold,
+// (holding is false: the quote is answered without one). h's earlier hold,
 // from an earlier round of its job, is replaced. When the GPUs the plan
 // needs are free but promised to other jobs' live quotes, it returns
 // ErrHeld: the renter asks again shortly. A zero Holder plans without a
