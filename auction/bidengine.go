@@ -42,6 +42,11 @@ const (
 	DefaultBidValidity = 2 * time.Minute
 	// ReasonBusy: no idle GPU to start a silver or bronze job on now.
 	ReasonBusy = "fully utilised"
+	// ReasonHeld: the GPUs a job needs are free but promised to other
+	// jobs' live quotes (auction/provider's quote holds). It is part of
+	// the wire contract, matched exactly: the renter asks again shortly,
+	// as after a lost race, rather than taking the provider for full.
+	ReasonHeld = "every free GPU is promised to a live quote; ask again shortly"
 	// ReasonBadSpec: the spec cannot be named by its hash.
 	ReasonBadSpec = "the job spec cannot be encoded"
 )

@@ -157,9 +157,18 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 	start := time.Now().Add(10 * time.Minute).Truncate(time.Second).UTC().Format(time.RFC3339)
 	first, second := goldSpec("first", start, "1s"), goldSpec("second", start, "1s")
 	// Both quoted before either is awarded, as in two renters' auctions
-	// that overlap: the bids name the same GPU.
-	b1, raw1 := r.quote("first", first)
+	// that overlap. While the second's quote holds the only GPU, the
+	// first's is declined (no GPU is promised twice); once the second's
+	// renter releases it (it awarded elsewhere), the first's bid names the
+	// same GPU as the second's.
 	b2, raw2 := r.quote("second", second)
+	var rep wire.QuoteReply
+	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "first", Nonce: randomNonce(), Spec: []byte(first)}, &rep)
+	if rep.Decline != auction.ReasonHeld {
+		t.Fatalf("a quote for the GPU another live quote holds: %+v, want declined as held", rep)
+	}
+	r.releaseHold(b2)
+	b1, raw1 := r.quote("first", first)
 	lease1, refused := r.award(r.leaseFor(b1, raw1, nil))
 	if refused != "" {
 		t.Fatalf("the first reservation was refused: %s", refused)
@@ -172,13 +181,32 @@ func TestAReservationThatCannotBeHonouredIsRefusedAtAward(t *testing.T) {
 	if _, refused := r.award(r.leaseFor(b2, raw2, nil)); refused != auction.RefusedRaced {
 		t.Fatalf("the second reservation of the same window: refused %q, want %q", refused, auction.RefusedRaced)
 	}
-	var rep wire.QuoteReply
+	rep = wire.QuoteReply{}
 	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "third", Nonce: randomNonce(), Spec: []byte(goldSpec("third", start, "1s"))}, &rep)
 	if rep.Decline == "" {
 		t.Fatal("the provider still bids for a window it has reserved")
 	}
 	if !r.prov.providerJobs.Holds("first") || r.prov.providerJobs.Holds("second") {
 		t.Fatal("the provider holds the wrong reservation")
+	}
+}
+
+// releaseHold releases the hold of b's quote as its renter does after
+// awarding elsewhere, and waits for the provider to close the stream.
+func (r *hostileRig) releaseHold(b *auction.Bid) {
+	r.t.Helper()
+	s, err := r.h.LibP2P().NewStream(r.ctx, r.prov.Host().ID(), r.h.ProtocolID(wire.QuoteProto))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
+	if err := wire.Write(s, wire.QuoteRequest{JobID: b.JobID, Nonce: b.Nonce, Release: true}); err != nil {
+		r.t.Fatal(err)
+	}
+	var rep wire.QuoteReply
+	if err := wire.Read(s, wire.MaxEventFrame, &rep); err == nil {
+		r.t.Fatalf("a release was answered: %+v", rep)
 	}
 }
 

@@ -137,6 +137,7 @@ func (s *Scheduler) dueAt() time.Time {
 func (s *Scheduler) Tick(now time.Time) []Action {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pruneHolds(now) // lapsed quote holds, so memory does not wait for the next quote
 	if due := s.dueAt(); due.IsZero() || now.Before(due) {
 		return nil
 	}

@@ -29,10 +29,14 @@ type Desk struct {
 // voucher is due: a renter cannot make it work an hour on credit.
 const MaxBillingSec = 3600
 
-// Quote answers a request for quotes for jobID under the renter's nonce
-// with a signed bid's wire bytes, or a decline. offer is the provider's
-// own current offer.
-func (d *Desk) Quote(specYAML []byte, jobID string, nonce []byte, offer *auction.Offer, now time.Time) ([]byte, string) {
+// Quote answers a request for quotes for jobID from renter (the peer the
+// transport authenticated) under its nonce with a signed bid's wire
+// bytes, or a decline. offer is the provider's own current offer. The
+// GPUs the bid names are held for the quote (Scheduler.PlanHeld) until its
+// award, its release (Release) or DefaultQuoteHold; a quote that finds
+// the free GPUs promised to other live quotes is declined with
+// auction.ReasonHeld.
+func (d *Desk) Quote(specYAML []byte, jobID, renter string, nonce []byte, offer *auction.Offer, now time.Time) ([]byte, string) {
 	parse := d.Parse
 	if parse == nil {
 		parse = auction.ParseJobSpec
@@ -62,7 +66,11 @@ func (d *Desk) Quote(specYAML []byte, jobID string, nonce []byte, offer *auction
 	}
 	bid.JobID, bid.Nonce = jobID, nonce
 	start := time.Unix(bid.Start, 0)
-	plan, err := d.Sched.Plan(bid.GPUs, spec.Tier, Span{Start: start, End: start.Add(time.Duration(bid.DurationSec) * time.Second)}, now)
+	plan, _, err := d.Sched.PlanHeld(Holder{Renter: renter, JobID: jobID, Nonce: nonce}, bid.GPUs, spec.Tier,
+		Span{Start: start, End: start.Add(time.Duration(bid.DurationSec) * time.Second)}, now)
+	if errors.Is(err, ErrHeld) {
+		return nil, auction.ReasonHeld
+	}
 	if err != nil {
 		return nil, auction.ReasonBusy
 	}
@@ -78,6 +86,14 @@ func (d *Desk) Quote(specYAML []byte, jobID string, nonce []byte, offer *auction
 		return nil, err.Error()
 	}
 	return raw, ""
+}
+
+// Release ends the hold of renter's quote for jobID under nonce: the
+// renter awarded another provider or gave the round up. Anyone else's
+// release, or one with another round's nonce, does nothing; it reports
+// whether a hold ended.
+func (d *Desk) Release(jobID, renter string, nonce []byte, now time.Time) bool {
+	return d.Sched.ReleaseHold(Holder{Renter: renter, JobID: jobID, Nonce: nonce}, now)
 }
 
 // Award is an award that passed the desk's checks: the proposed lease,

@@ -222,6 +222,9 @@ func (s *Scheduler) inWay(l *auction.Lease, gpus []int, now time.Time) (gone []*
 	}
 	_, est := s.est[l.Renter]
 	hold := holdSpan(l.Tier, Span{time.Unix(l.Start, 0), time.Unix(l.End, 0)}, now)
+	if s.promised(holdKey{l.Renter, l.JobID}, gpus, hold, now) {
+		return nil, time.Time{}, false // Claim refuses it as raced: end no award for it
+	}
 	notice := time.Duration(l.NoticeSec) * time.Second
 	for _, i := range gpus {
 		if !s.knows(i) || s.gpus[i].out != "" {

@@ -128,22 +128,42 @@ func (s *Scheduler) CanPromise(gpus []int, tier auction.Tier, span Span, now tim
 }
 
 // Plan picks the n GPUs a bid of tier for span will name, ascending, or
-// ErrBusy. Free GPUs come first, the least recently quoted first, so that
-// concurrent quotes name different GPUs: nothing is reserved until Claim,
-// and naming the same first free GPUs in every quote made a burst of
-// awards collide on them while others sat idle. Then GPUs held only by
-// newcomers' unstarted awards past their grace (which the award will
+// ErrBusy (or ErrHeld), placing no hold: PlanHeld for a quote's. Free GPUs
+// come first, the least recently quoted first, so that quotes beyond the
+// hold caps still name different GPUs where they can. Then GPUs held only
+// by newcomers' unstarted awards past their grace (which the award will
 // displace); for silver and gold, then GPUs held by bronze leases; last,
 // GPUs held by newcomers' awards still in their grace, which will be
 // displaceable within it or started (the award is then refused as raced,
-// and its renter asks again at once).
+// and its renter asks again at once). GPUs promised to live quote holds
+// are never named, whatever the tier: that promise is what lets their
+// awards through.
 func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]int, error) {
+	plan, _, err := s.PlanHeld(Holder{}, n, tier, span, now)
+	return plan, err
+}
+
+// PlanHeld is Plan for the quote h answers, which then holds the GPUs it
+// names (see hold.go) for the hold's lifetime, unless a cap is reached
+// (holding is false: the quote is answered without one). h's earlier hold,
+// from an earlier round of its job, is replaced. When the GPUs the plan
+// needs are free but promised to other jobs' live quotes, it returns
+// ErrHeld: the renter asks again shortly. A zero Holder plans without a
+// hold.
+func (s *Scheduler) PlanHeld(h Holder, n int, tier auction.Tier, span Span, now time.Time) (plan []int, holding bool, err error) {
 	if n < 1 || !span.End.After(span.Start) || !span.End.After(now) {
-		return nil, fmt.Errorf("%w: %d GPUs for %v..%v", ErrInvalid, n, span.Start, span.End)
+		return nil, false, fmt.Errorf("%w: %d GPUs for %v..%v", ErrInvalid, n, span.Start, span.End)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	self := h.key()
+	s.pruneHolds(now)
+	if h.Renter != "" {
+		s.dropHold(self) // a new round of the job: its old bid is void to it
+	}
 	hold := holdSpan(tier, span, now)
+	var promised [maxIndex + 1]bool
+	anyPromised := len(s.holds) > 0 && s.promisedTo(self, hold, &promised)
 	// The GPUs by standing live in one scratch array, reused by every plan.
 	g := len(s.gpus)
 	if cap(s.scratch) < 4*g {
@@ -153,21 +173,28 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 	for k := range by {
 		by[k] = s.scratch[k*g : k*g : (k+1)*g]
 	}
-	total := 0
+	total, kept := 0, 0
 	for i := range s.gpus {
 		gp := &s.gpus[i]
 		if !gp.known || gp.out != "" {
 			continue
 		}
 		if st := s.standing(gp, tier, hold, now, s.notice); st < held {
+			if anyPromised && promised[i] {
+				kept++ // could be sold, but a live quote was promised it
+				continue
+			}
 			by[st] = append(by[st], i)
 			total++
 		}
 	}
-	if total < n { // nothing yields to bronze
-		return nil, ErrBusy
+	if total < n {
+		if total+kept >= n {
+			return nil, false, ErrHeld
+		}
+		return nil, false, ErrBusy // nothing yields to bronze
 	}
-	plan := make([]int, 0, n)
+	plan = make([]int, 0, n)
 	for _, st := range [...]standing{free, open, yielding, guarded} {
 		if len(plan) < n {
 			plan = append(plan, s.leastQuoted(by[st], n-len(plan))...)
@@ -178,7 +205,10 @@ func (s *Scheduler) Plan(n int, tier auction.Tier, span Span, now time.Time) ([]
 		s.gpus[i].quoted = s.seq
 	}
 	slices.Sort(plan)
-	return plan, nil
+	if h.Renter != "" {
+		holding = s.place(h, plan, hold, now)
+	}
+	return plan, holding, nil
 }
 
 // leastQuoted moves the n GPUs of idx that a plan named least recently
@@ -214,7 +244,12 @@ func (s *Scheduler) leastQuoted(idx []int, n int) []int {
 // reservation starts and is preempted with its notice before then.
 //
 // A claim over a newcomer's unstarted award is refused as raced until
-// Displace has ended it and the caller released it. The lease claimed is
+// Displace has ended it and the caller released it. A claim of GPUs
+// promised to another job's live quote hold is refused as raced, so that
+// the quote's award is not; the claim of the hold's own job (its renter
+// and job ID) consumes the hold. A Kept claim (a lease restored from the
+// provider's records) is never refused for a hold: it was co-signed
+// before any live quote. The lease claimed is
 // a newcomer's unless its renter is established or opts say Kept.
 func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time, opts ...ClaimOption) ([]Action, error) {
 	var o claimOpts
@@ -242,6 +277,14 @@ func (s *Scheduler) Claim(l *auction.Lease, gpus []int, now time.Time, opts ...C
 	if err != nil {
 		return nil, err
 	}
+	self := holdKey{l.Renter, l.JobID}
+	if !o.kept && s.promised(self, gpus, hold, now) {
+		// Another job's live quote was promised these GPUs: its award
+		// must not be refused for a race with this one (a bid made
+		// without a hold, or whose hold lapsed).
+		return nil, ErrRaced
+	}
+	s.dropHold(self) // the lease holds its GPUs from here
 	if l.Tier == auction.Bronze {
 		if cut := s.reservedIn(gpus, nil, hold); !cut.IsZero() {
 			hold.End = cut // backfill: it holds the gap, no more

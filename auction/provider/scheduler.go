@@ -77,6 +77,7 @@ func WithRetention(d time.Duration) Option { return func(s *Scheduler) { s.reten
 type Scheduler struct {
 	startDeadline time.Duration // fixed by New
 	retention     time.Duration // fixed by New
+	holdFor       time.Duration // a quote hold's lifetime; fixed by New
 
 	mu sync.Mutex // guards every field below and the leases and GPUs they reach
 	// grace protects a newcomer's unstarted award from other newcomers'
@@ -109,6 +110,10 @@ type Scheduler struct {
 	endedQ   []endedAt // ended in release order, to forget them
 	seq      uint64    // orders claims and quotes
 	scratch  []int     // Plan's, reused
+	// holds are the live quote holds (hold.go), perRenter their count
+	// by renter, both bounded by the caps.
+	holds     map[holdKey]*hold
+	perRenter map[string]int
 	// due is the earliest next of the active leases (zero: none), unless
 	// stale, when it is recomputed before use.
 	due   time.Time
@@ -133,7 +138,8 @@ type endedAt struct {
 // New returns a scheduler with no GPUs; give it an inventory with
 // SetAvailability. Options apply first, defaults last.
 func New(opts ...Option) *Scheduler {
-	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}, endedRun: map[string][]string{}, est: map[string]uint64{}}
+	s := &Scheduler{leases: map[string]*lease{}, ended: map[string]State{}, endedRun: map[string][]string{}, est: map[string]uint64{},
+		holds: map[holdKey]*hold{}, perRenter: map[string]int{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -145,6 +151,9 @@ func New(opts ...Option) *Scheduler {
 	}
 	if s.retention <= 0 {
 		s.retention = DefaultRetention
+	}
+	if s.holdFor <= 0 {
+		s.holdFor = DefaultQuoteHold
 	}
 	return s
 }

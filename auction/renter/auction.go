@@ -127,9 +127,15 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if newcomer != nil {
 		ex.Newcomers = slices.Sorted(maps.Keys(newcomer))
 	}
-	// raced: at least one award lost a race for GPUs, and every other one
-	// either did too or went unanswered (a provider slow under a burst).
-	// Capacity may well be free, so Place asks again at once.
+	// raced: at least one award lost a race for GPUs, or a provider
+	// declined because its free GPUs were promised to other live quotes
+	// (held), and every award tried either lost a race too or went
+	// unanswered (a provider slow under a burst). Capacity may well be
+	// free, so Place asks again at once.
+	held := false
+	for _, q := range outcomes {
+		held = held || q.Declined == auction.ReasonHeld
+	}
 	raced, lostRace, tried := true, false, 0
 	for len(ranked) > 0 {
 		// The last-resort providers' bids clear only once no other is left.
@@ -155,6 +161,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 				req.Group.Hold(req.JobID, lease.Provider) // before the next sibling enters
 			}
 			res.Lease, res.Raw = lease, raw
+			a.release(ctx, req.JobID, nonce, outcomes, lease.Provider)
 			return res, nil
 		}
 		lostRace = lostRace || out.Raced
@@ -162,10 +169,30 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
 	ex.Winner, ex.ClearingPrice, ex.Rule, ex.Clearing = "", 0, "", nil
+	a.release(ctx, req.JobID, nonce, outcomes, "")
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	return res, &NoMatchError{Considered: len(book), Excluded: left, Feasible: len(ok), Raced: tried > 0 && raced && lostRace}
+	return res, &NoMatchError{Considered: len(book), Excluded: left, Feasible: len(ok),
+		Raced: raced && (lostRace || held), Held: held && !lostRace}
+}
+
+// release tells the providers that quoted this round, but won (the
+// winner, "" for none), to drop their holds (Releaser), so that the GPUs
+// a losing quote named are free for other renters at once. Providers that
+// declined hold nothing; those that failed to answer may have held before
+// the answer was lost, so they are told too. Best effort: the transport
+// returns at once.
+func (a *Auctioneer) release(ctx context.Context, jobID string, nonce []byte, outcomes []QuoteOutcome, won string) {
+	r, ok := a.transport.(Releaser)
+	if !ok {
+		return
+	}
+	for _, q := range outcomes {
+		if q.Provider != won && q.Declined == "" {
+			_ = r.Release(ctx, q.Provider, jobID, nonce)
+		}
+	}
 }
 
 // eligible filters book in place: not excluded by the request, not a

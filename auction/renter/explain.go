@@ -162,8 +162,9 @@ type AwardOutcome struct {
 var (
 	ErrNoMatch = errors.New("no provider matched")
 	// ErrRaced: awards were refused because concurrent awards took the
-	// GPUs the bids named, and the rest went unanswered (none was refused
-	// for another reason). Capacity may well be free, so Place asks for
+	// GPUs the bids named, or quotes were declined because the free GPUs
+	// were promised to other live quotes (auction.ReasonHeld), and the
+	// awards tried were refused for no other reason. Capacity may well be free, so Place asks for
 	// quotes again at once rather than giving up or spending a re-auction.
 	ErrRaced = errors.New("lost the race for the GPUs")
 )
@@ -174,10 +175,16 @@ type NoMatchError struct {
 	Excluded   int  // offers left out because the request excludes them (providers this job left)
 	Feasible   int  // of those, how many passed every feasibility check
 	Raced      bool // awards lost races for GPUs (RefusedRaced), the others went unanswered
+	// Held: no award lost a race, but providers declined because their
+	// free GPUs were promised to other renters' live quotes
+	// (auction.ReasonHeld); Raced is set too, as the renter acts the same.
+	Held bool
 }
 
 func (e *NoMatchError) Error() string {
 	switch {
+	case e.Raced && e.Held:
+		return fmt.Sprintf("%v: %v: the free GPUs were promised to other renters' quotes", ErrNoMatch, ErrRaced)
 	case e.Raced:
 		return fmt.Sprintf("%v: %v: other awards took the GPUs our bids named", ErrNoMatch, ErrRaced)
 	case e.Feasible == 0 && e.Excluded > 0:

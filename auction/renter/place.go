@@ -25,6 +25,15 @@ const (
 	DefaultPatience = time.Minute
 	// DefaultPatienceStep caps the wait between patient rounds.
 	DefaultPatienceStep = 10 * time.Second
+	// HeldPatience is how long, in all, Place keeps asking again after
+	// rounds declined because the free GPUs were promised to other
+	// renters' live quotes (auction.ReasonHeld), before such rounds count
+	// against RaceRounds: the lifetime of a provider's quote hold
+	// (auction/provider.DefaultQuoteHold), by when every hold that
+	// declined the first round has been awarded, released or has lapsed.
+	// A hold outlives a round whose quote was lost (3 s), so eight quick
+	// re-quotes alone would give up on capacity about to free.
+	HeldPatience = 10 * time.Second
 )
 
 // Policy is when Place auctions again.
@@ -99,7 +108,9 @@ func (p Progress) String() string {
 
 // Place auctions until a lease is made or the policy gives up. After a
 // round lost only to races for GPUs it asks again at once, after a short
-// jitter, up to RaceRounds times without counting a re-auction; after a
+// jitter, up to RaceRounds times without counting a re-auction (after
+// rounds declined because the GPUs are promised to other quotes, for
+// HeldPatience first); after a
 // round without a match it backs off (1 s, 2 s, 4 s, ... at most 30 s by
 // default) and auctions again while re-auctions are left, except that
 // while the waits add up to less than Patience a round without a match
@@ -113,13 +124,25 @@ func (a *Auctioneer) Place(ctx context.Context, req Request, pol Policy) (Result
 		raceRounds = DefaultRaceRounds
 	}
 	attempt, races, total := pol.Attempt, 0, 0
-	var waited time.Duration // the patient waits so far
-	patient := 0             // patient rounds so far
+	held, heldWaited := 0, time.Duration(0) // rounds declined as held, and their waits
+	var waited time.Duration                // the patient waits so far
+	patient := 0                            // patient rounds so far
 	for {
 		res, err := a.Auction(ctx, req)
 		res.Attempt, res.Races = attempt, total
 		if err == nil || ctx.Err() != nil {
 			return res, err
+		}
+		var nm *NoMatchError
+		if errors.As(err, &nm) && nm.Held && heldWaited < HeldPatience && raceRounds > 0 {
+			held++
+			total++
+			wait := pol.jitter(min(held, raceRounds))
+			heldWaited += wait
+			if err := a.clock.Sleep(ctx, wait); err != nil {
+				return res, err
+			}
+			continue
 		}
 		if errors.Is(err, ErrRaced) && races < raceRounds {
 			races++
@@ -129,7 +152,7 @@ func (a *Auctioneer) Place(ctx context.Context, req Request, pol Policy) (Result
 			}
 			continue
 		}
-		races = 0
+		races, held, heldWaited = 0, 0, 0
 		if !errors.Is(err, ErrNoMatch) {
 			return res, err
 		}

@@ -28,6 +28,21 @@ type Transport interface {
 	Award(ctx context.Context, provider string, proposal []byte) (cosigned []byte, refusal string, err error)
 }
 
+// Releaser is a Transport that can also tell a provider to drop the hold
+// its quote placed (auction/provider's quote holds): a renter that awarded
+// another provider, or gave the round up, frees the GPUs the losing quotes
+// named at once rather than when the holds lapse. It is optional, so that
+// transports without it (fakes, older adapters) keep working: the holds
+// then lapse by themselves.
+type Releaser interface {
+	// Release asks provider to drop the hold of its quote for jobID under
+	// the round's nonce. It must not block: the auctioneer calls it on the
+	// result's path, and delivery is best effort (a release that is lost
+	// costs the provider the hold's lifetime, no more). node sends it on
+	// /auction/1 as a QuoteRequest with Release set, in a task of its own.
+	Release(ctx context.Context, provider, jobID string, nonce []byte) error
+}
+
 // Offers is the offer book as the renter knows it.
 type Offers interface {
 	// Snapshot returns the offers known now in a slice the caller owns

@@ -372,7 +372,7 @@ func spec(name string, tier auction.Tier) []byte {
 func (rt *renter) lease(job string, specYAML []byte) []byte {
 	t := rt.r.t
 	t.Helper()
-	rep := rt.r.pj.quote(wire.QuoteRequest{JobID: job, Nonce: []byte("the renter nonce"), Spec: specYAML})
+	rep := rt.r.pj.quote(wire.QuoteRequest{JobID: job, Nonce: []byte("the renter nonce"), Spec: specYAML}, rt.id)
 	if rep.Decline != "" {
 		t.Fatalf("quote for %s declined: %s", job, rep.Decline)
 	}

@@ -90,7 +90,7 @@ func checkOneOwner(t *testing.T, pj *Provider, step string) {
 // tryLease is renter.lease that reports a refusal instead of failing the
 // test: a full provider declines, a raced award is refused.
 func (rt *renter) tryLease(job string, specYAML []byte) ([]byte, error) {
-	rep := rt.r.pj.quote(wire.QuoteRequest{JobID: job, Nonce: []byte("the renter nonce"), Spec: specYAML})
+	rep := rt.r.pj.quote(wire.QuoteRequest{JobID: job, Nonce: []byte("the renter nonce"), Spec: specYAML}, rt.id)
 	if rep.Decline != "" {
 		return nil, fmt.Errorf("declined: %s", rep.Decline)
 	}

@@ -242,8 +242,14 @@ func (pj *Provider) SimulateCrash() { pj.dead.Store(true) }
 func (pj *Provider) crashed() bool { return pj.dead.Load() }
 
 // HandleQuote serves /auction/1: a request for quotes gets a signed bid
-// or a decline.
+// or a decline; a release (QuoteRequest.Release) gets the stream's close.
 func (pj *Provider) HandleQuote(s network.Stream) {
+	pj.serveQuote(s, s.Conn().RemotePeer().String())
+}
+
+// serveQuote is HandleQuote's work on a stream from the peer from, the
+// renter its quote holds GPUs for and the only one that may release them.
+func (pj *Provider) serveQuote(s Stream, from string) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	var req wire.QuoteRequest
@@ -251,17 +257,29 @@ func (pj *Provider) HandleQuote(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	_ = wire.Write(s, pj.quote(req))
+	if req.Release {
+		pj.releaseHold(req, from) // answered by the close alone
+		return
+	}
+	_ = wire.Write(s, pj.quote(req, from))
 }
 
-func (pj *Provider) quote(req wire.QuoteRequest) wire.QuoteReply {
+// releaseHold drops the hold of from's quote for the request's job and
+// nonce; anyone else's release does nothing (auction/provider.Desk.Release).
+func (pj *Provider) releaseHold(req wire.QuoteRequest, from string) bool {
+	return pj.desk().Release(req.JobID, from, req.Nonce, time.Now())
+}
+
+// quote answers from's request for quotes; the GPUs its bid names are held
+// for from's award of this job (auction/provider's quote holds).
+func (pj *Provider) quote(req wire.QuoteRequest, from string) wire.QuoteReply {
 	if pj.exec == nil {
 		return wire.QuoteReply{Decline: "this provider has no container runtime"}
 	}
 	if pj.stopping.Load() {
 		return wire.QuoteReply{Decline: errStopping.Error()}
 	}
-	raw, decline := pj.desk().Quote(req.Spec, req.JobID, req.Nonce, pj.p.Current(), time.Now())
+	raw, decline := pj.desk().Quote(req.Spec, req.JobID, from, req.Nonce, pj.p.Current(), time.Now())
 	return wire.QuoteReply{Bid: raw, Decline: decline}
 }
 

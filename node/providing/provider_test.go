@@ -95,7 +95,7 @@ func TestShutdownStopsAJobStillLaunching(t *testing.T) {
 			t.Fatalf("Shutdown returned (%v) with a job launching", err)
 		default:
 		}
-		if reply := r.pj.quote(wire.QuoteRequest{JobID: "late", Spec: spec("late", auction.Silver)}); reply.Decline != errStopping.Error() {
+		if reply := r.pj.quote(wire.QuoteRequest{JobID: "late", Spec: spec("late", auction.Silver)}, "a renter"); reply.Decline != errStopping.Error() {
 			t.Fatalf("a quote while stopping: %+v", reply)
 		}
 		close(release)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -258,6 +259,43 @@ func (t auctionTransport) Award(ctx context.Context, provider string, proposal [
 	}
 	return rep.Lease, rep.Refused, nil
 }
+
+// Release is renter.Releaser: a /auction/1 request with Release set,
+// sent in a task of its own within releaseWait so the round's result
+// never waits on it, and dropped beyond maxReleases in flight (the hold
+// then lapses by itself at the provider).
+func (t auctionTransport) Release(_ context.Context, provider, jobID string, nonce []byte) error {
+	if releases.Add(1) > maxReleases {
+		releases.Add(-1)
+		return errors.New("too many releases in flight")
+	}
+	if !t.r.spawn(func() {
+		defer releases.Add(-1)
+		ctx, cancel := context.WithTimeout(t.r.bg, releaseWait)
+		defer cancel()
+		pid, err := peer.Decode(provider)
+		if err != nil {
+			return
+		}
+		if s, err := t.r.m.Host().LibP2P().NewStream(ctx, pid, t.r.m.Host().ProtocolID(wire.QuoteProto)); err == nil {
+			_ = s.SetDeadline(time.Now().Add(releaseWait))
+			_ = wire.Write(s, wire.QuoteRequest{JobID: jobID, Nonce: nonce, Release: true})
+			_ = s.Close()
+		}
+	}) {
+		releases.Add(-1)
+	}
+	return nil
+}
+
+// releases counts the releases in flight in this process, bounded by
+// maxReleases; each lasts at most releaseWait.
+var releases atomic.Int64
+
+const (
+	maxReleases = 256
+	releaseWait = 2 * time.Second
+)
 
 // auctionTrust is the auctioneer's Trust: this node's reputation view,
 // its fraud convictions and the peerstore's RTTs. The view is read at each

@@ -65,6 +65,16 @@ type QuoteRequest struct {
 	JobID string `json:"job_id"`
 	Nonce []byte `json:"nonce"`
 	Spec  []byte `json:"spec"` // the job spec's YAML, without secrets
+	// Release, when set, is no request for quotes: the renter awarded
+	// another provider (or gave the round up) and the provider drops the
+	// hold its quote for JobID under Nonce placed (auction/provider's
+	// quote holds), if the peer is that quote's renter. Nothing is
+	// answered; the provider closes the stream. It rides on /auction/1
+	// because that is safe with providers that predate it: their strict
+	// decoder refuses the unknown field and resets the stream, doing
+	// nothing, which is all a release asks of them; and an ordinary
+	// request omits it, so they read those as before.
+	Release bool `json:"release,omitempty"`
 }
 
 // QuoteReply is a provider's signed bid, or its decline.

@@ -143,8 +143,8 @@ func (p *simProvider) reannounce() {
 	p.m.w.after(p.m.cfg.OfferTTL*11/12, p.reannounce)
 }
 
-func (p *simProvider) quote(specYAML []byte, jobID string, nonce []byte) ([]byte, string) {
-	return p.desk.Quote(specYAML, jobID, nonce, p.offer, p.m.w.Now())
+func (p *simProvider) quote(specYAML []byte, jobID, renter string, nonce []byte) ([]byte, string) {
+	return p.desk.Quote(specYAML, jobID, renter, nonce, p.offer, p.m.w.Now())
 }
 
 // award is /lease/1 on the provider's side: node's accept without the

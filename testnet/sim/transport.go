@@ -56,7 +56,10 @@ type transport struct {
 	nonce map[string]string // the round's nonce, per job: a new round starts from 0
 }
 
-var _ renter.Transport = (*transport)(nil)
+var (
+	_ renter.Transport = (*transport)(nil)
+	_ renter.Releaser  = (*transport)(nil)
+)
 
 func (t *transport) Quote(_ context.Context, provider, jobID string, nonce, specYAML []byte) ([]byte, string, error) {
 	p := t.m.byPeer[provider]
@@ -79,7 +82,7 @@ func (t *transport) Quote(_ context.Context, provider, jobID string, nonce, spec
 	if lost {
 		return nil, "", errLost
 	}
-	raw, decline := p.quote(specYAML, jobID, nonce)
+	raw, decline := p.quote(specYAML, jobID, t.renter.id, nonce)
 	t.m.traffic.add(int64(len(raw) + len(decline) + frameOverhead))
 	return raw, decline, nil
 }
@@ -112,6 +115,26 @@ func (t *transport) Award(ctx context.Context, provider string, proposal []byte)
 		return nil, "", err
 	}
 	return cosigned, refusal, nil
+}
+
+// Release is renter.Releaser over the simulated network: the provider
+// drops the quote's hold when the message arrives, half a round trip
+// from now, unless the network loses it (the hold then lapses). It is an
+// event on the world's loop, so it never blocks the renter and the run
+// stays deterministic.
+func (t *transport) Release(_ context.Context, provider, jobID string, nonce []byte) error {
+	p := t.m.byPeer[provider]
+	if p == nil {
+		return errors.New("no such peer")
+	}
+	t.m.traffic.add(int64(len(jobID) + len(nonce) + frameOverhead))
+	if t.m.lost(jobID, provider, append([]byte("release"), nonce...)) {
+		return nil
+	}
+	rtt := t.m.rtt(t.renter.continent, p.sp.Continent, jobID, provider, nonce)
+	who, n := t.renter.id, string(nonce)
+	t.m.w.after(rtt/2, func() { p.desk.Release(jobID, who, []byte(n), p.m.w.Now()) })
+	return nil
 }
 
 // frameOverhead is a stream message's framing: the length prefix and the
