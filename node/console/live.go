@@ -49,7 +49,7 @@ const (
 type followCount struct{ n atomic.Int32 }
 
 // liveEvent is what the follow endpoint sends the browser: a JobEvent
-// (node/renter_jobs.go) less the job ID.
+// (node/renting/jobs.go) less the job ID.
 type liveEvent struct {
 	Type  string    `json:"type"` // state, log, dropped, error, end
 	State string    `json:"state,omitempty"`
@@ -197,7 +197,7 @@ func logTail(s string) (string, bool) {
 	return s, cut
 }
 
-// terminalState says whether a job's state is final (node/renter_jobs.go).
+// terminalState says whether a job's state is final (node/renting/jobs.go).
 func terminalState(s string) bool {
 	switch s {
 	case "completed", "failed", "cancelled", "no-match":

@@ -26,8 +26,8 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 		{"node/providing/provider.go", "quote", []string{"pj.desk().Quote"}},
 		{"node/providing/provider.go", "accept", []string{"pj.desk().CheckAward", "pj.sched.Claim", "sl.CounterSign"}},
 		{"node/providing/provider.go", "desk", []string{}},
-		{"node/renter_auction.go", "run", []string{"r.auc.Place", "renter.NewLifecycle", "life.Policy", "r.runEnded", "life.Unplaced"}},
-		{"node/renter_auction.go", "runEnded", []string{"life.Ended"}},
+		{"node/renting/auction.go", "run", []string{"r.auc.Place", "renter.NewLifecycle", "life.Policy", "r.runEnded", "life.Unplaced"}},
+		{"node/renting/auction.go", "runEnded", []string{"life.Ended"}},
 		{"testnet/sim/sprovider.go", "quote", []string{"p.desk.Quote"}},
 		{"testnet/sim/sprovider.go", "award", []string{"p.desk.CheckAward", "p.sched.Claim", "aw.Signed.CounterSign"}},
 		{"testnet/sim/srenter.go", "place", []string{"renter.New", "a.Place", "renter.NewLifecycle", "j.life.Policy", "j.life.Unplaced"}},
@@ -50,7 +50,7 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 			t.Errorf("%s does not import auction/provider", f)
 		}
 	}
-	for _, f := range []string{"node/renter_auction.go", "testnet/sim/srenter.go"} {
+	for _, f := range []string{"node/renting/auction.go", "testnet/sim/srenter.go"} {
 		if !importsPath(t, filepath.Join(root, f), "github.com/gleaner-net/gleaner/auction/renter") {
 			t.Errorf("%s does not import auction/renter", f)
 		}
