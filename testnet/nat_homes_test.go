@@ -1,0 +1,131 @@
+package testnet
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/p2p"
+)
+
+// Bounds for the home network. AutoNAT's first probe waits 15 s after
+// start; a relay reservation follows within AutoRelay's 15 s search.
+const (
+	natSettleBound = 40 * time.Second
+	natJobBound    = 2 * time.Minute
+)
+
+// relayAddrs is the /p2p-circuit addresses d advertises.
+func relayAddrs(info node.InfoResult) []string {
+	var out []string
+	for _, a := range info.Addrs {
+		if strings.Contains(a, "/p2p-circuit") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// waitSettled waits until the relay serves, both home providers hold a
+// reservation on it and each node's reachability is what its place in
+// the network makes it.
+func waitSettled(t testing.TB, hs *homesNet) time.Duration {
+	t.Helper()
+	want := map[*natDaemon]string{
+		hs.relay: p2p.ReachPublic, hs.renter: p2p.ReachPublic,
+		hs.coneProv: p2p.ReachHolePunch, hs.symProv: p2p.ReachRelayed, hs.homeRenter: p2p.ReachHolePunch,
+	}
+	got := map[*natDaemon]string{}
+	defer func() {
+		for d, r := range got {
+			var ps []node.PeerResult
+			_ = d.call("node_peers", nil, &ps)
+			t.Logf("%s: %s; peers %+v", d.name, r, ps)
+		}
+	}()
+	took := waitFor(t, natSettleBound, "reachability settled and home providers relayed", hs.all, func() bool {
+		ok := true
+		for d, w := range want {
+			info := d.info(t)
+			got[d] = info.Reachability
+			if info.Reachability != w {
+				ok = false
+			}
+			if (d == hs.coneProv || d == hs.symProv) && len(relayAddrs(info)) == 0 {
+				got[d] += " (no relay address)"
+				ok = false
+			}
+		}
+		return ok
+	})
+	return took
+}
+
+// Issue 37: home GPUs behind NAT take part. One network of namespaces:
+// a relay and a renter on the public segment, a provider behind a cone
+// NAT, a provider behind a symmetric NAT, and a renter behind a cone NAT.
+func TestNATHomes(t *testing.T) {
+	requireNATNet(t)
+	requireDocker(t)
+	hs := startHomes(t)
+	took := waitSettled(t, hs)
+	t.Logf("reachability settled %v after the last daemon started", took.Round(time.Millisecond))
+
+	setHomeOffer(t, hs.coneProv)
+	setHomeOffer(t, hs.symProv)
+	for _, r := range []*natDaemon{hs.renter, hs.homeRenter} {
+		waitFor(t, 30*time.Second, r.name+" has both home providers' offers", hs.all, func() bool {
+			b := r.book(t)
+			return b[hs.coneProv.peerID] && b[hs.symProv.peerID]
+		})
+	}
+
+	t.Run("SymmetricToHomeRenterOverRelay", func(t *testing.T) {
+		j, _ := runJob(t, hs.homeRenter, natJobSpec("sym-relayed", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
+		if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
+			dumpLogs(t, hs.all)
+			t.Fatalf("job ended %+v", j)
+		}
+		conns := hs.homeRenter.connsTo(t, hs.symProv.peerID)
+		t.Logf("home renter -> symmetric provider: %v", conns)
+		if len(conns) == 0 || hs.homeRenter.directTo(t, hs.symProv.peerID) {
+			t.Errorf("the home renter's connections to the provider behind the symmetric NAT are %v; want relayed ones only", conns)
+		}
+	})
+	t.Run("ConeToHomeRenterHolePunched", func(t *testing.T) {
+		j, _ := runJob(t, hs.homeRenter, natJobSpec("cone-punched", coneGPU, "-sleep", "500ms"), natJobBound, hs.all)
+		if j.State != node.StateCompleted || j.Provider != hs.coneProv.peerID || !j.Simulated {
+			dumpLogs(t, hs.all)
+			t.Fatalf("job ended %+v", j)
+		}
+		waitFor(t, 30*time.Second, "a direct connection between the home renter and the cone-NAT provider", hs.all, func() bool {
+			return hs.homeRenter.directTo(t, hs.coneProv.peerID)
+		})
+		t.Logf("home renter -> cone provider: %v", hs.homeRenter.connsTo(t, hs.coneProv.peerID))
+	})
+	t.Run("SymmetricToPublicRenter", func(t *testing.T) {
+		j, _ := runJob(t, hs.renter, natJobSpec("sym-public", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
+		if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
+			dumpLogs(t, hs.all)
+			t.Fatalf("job ended %+v", j)
+		}
+		// The provider dials a public renter itself: no relay needed.
+		conns := hs.renter.connsTo(t, hs.symProv.peerID)
+		t.Logf("public renter -> symmetric provider: %v", conns)
+		if !hs.renter.directTo(t, hs.symProv.peerID) {
+			t.Errorf("the public renter reaches the provider behind the symmetric NAT only through %v", conns)
+		}
+	})
+	// The control: without the relay, the home renter cannot reach the
+	// provider behind the symmetric NAT at all, so what passed above went
+	// through the relay.
+	t.Run("NoRelayNoJob", func(t *testing.T) {
+		hs.relay.kill()
+		j, _ := runJob(t, hs.homeRenter, natJobSpec("sym-no-relay", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
+		if j.State == node.StateCompleted {
+			t.Fatalf("a job reached the provider behind the symmetric NAT with the relay down: %+v", j)
+		}
+		t.Logf("with the relay down the job ends %s: %s", j.State, j.Error)
+	})
+}
