@@ -1,6 +1,7 @@
 package testnet
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,53 @@ func TestNATHomes(t *testing.T) {
 		t.Logf("public renter -> symmetric provider: %v", conns)
 		if !hs.renter.directTo(t, hs.symProv.peerID) {
 			t.Errorf("the public renter reaches the provider behind the symmetric NAT only through %v", conns)
+		}
+	})
+	// What each node tells its owner: `gleaner doctor`'s nat check and
+	// `gleaner id`, in text and JSON, match the node's place.
+	t.Run("DoctorAndIDSayTheTruth", func(t *testing.T) {
+		for _, tc := range []struct {
+			d                       *natDaemon
+			verdict, status, fixHas string
+		}{
+			{hs.relay, p2p.ReachPublic, "pass", ""},
+			{hs.renter, p2p.ReachPublic, "pass", ""},
+			{hs.coneProv, p2p.ReachHolePunch, "pass", "forward"},
+			{hs.homeRenter, p2p.ReachHolePunch, "pass", "forward"},
+			{hs.symProv, p2p.ReachRelayed, "warn", "UPnP"},
+		} {
+			out, _ := tc.d.cli("doctor", "--json") // exits 1 when another check (GPU) fails
+			var rep struct {
+				Checks []struct{ Name, Status, Detail, Fix string }
+			}
+			if err := json.Unmarshal(out, &rep); err != nil {
+				t.Fatalf("%s: doctor --json: %v: %s", tc.d.name, err, out)
+			}
+			found := false
+			for _, c := range rep.Checks {
+				if c.Name != "nat" {
+					continue
+				}
+				found = true
+				t.Logf("%s doctor nat: %s: %s (fix: %s)", tc.d.name, c.Status, c.Detail, c.Fix)
+				if c.Status != tc.status || !strings.HasPrefix(c.Detail, tc.verdict+": ") || !strings.Contains(c.Fix, tc.fixHas) {
+					t.Errorf("%s: doctor's nat check %+v; want %s, %q..., a fix with %q", tc.d.name, c, tc.status, tc.verdict, tc.fixHas)
+				}
+				if tc.verdict != p2p.ReachPublic && !strings.Contains(c.Detail, "a relay holds a slot") {
+					t.Errorf("%s: doctor does not say a relay holds a slot: %s", tc.d.name, c.Detail)
+				}
+			}
+			if !found {
+				t.Errorf("%s: doctor has no nat check: %s", tc.d.name, out)
+			}
+			if got := tc.d.info(t).Reachability; got != tc.verdict {
+				t.Errorf("%s: gleaner id --json says %q, want %q", tc.d.name, got, tc.verdict)
+			}
+			text, err := tc.d.cli("id")
+			meaning, _ := p2p.ReachabilityMeaning(tc.verdict)
+			if err != nil || !strings.Contains(string(text), "reachability:  "+tc.verdict+": "+meaning) {
+				t.Errorf("%s: gleaner id: %v\n%s", tc.d.name, err, text)
+			}
 		}
 	})
 	// The control: without the relay, the home renter cannot reach the
