@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,11 @@ func waitSettled(t testing.TB, hs *homesNet) time.Duration {
 		hs.coneProv: p2p.ReachHolePunch, hs.symProv: p2p.ReachRelayed, hs.homeRenter: p2p.ReachHolePunch,
 	}
 	got := map[*natDaemon]string{}
+	settled := false
 	defer func() {
+		if settled {
+			return
+		}
 		for d, r := range got {
 			var ps []node.PeerResult
 			_ = d.call("node_peers", nil, &ps)
@@ -60,6 +65,7 @@ func waitSettled(t testing.TB, hs *homesNet) time.Duration {
 		}
 		return ok
 	})
+	settled = true
 	return took
 }
 
@@ -175,5 +181,118 @@ func TestNATHomes(t *testing.T) {
 			t.Fatalf("a job reached the provider behind the symmetric NAT with the relay down: %+v", j)
 		}
 		t.Logf("with the relay down the job ends %s: %s", j.State, j.Error)
+	})
+}
+
+// BenchmarkNATJob measures, on the emulated home network, a one-GPU job
+// from submit to completed along three paths in the same run: the home
+// renter to the provider behind the symmetric NAT (through the relay),
+// the home renter to the provider behind the cone NAT (hole-punched,
+// direct), and the public renter to the provider behind the symmetric
+// NAT (direct: the provider dials out). Each path runs one warm-up job
+// first, outside the timer. It reports each path's ms/job, the relayed
+// path as a ratio to the hole-punched one (relay/direct), the settle
+// time (every verdict right and both home providers holding a relay
+// slot, after the last daemon started), the offer's time to a public and
+// a home renter's book, and the time from the home renter's first job
+// to the cone provider to a direct connection (ms/holepunch).
+func BenchmarkNATJob(b *testing.B) {
+	requireNATNet(b)
+	requireDocker(b)
+	hs := startHomes(b)
+	// Metrics measured before ResetTimer are reported at the end (it
+	// deletes those reported earlier).
+	settle := waitSettled(b, hs)
+	setHomeOffer(b, hs.coneProv)
+	offered := time.Now()
+	setHomeOffer(b, hs.symProv)
+	offerPublic := waitFor(b, 30*time.Second, "the offers in the public renter's book", hs.all, func() bool {
+		bk := hs.renter.book(b)
+		return bk[hs.coneProv.peerID] && bk[hs.symProv.peerID]
+	})
+	waitFor(b, 30*time.Second, "the offers in the home renter's book", hs.all, func() bool {
+		bk := hs.homeRenter.book(b)
+		return bk[hs.coneProv.peerID] && bk[hs.symProv.peerID]
+	})
+	offerHome := time.Since(offered)
+	var holepunch time.Duration
+
+	type path struct {
+		name       string
+		renter     *natDaemon
+		prov       *natDaemon
+		model      string
+		total, run time.Duration
+	}
+	paths := []*path{
+		{name: "relayed", renter: hs.homeRenter, prov: hs.symProv, model: symGPU},
+		{name: "punched", renter: hs.homeRenter, prov: hs.coneProv, model: coneGPU},
+		{name: "public", renter: hs.renter, prov: hs.symProv, model: symGPU},
+	}
+	job := func(p *path, name string) (time.Duration, time.Duration) {
+		waitFree(b, p.renter, p.prov, hs.all)
+		start := time.Now()
+		j, toRunning := runJob(b, p.renter, natJobSpec(name, p.model, "-sleep", "200ms", "-lines", "200"), natJobBound, hs.all)
+		if j.State != node.StateCompleted || j.Provider != p.prov.peerID {
+			b.Fatalf("%s job ended %s at %s: %s", p.name, j.State, j.Provider, j.Error)
+		}
+		return time.Since(start), toRunning
+	}
+	for _, p := range paths {
+		start := time.Now()
+		job(p, p.name+"-warmup")
+		if p.name == "punched" {
+			waitFor(b, 30*time.Second, "a hole-punched connection", hs.all, func() bool { return hs.homeRenter.directTo(b, hs.coneProv.peerID) })
+			holepunch = time.Since(start)
+		}
+	}
+	if hs.homeRenter.directTo(b, hs.symProv.peerID) {
+		b.Fatal("the relayed path has a direct connection")
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, p := range paths {
+			total, run := job(p, fmt.Sprintf("%s-%d", p.name, i))
+			p.total += total
+			p.run += run
+		}
+	}
+	b.StopTimer()
+	for _, p := range paths {
+		b.ReportMetric(float64(p.total.Milliseconds())/float64(b.N), "ms/job-"+p.name)
+		b.ReportMetric(float64(p.run.Milliseconds())/float64(b.N), "ms/to-running-"+p.name)
+	}
+	b.ReportMetric(float64(paths[0].total)/float64(paths[1].total), "relay/direct")
+	b.ReportMetric(settle.Seconds(), "s/settle")
+	b.ReportMetric(float64(offerPublic.Milliseconds()), "ms/offer-public")
+	b.ReportMetric(float64(offerHome.Milliseconds()), "ms/offer-home")
+	b.ReportMetric(float64(holepunch.Milliseconds()), "ms/holepunch")
+}
+
+// waitFree waits until prov runs no lease and renter's book shows its
+// GPU unbooked again, so that a measured job does not meet the previous
+// one's release.
+func waitFree(t testing.TB, renter, prov *natDaemon, ds []*natDaemon) {
+	t.Helper()
+	waitFor(t, 30*time.Second, prov.name+" free in "+renter.name+"'s book", ds, func() bool {
+		var leases []node.LeaseView
+		if err := prov.call("lease_list", nil, &leases); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range leases {
+			if l.Active {
+				return false
+			}
+		}
+		var res node.MarketOffersResult
+		if err := renter.call("market_offers", node.MarketOffersParams{Limit: 1000}, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Offers {
+			if o.Provider == prov.peerID {
+				return len(o.Booked) == 0
+			}
+		}
+		return false
 	})
 }
