@@ -119,6 +119,8 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 	hh, err := newHost(ctx, h, cfg, nil, newTraffic(cfg.network))
 	if err == nil {
 		close(hh.listening)
+		// A wrapped (mocknet) host has no NAT to cross: plain dials.
+		hh.lh = relayedOK{Host: h, log: hh.log}
 	}
 	return hh, err
 }
@@ -245,7 +247,12 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater,
 	if hh.dht, err = dht.New(MeteredHost(h), dhtOptions(cfg, hh.bootstrapPeers)...); err != nil {
 		return hh, err
 	}
-	hh.lh = relayedOK{Host: routedhost.Wrap(h, hh.dht), find: hh.dht.FindPeer, log: hh.log}
+	hh.lh = relayedOK{Host: h, log: hh.log}
+	if !cfg.noNAT {
+		// Hosts without NAT traversal (in-process tests and benchmarks)
+		// keep plain dials: nothing they dial sits behind a NAT.
+		hh.lh = relayedOK{Host: routedhost.Wrap(h, hh.dht), find: hh.dht.FindPeer, log: hh.log}
+	}
 	if hh.ps, err = hh.newPubSub(); err != nil {
 		return hh, err
 	}
