@@ -265,6 +265,10 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater,
 	}
 	hh.wg.Add(1)
 	go hh.discoveryLoop()
+	if !cfg.noNAT {
+		hh.wg.Add(1)
+		go hh.relayWatch()
+	}
 	return hh, nil
 }
 

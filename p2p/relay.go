@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -233,4 +234,75 @@ func (r relayedOK) findFirst(ctx context.Context, p peer.ID, given []ma.Multiadd
 			_ = r.Host.Connect(ctx, peer.AddrInfo{ID: p})
 		}
 	}()
+}
+
+// Relay liveness. A relay that dies (a crash, a pulled cable) sends
+// nothing, so this node learns of it only when QUIC's idle timeout closes
+// the connection, half a minute later; until then every relayed
+// connection through it looks alive, and a renter re-attaching to a job
+// opens its stream on one of them and waits in vain. So while this node
+// holds relayed connections, it pings each relay they go through every
+// relayCheckEvery and, when one does not answer within relayCheckWait,
+// closes its connections to that relay, which ends the circuits through
+// it: the next dial takes another relay or a direct path.
+const (
+	relayCheckEvery = 5 * time.Second
+	relayCheckWait  = 5 * time.Second
+)
+
+func (h *Host) relayWatch() {
+	defer h.wg.Done()
+	t := time.NewTicker(relayCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for relay, circuits := range h.relaysInUse() {
+			var err error
+			if h.h.Network().Connectedness(relay) != network.Connected {
+				err = errors.New("no connection to the relay")
+			} else {
+				ctx, cancel := context.WithTimeout(network.WithNoDial(h.ctx, "relay check"), relayCheckWait)
+				_, err = h.Ping(ctx, relay)
+				cancel()
+			}
+			if err == nil || h.ctx.Err() != nil {
+				continue
+			}
+			h.log.Info("a relay stopped answering; closing the connections through it", "relay", relay, "circuits", len(circuits), "err", err)
+			_ = h.h.Network().ClosePeer(relay)
+			for _, c := range circuits {
+				_ = c.Close()
+			}
+		}
+	}
+}
+
+// relaysInUse is the relays that this node's relayed connections go
+// through, each with those connections.
+func (h *Host) relaysInUse() map[peer.ID][]network.Conn {
+	out := map[peer.ID][]network.Conn{}
+	for _, c := range h.h.Network().Conns() {
+		a := c.RemoteMultiaddr()
+		if !isRelayed(a) {
+			continue
+		}
+		if id, err := relayID(a); err == nil {
+			out[id] = append(out[id], c)
+		}
+	}
+	return out
+}
+
+// relayID is the relay's peer ID in .../p2p/<relay>/p2p-circuit/...
+func relayID(a ma.Multiaddr) (peer.ID, error) {
+	before, _ := ma.SplitFunc(a, func(c ma.Component) bool { return c.Protocol().Code == ma.P_CIRCUIT })
+	v, err := before.ValueForProtocol(ma.P_P2P)
+	if err != nil {
+		return "", err
+	}
+	return peer.Decode(v)
 }

@@ -61,6 +61,7 @@ const (
 	natPort  = "4001" // every node listens here, TCP and QUIC, in its own namespace
 	relayIP  = pubNet + ".10"
 	renterIP = pubNet + ".11"
+	relay2IP = pubNet + ".12"
 )
 
 // requireNATNet is requireNetns plus iptables, which the routers need.
@@ -379,6 +380,7 @@ func dumpLogs(t testing.TB, ds []*natDaemon) {
 type homesNet struct {
 	net                   *homeNet
 	relay, renter         *natDaemon
+	relay2                *natDaemon // startHomesRelays(t, 2) only
 	coneProv, symProv     *natDaemon
 	homeRenter            *natDaemon
 	coneHome, symHome     home
@@ -394,7 +396,12 @@ const (
 	symGPU  = "L4"
 )
 
-func startHomes(t testing.TB) *homesNet {
+func startHomes(t testing.TB) *homesNet { return startHomesRelays(t, 1) }
+
+// startHomesRelays is startHomes with n relays (1 or 2). The second, at
+// 11.77.0.12, is in no one's bootstrap list: the home nodes find it
+// through the DHT, as AutoRelay's peer source must.
+func startHomesRelays(t testing.TB, n int) *homesNet {
 	t.Helper()
 	requireNATNet(t)
 	hs := &homesNet{bin: gleanerBinary(t), network: NewNetworkName(), workdir: t.TempDir()}
@@ -412,6 +419,11 @@ func startHomes(t testing.TB) *homesNet {
 	hs.symProv = startNATDaemon(t, hs.bin, hs.workdir, "symmetric-provider", hs.symHome.ns, hs.symHome.wanIP, natDaemonOpts{network: hs.network, bootstrap: boot, gpus: "1x" + symGPU})
 	hs.homeRenter = startNATDaemon(t, hs.bin, hs.workdir, "home-renter", hs.renterHome.ns, hs.renterHome.wanIP, natDaemonOpts{network: hs.network, bootstrap: boot})
 	hs.all = []*natDaemon{hs.relay, hs.renter, hs.coneProv, hs.symProv, hs.homeRenter}
+	if n > 1 {
+		ns := hs.net.public(t, "relay2", relay2IP)
+		hs.relay2 = startNATDaemon(t, hs.bin, hs.workdir, "relay2", ns, relay2IP, natDaemonOpts{network: hs.network, bootstrap: boot, relay: true})
+		hs.all = append(hs.all, hs.relay2)
+	}
 	return hs
 }
 

@@ -38,6 +38,9 @@ func waitSettled(t testing.TB, hs *homesNet) time.Duration {
 		hs.relay: p2p.ReachPublic, hs.renter: p2p.ReachPublic,
 		hs.coneProv: p2p.ReachHolePunch, hs.symProv: p2p.ReachRelayed, hs.homeRenter: p2p.ReachHolePunch,
 	}
+	if hs.relay2 != nil {
+		want[hs.relay2] = p2p.ReachPublic
+	}
 	got := map[*natDaemon]string{}
 	settled := false
 	defer func() {
@@ -295,4 +298,90 @@ func waitFree(t testing.TB, renter, prov *natDaemon, ds []*natDaemon) {
 		}
 		return false
 	})
+}
+
+// relayOf is the relay's peer ID in a /p2p/<relay>/p2p-circuit address.
+func relayOf(addr string) string {
+	before, _, ok := strings.Cut(addr, "/p2p-circuit")
+	if !ok {
+		return ""
+	}
+	return before[strings.LastIndex(before, "/p2p/")+len("/p2p/"):]
+}
+
+// Issue 37: a relay killed in the middle of a job. The provider behind
+// the symmetric NAT holds slots on two relays, the second found through
+// the DHT (it is in no bootstrap list); the home renter's job runs
+// through one of them; that relay is killed. The renter loses the job's
+// stream, dials the provider again through the other relay, re-attaches,
+// and the job completes.
+func TestNATRelayLostMidJob(t *testing.T) {
+	requireNATNet(t)
+	requireDocker(t)
+	hs := startHomesRelays(t, 2)
+	waitSettled(t, hs)
+	relays := map[string]*natDaemon{hs.relay.peerID: hs.relay, hs.relay2.peerID: hs.relay2}
+	took := waitFor(t, 90*time.Second, "the symmetric provider holding slots on both relays", hs.all, func() bool {
+		held := map[string]bool{}
+		for _, a := range relayAddrs(hs.symProv.info(t)) {
+			held[relayOf(a)] = true
+		}
+		return held[hs.relay.peerID] && held[hs.relay2.peerID]
+	})
+	t.Logf("slots on both relays %v after settling", took.Round(time.Millisecond))
+	setHomeOffer(t, hs.symProv)
+	waitFor(t, 30*time.Second, "the home renter has the offer", hs.all, func() bool { return hs.homeRenter.book(t)[hs.symProv.peerID] })
+
+	var j node.JobRecord
+	if err := hs.homeRenter.call("job_submit", node.JobSubmitParams{Spec: natJobSpec("relay-lost", symGPU, "-sleep", "20s", "-lines", "20")}, &j); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, natJobBound, "the job running", hs.all, func() bool {
+		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
+			t.Fatal(err)
+		}
+		return j.State == node.StateRunning
+	})
+	var used *natDaemon
+	for _, a := range hs.homeRenter.connsTo(t, hs.symProv.peerID) {
+		if r := relays[relayOf(a)]; r != nil {
+			used = r
+		}
+	}
+	if used == nil {
+		t.Fatalf("the job runs over no relay: %v", hs.homeRenter.connsTo(t, hs.symProv.peerID))
+	}
+	t.Logf("the job runs through %s; killing it", used.name)
+	used.kill()
+	killed := time.Now()
+
+	var notes []string
+	waitFor(t, natJobBound, "the job ended", hs.all, func() bool {
+		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.Error != "" && (len(notes) == 0 || notes[len(notes)-1] != j.Error) {
+			notes = append(notes, j.Error)
+		}
+		return ended(j.State) || j.State == node.StateCancelled
+	})
+	t.Logf("ended %v after the kill; notes on the way: %q", time.Since(killed).Round(time.Millisecond), notes)
+	if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID {
+		dumpLogs(t, hs.all)
+		t.Fatalf("job ended %s at %s: %s", j.State, j.Provider, j.Error)
+	}
+	conns := hs.homeRenter.connsTo(t, hs.symProv.peerID)
+	t.Logf("home renter -> symmetric provider after the kill: %v", conns)
+	for _, a := range conns {
+		if relayOf(a) == used.peerID {
+			t.Errorf("still connected through the killed relay: %v", conns)
+		}
+	}
+	var logs node.JobLogsResult
+	if err := hs.homeRenter.call("job_logs", node.JobIDParams{ID: j.ID}, &logs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.Logs, "job finished") {
+		t.Errorf("the renter's logs lack the job's end:\n%s", logs.Logs)
+	}
 }
