@@ -58,6 +58,11 @@ func (h *Host) FindProviders(ctx context.Context, c cid.Cid, max int) ([]peer.Ad
 // fills its connection table in seconds, not after one interval.
 func (h *Host) discoveryLoop() {
 	defer h.wg.Done()
+	select { // dial from the listen ports (see bootstrapPeers)
+	case <-h.listening:
+	case <-h.ctx.Done():
+		return
+	}
 	h.connectAll(h.cfg.bootstrap)
 	if err := h.dht.Bootstrap(h.ctx); err != nil {
 		h.log.Debug("dht bootstrap", "err", err)

@@ -72,6 +72,8 @@ func (h *Host) handleEvent(e any) {
 		}
 		h.events.publish(pe)
 	case event.EvtPeerIdentificationCompleted:
+		h.nat.record(e.Conn, e.ObservedAddr)
+		h.logReachability()
 		if !h.speaksOurNetwork(e.Protocols) {
 			go func() {
 				if h.stillForeign(e.Peer) {
@@ -88,7 +90,20 @@ func (h *Host) handleEvent(e any) {
 		default:
 			h.reach.Store("unknown")
 		}
+		h.logReachability()
 	}
+}
+
+// logReachability logs the verdict when it changes, with its grounds and,
+// in one sentence, what it means for the owner.
+func (h *Host) logReachability() {
+	s := h.NAT()
+	if old, _ := h.lastVerdict.Swap(s.Verdict).(string); old == s.Verdict {
+		return
+	}
+	meaning, _ := ReachabilityMeaning(s.Verdict)
+	h.log.Info("reachability", "verdict", s.Verdict, "autonat", s.AutoNAT, "nat_mapping", s.Mapping,
+		"observers", s.Observers, "relays", len(s.Relays), "meaning", meaning)
 }
 
 // SubscribePeerEvents streams connect/disconnect events until ctx is done or

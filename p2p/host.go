@@ -21,8 +21,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	routedhost "github.com/libp2p/go-libp2p/p2p/host/routed"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -40,6 +42,7 @@ const closeTimeout = 2500 * time.Millisecond
 type Host struct {
 	cfg    *config
 	h      host.Host
+	lh     host.Host // what LibP2P hands out: h, routed and relay-capable (relay.go)
 	dht    *dht.IpfsDHT
 	ps     *pubsub.PubSub
 	log    *slog.Logger
@@ -50,10 +53,16 @@ type Host struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	reach   atomic.Value // string: "unknown" | "public" | "private"
-	events  eventHub
-	scores  scoreBoard
-	traffic *traffic // stream bytes and gossip messages (traffic.go)
+	reach atomic.Value // string: AutoNAT's "unknown" | "public" | "private"
+	nat   natObservations
+	// listening is closed once the host listens (New) or wraps a host
+	// that does (NewFromHost): the first dials wait for it (bootstrapPeers).
+	listening chan struct{}
+	// lastVerdict is the reachability verdict last logged (string).
+	lastVerdict atomic.Value
+	events      eventHub
+	scores      scoreBoard
+	traffic     *traffic // stream bytes and gossip messages (traffic.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -68,7 +77,8 @@ func New(ctx context.Context, opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	gater := newForeignGater()
-	lopts, err := libp2pOptions(cfg, gater)
+	relays := &relayPeers{boot: cfg.bootstrap}
+	lopts, err := libp2pOptions(cfg, gater, relays)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +87,7 @@ func New(ctx context.Context, opts ...Option) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	relays.h.Store(&h)
 	hh, err := newHost(ctx, h, cfg, gater, tr)
 	if err != nil {
 		return nil, err
@@ -88,6 +99,7 @@ func New(ctx context.Context, opts ...Option) (*Host, error) {
 		hh.Close()
 		return nil, err
 	}
+	close(hh.listening)
 	return hh, nil
 }
 
@@ -104,10 +116,16 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 		// renter measures each candidate's RTT by ping while it quotes.
 		ping.NewPingService(h)
 	}
-	return newHost(ctx, h, cfg, nil, newTraffic(cfg.network))
+	hh, err := newHost(ctx, h, cfg, nil, newTraffic(cfg.network))
+	if err == nil {
+		close(hh.listening)
+		// A wrapped (mocknet) host has no NAT to cross: plain dials.
+		hh.lh = relayedOK{Host: h, log: hh.log}
+	}
+	return hh, err
 }
 
-func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
+func libp2pOptions(cfg *config, gater *foreignGater, relays *relayPeers) ([]libp2p.Option, error) {
 	// Without the metrics tracer: it cost 7% of a node's CPU in a burst of
 	// auctions (issue 33's profile), for metrics nothing reads.
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(resourceLimits(cfg.maxMemory, cfg.maxFD)), rcmgr.WithMetricsDisabled())
@@ -140,14 +158,17 @@ func libp2pOptions(cfg *config, gater *foreignGater) ([]libp2p.Option, error) {
 	if cfg.noNAT {
 		o = append(o, libp2p.DisableRelay())
 	} else {
-		o = append(o, libp2p.EnableRelay(), libp2p.NATPortMap(),
-			libp2p.EnableHolePunching(), libp2p.EnableAutoNATv2())
-		if len(cfg.bootstrap) > 0 {
-			o = append(o, libp2p.EnableAutoRelayWithStaticRelays(cfg.bootstrap))
-		}
+		// NAT traversal (issue 37; nat.go, relay.go): every node answers
+		// AutoNAT (libp2p stops serving once it learns it is private
+		// itself), maps a port by UPnP/NAT-PMP when the router offers it,
+		// punches holes (DCUtR), and, once AutoNAT says it is private,
+		// reserves a slot on relays it picks among its peers.
+		o = append(o, libp2p.EnableRelay(), libp2p.NATPortMap(), libp2p.EnableNATService(),
+			libp2p.EnableHolePunching(), libp2p.EnableAutoNATv2(),
+			libp2p.EnableAutoRelayWithPeerSource(relays.source, autoRelayOptions()...))
 	}
 	if cfg.relayService {
-		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
+		o = append(o, libp2p.EnableRelayService(relayv2.WithResources(RelayResources())), libp2p.EnableNATService())
 	}
 	return o, nil
 }
@@ -213,7 +234,7 @@ func resourceLimits(maxMemory int64, maxFD int) rcmgr.ConcreteLimitConfig {
 
 func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater, tr *traffic) (hh *Host, err error) {
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	hh = &Host{cfg: cfg, h: h, log: cfg.log.With("network", cfg.network), gater: gater, ctx: hctx, cancel: cancel}
+	hh = &Host{cfg: cfg, h: h, log: cfg.log.With("network", cfg.network), gater: gater, ctx: hctx, cancel: cancel, listening: make(chan struct{})}
 	hh.traffic, tr.gossip.self = tr, h.ID()
 	hh.reach.Store("unknown")
 	defer func() {
@@ -229,8 +250,14 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater,
 	}
 	// Metered: the DHT reads messages of up to 4 MiB, allocated at their
 	// prefix; the metered host charges them to the peer first (meter.go).
-	if hh.dht, err = dht.New(MeteredHost(h), dhtOptions(cfg)...); err != nil {
+	if hh.dht, err = dht.New(MeteredHost(h), dhtOptions(cfg, hh.bootstrapPeers)...); err != nil {
 		return hh, err
+	}
+	hh.lh = relayedOK{Host: h, log: hh.log}
+	if !cfg.noNAT {
+		// Hosts without NAT traversal (in-process tests and benchmarks)
+		// keep plain dials: nothing they dial sits behind a NAT.
+		hh.lh = relayedOK{Host: routedhost.Wrap(h, hh.dht), find: hh.dht.FindPeer, log: hh.log}
 	}
 	if hh.ps, err = hh.newPubSub(); err != nil {
 		return hh, err
@@ -244,10 +271,30 @@ func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater,
 	}
 	hh.wg.Add(1)
 	go hh.discoveryLoop()
+	if !cfg.noNAT {
+		hh.wg.Add(1)
+		go hh.relayWatch()
+	}
 	return hh, nil
 }
 
-func dhtOptions(cfg *config) []dht.Option {
+// bootstrapPeers is the DHT's bootstrap list, empty until the host
+// listens: the DHT dials its bootstrap peers as soon as it starts, and a
+// connection dialled before the listeners exist leaves from a throwaway
+// port (QUIC: another UDP socket). Behind a NAT that connection, usually
+// the one to the relay, would show the relay a mapping that neither hole
+// punching nor the NAT check (nat.go) can use. The node's bootstrapper
+// dials the same peers once New returns.
+func (h *Host) bootstrapPeers() []peer.AddrInfo {
+	select {
+	case <-h.listening:
+		return h.cfg.bootstrap
+	default:
+		return nil
+	}
+}
+
+func dhtOptions(cfg *config, bootstrap func() []peer.AddrInfo) []dht.Option {
 	// "auto" maps to ModeAutoServer: a young network without AutoNAT
 	// servers never learns it is public, and a DHT of clients finds nothing.
 	mode := dht.ModeAutoServer
@@ -260,7 +307,7 @@ func dhtOptions(cfg *config) []dht.Option {
 	return []dht.Option{
 		dht.ProtocolPrefix(protocolPrefix(cfg.network)),
 		dht.Mode(mode),
-		dht.BootstrapPeers(cfg.bootstrap...),
+		dht.BootstrapPeersFunc(bootstrap),
 	}
 }
 
@@ -270,8 +317,14 @@ func (h *Host) ID() peer.ID { return h.h.ID() }
 // Network is the network name N.
 func (h *Host) Network() string { return h.cfg.network }
 
-// LibP2P exposes the underlying host for stream handlers.
-func (h *Host) LibP2P() host.Host { return h.h }
+// LibP2P exposes the underlying host for stream handlers. Its Connect and
+// NewStream look a peer's addresses up in the DHT when the peerstore has
+// none that work (a home provider's relayed addresses appear only once it
+// holds a reservation), and NewStream also opens streams over a limited
+// (relayed) connection when that is the only one to the peer: a provider
+// behind a NAT that hole punching cannot cross is reached only so
+// (relay.go).
+func (h *Host) LibP2P() host.Host { return h.lh }
 
 // DHT exposes the Kademlia DHT.
 func (h *Host) DHT() *dht.IpfsDHT { return h.dht }
@@ -289,8 +342,9 @@ func (h *Host) Addrs() []ma.Multiaddr {
 	return addrs
 }
 
-// Reachability is "unknown", "public" or "private", as AutoNAT last said.
-func (h *Host) Reachability() string { return h.reach.Load().(string) }
+// Reachability is the verdict of NAT(): one of the Reach* constants
+// (unknown, public, private, nat-holepunch, relayed).
+func (h *Host) Reachability() string { return h.NAT().Verdict }
 
 // Close stops discovery, the DHT, gossipsub and the libp2p host. It is
 // idempotent and returns within closeTimeout even if a peer hangs.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,7 +30,11 @@ func idCommand() *cli.Command {
 				fmt.Fprintf(w, "network:       %s\n", info.Network)
 				fmt.Fprintf(w, "version:       %s\n", info.Version)
 				fmt.Fprintf(w, "uptime:        %s\n", (time.Duration(info.UptimeSec) * time.Second).String())
-				fmt.Fprintf(w, "reachability:  %s\n", info.Reachability)
+				meaning, fix := p2p.ReachabilityMeaning(info.Reachability)
+				fmt.Fprintf(w, "reachability:  %s: %s\n", info.Reachability, meaning)
+				if fix != "" {
+					fmt.Fprintf(w, "               to change it: %s\n", fix)
+				}
 				fmt.Fprintf(w, "peers:         %d\n", info.Peers)
 				whyNoPeers(w, info, "bootstrap:     ", "               ")
 				for _, a := range info.Addrs {

@@ -62,21 +62,50 @@ func allLoopback(addrs []string) bool {
 	return true
 }
 
+// natCheck judges the node's reachability verdict (p2p.Host.NAT): what
+// AutoNAT answered and how the NAT maps ports, said in one sentence an
+// owner who does not know what NAT is can act on.
 func natCheck(r Result) Check {
 	c := Check{Name: "nat"}
+	meaning, fix := p2p.ReachabilityMeaning(r.Reachability)
+	relayed := hasRelayAddr(r.Addrs)
 	switch r.Reachability {
-	case "public":
-		c.Status, c.Detail = StatusPass, "AutoNAT: public; peers can dial this node directly"
-	case "private":
+	case p2p.ReachPublic:
+		c.Status, c.Detail = StatusPass, "public: "+meaning
+		return c
+	case p2p.ReachHolePunch:
+		c.Status = StatusPass
+	case p2p.ReachUnknown:
 		c.Status = StatusWarn
-		c.Detail = "AutoNAT: private; peers reach this node only through relays and hole punching, which is slower and fails more"
-		c.Fix = "forward the p2p port (TCP and UDP) on the router to this host, or enable UPnP on the router"
-	default:
+		if r.Network == repo.NetworkLocal {
+			meaning += "; on the local network no node runs AutoNAT"
+		}
+	default: // private, relayed
 		c.Status = StatusWarn
-		c.Detail = "AutoNAT has no answer yet (" + r.Reachability + "): it needs connected peers that run AutoNAT, and none runs on a local network"
-		c.Fix = "stay connected to the network a few minutes and run doctor again"
+	}
+	c.Detail, c.Fix = r.Reachability+": "+meaning, fix
+	if r.Reachability != p2p.ReachUnknown {
+		if relayed {
+			c.Detail += "; a relay holds a slot for it"
+		} else {
+			// Behind a NAT with no relay, peers behind other NATs
+			// cannot reach it at all.
+			c.Status = StatusWarn
+			c.Detail += "; but no relay holds a slot for it yet, so peers behind other routers cannot reach it"
+			c.Fix = "wait a minute for a relay (any node started with --relay); if none appears, " + fix
+		}
 	}
 	return c
+}
+
+// hasRelayAddr reports a /p2p-circuit address among addrs.
+func hasRelayAddr(addrs []string) bool {
+	for _, a := range addrs {
+		if strings.Contains(a, "/p2p-circuit") {
+			return true
+		}
+	}
+	return false
 }
 
 // clockCheck judges this host's clock by the median skew of the peers that

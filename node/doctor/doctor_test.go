@@ -317,11 +317,21 @@ func TestDaemonChecks(t *testing.T) {
 	if c := byName(DaemonChecks(r), "listen"); c.Status != StatusPass {
 		t.Errorf("loopback only on the local network: %+v", c)
 	}
-	for reach, want := range map[string]string{"public": StatusPass, "private": StatusWarn, "unknown": StatusWarn} {
+	for reach, want := range map[string]string{"public": StatusPass, "private": StatusWarn, "unknown": StatusWarn, "relayed": StatusWarn} {
 		r.Reachability = reach
-		if c := byName(DaemonChecks(r), "nat"); c.Status != want || (want != StatusPass && c.Fix == "") {
+		if c := byName(DaemonChecks(r), "nat"); c.Status != want || (want != StatusPass && c.Fix == "") || !strings.HasPrefix(c.Detail, reach+": ") {
 			t.Errorf("reachability %s: %+v", reach, c)
 		}
+	}
+	// Behind a NAT: hole punching passes once a relay holds a slot (the
+	// first contact goes through it); without one, it warns.
+	r.Reachability, r.Addrs = "nat-holepunch", []string{"/ip4/11.77.0.10/udp/4001/quic-v1/p2p/12D3KooWrelay/p2p-circuit"}
+	if c := byName(DaemonChecks(r), "nat"); c.Status != StatusPass || !strings.Contains(c.Detail, "a relay holds a slot") || c.Fix == "" {
+		t.Errorf("hole-punchable with a relay: %+v", c)
+	}
+	r.Addrs = nil
+	if c := byName(DaemonChecks(r), "nat"); c.Status != StatusWarn || !strings.Contains(c.Detail, "no relay holds a slot") {
+		t.Errorf("hole-punchable without a relay: %+v", c)
 	}
 	for _, c := range DaemonSkipped("daemon not running") {
 		if c.Status != StatusSkip || c.Detail != "skipped: daemon not running" {

@@ -7,10 +7,12 @@ type Result struct {
 	Network string `json:"network"`
 	// ListenAddrs are the addresses the host listens on, as configured
 	// (0.0.0.0 unexpanded); Addrs what it advertises to peers.
-	ListenAddrs  []string `json:"listen_addrs"`
-	Addrs        []string `json:"addrs"`
-	Reachability string   `json:"reachability"` // AutoNAT's answer: unknown, public or private
-	Peers        int      `json:"peers"`
+	ListenAddrs []string `json:"listen_addrs"`
+	Addrs       []string `json:"addrs"`
+	// Reachability is the host's verdict (p2p.Host.Reachability): unknown,
+	// public, private, nat-holepunch or relayed.
+	Reachability string `json:"reachability"`
+	Peers        int    `json:"peers"`
 	// Clocks are the peers asked for their time: at most doctorMaxPeers,
 	// chosen at random, those this node dialled itself first.
 	Clocks []PeerClock `json:"clocks"`
