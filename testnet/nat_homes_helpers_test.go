@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // A test network of homes (issue 37), built of network namespaces on
@@ -469,9 +470,9 @@ allow_simulated: true
 
 // runJob submits spec at r and waits for it to end; it returns the final
 // record and how long submit-to-running took.
-func runJob(t testing.TB, r *natDaemon, spec string, limit time.Duration, ds []*natDaemon) (node.JobRecord, time.Duration) {
+func runJob(t testing.TB, r *natDaemon, spec string, limit time.Duration, ds []*natDaemon) (renting.JobRecord, time.Duration) {
 	t.Helper()
-	var j node.JobRecord
+	var j renting.JobRecord
 	start := time.Now()
 	if err := r.call("job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 		t.Fatal(err)
@@ -482,11 +483,11 @@ func runJob(t testing.TB, r *natDaemon, spec string, limit time.Duration, ds []*
 		if err := r.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
 			t.Fatal(err)
 		}
-		if running == 0 && (j.State == node.StateRunning || j.State == node.StateCompleted) {
+		if running == 0 && (j.State == renting.StateRunning || j.State == renting.StateCompleted) {
 			running = time.Since(start)
 		}
-		if ended(j.State) || j.State == node.StateCancelled {
-			if j.State != node.StateCompleted {
+		if ended(j.State) || j.State == renting.StateCancelled {
+			if j.State != renting.StateCompleted {
 				var ex json.RawMessage
 				_ = r.call("job_explain", node.JobIDParams{ID: j.ID}, &ex)
 				t.Logf("job %s ended %s; explain: %s", j.ID, j.State, ex)

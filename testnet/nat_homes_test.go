@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/p2p"
 )
 
@@ -93,7 +94,7 @@ func TestNATHomes(t *testing.T) {
 
 	t.Run("SymmetricToHomeRenterOverRelay", func(t *testing.T) {
 		j, _ := runJob(t, hs.homeRenter, natJobSpec("sym-relayed", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
+		if j.State != renting.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
 			dumpLogs(t, hs.all)
 			t.Fatalf("job ended %+v", j)
 		}
@@ -105,7 +106,7 @@ func TestNATHomes(t *testing.T) {
 	})
 	t.Run("ConeToHomeRenterHolePunched", func(t *testing.T) {
 		j, _ := runJob(t, hs.homeRenter, natJobSpec("cone-punched", coneGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != node.StateCompleted || j.Provider != hs.coneProv.peerID || !j.Simulated {
+		if j.State != renting.StateCompleted || j.Provider != hs.coneProv.peerID || !j.Simulated {
 			dumpLogs(t, hs.all)
 			t.Fatalf("job ended %+v", j)
 		}
@@ -116,7 +117,7 @@ func TestNATHomes(t *testing.T) {
 	})
 	t.Run("SymmetricToPublicRenter", func(t *testing.T) {
 		j, _ := runJob(t, hs.renter, natJobSpec("sym-public", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
+		if j.State != renting.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
 			dumpLogs(t, hs.all)
 			t.Fatalf("job ended %+v", j)
 		}
@@ -180,7 +181,7 @@ func TestNATHomes(t *testing.T) {
 	t.Run("NoRelayNoJob", func(t *testing.T) {
 		hs.relay.kill()
 		j, _ := runJob(t, hs.homeRenter, natJobSpec("sym-no-relay", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State == node.StateCompleted {
+		if j.State == renting.StateCompleted {
 			t.Fatalf("a job reached the provider behind the symmetric NAT with the relay down: %+v", j)
 		}
 		t.Logf("with the relay down the job ends %s: %s", j.State, j.Error)
@@ -236,7 +237,7 @@ func BenchmarkNATJob(b *testing.B) {
 		waitFree(b, p.renter, p.prov, hs.all)
 		start := time.Now()
 		j, toRunning := runJob(b, p.renter, natJobSpec(name, p.model, "-sleep", "200ms", "-lines", "200"), natJobBound, hs.all)
-		if j.State != node.StateCompleted || j.Provider != p.prov.peerID {
+		if j.State != renting.StateCompleted || j.Provider != p.prov.peerID {
 			b.Fatalf("%s job ended %s at %s: %s", p.name, j.State, j.Provider, j.Error)
 		}
 		return time.Since(start), toRunning
@@ -332,7 +333,7 @@ func TestNATRelayLostMidJob(t *testing.T) {
 	setHomeOffer(t, hs.symProv)
 	waitFor(t, 30*time.Second, "the home renter has the offer", hs.all, func() bool { return hs.homeRenter.book(t)[hs.symProv.peerID] })
 
-	var j node.JobRecord
+	var j renting.JobRecord
 	if err := hs.homeRenter.call("job_submit", node.JobSubmitParams{Spec: natJobSpec("relay-lost", symGPU, "-sleep", "20s", "-lines", "20")}, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestNATRelayLostMidJob(t *testing.T) {
 		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
 			t.Fatal(err)
 		}
-		return j.State == node.StateRunning
+		return j.State == renting.StateRunning
 	})
 	var used *natDaemon
 	for _, a := range hs.homeRenter.connsTo(t, hs.symProv.peerID) {
@@ -363,10 +364,10 @@ func TestNATRelayLostMidJob(t *testing.T) {
 		if j.Error != "" && (len(notes) == 0 || notes[len(notes)-1] != j.Error) {
 			notes = append(notes, j.Error)
 		}
-		return ended(j.State) || j.State == node.StateCancelled
+		return ended(j.State) || j.State == renting.StateCancelled
 	})
 	t.Logf("ended %v after the kill; notes on the way: %q", time.Since(killed).Round(time.Millisecond), notes)
-	if j.State != node.StateCompleted || j.Provider != hs.symProv.peerID {
+	if j.State != renting.StateCompleted || j.Provider != hs.symProv.peerID {
 		dumpLogs(t, hs.all)
 		t.Fatalf("job ended %s at %s: %s", j.State, j.Provider, j.Error)
 	}
