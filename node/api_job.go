@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/providing"
@@ -99,6 +100,9 @@ func (a jobAPI) Status(ctx context.Context, p JobIDParams) (*renting.JobRecord, 
 		j.PriceWhy = j.Explain.Clearing // the round that set the lease's price
 	}
 	j.Explain = nil
+	if id, err := peer.Decode(j.Provider); err == nil && j.Provider != "" {
+		j.ProviderPath = a.n.host.PathTo(id)
+	}
 	return j, nil
 }
 

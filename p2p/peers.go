@@ -166,3 +166,26 @@ func (h *Host) awaitIdentify(ctx context.Context, p peer.ID) {
 		}
 	}
 }
+
+// Paths to a peer, as PathTo reports them.
+const (
+	PathDirect  = "direct"  // at least one connection that no relay carries
+	PathRelayed = "relayed" // every connection runs through a relay (/p2p-circuit)
+)
+
+// PathTo is how this host reaches p now: PathDirect, PathRelayed, or ""
+// when it holds no connection to p (a job between streams, a provider
+// gone). A renter shows it beside a job, so that an owner whose provider
+// is relayed-only learns it from `job status`, not from slow transfers.
+func (h *Host) PathTo(p peer.ID) string {
+	conns := h.h.Network().ConnsToPeer(p)
+	if len(conns) == 0 {
+		return ""
+	}
+	for _, c := range conns {
+		if !isRelayed(c.RemoteMultiaddr()) {
+			return PathDirect
+		}
+	}
+	return PathRelayed
+}

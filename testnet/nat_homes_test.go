@@ -103,6 +103,10 @@ func TestNATHomes(t *testing.T) {
 		if len(conns) == 0 || hs.homeRenter.directTo(t, hs.symProv.peerID) {
 			t.Errorf("the home renter's connections to the provider behind the symmetric NAT are %v; want relayed ones only", conns)
 		}
+		// job status says so: the renter learns its provider is relayed.
+		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil || j.ProviderPath != p2p.PathRelayed {
+			t.Errorf("job status says the provider path is %q (%v); want %q", j.ProviderPath, err, p2p.PathRelayed)
+		}
 	})
 	t.Run("ConeToHomeRenterHolePunched", func(t *testing.T) {
 		j, _ := runJob(t, hs.homeRenter, natJobSpec("cone-punched", coneGPU, "-sleep", "500ms"), natJobBound, hs.all)
@@ -114,6 +118,9 @@ func TestNATHomes(t *testing.T) {
 			return hs.homeRenter.directTo(t, hs.coneProv.peerID)
 		})
 		t.Logf("home renter -> cone provider: %v", hs.homeRenter.connsTo(t, hs.coneProv.peerID))
+		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil || j.ProviderPath != p2p.PathDirect {
+			t.Errorf("job status says the provider path is %q (%v); want %q", j.ProviderPath, err, p2p.PathDirect)
+		}
 	})
 	t.Run("SymmetricToPublicRenter", func(t *testing.T) {
 		j, _ := runJob(t, hs.renter, natJobSpec("sym-public", symGPU, "-sleep", "500ms"), natJobBound, hs.all)

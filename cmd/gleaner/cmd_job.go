@@ -18,6 +18,7 @@ import (
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
@@ -427,7 +428,7 @@ func printJob(w io.Writer, j renting.JobRecord) {
 		if j.Simulated {
 			sim = " (SIMULATED GPUs)"
 		}
-		fmt.Fprintf(w, "provider:  %s%s\nprice:     %s per GPU-hour x %d GPU(s)\n", j.Provider, sim, credits(j.Price), j.GPUs)
+		fmt.Fprintf(w, "provider:  %s%s%s\nprice:     %s per GPU-hour x %d GPU(s)\n", j.Provider, sim, pathNote(j.ProviderPath), credits(j.Price), j.GPUs)
 		if pw := j.PriceWhy; pw != nil {
 			fmt.Fprintf(w, "why:       %s\n", pw.Why)
 		}
@@ -712,4 +713,16 @@ func interrupted(c *cli.Context, id, state string) error {
 		msg:  fmt.Sprintf("interrupted; job %s goes on (state %s)", id, state),
 		hint: fmt.Sprintf("follow it again: gleaner job logs -f %s; stop it: gleaner job cancel %s", id, id),
 	}
+}
+
+// pathNote says how the renter reaches the provider, when it does: a
+// relayed provider's data moves through a third node (docs/NAT.md).
+func pathNote(path string) string {
+	switch path {
+	case p2p.PathRelayed:
+		return " (reached through a relay: docs/NAT.md)"
+	case p2p.PathDirect:
+		return " (direct connection)"
+	}
+	return ""
 }

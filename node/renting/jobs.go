@@ -151,6 +151,11 @@ type JobRecord struct {
 	// PriceWhy is what set Price: the clearing rule and its numbers
 	// (job_status fills it from the round's explain; not stored).
 	PriceWhy *renter.Clearing `json:"price_why,omitempty"`
+	// ProviderPath is how this node reaches the provider now: direct,
+	// relayed (through a circuit relay: a provider behind a NAT that hole
+	// punching could not cross), or empty when not connected (job_status
+	// fills it; not stored).
+	ProviderPath string `json:"provider_path,omitempty"`
 }
 
 // errStopping: the node is stopping and starts no more jobs. A job
