@@ -586,7 +586,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 	inv := pj.p.Availability().Inventory
 	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
-		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
+		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env, Provided: spec.ShardEnv(),
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress && !spec.IsService(), CheckpointPath: spec.Checkpoint.Path,
