@@ -2,6 +2,7 @@ package auction
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,5 +122,19 @@ array: {shards: 2}
 	var se *SpecError
 	if !errors.As(err, &se) || se.Field != "array" || !strings.Contains(se.Msg, "only a batch job") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestArrayExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../docs/examples/array.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseJobSpec(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Array == nil || s.Array.Shards != 100 || s.Array.MaxParallel != 20 {
+		t.Fatalf("array %+v", s.Array)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/urfave/cli/v2"
@@ -117,7 +118,7 @@ func fetchArray(c *cli.Context, j renting.JobRecord, dir string, timeout int) er
 	var results []node.DataFetchResult
 	missing := 0
 	for _, sh := range j.ArrayView.ShardJobs {
-		if sh.Phase != "done" || sh.Outputs == "" {
+		if sh.Phase != renter.ShardDone || sh.Outputs == "" {
 			missing++
 			continue
 		}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/testnet/demoimage"
+	"github.com/gleaner-net/gleaner/testnet/staticimage"
+)
+
+// shardImage is the demo job under a tag of its own: the demo job prints
+// and writes its shard, and the shared tag may be rebuilt meanwhile by a
+// test of another checkout whose demo job does not.
+const shardImage = "gleaner-demojob-shards:1"
+
+func buildShardImage(t *testing.T) {
+	t.Helper()
+	requireDocker(t) // fails loudly without Docker, as every Docker test here
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := staticimage.Build(ctx, "../..", staticimage.Image{Package: "./testnet/demojob", Tag: shardImage}); err != nil {
+		t.Fatalf("build %s: %v", shardImage, err)
+	}
+}
+
+func arraySpec(t *testing.T, name, command string, shards, parallel int) string {
+	t.Helper()
+	spec := fmt.Sprintf("name: %s\nimage: %s\ncommand: %s\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
+		"duration: {max: 10m}\nallow_simulated: true\noutputs: {path: /outputs, max_size: 16MiB}\narray: {shards: %d, max_parallel: %d}\n",
+		name, shardImage, command, shards, parallel)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func arrayStatus(t *testing.T, rn *rnode, id string) renting.JobRecord {
+	t.Helper()
+	var j renting.JobRecord
+	decodeJSON(t, rn.cli(t, "job", "status", id, "--json"), "job status "+id, &j)
+	if j.ArrayView == nil {
+		t.Fatalf("job status %s: no array view: %+v", id, j)
+	}
+	return j
+}
+
+// An array of 6 shards over two providers of two GPUs: one ID; every
+// shard runs once with its own GLEANER_SHARD_INDEX, its log and outputs
+// reached through the array's ID; an array cancelled mid-run leaves no
+// container.
+func TestJobArrayEndToEnd(t *testing.T) {
+	buildShardImage(t)
+	p1 := provider(t, "p1", "2xRTX4090")
+	p2 := provider(t, "p2", "2xRTX4090")
+	rn := startRenter(t, p1, p2)
+	all := []*rnode{p1, p2, rn}
+
+	r := rn.cli(t, "job", "run", arraySpec(t, "shards", `["-write", "/outputs", "-lines", "1"]`, 6, 4))
+	mustOK(t, r, "job run array.yaml\n"+tails(all))
+	id := strings.TrimSpace(r.stdout)
+	if !strings.Contains(r.stderr, "6/6 done") {
+		t.Errorf("job run's progress lines: %q", r.stderr)
+	}
+	j := arrayStatus(t, rn, id)
+	v := j.ArrayView
+	if j.State != renting.StateCompleted || v.Done != 6 || len(v.ShardJobs) != 6 {
+		t.Fatalf("array %s: %s, %s", id, j.State, v.Line())
+	}
+	providers := map[string]int{}
+	for _, sh := range v.ShardJobs {
+		providers[sh.Provider]++
+		if sh.Attempts != 1 {
+			t.Errorf("shard %d ran %d times", sh.Index, sh.Attempts)
+		}
+	}
+	if len(providers) != 2 {
+		t.Errorf("the shards ran on %v, want both providers", providers)
+	}
+	if !strings.Contains(rn.cli(t, "job", "status", id).stdout, "6/6 done, 0 running, 0 re-auctioning, 0 failed; spent ") {
+		t.Errorf("job status: %q", rn.cli(t, "job", "status", id).stdout)
+	}
+	logs := rn.cli(t, "job", "logs", id, "--shard", "4")
+	mustOK(t, logs, "job logs --shard 4")
+	if !strings.Contains(logs.stdout, "shard 4 of 6") {
+		t.Errorf("shard 4's log: %q", logs.stdout)
+	}
+
+	dir := filepath.Join(t.TempDir(), "results")
+	mustOK(t, rn.cli(t, "job", "fetch", id, dir), "job fetch "+id)
+	for i := range 6 {
+		want := demoimage.Results()
+		want["shard.txt"] = []byte(fmt.Sprintf("shard %d of 6\n", i))
+		checkTree(t, filepath.Join(dir, fmt.Sprintf("shard-%d", i)), want)
+	}
+
+	// Cancelled while its shards run: every shard ends, no container stays.
+	sub := rn.cli(t, "job", "submit", arraySpec(t, "long", `["-sleep", "5m", "-lines", "5"]`, 4, 4))
+	mustOK(t, sub, "job submit long array")
+	long := strings.TrimSpace(sub.stdout)
+	waitUntil(t, 3*time.Minute, "the long array's shards run", func() bool {
+		running := 0
+		for _, sh := range arrayStatus(t, rn, long).ArrayView.ShardJobs {
+			if sh.State == renting.StateRunning {
+				running++
+			}
+		}
+		return running == 4
+	}, all...)
+	mustOK(t, rn.cli(t, "job", "cancel", long), "job cancel "+long)
+	if j := arrayStatus(t, rn, long); j.State != renting.StateCancelled {
+		t.Fatalf("after cancel: %s", j.State)
+	}
+	shardsOfLong := arrayStatus(t, rn, long).ArrayView.ShardJobs
+	waitUntil(t, time.Minute, "no container of the cancelled array's shards left", func() bool {
+		for _, sh := range shardsOfLong {
+			if jobContainers(t, sh.Job) != 0 {
+				return false
+			}
+		}
+		return len(containersOf(t, p1.d.peerID, false))+len(containersOf(t, p2.d.peerID, false)) == 0
+	}, all...)
+	for _, sh := range shardsOfLong {
+		if sh.State != renting.StateCancelled {
+			t.Errorf("shard %d: %s", sh.Index, sh.State)
+		}
+	}
+}
+
+// jobContainers counts the containers, running or not, of one job (the
+// executor labels them with the job's ID behind a prefix of the node's).
+func jobContainers(t *testing.T, job string) int {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Label "`+executor.LabelJob+`"}}`, "--filter", "label="+executor.LabelJob).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	n := 0
+	for _, l := range strings.Fields(string(out)) {
+		if strings.HasSuffix(l, "-"+job) || l == job {
+			n++
+		}
+	}
+	return n
+}
