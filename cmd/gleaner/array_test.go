@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,4 +151,39 @@ func jobContainers(t *testing.T, job string) int {
 		}
 	}
 	return n
+}
+
+// A renter killed while its array runs resumes it when started again:
+// done shards stay done, running ones are followed to their end on their
+// first lease, pending ones are submitted; every shard runs once.
+func TestJobArrayResumesAfterRenterRestart(t *testing.T) {
+	buildShardImage(t)
+	p := provider(t, "provider", "2xRTX4090")
+	rn := startRenter(t, p)
+	all := []*rnode{p, rn}
+	sub := rn.cli(t, "job", "submit", arraySpec(t, "resume", `["-sleep", "3s", "-lines", "3"]`, 6, 2))
+	mustOK(t, sub, "job submit")
+	id := strings.TrimSpace(sub.stdout)
+	waitUntil(t, 2*time.Minute, "two shards done and more running", func() bool {
+		v := arrayStatus(t, rn, id).ArrayView
+		return v.Done >= 2 && v.Running > 0
+	}, all...)
+	before := arrayStatus(t, rn, id).ArrayView
+	rn.restart(t, syscall.SIGKILL)
+	waitUntil(t, 3*time.Minute, "the array completes after the restart", func() bool {
+		return arrayStatus(t, rn, id).State == renting.StateCompleted
+	}, all...)
+	v := arrayStatus(t, rn, id).ArrayView
+	if v.Done != 6 || v.Retries != 0 {
+		t.Fatalf("after the restart: %s, %d retries (before it: %s)", v.Line(), v.Retries, before.Line())
+	}
+	for _, sh := range v.ShardJobs {
+		j, ok := rn.job(t, sh.Job)
+		if !ok || j.State != renting.StateCompleted || j.Attempts != 1 {
+			t.Errorf("shard %d (%s): %s after %d leases (%q)", sh.Index, sh.Job, j.State, j.Attempts, j.Error)
+		}
+	}
+	if logs := rn.cli(t, "job", "logs", id, "--shard", "5"); !strings.Contains(logs.stdout, "shard 5 of 6") {
+		t.Errorf("shard 5's log: %q", logs.stdout)
+	}
 }
