@@ -187,3 +187,36 @@ func TestJobArrayResumesAfterRenterRestart(t *testing.T) {
 		t.Errorf("shard 5's log: %q", logs.stdout)
 	}
 }
+
+// An array cancelled as its shards are leased and their containers made
+// leaves none: a provider told to cancel a job whose container is being
+// made stops it once made (before, it ran on until its lease ended).
+func TestJobArrayCancelledWhileStartingLeavesNoContainer(t *testing.T) {
+	buildShardImage(t)
+	p := provider(t, "provider", "2xRTX4090")
+	rn := startRenter(t, p)
+	sub := rn.cli(t, "job", "submit", arraySpec(t, "starting", `["-sleep", "5m", "-lines", "5"]`, 2, 2))
+	mustOK(t, sub, "job submit")
+	id := strings.TrimSpace(sub.stdout)
+	var states []string
+	waitUntil(t, time.Minute, "both shards leased", func() bool {
+		states = states[:0]
+		for _, sh := range arrayStatus(t, rn, id).ArrayView.ShardJobs {
+			if sh.State == "" || sh.State == renting.StateAuction {
+				return false
+			}
+			states = append(states, sh.State)
+		}
+		return true
+	}, p, rn)
+	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel")
+	t.Logf("cancelled with the shards %v", states)
+	shards := arrayStatus(t, rn, id).ArrayView.ShardJobs
+	waitUntil(t, 30*time.Second, "no container of the cancelled shards", func() bool {
+		n := 0
+		for _, sh := range shards {
+			n += jobContainers(t, sh.Job)
+		}
+		return n == 0
+	}, p, rn)
+}
