@@ -220,3 +220,43 @@ func TestJobArrayCancelledWhileStartingLeavesNoContainer(t *testing.T) {
 		return n == 0
 	}, p, rn)
 }
+
+// A provider killed while it runs shards: they are placed again (on the
+// provider left) and the array completes, each shard done once.
+func TestJobArrayOutlivesAKilledProvider(t *testing.T) {
+	buildShardImage(t)
+	p1 := provider(t, "p1", "2xRTX4090")
+	p2 := provider(t, "p2", "2xRTX4090")
+	rn := startRenter(t, p1, p2)
+	all := []*rnode{p1, p2, rn}
+	sub := rn.cli(t, "job", "submit", arraySpec(t, "survive", `["-sleep", "8s", "-lines", "4", "-write", "/outputs"]`, 4, 4))
+	mustOK(t, sub, "job submit")
+	id := strings.TrimSpace(sub.stdout)
+	onP1 := func() int {
+		n := 0
+		for _, sh := range arrayStatus(t, rn, id).ArrayView.ShardJobs {
+			if sh.Provider == p1.d.peerID && sh.State == renting.StateRunning {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, "shards running on p1", func() bool { return onP1() > 0 }, all...)
+	p1.stop(t, syscall.SIGKILL)
+	waitUntil(t, 4*time.Minute, "the array completes without p1", func() bool {
+		return renting.Terminal(arrayStatus(t, rn, id).State)
+	}, all...)
+	j := arrayStatus(t, rn, id)
+	if j.State != renting.StateCompleted || j.ArrayView.Done != 4 {
+		t.Fatalf("array %s: %s, %s (%s)\n%s", id, j.State, j.ArrayView.Line(), j.Error, tails(all))
+	}
+	t.Logf("after losing p1: %s, %d retries", j.ArrayView.Line(), j.ArrayView.Retries)
+	if j.ArrayView.Retries == 0 {
+		t.Errorf("no shard was placed again after p1 was killed")
+	}
+	for _, sh := range j.ArrayView.ShardJobs {
+		if sh.Provider == p1.d.peerID {
+			t.Errorf("shard %d's last job ran on the killed provider (%s)", sh.Index, sh.State)
+		}
+	}
+}
