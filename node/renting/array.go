@@ -146,43 +146,53 @@ func (r *Jobs) drive(run *arrayRun) {
 }
 
 // stepArray feeds the array what its shards' jobs say and carries out
-// what it decides; it reports whether the array has ended.
+// what it decides; it reports whether the array has ended. It holds
+// run.mu throughout, so that a cancel waits for the shards being
+// submitted and then cancels them too, and the record saved is never
+// older than one saved before it.
 func (r *Jobs) stepArray(run *arrayRun) bool {
 	run.mu.Lock()
 	if st, _ := run.a.State(); st != renter.ArrayRunning {
 		run.mu.Unlock()
 		return true // ended by cancelArray, which recorded it
 	}
-	snap := run.a.Snapshot()
-	seen := r.shardsSeen(snap)
+	seen := r.shardsSeen(run.a.Snapshot())
 	acts := run.a.Step(seen, r.providersFor(run.spec))
-	st, why := run.a.State()
-	run.rec.Life, run.rec.Updated = run.a.Snapshot(), time.Now().UTC()
-	if st != renter.ArrayRunning {
+	if st, why := run.a.State(); st != renter.ArrayRunning {
 		run.mu.Unlock()
 		r.arrayEnded(run, why, acts)
 		return true
 	}
-	rec := run.rec
-	run.mu.Unlock()
 	// Saved before submitting: a restart then finds these jobs, or
 	// submits them again under the same IDs.
-	if err := r.saveArray(&rec); err != nil {
-		r.log.Error("array record not saved", "array", rec.ID, "err", err)
+	run.rec.Life, run.rec.Updated = run.a.Snapshot(), time.Now().UTC()
+	if err := r.saveArray(&run.rec); err != nil {
+		r.log.Error("array record not saved", "array", run.rec.ID, "err", err)
 	}
 	for _, act := range acts {
 		if act.Kind == renter.ActSubmit {
 			if err := r.submitShard(run, act); err != nil {
-				r.log.Error("shard not submitted", "array", rec.ID, "shard", act.Shard, "err", err)
+				r.log.Error("shard not submitted", "array", run.rec.ID, "shard", act.Shard, "err", err)
 			}
 		}
 	}
+	run.mu.Unlock()
 	return false
 }
 
-// arrayEnded cancels what the array's end leaves in flight and records
-// its end.
+// arrayEnded records the array's end, then cancels what it leaves in
+// flight (outside run.mu: telling providers may take a while, and the
+// array, ended, submits nothing more meanwhile).
 func (r *Jobs) arrayEnded(run *arrayRun, why string, acts []renter.ArrayAction) {
+	run.mu.Lock()
+	now := time.Now().UTC()
+	run.rec.Life, run.rec.Updated, run.rec.EndedAt = run.a.Snapshot(), now, &now
+	if err := r.saveArray(&run.rec); err != nil {
+		r.log.Error("array record not saved", "array", run.rec.ID, "err", err)
+	}
+	id := run.rec.ID
+	st, _ := run.a.State()
+	run.mu.Unlock()
 	for _, act := range acts {
 		if act.Kind == renter.ActCancel {
 			ctx, cancel := context.WithTimeout(r.bg, 30*time.Second)
@@ -192,17 +202,8 @@ func (r *Jobs) arrayEnded(run *arrayRun, why string, acts []renter.ArrayAction) 
 			cancel()
 		}
 	}
-	run.mu.Lock()
-	now := time.Now().UTC()
-	run.rec.Life, run.rec.Updated, run.rec.EndedAt = run.a.Snapshot(), now, &now
-	rec := run.rec
-	run.mu.Unlock()
-	if err := r.saveArray(&rec); err != nil {
-		r.log.Error("array record not saved", "array", rec.ID, "err", err)
-	}
-	st, _ := run.a.State()
-	r.log.Info("array ended", "array", rec.ID, "state", st, "why", why)
-	r.publish(JobEvent{JobID: rec.ID, Type: "state", State: st, Note: why, Time: now})
+	r.log.Info("array ended", "array", id, "state", st, "why", why)
+	r.publish(JobEvent{JobID: id, Type: "state", State: st, Note: why, Time: now})
 }
 
 // shardsSeen is what the array's in-flight shards' jobs say.
@@ -271,6 +272,10 @@ func (r *Jobs) submitShard(run *arrayRun, act renter.ArrayAction) error {
 	j := &JobRecord{ID: act.Job, Name: run.spec.Name, State: StateAuction, Spec: string(y), Created: now, Updated: now,
 		GPUs: ss.Resources.GPUs, Pin: run.rec.Pin, Avoid: act.Avoid, Secrets: run.rec.Secrets,
 		Array: run.rec.ID, Shard: &shard}
+	// Saved before it is shared: once in r.jobs, others update it.
+	if err := r.save(j); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	r.jobs[j.ID] = j
 	r.logs[j.ID] = &jobLog{}
@@ -278,9 +283,6 @@ func (r *Jobs) submitShard(run *arrayRun, act renter.ArrayAction) error {
 		r.registryAuth[j.ID] = run.auth
 	}
 	r.mu.Unlock()
-	if err := r.save(j); err != nil {
-		return err
-	}
 	start := func() { r.run(j.ID, ss, y, run.secrets, nil) }
 	if r.runShard != nil {
 		start = func() { r.runShard(j.ID, ss, y, run.secrets) }
