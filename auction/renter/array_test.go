@@ -10,7 +10,6 @@ import (
 // fakeShards plays the node for an Array: the jobs it was told to
 // submit, each ended by the test; no clock, no I/O.
 type fakeShards struct {
-	t      *testing.T
 	a      *Array
 	jobs   map[string]int // job -> shard
 	seen   map[int]ShardSeen
@@ -20,7 +19,7 @@ type fakeShards struct {
 }
 
 func newFake(t *testing.T, a *Array) *fakeShards {
-	return &fakeShards{t: t, a: a, jobs: map[string]int{}, seen: map[int]ShardSeen{}}
+	return &fakeShards{a: a, jobs: map[string]int{}, seen: map[int]ShardSeen{}}
 }
 
 func (f *fakeShards) step(providers int) []ArrayAction {

@@ -89,6 +89,9 @@ func TestJobArrayEndToEnd(t *testing.T) {
 	if !strings.Contains(rn.cli(t, "job", "status", id).stdout, "6/6 done, 0 running, 0 re-auctioning, 0 failed; spent ") {
 		t.Errorf("job status: %q", rn.cli(t, "job", "status", id).stdout)
 	}
+	if ls := rn.cli(t, "job", "ls"); !strings.Contains(ls.stdout, "array: 6/6 done") {
+		t.Errorf("job ls has no line for the array:\n%s", ls.stdout)
+	}
 	logs := rn.cli(t, "job", "logs", id, "--shard", "4")
 	mustOK(t, logs, "job logs --shard 4")
 	if !strings.Contains(logs.stdout, "shard 4 of 6") {

@@ -387,6 +387,9 @@ func jobList(c *cli.Context) error {
 				price = auction.FormatCredits(j.Price)
 			}
 			prov := "-"
+			if v := j.ArrayView; v != nil {
+				prov = fmt.Sprintf("array: %d/%d done", v.Done, v.Shards)
+			}
 			if j.Provider != "" {
 				prov = shortID(j.Provider)
 				if j.Simulated {

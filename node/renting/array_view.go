@@ -109,3 +109,21 @@ func (r *Jobs) ArrayShardJob(id string, i int) (string, error) {
 	}
 	return snap.Shards[i].Job, nil
 }
+
+// Arrays are the views of every job array, without their shards' rows
+// (job_list lists the shards' jobs themselves).
+func (r *Jobs) Arrays() []JobRecord {
+	r.mu.Lock()
+	runs := make([]*arrayRun, 0, len(r.arrays))
+	for _, run := range r.arrays {
+		runs = append(runs, run)
+	}
+	r.mu.Unlock()
+	out := make([]JobRecord, 0, len(runs))
+	for _, run := range runs {
+		j := r.arrayView(run)
+		j.ArrayView.ShardJobs = nil
+		out = append(out, *j)
+	}
+	return out
+}
