@@ -41,6 +41,8 @@ type JobSpec struct {
 	Workload       string      // workload: batch (default) or service
 	AllowSimulated bool        // allow_simulated: accept simulated GPUs (local testnets)
 	Verify         Verify      // verify
+	Array          *ArraySpec  // array: run as shards (jobspec_array.go); nil for one job
+	Shard          *ShardOf    // shard: this job is one shard of an array; nil otherwise
 
 	// relStart: start was given relative ("+2h") and resolved against the
 	// clock when parsed; see StartWasRelative.

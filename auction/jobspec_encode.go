@@ -111,6 +111,7 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 	if s.AllowSimulated {
 		yAdd(root, "allow_simulated", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
+	encodeArray(root, s)
 	return root, nil
 }
 

@@ -90,6 +90,8 @@ var jobSpecSchema = []specField{
 		{name: "expect_sha256", typ: "string", def: "none", help: "known answer (a canary): 64 hex digits; a different output fails the job",
 			set: strVal(func(s *JobSpec) *string { return &s.Verify.ExpectSHA256 }, validSHA256)},
 	}},
+	{name: "array", typ: "mapping", help: "kind: batch only: run the job as this many shards, each a job of its own (see \"Job arrays\")", sub: arraySchema},
+	{name: "shard", typ: "mapping", help: "written by the renter's node into each shard's spec, never by hand: which shard of its array this job is", sub: shardSchema},
 }
 
 // text reads a scalar as written: 0.60 stays "0.60", not a float.

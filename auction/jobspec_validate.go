@@ -18,6 +18,9 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	if err := d.checkService(); err != nil {
 		return err
 	}
+	if err := d.checkArray(); err != nil {
+		return err
+	}
 	if s.Workload == "" {
 		s.Workload = "batch"
 	}

@@ -87,6 +87,7 @@ func (a jobAPI) List(ctx context.Context, _ struct{}) ([]renting.JobRecord, erro
 	for i := range out {
 		out[i].Explain, out[i].Lease = nil, nil
 	}
+	out = append(out, a.n.renterJobs.Arrays()...) // each array's progress, beside its shards' jobs
 	sort.Slice(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
 }

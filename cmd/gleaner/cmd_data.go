@@ -197,7 +197,8 @@ its CID in its signed settlement. fetch gets every block of that CID (from
 the provider, or any node holding it), checks each against the CID, and
 writes the files. A fetch cut short (Ctrl-C, a crash) resumes: blocks already
 here are not fetched again. Providers keep outputs for their retention
-window (data.output_retention_hours, a week by default).`,
+window (data.output_retention_hours, a week by default). For a job array,
+every completed shard's outputs go under <new-dir>/shard-<index>/.`,
 		Flags: []cli.Flag{jsonFlag, fetchTimeoutFlag},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() != 2 {
@@ -215,6 +216,9 @@ window (data.output_retention_hours, a week by default).`,
 			var j renting.JobRecord
 			if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 				return err
+			}
+			if j.ArrayView != nil {
+				return fetchArray(c, j, dir, timeout)
 			}
 			var r node.DataFetchResult
 			if err := callFetching(c, "job_fetch", node.JobFetchParams{ID: id, Dir: dir, TimeoutS: timeout}, &r, j.Outputs); err != nil {

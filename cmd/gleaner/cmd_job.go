@@ -47,7 +47,7 @@ job's output.
 Checking the work: "verify: {expect_sha256: HEX}" makes a job a canary whose
 stdout must hash to HEX; "verify: {replicas: 2}" runs it on two different
 providers and compares their stdout hashes (3 decide by majority). Results
-are probe entries in your ledger feed and count in the providers' reputation.`,
+are probe entries in your ledger feed and count in the providers' reputation.` + jobArrayHelp,
 		Subcommands: []*cli.Command{
 			{Name: "run", Usage: "submit a job spec and follow it to the end (exit code = the job's)", ArgsUsage: "<spec.yaml>",
 				Description: jobRunExitCodes,
@@ -65,14 +65,33 @@ are probe entries in your ledger feed and count in the providers' reputation.`,
 					if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
 						return err
 					}
-					return emit(c, j, func(w io.Writer) { printJob(w, j) })
+					return emit(c, j, func(w io.Writer) {
+						if j.ArrayView != nil {
+							printArray(w, j)
+							return
+						}
+						printJob(w, j)
+					})
 				}},
-			{Name: "logs", Usage: "a job's output (-f: keep following)", ArgsUsage: "<job-id>",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "follow new output until the job ends"}, jsonFlag},
+			{Name: "logs", Usage: "a job's output (-f: keep following); an array's shard's with --shard N", ArgsUsage: "<job-id>",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "follow new output until the job ends"}, jsonFlag,
+					&cli.IntFlag{Name: "shard", Value: -1, Usage: "for a job array: the output of shard `N` (0-based)"}},
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
 					if err != nil {
 						return err
+					}
+					if c.IsSet("shard") {
+						var a renting.JobRecord
+						if err := callCmd(c, "job_status", node.JobIDParams{ID: id}, &a); err != nil {
+							return err
+						}
+						if a.ArrayView == nil {
+							return usagef("gleaner job logs "+id, "%s is one job, not an array: --shard is for arrays", id)
+						}
+						if id, err = shardJob(a, c.Int("shard")); err != nil {
+							return err
+						}
 					}
 					var res node.JobLogsResult
 					if err := callCmd(c, "job_logs", node.JobIDParams{ID: id}, &res); err != nil {
@@ -164,6 +183,9 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 	}
 	if err := nc.call(c.Context, "job_submit", params, &j); err != nil {
 		return err
+	}
+	if j.ArrayView != nil {
+		return submittedArray(c, nc, j, follow)
 	}
 	if !follow {
 		// Only the ID on stdout, for ID=$(gleaner job submit spec.yaml).
@@ -366,6 +388,9 @@ func jobList(c *cli.Context) error {
 				price = auction.FormatCredits(j.Price)
 			}
 			prov := "-"
+			if v := j.ArrayView; v != nil {
+				prov = fmt.Sprintf("array: %d/%d done", v.Done, v.Shards)
+			}
 			if j.Provider != "" {
 				prov = shortID(j.Provider)
 				if j.Simulated {

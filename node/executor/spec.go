@@ -19,6 +19,11 @@ type Spec struct {
 	Command  []string // appended to the image's entrypoint, as `docker run IMAGE CMD...`
 	Env      map[string]string
 	Secrets  Secrets // passed as environment, never printed or logged
+	// Provided are variables under the reserved GLEANER_ prefix that the
+	// provider sets from the lease's spec (a job array's shard index and
+	// count): the renter cannot set that prefix in Env, so the spec says
+	// what and the provider writes it.
+	Provided map[string]string
 	// RegistryAuth are credentials for pulling Image from a private
 	// registry; nil pulls anonymously. Like Secrets, never printed, logged
 	// or put in an error (registryauth.go, which also says when a present
@@ -143,6 +148,11 @@ func (s *Spec) validate() error {
 			return bad("env: %v", err)
 		}
 	}
+	for k := range s.Provided {
+		if !strings.HasPrefix(k, "GLEANER_") || strings.ContainsAny(k, "=\x00") || k == EnvJobID {
+			return bad("provided env %q: want a GLEANER_ name the executor does not set itself", k)
+		}
+	}
 	return nil
 }
 
@@ -164,12 +174,15 @@ func checkEnvName(k string) error {
 // inputs where it put each input (EnvInputPrefix), outputs where the job
 // writes its results ("" for none).
 func (s *Spec) environ(checkpoint string, inputs []string, outputs string) []string {
-	env := make([]string, 0, len(s.Env)+len(s.Secrets)+len(inputs)+5)
+	env := make([]string, 0, len(s.Env)+len(s.Secrets)+len(s.Provided)+len(inputs)+5)
 	for _, k := range sortedKeys(s.Env) {
 		env = append(env, k+"="+s.Env[k])
 	}
 	for _, k := range sortedKeys(s.Secrets) {
 		env = append(env, k+"="+s.Secrets[k])
+	}
+	for _, k := range sortedKeys(s.Provided) {
+		env = append(env, k+"="+s.Provided[k])
 	}
 	env = append(env, EnvJobID+"="+s.JobID)
 	if len(s.GPUUUIDs) > 0 {

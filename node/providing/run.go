@@ -111,11 +111,21 @@ func (pj *Provider) gone(jobID string) error {
 func (pj *Provider) cancel(al *activeLease) {
 	pj.mu.Lock()
 	job := al.job
-	pj.mu.Unlock()
 	if job == nil {
-		al.cancelOnce.Do(func() { close(al.cancelled) }) // a run waiting to begin ends
-		return
+		// A run waiting to begin ends; one whose container is being made
+		// finds it closed once its job is set (running) and stops it
+		// then. Closed under pj.mu, as running reads it, so that neither
+		// misses the other.
+		al.cancelOnce.Do(func() { close(al.cancelled) })
 	}
+	pj.mu.Unlock()
+	if job != nil {
+		pj.stopCancelled(al, job)
+	}
+}
+
+// stopCancelled stops a cancelled job with the lease's notice.
+func (pj *Provider) stopCancelled(al *activeLease, job executor.Job) {
 	ctx, cancel := context.WithTimeout(pj.bg, time.Duration(al.lease.NoticeSec)*time.Second+10*time.Second)
 	defer cancel()
 	_ = job.Stop(ctx, time.Duration(al.lease.NoticeSec)*time.Second)
@@ -319,7 +329,16 @@ func (pj *Provider) running(al *activeLease, job executor.Job, m *meter, since t
 	pj.mu.Lock()
 	al.job, al.meter = job, m
 	al.endLaunch() // with the job set: a stop that waited for the launch finds it
+	var cancelled bool
+	select {
+	case <-al.cancelled: // cancelled while its container was made: nothing else will stop it
+		cancelled = true
+	default:
+	}
 	pj.mu.Unlock()
+	if cancelled {
+		go pj.stopCancelled(al, job)
+	}
 }
 
 // heartbeat sends a heartbeat, and the telemetry of the leased GPUs once
@@ -586,7 +605,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 	inv := pj.p.Availability().Inventory
 	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
-		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env,
+		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env, Provided: spec.ShardEnv(),
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress && !spec.IsService(), CheckpointPath: spec.Checkpoint.Path,

@@ -397,6 +397,9 @@ func (r *Jobs) fail(id string, err error) {
 
 // Cancel asks the provider to stop the job (with the lease's notice).
 func (r *Jobs) Cancel(ctx context.Context, id string) (*JobRecord, error) {
+	if run := r.arrayOf(id); run != nil {
+		return r.cancelArray(run) // every shard in flight
+	}
 	j, err := r.Get(id)
 	if err != nil {
 		return nil, err

@@ -148,6 +148,13 @@ type JobRecord struct {
 	// credentials, which live in memory only, so a restarted node cannot
 	// start it on a new provider.
 	Secrets bool `json:"secrets,omitempty"`
+	// Array and Shard: the job is shard Shard of job array Array
+	// (array.go).
+	Array string `json:"array,omitempty"`
+	Shard *int   `json:"shard,omitempty"`
+	// ArrayView is set only on the view of an array itself (ID the
+	// array's): its shards' progress (array_view.go; not stored).
+	ArrayView *ArrayView `json:"array_view,omitempty"`
 	// PriceWhy is what set Price: the clearing rule and its numbers
 	// (job_status fills it from the round's explain; not stored).
 	PriceWhy *renter.Clearing `json:"price_why,omitempty"`
@@ -214,6 +221,10 @@ type Jobs struct {
 
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
 
+	// runShard starts a shard's job (nil: run, its auction and all);
+	// a test of arrays alone replaces it.
+	runShard func(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string)
+
 	// auctionTimer times each auction when the node's metrics are on
 	// (TimeAuctions, from node/node_metrics.go); nil otherwise.
 	auctionTimer atomic.Pointer[metrics.Calls]
@@ -225,10 +236,11 @@ type Jobs struct {
 	// memory only, by job ID; guarded by mu.
 	registryAuth map[string]*wire.RegistryAuth
 
-	mu     sync.Mutex // guards jobs, logs, subs, groups, registryAuth
+	mu     sync.Mutex // guards jobs, logs, subs, groups, registryAuth, arrays
 	groups map[string]*sync.Mutex
 	jobs   map[string]*JobRecord
-	logs   map[string]*jobLog // retained output, persisted in batches (logs.go)
+	arrays map[string]*arrayRun // job arrays by ID (array.go)
+	logs   map[string]*jobLog   // retained output, persisted in batches (logs.go)
 	subs   map[string][]chan JobEvent
 
 	logFlush sync.Mutex // serialises the writes of logs to the store
@@ -265,7 +277,7 @@ func New(d Deps) (*Jobs, error) {
 	m := d.Market
 	r := &Jobs{m: m, store: d.Store, key: d.Key, log: d.Log, bg: d.Bg, journal: d.Journal, spawn: d.Spawn,
 		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary,
-		jobs: map[string]*JobRecord{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
+		jobs: map[string]*JobRecord{}, arrays: map[string]*arrayRun{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
 		r.spawn = func(f func()) bool { go f(); return true }
 	}
@@ -310,6 +322,9 @@ func New(d Deps) (*Jobs, error) {
 		return nil, err
 	}
 	r.resuming, r.waiting = resume, waiting
+	if err := r.loadArrays(); err != nil {
+		return nil, err
+	}
 	return r, r.loadLogs()
 }
 
@@ -324,6 +339,7 @@ func (r *Jobs) Resume() {
 		r.spawn(func() { r.reauction(id) })
 	}
 	r.resuming, r.waiting = nil, nil
+	r.resumeArrays()
 }
 
 // Submit parses and records a job, then runs its auction in the background.
@@ -345,6 +361,12 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 		if _, err := peer.Decode(opt.Provider); err != nil {
 			return nil, fmt.Errorf("%w: provider: %v", auction.ErrBadJobSpec, err)
 		}
+	}
+	if spec.Shard != nil {
+		return nil, fmt.Errorf("%w: shard: written by this node into each shard of an array; submit the array (array: {shards: N})", auction.ErrBadJobSpec)
+	}
+	if spec.Array != nil {
+		return r.submitArray(spec, specYAML, secrets, opt)
 	}
 	base := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
 	ids := []string{base}
@@ -390,13 +412,18 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 
 func (r *Jobs) Get(id string) (*JobRecord, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	j, ok := r.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("no job %q (see `gleaner job ls`)", id)
+	run := r.arrays[id]
+	if ok {
+		c := *j
+		r.mu.Unlock()
+		return &c, nil
 	}
-	c := *j
-	return &c, nil
+	r.mu.Unlock()
+	if run != nil {
+		return r.arrayView(run), nil // takes run.mu before r.mu, as the driver does
+	}
+	return nil, fmt.Errorf("no job %q (see `gleaner job ls`)", id)
 }
 
 // Snapshot is a copy of every job keep admits (nil: all), taken under the
@@ -425,6 +452,9 @@ func (r *Jobs) update(id string, note string, f func(j *JobRecord)) {
 	r.mu.Unlock()
 	if err := r.save(&c); err != nil {
 		r.log.Error("job record not saved", "job", id, "err", err)
+	}
+	if c.State != prev {
+		r.wakeArray(&c)
 	}
 	if c.State != prev {
 		// One line per transition in the daemon's log, for owners who

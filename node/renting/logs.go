@@ -158,6 +158,7 @@ func (r *Jobs) flushLogsLoop() {
 func (r *Jobs) LogsOf(id string) ([]byte, error) {
 	r.mu.Lock()
 	_, known := r.jobs[id]
+	array := r.arrays[id] != nil
 	l := r.logs[id]
 	var data []byte
 	if l != nil {
@@ -165,6 +166,8 @@ func (r *Jobs) LogsOf(id string) ([]byte, error) {
 	}
 	r.mu.Unlock()
 	switch {
+	case array:
+		return nil, fmt.Errorf("%s is a job array: name a shard (`gleaner job logs %s --shard 0`)", id, id)
 	case !known:
 		return nil, fmt.Errorf("no job %q", id)
 	case l != nil:

@@ -29,6 +29,9 @@ var (
 	// apart from its record (which is rewritten at every change) since it
 	// may be megabytes (node/renting/wait.go)
 	BucketCheckpoints = []byte("checkpoints")
+	// renter: job arrays by array ID; their shards are jobs in BucketJobs
+	// (node/renting/array.go)
+	BucketArrays = []byte("arrays")
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -42,7 +45,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func Open(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints},
+		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints, BucketArrays},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {

@@ -31,10 +31,23 @@ func main() {
 	read := flag.String("read", "", "print the sha256 of every file under this directory (a job input), and whether it is writable")
 	write := flag.String("write", "", "write results under this directory (a job's outputs): "+demoimage.ResultsDoc)
 	flag.Parse()
+	// A shard of a job array says which, and writes it with its results,
+	// so that a test sees each shard ran once with its own index.
+	shard := ""
+	if i := os.Getenv("GLEANER_SHARD_INDEX"); i != "" {
+		shard = fmt.Sprintf("shard %s of %s\n", i, os.Getenv("GLEANER_SHARD_COUNT"))
+		fmt.Print(shard)
+	}
 	if *write != "" {
 		if err := demoimage.WriteResults(*write); err != nil {
 			fmt.Println("write failed:", err)
 			os.Exit(1)
+		}
+		if shard != "" {
+			if err := os.WriteFile(filepath.Join(*write, "shard.txt"), []byte(shard), 0o644); err != nil {
+				fmt.Println("write failed:", err)
+				os.Exit(1)
+			}
 		}
 		fmt.Println("results written to", *write)
 	}

@@ -1,0 +1,98 @@
+package testnet
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/repo"
+)
+
+// BenchmarkArrayMakespan: a job array's makespan, from job_submit to the
+// array's end, against the ideal: the total work over the GPUs, plus one
+// start (the time from submit to the first shard running: auction, lease,
+// container start). Three providers of 2 simulated GPUs and a renter run
+// in this process; each of the 12 shards sleeps arrayWork in the demo
+// image, max_parallel 6 (the GPUs). Small enough for `make bench-smoke`;
+// larger arrays with -benchtime Nx repeat it. Needs Docker.
+//
+//	go test -run '^$' -bench ArrayMakespan -benchtime 3x ./testnet
+func BenchmarkArrayMakespan(b *testing.B) {
+	const (
+		providers = 3
+		gpusEach  = 2
+		shards    = 12
+		arrayWork = 3 * time.Second
+	)
+	requireDocker(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
+		if i < providers {
+			cfg.Provider.SimulateGPUs = fmt.Sprintf("%dxH100", gpusEach)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	waitPeers(b, c, 1, 30*time.Second)
+	want := map[string]bool{}
+	for i := range providers {
+		cl, err := c.Client(i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		offerOn(b, cl, i, "0.40")
+		want[c.Nodes()[i].Host().ID().String()] = true
+	}
+	rc, err := c.Client(providers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !subset(want, bookOn(b, rc, providers, "")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the renter does not see every offer after 30 s")
+		}
+	}
+	gpus := providers * gpusEach
+	spec := jobSpec("arr", "bronze", "-sleep", arrayWork.String(), "-lines", "1") + fmt.Sprintf("array: {shards: %d, max_parallel: %d}\n", shards, gpus)
+	var makespan, ideal time.Duration
+	b.ResetTimer()
+	for range b.N {
+		var j renting.JobRecord
+		if err := rc.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Minute); !renting.Terminal(j.State); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("array %s: not done in 5 minutes: %s", j.ID, j.ArrayView.Line())
+			}
+			if err := rc.Call(ctx, "job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if j.State != renting.StateCompleted || j.EndedAt == nil {
+			b.Fatalf("array %s: %s (%s)", j.ID, j.State, j.Error)
+		}
+		first := time.Duration(1<<63 - 1)
+		for _, sh := range j.ArrayView.ShardJobs {
+			var s renting.JobRecord
+			if err := rc.Call(ctx, "job_status", node.JobIDParams{ID: sh.Job}, &s); err != nil {
+				b.Fatal(err)
+			}
+			if s.StartedAt != nil {
+				first = min(first, s.StartedAt.Sub(j.Created))
+			}
+		}
+		makespan += j.EndedAt.Sub(j.Created)
+		ideal += time.Duration(shards)*arrayWork/time.Duration(gpus) + first
+	}
+	b.StopTimer()
+	b.ReportMetric(makespan.Seconds()/float64(b.N), "makespan-s")
+	b.ReportMetric(ideal.Seconds()/float64(b.N), "ideal-s")
+	b.ReportMetric(float64(makespan)/float64(ideal), "x-ideal")
+}
