@@ -84,4 +84,3 @@ func TestHardwareClaimJournaledOnChangeOnly(t *testing.T) {
 		t.Fatalf("%d claims after 8 racing polls of one change, want 3", got)
 	}
 }
-
