@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,24 +138,7 @@ func startNSDaemon(t testing.TB, bin, ns, dir string) *nsDaemon {
 			<-done
 		}
 	})
-	ready := make(chan error, 1)
-	go func() {
-		var ev struct {
-			PeerID string `json:"peer_id"`
-		}
-		err := json.NewDecoder(stdout).Decode(&ev)
-		d.peerID = ev.PeerID
-		ready <- err
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatalf("daemon in %s did not start: %v\n%s", ns, err, d.logText())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon in %s not ready after 30 s\n%s", ns, d.logText())
-	}
+	d.peerID = awaitDaemonReady(t, stdout, fmt.Sprintf("daemon in %s", ns), d.logText)
 	return d
 }
 

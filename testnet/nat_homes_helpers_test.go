@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,24 +227,7 @@ func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts
 			_ = os.WriteFile(filepath.Join(keep, name+".log"), []byte(d.logText()), 0o644)
 		}
 	})
-	ready := make(chan error, 1)
-	go func() {
-		var ev struct {
-			PeerID string `json:"peer_id"`
-		}
-		err := json.NewDecoder(stdout).Decode(&ev)
-		d.peerID = ev.PeerID
-		ready <- err
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatalf("daemon %s did not start: %v\n%s", name, err, d.logText())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon %s not ready after 30 s\n%s", name, d.logText())
-	}
+	d.peerID = awaitDaemonReady(t, stdout, fmt.Sprintf("daemon %s", name), d.logText)
 	return d
 }
 
