@@ -1,6 +1,7 @@
 package providing
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -111,6 +112,43 @@ func TestAttachAfterTheEndSurvivesARestart(t *testing.T) {
 		defer f.close()
 		if ev := f.end(); ev.Type != wire.EventExit || ev.Status != wire.StatusCompleted || ev.ExitCode != 0 || ev.Charged == nil {
 			t.Fatalf("attach after the end and a restart: %+v, want the exit", ev)
+		}
+	})
+}
+
+// A job this provider stopped because it stops (Shutdown preempts it)
+// did not end: a renter that comes back after the restart hears, as
+// before, that the provider holds no lease, and auctions it again.
+func TestAttachAfterAShutdownIsNoLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		first := newRig(t, 1)
+		rt := first.renter()
+		sp := spec("late-1", auction.Silver)
+		raw := rt.lease("late-1", sp)
+		f := rt.start(raw, sp)
+		<-first.exec.started
+		f.until(t, "running", isStatus(wire.StatusRunning))
+		f.close()
+		synctest.Wait()
+		if err := first.pj.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		first.stop()
+		synctest.Wait()
+		if st, _ := first.pj.LeaseState("late-1"); st != LeaseEnded {
+			t.Fatalf("after the shutdown: state %q", st)
+		}
+
+		again := newRigOver(t, 1, first.key, first.store, first.exec)
+		defer again.stop()
+		if _, err := again.pj.Restore(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rt.r = again
+		g := rt.request(wire.JobRequest{Kind: "attach", Lease: raw})
+		defer g.close()
+		if ev := g.end(); ev.Type != wire.EventError || ev.Code != wire.CodeNoLease {
+			t.Fatalf("attach after a shutdown: %+v, want no-lease", ev)
 		}
 	})
 }

@@ -520,14 +520,22 @@ loop:
 	// Settled once, and recorded ended at once: a provider that restarts
 	// after this must not settle the lease a second time. The record keeps
 	// the run's last event, for a renter that attaches after the end
-	// (serveJob).
+	// (serveJob), unless the run ended because this node stops.
 	charged := pj.settleAt(al, m, unpaid, ended, outputs)
 	final := finalEvent(w.res, w.err, preempted, unpaid, outputs, charged, outErr)
 	if final.Type == wire.EventExit && pj.wrongAnswers && final.Output != "" {
 		final.Output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+final.Output)))
 	}
 	final.Time = time.Now()
-	if err := pj.saveEnded(al.lease.JobID, al.raw, final); err != nil {
+	save := func() error { return pj.saveEnded(al.lease.JobID, al.raw, final) }
+	if pj.stopping.Load() || pj.bg.Err() != nil {
+		// Stopped because this node stops (Shutdown's preemption, or the
+		// node's context): the job did not end, this provider gave it up.
+		// A renter that comes back after the restart hears, as before,
+		// that it holds no lease, and auctions the job again elsewhere.
+		save = func() error { return pj.saveLease(al.lease.JobID, al.raw, LeaseEnded) }
+	}
+	if err := save(); err != nil {
 		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 	}
 	<-logsDone
