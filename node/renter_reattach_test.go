@@ -148,11 +148,14 @@ func TestARenterBackAfterTheJobsEndGetsItsExit(t *testing.T) {
 		t.Fatalf("the renter ended the job (%s) before it came back", cur.State)
 	}
 	unblock()
+	back := time.Now()
 	done := waitJob(t, rn, j.ID, 60*time.Second, "ended after the renter came back", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
 	if done.State != renting.StateCompleted || done.ExitCode == nil || *done.ExitCode != 0 || done.Attempts != 1 || done.LeaseCID != first.LeaseCID || done.Charged == nil {
 		t.Fatalf("ended %s (%q), exit %v, %d attempts on %s, charged %v; want completed with code 0 on its lease %s, charged",
 			done.State, done.Error, done.ExitCode, done.Attempts, done.LeaseCID, done.Charged, first.LeaseCID)
 	}
+	t.Logf("vouchers %d (%d before the loss), paid %d, charged %d, refunded %d, bound %d, ended %v (away until %v)",
+		done.Vouchers, first.Vouchers, done.Paid, *done.Charged, done.Refunded, done.ChargeBound, done.EndedAt, back)
 	if n := r.settlements(first.LeaseCID); n != 1 {
 		t.Errorf("%d settlements of the lease, want 1", n)
 	}

@@ -55,8 +55,9 @@ func (pj *Provider) serveJob(s Stream, from string) {
 				// after its end: it hears how the run ended, as it would
 				// have on its stream, rather than that the lease is gone
 				// (which it would take for our failure).
+				// Its time stays the run's end: the renter's record of
+				// when the job ended.
 				if final, ok := pj.finalOf(l.JobID, head.Lease); ok {
-					final.Time = time.Now()
 					_ = wire.Write(s, final)
 					return
 				}
