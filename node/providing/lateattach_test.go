@@ -2,6 +2,7 @@ package providing
 
 import (
 	"context"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -112,6 +113,50 @@ func TestAttachAfterTheEndSurvivesARestart(t *testing.T) {
 		defer f.close()
 		if ev := f.end(); ev.Type != wire.EventExit || ev.Status != wire.StatusCompleted || ev.ExitCode != 0 || ev.Charged == nil {
 			t.Fatalf("attach after the end and a restart: %+v, want the exit", ev)
+		}
+	})
+}
+
+// An attach after the run's end but before its lease is released (the
+// run waits for a slow follower to take its last event) is told how it
+// ended, not that the job runs.
+func TestAttachBeforeTheReleaseGetsTheRunsExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1)
+		defer r.stop()
+		rt := r.renter()
+		sp := spec("late-1", auction.Silver)
+		raw := rt.lease("late-1", sp)
+		f := rt.start(raw, sp)
+		defer f.close()
+		j := <-r.exec.started
+		f.until(t, "running", isStatus(wire.StatusRunning))
+
+		// A follower that reads up to the job's running, then no more.
+		slow, theirs := net.Pipe()
+		defer slow.Close()
+		go r.pj.serveJob(pipeEnd{theirs}, rt.id)
+		go func() { _ = wire.WriteJobRequest(slow, &wire.JobRequest{Kind: "attach", Lease: raw}) }()
+		for {
+			var ev wire.Event
+			if err := wire.Read(slow, wire.MaxEventFrame, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Status == wire.StatusRunning {
+				break
+			}
+		}
+		j.exit(0, false)
+		f.until(t, "the exit", isType(wire.EventExit))
+		synctest.Wait()
+		if st, _ := r.pj.LeaseState("late-1"); st != LeaseEnded || !r.pj.Holds("late-1") {
+			t.Fatalf("while the slow follower holds the run: state %q, held %v", st, r.pj.Holds("late-1"))
+		}
+
+		g := rt.request(wire.JobRequest{Kind: "attach", Lease: raw})
+		defer g.close()
+		if ev := g.end(); ev.Type != wire.EventExit || ev.Status != wire.StatusCompleted {
+			t.Fatalf("attach before the release: %+v, want the exit", ev)
 		}
 	})
 }

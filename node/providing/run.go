@@ -661,6 +661,13 @@ func (pj *Provider) attach(s Stream, al *activeLease) {
 		}
 		tail, at = tail[n:], at+int64(n)
 	}
+	// The run has ended, its lease not released yet (its last event may
+	// have gone to the followers already): the renter is told how it
+	// ended, not that it runs.
+	if final, ok := pj.finalOf(al.lease.JobID, al.raw); ok {
+		_ = wire.Write(s, final)
+		return
+	}
 	if err := wire.Write(s, wire.Event{Type: wire.EventStatus, Status: wire.StatusRunning, Time: time.Now()}); err != nil {
 		return
 	}
