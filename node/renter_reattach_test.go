@@ -126,3 +126,37 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 		t.Errorf("the job left its provider because %q, want that it no longer held the lease", why)
 	}
 }
+
+// A renter that loses the provider of a short job and comes back only
+// after the job's end (a relay that died for a while) hears how the run
+// ended, not that the provider no longer holds the lease: the job is
+// completed on its lease, with its exit code and its whole output, and
+// settled once.
+func TestARenterBackAfterTheJobsEndGetsItsExit(t *testing.T) {
+	r := newHostileRig(t, Options{}, nil)
+	rn := renterOf(t, r.ctx, r.prov)
+	j, err := rn.renterJobs.Submit([]byte(linesSpec("ended-away", "300ms", 4)), nil, renting.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitJob(t, rn, j.ID, 60*time.Second, "running", func(j *renting.JobRecord) bool { return j.State == renting.StateRunning })
+	unblock := blockJobs(t, r.prov, rn)
+	waitFor(t, 30*time.Second, "the job ended on the provider while its renter was away", func() bool {
+		return r.leaseState(j.ID) == leaseEnded && !r.prov.providerJobs.Holds(j.ID)
+	})
+	if cur, _ := rn.renterJobs.Get(j.ID); renting.Terminal(cur.State) {
+		t.Fatalf("the renter ended the job (%s) before it came back", cur.State)
+	}
+	unblock()
+	back := time.Now()
+	done := waitJob(t, rn, j.ID, 60*time.Second, "ended after the renter came back", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if done.State != renting.StateCompleted || done.ExitCode == nil || *done.ExitCode != 0 || done.Attempts != 1 || done.LeaseCID != first.LeaseCID || done.Charged == nil {
+		t.Fatalf("ended %s (%q), exit %v, %d attempts on %s, charged %v; want completed with code 0 on its lease %s, charged",
+			done.State, done.Error, done.ExitCode, done.Attempts, done.LeaseCID, done.Charged, first.LeaseCID)
+	}
+	t.Logf("vouchers %d (%d before the loss), paid %d, charged %d, refunded %d, bound %d, ended %v (away until %v)",
+		done.Vouchers, first.Vouchers, done.Paid, *done.Charged, done.Refunded, done.ChargeBound, done.EndedAt, back)
+	if n := r.settlements(first.LeaseCID); n != 1 {
+		t.Errorf("%d settlements of the lease, want 1", n)
+	}
+}

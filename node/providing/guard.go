@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
+	"github.com/gleaner-net/gleaner/node/wire"
 )
 
 // The provider's guard: it runs only what it agreed to. A lease must
@@ -86,6 +87,14 @@ type Record struct {
 	// while the job ran settles the run it adopts, or the one that ended
 	// while it was down, by it (see Restore).
 	Voucher []byte `json:"voucher,omitempty"`
+	// Final is the last event the lease's run sent its renter (its exit,
+	// with the code, the charge and the outputs' CID, or its error),
+	// kept once the run has ended: a renter that lost the provider while
+	// the job ran and attaches again after its end is answered with it
+	// (lateAttach), and does not take the lease's absence for the
+	// provider's failure. Absent from records of older versions, and of
+	// leases whose job never ran.
+	Final *wire.Event `json:"final,omitempty"`
 }
 
 // ReadRecord reads a stored record, in either form older versions wrote:
@@ -107,18 +116,31 @@ func ReadRecord(raw []byte) (Record, error) {
 // nothing.
 var errCrashed = errors.New("the provider has crashed (simulated)")
 
-// saveLease records the lease's state; the voucher kept for the same
-// lease stays.
+// saveLease records the lease's state; the voucher and the final event
+// kept for the same lease stay.
 func (pj *Provider) saveLease(jobID string, raw []byte, state RecordState) error {
+	return pj.saveRecord(jobID, raw, state, nil)
+}
+
+// saveEnded records the lease ended by a run whose last event to the
+// renter is final.
+func (pj *Provider) saveEnded(jobID string, raw []byte, final wire.Event) error {
+	return pj.saveRecord(jobID, raw, LeaseEnded, &final)
+}
+
+func (pj *Provider) saveRecord(jobID string, raw []byte, state RecordState, final *wire.Event) error {
 	if pj.crashed() {
 		return errCrashed
 	}
-	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC()}
+	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC(), Final: final}
 	var from RecordState
 	err := pj.store.Update(func(tx Tx) error {
 		var old Record
 		if tx.Get(jobID, &old) == nil && bytes.Equal(old.Lease, raw) {
 			rec.Voucher, from = old.Voucher, old.State
+			if rec.Final == nil {
+				rec.Final = old.Final
+			}
 		}
 		return tx.Put(jobID, rec)
 	})
@@ -161,6 +183,25 @@ func (pj *Provider) LeaseState(jobID string) (RecordState, bool) {
 		return "", false
 	}
 	return rec.State, true
+}
+
+// finalOf is the last event of the ended run of the lease lease (wire
+// bytes) of jobID, as its record keeps it; false if the record is of
+// another lease, not ended, or keeps none (an older version's, or a run
+// that never began).
+func (pj *Provider) finalOf(jobID string, lease []byte) (wire.Event, bool) {
+	var raw json.RawMessage // as stored: ReadRecord reads the older form too
+	if pj.store.Get(jobID, &raw) != nil {
+		return wire.Event{}, false
+	}
+	rec, err := ReadRecord(raw)
+	if err != nil || rec.State != LeaseEnded || rec.Final == nil {
+		return wire.Event{}, false
+	}
+	if cid := wire.LeaseCID(rec.Lease); cid == "" || cid != wire.LeaseCID(lease) {
+		return wire.Event{}, false
+	}
+	return *rec.Final, true
 }
 
 // The refusals of a start. The renter reads their codes (errorEvent);

@@ -50,6 +50,18 @@ func (pj *Provider) serveJob(s Stream, from string) {
 		al = pj.leases[l.JobID]
 		pj.mu.Unlock()
 		if al == nil {
+			if head.Kind == "attach" {
+				// The renter lost us while the job ran, and comes back
+				// after its end: it hears how the run ended, as it would
+				// have on its stream, rather than that the lease is gone
+				// (which it would take for our failure).
+				// Its time stays the run's end: the renter's record of
+				// when the job ended.
+				if final, ok := pj.finalOf(l.JobID, head.Lease); ok {
+					_ = wire.Write(s, final)
+					return
+				}
+			}
 			err = pj.gone(l.JobID)
 		} else if wire.LeaseCID(al.raw) != wire.LeaseCID(head.Lease) {
 			// Another lease of the job holds it now (an award superseded
@@ -526,38 +538,56 @@ loop:
 		}
 	}
 	// Settled once, and recorded ended at once: a provider that restarts
-	// after this must not settle the lease a second time.
+	// after this must not settle the lease a second time. The record keeps
+	// the run's last event, for a renter that attaches after the end
+	// (serveJob), unless the run ended because this node stops.
 	charged := pj.settleAt(al, m, unpaid, ended, outputs)
-	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
+	final := finalEvent(w.res, w.err, preempted, unpaid, outputs, charged, outErr)
+	if final.Type == wire.EventExit && pj.wrongAnswers && final.Output != "" {
+		final.Output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+final.Output)))
+	}
+	final.Time = time.Now()
+	save := func() error { return pj.saveEnded(al.lease.JobID, al.raw, final) }
+	if pj.stopping.Load() || pj.bg.Err() != nil {
+		// Stopped because this node stops (Shutdown's preemption, or the
+		// node's context): the job did not end, this provider gave it up.
+		// A renter that comes back after the restart hears, as before,
+		// that it holds no lease, and auctions the job again elsewhere.
+		save = func() error { return pj.saveLease(al.lease.JobID, al.raw, LeaseEnded) }
+	}
+	if err := save(); err != nil {
 		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 	}
 	<-logsDone
-	if w.err != nil {
-		_ = send(wire.Event{Type: wire.EventError, Error: w.err.Error()})
-		return
+	if preempted != "" && w.err == nil {
+		pj.shipCheckpoint(job, send)
+	}
+	_ = send(final)
+}
+
+// finalEvent is the last event of a run that ended with res (err: the
+// wait for it failed): preempted with that reason, stopped as unpaid, or
+// exited, charged charged, its outputs kept as outputs (outErr: why not).
+func finalEvent(res executor.Result, err error, preempted string, unpaid bool, outputs string, charged auction.Credits, outErr error) wire.Event {
+	if err != nil {
+		return wire.Event{Type: wire.EventError, Error: err.Error()}
 	}
 	if preempted != "" {
-		pj.shipCheckpoint(job, send)
-		_ = send(wire.Event{Type: wire.EventExit, Status: wire.StatusPreempted, ExitCode: w.res.ExitCode, Error: preempted, Charged: &charged, Outputs: outputs})
-		return
+		return wire.Event{Type: wire.EventExit, Status: wire.StatusPreempted, ExitCode: res.ExitCode, Error: preempted, Charged: &charged, Outputs: outputs}
 	}
 	status := wire.StatusCompleted
 	switch {
 	case unpaid:
 		status = wire.StatusUnpaid
-	case w.res.Stopped:
+	case res.Stopped:
 		status = wire.StatusStopped
-	}
-	output := w.res.StdoutSHA256
-	if pj.wrongAnswers && output != "" {
-		output = fmt.Sprintf("%x", sha256.Sum256([]byte("not the work: "+output)))
 	}
 	var note string
 	if outErr != nil {
 		note = "the outputs could not be kept: " + outErr.Error()
 	}
-	_ = send(wire.Event{Type: wire.EventExit, Status: status, ExitCode: w.res.ExitCode, PullMS: w.res.PullDuration.Milliseconds(), Output: output, Charged: &charged,
-		Outputs: outputs, Error: note})
+	return wire.Event{Type: wire.EventExit, Status: status, ExitCode: res.ExitCode, PullMS: res.PullDuration.Milliseconds(), Output: res.StdoutSHA256,
+		Charged: &charged, Outputs: outputs, Error: note}
 }
 
 // PullFailed begins the error of a not-started event (wire.StatusNotStarted)
@@ -649,6 +679,13 @@ func (pj *Provider) attach(s Stream, al *activeLease) {
 			return
 		}
 		tail, at = tail[n:], at+int64(n)
+	}
+	// The run has ended, its lease not released yet (its last event may
+	// have gone to the followers already): the renter is told how it
+	// ended, not that it runs.
+	if final, ok := pj.finalOf(al.lease.JobID, al.raw); ok {
+		_ = wire.Write(s, final)
+		return
 	}
 	if err := wire.Write(s, wire.Event{Type: wire.EventStatus, Status: wire.StatusRunning, Time: time.Now()}); err != nil {
 		return
