@@ -93,47 +93,32 @@ func TestNATHomes(t *testing.T) {
 	}
 
 	t.Run("SymmetricToHomeRenterOverRelay", func(t *testing.T) {
-		j, _ := runJob(t, hs.homeRenter, natJobSpec("sym-relayed", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != renting.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
-			dumpLogs(t, hs.all)
-			t.Fatalf("job ended %+v", j)
-		}
+		j := hs.completeOn(t, hs.homeRenter, hs.symProv, "sym-relayed", symGPU)
 		conns := hs.homeRenter.connsTo(t, hs.symProv.peerID)
 		t.Logf("home renter -> symmetric provider: %v", conns)
 		if len(conns) == 0 || hs.homeRenter.directTo(t, hs.symProv.peerID) {
 			t.Errorf("the home renter's connections to the provider behind the symmetric NAT are %v; want relayed ones only", conns)
 		}
 		// job status says so: the renter learns its provider is relayed.
-		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil || j.ProviderPath != p2p.PathRelayed {
-			t.Errorf("job status says the provider path is %q (%v); want %q", j.ProviderPath, err, p2p.PathRelayed)
-		}
+		wantProviderPath(t, hs.homeRenter, j, p2p.PathRelayed)
 	})
 	t.Run("ConeToHomeRenterHolePunched", func(t *testing.T) {
-		j, _ := runJob(t, hs.homeRenter, natJobSpec("cone-punched", coneGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != renting.StateCompleted || j.Provider != hs.coneProv.peerID || !j.Simulated {
-			dumpLogs(t, hs.all)
-			t.Fatalf("job ended %+v", j)
-		}
+		j := hs.completeOn(t, hs.homeRenter, hs.coneProv, "cone-punched", coneGPU)
 		waitFor(t, 30*time.Second, "a direct connection between the home renter and the cone-NAT provider", hs.all, func() bool {
 			return hs.homeRenter.directTo(t, hs.coneProv.peerID)
 		})
 		t.Logf("home renter -> cone provider: %v", hs.homeRenter.connsTo(t, hs.coneProv.peerID))
-		if err := hs.homeRenter.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil || j.ProviderPath != p2p.PathDirect {
-			t.Errorf("job status says the provider path is %q (%v); want %q", j.ProviderPath, err, p2p.PathDirect)
-		}
+		wantProviderPath(t, hs.homeRenter, j, p2p.PathDirect)
 	})
 	t.Run("SymmetricToPublicRenter", func(t *testing.T) {
-		j, _ := runJob(t, hs.renter, natJobSpec("sym-public", symGPU, "-sleep", "500ms"), natJobBound, hs.all)
-		if j.State != renting.StateCompleted || j.Provider != hs.symProv.peerID || !j.Simulated {
-			dumpLogs(t, hs.all)
-			t.Fatalf("job ended %+v", j)
-		}
+		j := hs.completeOn(t, hs.renter, hs.symProv, "sym-public", symGPU)
 		// The provider dials a public renter itself: no relay needed.
 		conns := hs.renter.connsTo(t, hs.symProv.peerID)
 		t.Logf("public renter -> symmetric provider: %v", conns)
 		if !hs.renter.directTo(t, hs.symProv.peerID) {
 			t.Errorf("the public renter reaches the provider behind the symmetric NAT only through %v", conns)
 		}
+		wantProviderPath(t, hs.renter, j, p2p.PathDirect)
 	})
 	// What each node tells its owner: `gleaner doctor`'s nat check and
 	// `gleaner id`, in text and JSON, match the node's place.
@@ -391,5 +376,26 @@ func TestNATRelayLostMidJob(t *testing.T) {
 	}
 	if !strings.Contains(logs.Logs, "job finished") {
 		t.Errorf("the renter's logs lack the job's end:\n%s", logs.Logs)
+	}
+}
+
+// completeOn runs a short job on gpu from renter r and fails the test
+// unless it completed on prov's simulated GPUs.
+func (hs *homesNet) completeOn(t *testing.T, r, prov *natDaemon, name, gpu string) renting.JobRecord {
+	t.Helper()
+	j, _ := runJob(t, r, natJobSpec(name, gpu, "-sleep", "500ms"), natJobBound, hs.all)
+	if j.State != renting.StateCompleted || j.Provider != prov.peerID || !j.Simulated {
+		dumpLogs(t, hs.all)
+		t.Fatalf("job ended %+v", j)
+	}
+	return j
+}
+
+// wantProviderPath fails unless r's job_status for j says its provider is
+// reached by path: what a renter reads to learn it is relayed.
+func wantProviderPath(t *testing.T, r *natDaemon, j renting.JobRecord, path string) {
+	t.Helper()
+	if err := r.call("job_status", node.JobIDParams{ID: j.ID}, &j); err != nil || j.ProviderPath != path {
+		t.Errorf("job status says the provider path is %q (%v); want %q", j.ProviderPath, err, path)
 	}
 }
