@@ -128,3 +128,33 @@ func NormalizeBookings(bs []Booking, gpus int, from, to int64) []Booking {
 }
 
 func byStart(a, b Booking) int { return cmp.Compare(a.Start, b.Start) }
+
+// Undisturbed reports whether spec's job, placed on o now, would take no
+// other job's GPUs and, as far as the offer can tell, keep its own to the
+// end: over the span the job holds its GPUs (bronze: from now for its
+// expected duration; silver: from now for its maximum; gold: its
+// reservation) the offer's windows are open and its GPUs less what silver,
+// gold and bronze leases hold (Booked, Bronze) cover the job. Feasibility
+// admits more than this (bronze wherever a window is open now, silver and
+// gold over bronze jobs they would preempt); it is the renter's
+// preference among feasible offers (issue 33's placement that respects
+// windows: a bronze job placed where the window closes or a booked lease
+// begins before it ends loses its work since its last checkpoint, and a
+// silver job placed over a bronze one costs that job its work).
+func Undisturbed(o *Offer, spec *JobSpec, now time.Time) bool {
+	from, secs := now.Unix(), int64(spec.Duration.Max/time.Second)
+	switch spec.Tier {
+	case Bronze:
+		secs = int64(spec.Duration.Expected / time.Second)
+	case Gold:
+		if !spec.Start.IsZero() {
+			from = spec.Start.Unix()
+		}
+	}
+	secs = max(secs, 1)
+	if availableSecs(o.Windows, from) < secs {
+		return false
+	}
+	to := from + secs
+	return len(o.GPUs)-bookedPeak(o.Booked, from, to)-bookedPeak(o.Bronze, from, to) >= spec.Resources.GPUs
+}

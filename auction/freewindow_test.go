@@ -170,17 +170,26 @@ func TestOfferValidateBooked(t *testing.T) {
 			return bs
 		}(), err: "booked: 257 bookings, limit 256"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			o := validOffer(fakeID(1), t0)
-			o.Booked = c.booked
-			err := o.Validate()
-			switch {
-			case c.err == "" && err != nil:
-				t.Fatalf("rejected: %v", err)
-			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-				t.Fatalf("got %v, want %q", err, c.err)
-			}
-		})
+		// Bronze (what bronze leases hold) is held to the same rules.
+		for _, field := range []string{"booked", "bronze"} {
+			t.Run(field+"/"+c.name, func(t *testing.T) {
+				o := validOffer(fakeID(1), t0)
+				want := c.err
+				if field == "bronze" {
+					o.Bronze = c.booked
+					want = strings.Replace(want, "booked", "bronze", 1)
+				} else {
+					o.Booked = c.booked
+				}
+				err := o.Validate()
+				switch {
+				case want == "" && err != nil:
+					t.Fatalf("rejected: %v", err)
+				case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+					t.Fatalf("got %v, want %q", err, want)
+				}
+			})
+		}
 	}
 }
 
@@ -190,6 +199,7 @@ func TestOfferBookedRoundTrip(t *testing.T) {
 	key, id := testKey(t, 1)
 	o := validOffer(id, t0)
 	o.Booked = []Booking{{t0.Unix(), t0.Unix() + 600, 2}, {t0.Unix() + 600, t0.Unix() + 900, 1}}
+	o.Bronze = []Booking{{t0.Unix() + 60, t0.Unix() + 1200, 1}}
 	s, err := SignOffer(o, key)
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +209,8 @@ func TestOfferBookedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Booked, o.Booked) {
-		t.Fatalf("booked %+v, want %+v", got.Booked, o.Booked)
+	if !slices.Equal(got.Booked, o.Booked) || !slices.Equal(got.Bronze, o.Bronze) {
+		t.Fatalf("booked %+v, bronze %+v, want %+v, %+v", got.Booked, got.Bronze, o.Booked, o.Bronze)
 	}
 }
 

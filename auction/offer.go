@@ -47,6 +47,12 @@ type Offer struct {
 	// many GPUs silver and gold leases hold over each span, so renters do
 	// not ask for what is taken. Bronze yields, so it is not booked.
 	Booked []Booking `cbor:"17,keyasint,omitempty" json:"booked,omitempty"` // sorted, non-overlapping
+	// Bronze is what preemptible (bronze) leases hold, in the same form:
+	// GPUs that are free to a bronze renter only once those end, and that
+	// a silver or gold lease would take by preempting them. Renters prefer
+	// offers whose GPUs are idle (issue 33: a silver job placed where GPUs
+	// are idle costs no bronze job its work).
+	Bronze []Booking `cbor:"18,keyasint,omitempty" json:"bronze,omitempty"` // sorted, non-overlapping
 }
 
 // GPU is one GPU for sale. Simulated GPUs say so on the wire.

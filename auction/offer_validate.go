@@ -82,7 +82,10 @@ func (o *Offer) Validate() error {
 			return badOffer("windows", "must lie within [issued_at, expires_at+%s]", WindowHorizon)
 		}
 	}
-	if err := o.validateBooked(); err != nil {
+	if err := o.validateBookings("booked", o.Booked); err != nil {
+		return err
+	}
+	if err := o.validateBookings("bronze", o.Bronze); err != nil {
 		return err
 	}
 	if err := o.validatePolicy(); err != nil {
@@ -138,20 +141,21 @@ func (o *Offer) validateGPUs() error {
 	return nil
 }
 
-// validateBooked holds bookings to what freewindow.go's sweep assumes:
-// sorted, non-overlapping (touching is allowed: counts change there),
-// each of 1..len(GPUs) GPUs and within the windows' horizon.
-func (o *Offer) validateBooked() error {
-	if len(o.Booked) > MaxBookings {
-		return badOffer("booked", "%d bookings, limit %d", len(o.Booked), MaxBookings)
+// validateBookings holds a list of bookings (Booked, Bronze) to what
+// freewindow.go's sweep assumes: sorted, non-overlapping (touching is
+// allowed: counts change there), each of 1..len(GPUs) GPUs and within the
+// windows' horizon.
+func (o *Offer) validateBookings(field string, bs []Booking) error {
+	if len(bs) > MaxBookings {
+		return badOffer(field, "%d bookings, limit %d", len(bs), MaxBookings)
 	}
 	horizon := o.ExpiresAt + int64(WindowHorizon/time.Second)
-	for i, b := range o.Booked {
-		f := fmt.Sprintf("booked[%d]", i)
+	for i, b := range bs {
+		f := fmt.Sprintf("%s[%d]", field, i)
 		switch {
 		case b.Start >= b.End:
 			return badOffer(f, "start not before end")
-		case i > 0 && b.Start < o.Booked[i-1].End:
+		case i > 0 && b.Start < bs[i-1].End:
 			return badOffer(f, "overlaps or precedes the previous booking")
 		case b.Start < o.IssuedAt || b.End > horizon:
 			return badOffer(f, "must lie within [issued_at, expires_at+%s]", WindowHorizon)

@@ -48,6 +48,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 	// The offer advertises what the scheduler has sold, so renters do not
 	// ask for GPUs that are booked.
 	n.provider.SetBookings(pj.Booked)
+	n.provider.SetBronze(pj.BronzeHeld)
 	// And the datasets it holds, for renters' placement (ranking's
 	// locality term, `market offers 'dataset=...'`).
 	n.provider.SetDatasets(n.heldDatasets)

@@ -18,6 +18,20 @@ import (
 // could hide the machine from the market for nothing. A withdrawn GPU is
 // not in the offer, so what it holds is not either.
 func (s *Scheduler) Booked(now time.Time, horizon time.Duration) []auction.Booking {
+	return s.held(now, horizon, func(l *lease) bool { return l.l.Tier != auction.Bronze && !s.soft(l) })
+}
+
+// BronzeHeld is what the offer advertises as held by bronze leases
+// (auction.Offer.Bronze), in Booked's form: a renter of any tier sees
+// those GPUs as busy now, and one of silver or gold prefers GPUs it would
+// not have to preempt a bronze job for.
+func (s *Scheduler) BronzeHeld(now time.Time, horizon time.Duration) []auction.Booking {
+	return s.held(now, horizon, func(l *lease) bool { return l.l.Tier == auction.Bronze })
+}
+
+// held sums, per instant, the sellable GPUs that leases for which keep
+// holds commit, as Booked describes. keep is called with s.mu held.
+func (s *Scheduler) held(now time.Time, horizon time.Duration, keep func(*lease) bool) []auction.Booking {
 	from, to := now.Unix(), now.Add(horizon).Unix()
 	type edge struct {
 		at    int64
@@ -36,7 +50,7 @@ func (s *Scheduler) Booked(now time.Time, horizon time.Duration) []auction.Booki
 		// its commitments touch.
 		var spans []auction.Window
 		for _, c := range g.commits {
-			if c.l.l.Tier == auction.Bronze || s.soft(c.l) {
+			if !keep(c.l) {
 				continue
 			}
 			sp := c.at(now)

@@ -42,6 +42,11 @@ func TestBookedCountsSilverAndGold(t *testing.T) {
 	claimLease(t, s, mkLease("b", auction.Bronze, 1, t0, 3*time.Hour), t0, 2)
 	claimLease(t, s, mkLease("g", auction.Gold, 3, at(2*time.Hour), time.Hour), t0, 0, 1, 3)
 	checkBooked(t, s, t0, week, bookings(book(0, time.Hour, 2), book(2*time.Hour, 3*time.Hour, 3)))
+	// The bronze lease is the offer's Bronze instead: what a silver or
+	// gold lease there would preempt.
+	if got, want := s.BronzeHeld(t0, week), bookings(book(0, 3*time.Hour, 1)); !slices.Equal(got, want) {
+		t.Fatalf("bronze held %+v, want %+v", got, want)
+	}
 
 	// A second silver lease that runs into the reservation's window on
 	// another GPU adds to its count there.

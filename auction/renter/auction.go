@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 )
@@ -95,6 +96,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if len(ok) == 0 {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
+	ok = preferUndisturbed(ok, spec, env.Now)
 	nonce := make([]byte, 16)
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
@@ -283,4 +285,23 @@ func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
 		}
 	}
 	return out
+}
+
+// preferUndisturbed narrows the feasible offers to those where the job
+// would take no other job's GPUs and keep its own to its end
+// (auction.Undisturbed), when there are any; with none, every feasible
+// offer stays: a bronze job takes the risk of preemption, and a silver
+// one the bronze job's place, rather than wait. Decided from the offers
+// alone, before any quote, so the candidates asked are those first.
+func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time) []*auction.Offer {
+	calm := make([]*auction.Offer, 0, len(ok))
+	for _, o := range ok {
+		if auction.Undisturbed(o, spec, now) {
+			calm = append(calm, o)
+		}
+	}
+	if len(calm) == 0 {
+		return ok
+	}
+	return calm
 }

@@ -55,6 +55,9 @@ type Publisher struct {
 	// bookings is what the provider has sold from now on (its scheduler's
 	// silver and gold commitments); nil: nothing is ever booked.
 	bookings func(now time.Time) []auction.Booking
+	// bronze is what its bronze leases hold (the offer's Bronze); nil:
+	// none.
+	bronze func(now time.Time) []auction.Booking
 	// datasets lists the CIDs this node holds pinned (its job-input cache
 	// and the owner's datasets), for the offer's Datasets; nil: none.
 	datasets func() []string
@@ -124,6 +127,15 @@ func (p *Publisher) SetBookings(f func(now time.Time) []auction.Booking) {
 	p.bookings = f
 }
 
+// SetBronze installs where the offer's Bronze comes from (the
+// scheduler's bronze leases); it is watched and republished like the
+// bookings.
+func (p *Publisher) SetBronze(f func(now time.Time) []auction.Booking) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bronze = f
+}
+
 // SetDatasets makes f the source of the offer's Datasets: at most
 // auction.MaxDatasets CIDs this node holds and serves. A change is
 // published like a change of bookings.
@@ -181,13 +193,19 @@ const (
 func (p *Publisher) bookingsChanged() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.current == nil || p.bookings == nil {
+	if p.current == nil {
 		return false
 	}
 	now := p.now().Truncate(time.Second)
 	from, to := now.Add(bookingsSlack).Unix(), p.current.IssuedAt+int64(OfferHorizon/time.Second)
-	fresh := auction.NormalizeBookings(p.bookings(now), len(p.current.GPUs), from, to)
-	return !slices.Equal(fresh, auction.NormalizeBookings(p.current.Booked, len(p.current.GPUs), from, to))
+	changed := func(source func(time.Time) []auction.Booking, published []auction.Booking) bool {
+		if source == nil {
+			return false
+		}
+		fresh := auction.NormalizeBookings(source(now), len(p.current.GPUs), from, to)
+		return !slices.Equal(fresh, auction.NormalizeBookings(published, len(p.current.GPUs), from, to))
+	}
+	return changed(p.bookings, p.current.Booked) || changed(p.bronze, p.current.Bronze)
 }
 
 // minPublishGap keeps an honest provider far below renters' flood limit and
@@ -344,7 +362,7 @@ func (p *Publisher) publish(ctx context.Context, again bool) error {
 	}
 	if o == nil { // withdraw what was offered
 		w := *p.current
-		w.Withdrawn, w.Windows, w.Booked = true, nil, nil
+		w.Withdrawn, w.Windows, w.Booked, w.Bronze = true, nil, nil, nil
 		o = &w
 	}
 	o.Seq = p.seq + 1
@@ -434,9 +452,12 @@ func (p *Publisher) build() (*auction.Offer, string) {
 	if err != nil {
 		return nil, "calendar: " + err.Error()
 	}
-	var booked []auction.Booking
+	var booked, bronze []auction.Booking
 	if p.bookings != nil {
 		booked = auction.NormalizeBookings(p.bookings(now), len(gpus), now.Unix(), now.Add(OfferHorizon).Unix())
+	}
+	if p.bronze != nil {
+		bronze = auction.NormalizeBookings(p.bronze(now), len(gpus), now.Unix(), now.Add(OfferHorizon).Unix())
 	}
 	return &auction.Offer{
 		Provider:  p.m.host.ID().String(),
@@ -449,6 +470,7 @@ func (p *Publisher) build() (*auction.Offer, string) {
 		Prices:    s.Prices,
 		Windows:   windows,
 		Booked:    booked,
+		Bronze:    bronze,
 		Policy:    s.Policy,
 		Addrs:     addrStrings(p.m.host.Addrs()),
 		Calendar:  &s.Calendar,

@@ -84,12 +84,34 @@ func TestPublisherAdvertisesBookings(t *testing.T) {
 		t.Fatal("a released booking not reported")
 	}
 
+	// What bronze leases hold is watched and carried the same way, as
+	// the offer's Bronze.
+	bronze := &fakeBookings{}
+	p.SetBronze(bronze.booked)
+	f.set()
+	if err := p.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bronze.set(auction.Booking{Start: now + 60, End: now + 5400, GPUs: 1})
+	if !p.bookingsChanged() {
+		t.Fatal("a new bronze lease not reported")
+	}
+	if err := p.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Current().Bronze; len(got) != 1 || got[0].End != now+5400 {
+		t.Fatalf("offer bronze %+v, want the bronze lease", got)
+	}
+	if p.bookingsChanged() {
+		t.Fatal("unchanged bronze leases reported as changed")
+	}
+
 	f.set(auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
 	p.Withdraw(ctx)
 	p.mu.Lock()
 	raw := p.raw
 	p.mu.Unlock()
-	if w, _, err := auction.DecodeSignedOffer(raw, time.Now()); err != nil || !w.Withdrawn || w.Booked != nil {
+	if w, _, err := auction.DecodeSignedOffer(raw, time.Now()); err != nil || !w.Withdrawn || w.Booked != nil || w.Bronze != nil {
 		t.Fatalf("withdrawal %+v: %v", w, err)
 	}
 }

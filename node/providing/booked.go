@@ -13,3 +13,9 @@ import (
 func (pj *Provider) Booked(now time.Time) []auction.Booking {
 	return pj.sched.Booked(now, offers.OfferHorizon)
 }
+
+// BronzeHeld is what the offer advertises as held by bronze leases
+// (auction.Offer.Bronze), polled like Booked (offers.Publisher.SetBronze).
+func (pj *Provider) BronzeHeld(now time.Time) []auction.Booking {
+	return pj.sched.BronzeHeld(now, offers.OfferHorizon)
+}

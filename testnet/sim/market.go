@@ -51,6 +51,9 @@ type Config struct {
 	Checkpoint    time.Duration // a job keeps its progress at multiples of this
 	Patience      time.Duration // a job not placed within this gives up
 	Retry         time.Duration // the wait between re-auctions
+	// LeaseMargin is what a renter asks beyond the work left: the
+	// lease's duration.max is the work plus this (gold: plus a minute).
+	LeaseMargin   time.Duration
 	StartDeadline time.Duration // an award not started by then expires
 	OfferTTL      time.Duration // node: 1 h, re-announced at 11/12
 	// TelemetryTimeout is how long a renter waits for the first signed
@@ -68,7 +71,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Seed: 1, Candidates: 5, QuoteDeadline: 3 * time.Second, AwardDeadline: 10 * time.Second,
 		Billing: 5 * time.Minute, Pull: 20 * time.Second, Notice: 30 * time.Second, Checkpoint: 10 * time.Minute,
-		Patience: 6 * time.Hour, Retry: 5 * time.Minute, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
+		Patience: 6 * time.Hour, Retry: 5 * time.Minute, LeaseMargin: 2 * time.Minute, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
 		TelemetryTimeout: 2 * time.Minute, VerifyShare: 0.5, Reputation: 6 * time.Hour, Network: DefaultNetwork()}
 }
 
@@ -85,6 +88,8 @@ func (c Config) Validate() error {
 		return bad("billing %v: use 1s to %v (a provider refuses a longer interval)", c.Billing, sched.MaxBillingSec*time.Second)
 	case c.Retry <= 0 || c.Patience < c.Retry:
 		return bad("retry %v must be positive and at most market.patience (%v)", c.Retry, c.Patience)
+	case c.LeaseMargin < c.Pull || c.LeaseMargin > 24*time.Hour:
+		return bad("leasemargin %v: at least market.pull (%v), which every lease spends before the work starts, and at most 24h", c.LeaseMargin, c.Pull)
 	case c.OfferTTL < 12*time.Second:
 		return bad("offerttl %v: at least 12s (an offer is re-announced at 11/12 of it)", c.OfferTTL)
 	case c.Pull < 0 || c.Notice < 0 || c.StartDeadline <= 0 || c.TelemetryTimeout <= 0:

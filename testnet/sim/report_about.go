@@ -28,8 +28,9 @@ func AboutStrategy(name string, hubFeeBP int64) StrategyAbout {
 			What: "The decentralised market: every provider and renter is a node of the real market code (auctioneer, provider's desk and " +
 				"scheduler, billing, reputation) over a simulated network with latency and loss. A renter auctions each job among up to " +
 				"market.candidates providers it picks from gossiped offers, re-auctions after losses, and gives up after market.patience.",
-			Knows: "A renter knows its own job, length included, and asks for a lease of the work plus 10% and 5 minutes (gold: plus a minute), " +
-				"so a silver job needs a window that much longer than its work. It sees providers only through their offers (gossiped, " +
+			Knows: "A renter knows its own job, length included, and asks for a lease of the work plus market.leasemargin (gold: plus a minute), " +
+				"so a silver job needs a window that much longer than its work, and places where its window and the offer's bookings " +
+				"(bronze jobs' included) leave it undisturbed when any such offer is feasible. It sees providers only through their offers (gossiped, " +
 				"a second late, listing windows and bookings for 7 days) and their quotes, and tells cheats apart only by ratings " +
 				"(reputation recomputed every market.reputation) and by verification, which catches market.verifyshare of fake results. " +
 				"A provider knows only its own GPUs, windows and leases.",

@@ -101,6 +101,7 @@ func (p *simProvider) buildOffer() *auction.Offer {
 		GPUs: gpus, Host: auction.Host{CPUs: 8 * p.sp.GPUs, MemoryMiB: 32768 * p.sp.GPUs},
 		Region: auction.Region{Country: p.sp.Country, Continent: p.sp.Continent}, Prices: p.sp.Floors, Windows: ws,
 		Booked: auction.NormalizeBookings(p.sched.Booked(now, offerHorizon), len(gpus), from, to),
+		Bronze: auction.NormalizeBookings(p.sched.BronzeHeld(now, offerHorizon), len(gpus), from, to),
 		Policy: auction.Policy{Workloads: []string{"batch", "service"}, PreemptNotice: int64(p.m.cfg.Notice / time.Second)},
 	}
 }

@@ -74,9 +74,11 @@ func (r *simRenter) spec(j *simJob) ([]byte, *auction.JobSpec, error) {
 	s := &auction.JobSpec{
 		Name: "sim", Image: "registry.sim/job:1", Tier: j.j.Tier, MaxPrice: j.j.MaxPrice,
 		Resources: auction.Resources{GPUs: j.j.GPUs, Models: j.j.Models},
-		// The lease is the expected work plus a margin for the pull and
-		// a slow start, as a renter that knows its job would ask.
-		Duration:       auction.JobDuration{Expected: rem, Max: (rem*11/10 + 5*time.Minute).Truncate(time.Second)},
+		// The lease is the work plus market.leasemargin for the pull and
+		// a slow start, as a renter that knows its job would ask: a
+		// silver lease must fit the provider's window, so every minute
+		// asked beyond the work is a window the job cannot use.
+		Duration:       auction.JobDuration{Expected: rem, Max: (rem + r.m.cfg.LeaseMargin).Truncate(time.Second)},
 		AllowSimulated: true, Workload: "batch",
 	}
 	if s.Tier == auction.Gold {

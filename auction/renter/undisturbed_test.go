@@ -1,0 +1,68 @@
+package renter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// A bronze job is placed where it can run to its end (issue 33's
+// placement that respects windows): the cheapest provider's window
+// closes within the job's hour, another's GPU is taken by a bronze job
+// already, so the round awards the dearest provider, whose window and
+// GPUs leave the job undisturbed. Once that one is gone, the job still
+// runs where it would be preempted rather than wait.
+func TestBronzeIsPlacedWhereItCanFinish(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 1, 1_000_000, 1_100_000, 1_500_000)
+	closing, bronzeTaken, calm := m.providers[0], m.providers[1], m.providers[2]
+	closing.offer.Windows = []auction.Window{{Start: closing.offer.IssuedAt, End: t0.Add(20 * time.Minute).Unix()}}
+	bronzeTaken.offer.Bronze = []auction.Booking{{Start: bronzeTaken.offer.IssuedAt, End: t0.Add(3 * time.Hour).Unix(), GPUs: 1}}
+	for _, p := range m.providers {
+		if err := p.offer.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := m.auctioneer(t).Auction(context.Background(), request(t, "job-1", testSpec()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lease.Provider != calm.id {
+		t.Fatalf("leased %s, want the undisturbed provider %s (quotes %+v)", res.Lease.Provider, calm.id, res.Explain.Quotes)
+	}
+	if len(res.Explain.Quotes) != 1 {
+		t.Errorf("asked %d providers for quotes, want only the undisturbed one: %+v", len(res.Explain.Quotes), res.Explain.Quotes)
+	}
+
+	m.providers = m.providers[:2]
+	delete(m.net.providers, calm.id)
+	res, err = m.auctioneer(t).Auction(context.Background(), request(t, "job-2", testSpec()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lease.Provider != closing.id {
+		t.Fatalf("with no undisturbed offer leased %s, want the cheapest feasible %s", res.Lease.Provider, closing.id)
+	}
+}
+
+// A silver job prefers GPUs it need not preempt a bronze job for: the
+// cheaper provider's only GPU runs a bronze job, which the silver lease
+// would displace, so the idle one wins.
+func TestSilverPrefersIdleGPUsToPreemptingBronze(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 1, 1_000_000, 1_300_000)
+	busy, idle := m.providers[0], m.providers[1]
+	busy.offer.Bronze = []auction.Booking{{Start: busy.offer.IssuedAt, End: t0.Add(2 * time.Hour).Unix(), GPUs: 1}}
+	if err := busy.offer.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec()
+	spec.Tier, spec.MaxPrice = auction.Silver, 3_000_000
+	res, err := m.auctioneer(t).Auction(context.Background(), request(t, "job-1", spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lease.Provider != idle.id {
+		t.Fatalf("leased %s, want the idle provider %s", res.Lease.Provider, idle.id)
+	}
+}
