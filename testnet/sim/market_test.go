@@ -117,10 +117,11 @@ func TestBookViewsChangeNothing(t *testing.T) {
 func TestMarketConfigRefused(t *testing.T) {
 	s, d, h := mkWorld(1, 2, 3, 1)
 	for name, mutate := range map[string]func(*Config){
-		"market.retry":    func(c *Config) { c.Retry = 0 },
-		"market.offerttl": func(c *Config) { c.OfferTTL = 0 },
-		"market.billing":  func(c *Config) { c.Billing = 2 * time.Hour },
-		"network.loss":    func(c *Config) { c.Network.Loss = 1 },
+		"market.retry":       func(c *Config) { c.Retry = 0 },
+		"market.leasemargin": func(c *Config) { c.LeaseMargin = time.Second },
+		"market.offerttl":    func(c *Config) { c.OfferTTL = 0 },
+		"market.billing":     func(c *Config) { c.Billing = 2 * time.Hour },
+		"network.loss":       func(c *Config) { c.Network.Loss = 1 },
 	} {
 		c := DefaultConfig()
 		mutate(&c)

@@ -155,7 +155,7 @@ func TestReportHTMLSections(t *testing.T) {
 		`<section id="time"><h2>How long do jobs wait, and how long do they take?`,
 		`<section id="cheaters"><h2>Do cheaters fall behind?`,
 		`<section id="strategies"><h2>What is each strategy, and what does it know?`,
-		"asks for a lease of the work plus 10%",
+		"asks for a lease of the work plus market.leasemargin",
 		"all: paid (credits)", "all: on-demand cost (credits)", "on-demand (credits/GPU-h)",
 		"provider income per offered GPU-hour: mean (credits/GPU-h)",
 		"income per offered GPU-hour (credits/GPU-h)", "paid per useful GPU-hour (credits/GPU-h)",
