@@ -96,7 +96,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if len(ok) == 0 {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
-	ok = preferUndisturbed(ok, spec, env.Now)
+	ok, ex.Undisturbed = preferUndisturbed(ok, spec, env.Now)
 	nonce := make([]byte, 16)
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
@@ -292,8 +292,9 @@ func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
 // (auction.Undisturbed), when there are any; with none, every feasible
 // offer stays: a bronze job takes the risk of preemption, and a silver
 // one the bronze job's place, rather than wait. Decided from the offers
-// alone, before any quote, so the candidates asked are those first.
-func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time) []*auction.Offer {
+// alone, before any quote, so the candidates asked are those first. It
+// also returns how many were undisturbed, for Explain.
+func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time) ([]*auction.Offer, int) {
 	calm := make([]*auction.Offer, 0, len(ok))
 	for _, o := range ok {
 		if auction.Undisturbed(o, spec, now) {
@@ -301,7 +302,7 @@ func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time
 		}
 	}
 	if len(calm) == 0 {
-		return ok
+		return ok, 0
 	}
-	return calm
+	return calm, len(calm)
 }

@@ -39,6 +39,10 @@ type Explain struct {
 	// Feasible is how many of the Considered offers passed every check:
 	// Considered = Feasible + the Funnel's removals.
 	Feasible int `json:"feasible,omitempty"`
+	// Undisturbed is how many of the feasible offers would leave the job
+	// undisturbed (auction.Undisturbed); when it is above 0 and below
+	// Feasible, only those were asked for quotes.
+	Undisturbed int `json:"undisturbed,omitempty"`
 	// Relax is the one change to the spec that would admit the most
 	// offers that failed a check (auction.Relax), computed when nothing
 	// was feasible or the book is small (RelaxBookMax); nil when no

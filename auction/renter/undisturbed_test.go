@@ -31,6 +31,9 @@ func TestBronzeIsPlacedWhereItCanFinish(t *testing.T) {
 	if res.Lease.Provider != calm.id {
 		t.Fatalf("leased %s, want the undisturbed provider %s (quotes %+v)", res.Lease.Provider, calm.id, res.Explain.Quotes)
 	}
+	if res.Explain.Feasible != 3 || res.Explain.Undisturbed != 1 {
+		t.Errorf("explain: %d feasible, %d undisturbed; want 3 and 1", res.Explain.Feasible, res.Explain.Undisturbed)
+	}
 	if len(res.Explain.Quotes) != 1 {
 		t.Errorf("asked %d providers for quotes, want only the undisturbed one: %+v", len(res.Explain.Quotes), res.Explain.Quotes)
 	}

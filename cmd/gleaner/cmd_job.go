@@ -536,6 +536,9 @@ func printExplain(w io.Writer, ex renter.Explain) {
 		removed += f.Removed
 	}
 	fmt.Fprintf(w, "%d offers considered: %d feasible, %d rejected\n", ex.Considered, ex.Considered-removed, removed)
+	if ex.Undisturbed > 0 && ex.Undisturbed < ex.Considered-removed {
+		fmt.Fprintf(w, "  %d of the feasible would run the job undisturbed (no one preempted, its window and the bookings leave it to its end): only those were asked\n", ex.Undisturbed)
+	}
 	for _, f := range ex.Funnel {
 		if f.Removed > 0 {
 			fmt.Fprintf(w, "  %6d removed by %s (the first check each failed)\n", f.Removed, f.Check)
