@@ -158,3 +158,13 @@ func Undisturbed(o *Offer, spec *JobSpec, now time.Time) bool {
 	to := from + secs
 	return len(o.GPUs)-bookedPeak(o.Booked, from, to)-bookedPeak(o.Bronze, from, to) >= spec.Resources.GPUs
 }
+
+// FreeNow is how many of o's GPUs no lease holds at now: inside a window,
+// less what silver, gold (Booked) and bronze (Bronze) leases hold then.
+func FreeNow(o *Offer, now time.Time) int {
+	t := now.Unix()
+	if availableSecs(o.Windows, t) <= 0 {
+		return 0
+	}
+	return max(0, len(o.GPUs)-bookedPeak(o.Booked, t, t+1)-bookedPeak(o.Bronze, t, t+1))
+}

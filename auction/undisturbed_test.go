@@ -59,3 +59,20 @@ func TestUndisturbed(t *testing.T) {
 		}
 	}
 }
+
+func TestFreeNow(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	at := func(d time.Duration) int64 { return now.Add(d).Unix() }
+	o := &Offer{GPUs: make([]GPU, 8), Windows: []Window{{Start: at(-time.Hour), End: at(time.Hour)}},
+		Booked: []Booking{{Start: at(-time.Minute), End: at(time.Minute), GPUs: 2}},
+		Bronze: []Booking{{Start: at(-time.Minute), End: at(30 * time.Minute), GPUs: 3}}}
+	if got := FreeNow(o, now); got != 3 {
+		t.Errorf("8 GPUs, 2 booked, 3 bronze: FreeNow = %d, want 3", got)
+	}
+	if got := FreeNow(o, now.Add(10*time.Minute)); got != 5 {
+		t.Errorf("after the booking ends: FreeNow = %d, want 5", got)
+	}
+	if got := FreeNow(o, now.Add(2*time.Hour)); got != 0 {
+		t.Errorf("outside the window: FreeNow = %d, want 0", got)
+	}
+}

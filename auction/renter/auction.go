@@ -1,6 +1,7 @@
 package renter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,5 +305,25 @@ func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time
 	if len(calm) == 0 {
 		return ok, 0
 	}
-	return calm, len(calm)
+	return tightest(calm, spec, now), len(calm)
+}
+
+// tightest is best fit among offers that all leave the job undisturbed:
+// those the job fills most closely, leaving the fewest GPUs free now, so
+// that a machine with many free GPUs stays whole for a job that needs
+// them (a central scheduler's best fit, decided by each renter from the
+// offers alone). It keeps at least two offers where there are two, widening
+// to the next-tightest fit, so that the second-score rule still has a
+// runner-up to price the winner against.
+func tightest(calm []*auction.Offer, spec *auction.JobSpec, now time.Time) []*auction.Offer {
+	spare := make(map[*auction.Offer]int, len(calm))
+	for _, o := range calm {
+		spare[o] = auction.FreeNow(o, now) - spec.Resources.GPUs
+	}
+	byFit := slices.SortedStableFunc(slices.Values(calm), func(a, b *auction.Offer) int { return cmp.Compare(spare[a], spare[b]) })
+	n := 1
+	for n < len(byFit) && (n < 2 || spare[byFit[n]] == spare[byFit[n-1]]) {
+		n++
+	}
+	return byFit[:n]
 }

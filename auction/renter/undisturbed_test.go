@@ -69,3 +69,42 @@ func TestSilverPrefersIdleGPUsToPreemptingBronze(t *testing.T) {
 		t.Fatalf("leased %s, want the idle provider %s", res.Lease.Provider, idle.id)
 	}
 }
+
+// Best fit: a one-GPU job goes where it fills the machine most closely,
+// so the cheapest provider's eight free GPUs stay whole for a job that
+// needs them; the second-tightest is asked too, as the runner-up that
+// prices the winner.
+func TestSmallJobsLeaveWholeMachinesWhole(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 8, 1_000_000, 1_200_000, 1_500_000)
+	whole, oneFree, twoFree := m.providers[0], m.providers[1], m.providers[2]
+	until := t0.Add(3 * time.Hour).Unix()
+	oneFree.offer.Bronze = []auction.Booking{{Start: oneFree.offer.IssuedAt, End: until, GPUs: 7}}
+	twoFree.offer.Bronze = []auction.Booking{{Start: twoFree.offer.IssuedAt, End: until, GPUs: 6}}
+	spec := testSpec()
+	spec.Tier, spec.MaxPrice = auction.Silver, 3_000_000
+	res, err := m.auctioneer(t).Auction(context.Background(), request(t, "job-1", spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lease.Provider != oneFree.id {
+		t.Fatalf("leased %s, want the tightest fit %s", res.Lease.Provider, oneFree.id)
+	}
+	for _, q := range res.Explain.Quotes {
+		if q.Provider == whole.id {
+			t.Fatalf("asked the whole machine %s for a one-GPU job: %+v", whole.id, res.Explain.Quotes)
+		}
+	}
+	if len(res.Explain.Quotes) != 2 {
+		t.Fatalf("asked %d providers, want the two tightest fits: %+v", len(res.Explain.Quotes), res.Explain.Quotes)
+	}
+
+	// An eight-GPU job fits only the whole machine.
+	spec.Resources.GPUs = 8
+	res, err = m.auctioneer(t).Auction(context.Background(), request(t, "job-8", spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lease.Provider != whole.id {
+		t.Fatalf("the eight-GPU job leased %s, want %s", res.Lease.Provider, whole.id)
+	}
+}
