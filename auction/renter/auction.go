@@ -154,6 +154,10 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		if !ok {
 			break
 		}
+		ex.SecondScore = price
+		if a.payAsBid {
+			price, rule = winner.Bid.Price, RulePayAsBid
+		}
 		ex.Winner, ex.ClearingPrice, ex.Rule = winner.Bid.Provider, price, rule
 		ex.Clearing = clearingOf(pool, winner, price, rule, spec.MaxPrice)
 		lease, raw, out := a.award(ctx, req, spec, winner, price, rawBid[winner.Bid.Provider])
@@ -171,7 +175,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		raced = raced && (out.Raced || out.Refused == "" && out.Error != "")
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
-	ex.Winner, ex.ClearingPrice, ex.Rule, ex.Clearing = "", 0, "", nil
+	ex.Winner, ex.ClearingPrice, ex.Rule, ex.Clearing, ex.SecondScore = "", 0, "", nil, 0
 	a.release(ctx, req.JobID, nonce, outcomes, "")
 	if err := ctx.Err(); err != nil {
 		return res, err

@@ -26,6 +26,11 @@ type Explain struct {
 	Awards        []AwardOutcome       `json:"awards,omitempty"` // in the order tried
 	Winner        string               `json:"winner,omitempty"`
 	ClearingPrice auction.Credits      `json:"clearing,omitempty" doc:"the cleared price the lease pays: micro-credits (auction.Credits; 1 credit = 1000000) per GPU-hour"`
+	// SecondScore is what the second-score rule (with the newcomer rule)
+	// would pay the winner: ClearingPrice itself, except under
+	// WithPayAsBid, where the gap between the two is what the winner
+	// could have asked more and still won. Not on the wire.
+	SecondScore auction.Credits `json:"-"`
 	// Rule is how Winner was chosen: RuleSecondPrice (the lowest
 	// Effective price in Ranked, paid the runner-up's Effective plus its
 	// own credit) or RuleNewcomer (the round was open to Newcomers).
@@ -97,6 +102,8 @@ func clearingOf(pool []auction.Ranked, winner auction.Ranked, price auction.Cred
 	f := auction.FormatCredits
 	var how string
 	switch {
+	case rule == RulePayAsBid:
+		c.Bound, how = BoundOwnBid, "the winner's own ask (pay-as-bid, a simulator study)"
 	case rule == RuleNewcomer:
 		c.Bound = BoundNewcomer
 		how = "a round open to newcomers: the established bidders' second price or the next newcomer's ask, whichever is lower"

@@ -35,6 +35,9 @@ const (
 	RuleSecondPrice = "second-price"
 	// RuleNewcomer: a newcomer, in a round open to newcomers.
 	RuleNewcomer = "newcomer"
+	// RulePayAsBid: the winner is paid its own bid (WithPayAsBid; the
+	// simulator's alternative rule, never node's).
+	RulePayAsBid = "pay-as-bid"
 )
 
 // TrackRecord is what the ledger shows of a provider's history, as the

@@ -114,6 +114,7 @@ type Auctioneer struct {
 	newcomerEvery int
 	smallRounds   atomic.Uint64 // small-job rounds that ranked a bid, with newcomers possible
 	noDiagnosis   bool          // WithoutDiagnosis
+	payAsBid      bool          // WithPayAsBid
 }
 
 // Option configures an Auctioneer.
@@ -153,6 +154,13 @@ func WithSpecParser(parse func([]byte) (*auction.JobSpec, error), hash func(*auc
 // most offers (Explain.Rejected[i].All, Explain.Relax). The simulator,
 // which runs thousands of rounds nobody reads, passes it.
 func WithoutDiagnosis() Option { return func(a *Auctioneer) { a.noDiagnosis = true } }
+
+// WithPayAsBid clears every round at the winner's own bid (RulePayAsBid)
+// instead of the second score: the alternative rule the simulator
+// measures the second-score rule against (market.clearing). The winner is
+// the same; only what it is paid changes. Not for node: under it a
+// provider gains by asking more than its floor (see docs/MARKET.md).
+func WithPayAsBid() Option { return func(a *Auctioneer) { a.payAsBid = true } }
 
 // New returns an auctioneer for the renter id, asking providers through t
 // and choosing among the offers of book. Defaults are applied after the

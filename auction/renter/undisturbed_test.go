@@ -108,3 +108,18 @@ func TestSmallJobsLeaveWholeMachinesWhole(t *testing.T) {
 		t.Fatalf("the eight-GPU job leased %s, want %s", res.Lease.Provider, whole.id)
 	}
 }
+
+// The simulator's alternative rule: the same winner, paid its own bid;
+// the second-score price it would have had stays in the Explain.
+func TestPayAsBidPaysTheWinnersBid(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 8, 1_000_000, 1_200_000, 1_500_000)
+	res, err := m.auctioneer(t, WithPayAsBid()).Auction(context.Background(), request(t, "job-1", testSpec()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := res.Explain
+	if res.Lease.Provider != m.providers[0].id || res.Lease.Price != 1_000_000 || ex.Rule != RulePayAsBid || ex.SecondScore != 1_200_000 {
+		t.Fatalf("lease %s at %d, rule %s, second score %d; want %s at 1000000 (pay-as-bid), second score 1200000",
+			res.Lease.Provider, res.Lease.Price, ex.Rule, ex.SecondScore, m.providers[0].id)
+	}
+}

@@ -53,7 +53,11 @@ type Config struct {
 	Retry         time.Duration // the wait between re-auctions
 	// LeaseMargin is what a renter asks beyond the work left: the
 	// lease's duration.max is the work plus this (gold: plus a minute).
-	LeaseMargin   time.Duration
+	LeaseMargin time.Duration
+	// Clearing is the auction's payment rule: "second-score" (node's) or
+	// "pay-as-bid" (the winner is paid its own bid), to compare them on
+	// the same seeds (docs/MARKET.md).
+	Clearing      string
 	StartDeadline time.Duration // an award not started by then expires
 	OfferTTL      time.Duration // node: 1 h, re-announced at 11/12
 	// TelemetryTimeout is how long a renter waits for the first signed
@@ -71,7 +75,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Seed: 1, Candidates: 5, QuoteDeadline: 3 * time.Second, AwardDeadline: 10 * time.Second,
 		Billing: 5 * time.Minute, Pull: 20 * time.Second, Notice: 30 * time.Second, Checkpoint: 10 * time.Minute,
-		Patience: 6 * time.Hour, Retry: 5 * time.Minute, LeaseMargin: 2 * time.Minute, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
+		Patience: 6 * time.Hour, Retry: 5 * time.Minute, LeaseMargin: 2 * time.Minute, Clearing: ClearingSecondScore, StartDeadline: 30 * time.Second, OfferTTL: time.Hour,
 		TelemetryTimeout: 2 * time.Minute, VerifyShare: 0.5, Reputation: 6 * time.Hour, Network: DefaultNetwork()}
 }
 
@@ -90,6 +94,8 @@ func (c Config) Validate() error {
 		return bad("retry %v must be positive and at most market.patience (%v)", c.Retry, c.Patience)
 	case c.LeaseMargin < c.Pull || c.LeaseMargin > 24*time.Hour:
 		return bad("leasemargin %v: at least market.pull (%v), which every lease spends before the work starts, and at most 24h", c.LeaseMargin, c.Pull)
+	case c.Clearing != ClearingSecondScore && c.Clearing != ClearingPayAsBid:
+		return bad("clearing %q: use %s (node's rule) or %s", c.Clearing, ClearingSecondScore, ClearingPayAsBid)
 	case c.OfferTTL < 12*time.Second:
 		return bad("offerttl %v: at least 12s (an offer is re-announced at 11/12 of it)", c.OfferTTL)
 	case c.Pull < 0 || c.Notice < 0 || c.StartDeadline <= 0 || c.TelemetryTimeout <= 0:
@@ -115,6 +121,12 @@ type Progress struct {
 	Jobs     int
 }
 
+// The clearing rules a run can use (Config.Clearing).
+const (
+	ClearingSecondScore = "second-score"
+	ClearingPayAsBid    = "pay-as-bid"
+)
+
 // MarketStats are the market run's own counters, beside its Strategy.
 type MarketStats struct {
 	Rounds           int64 `json:"rounds"`
@@ -125,7 +137,14 @@ type MarketStats struct {
 	// BusiestNodeGossip is the gossip a renter subscribed to every shard
 	// receives, bytes per second.
 	BusiestNodeGossip float64 `json:"busiest_node_gossip_bytes_per_s"`
-	finished          int
+	// WinningBids and SecondScores sum, over every lease, the winner's
+	// bid and what the second-score rule pays it (micro-credits per
+	// GPU-hour): their gap is what winners could have asked more and
+	// still won, the gain pay-as-bid offers for shading bids up.
+	Clearing     string `json:"clearing"` // market.clearing
+	WinningBids  int64  `json:"winning_bids"`
+	SecondScores int64  `json:"second_scores"`
+	finished     int
 }
 
 type market struct {

@@ -119,6 +119,7 @@ func TestMarketConfigRefused(t *testing.T) {
 	for name, mutate := range map[string]func(*Config){
 		"market.retry":       func(c *Config) { c.Retry = 0 },
 		"market.leasemargin": func(c *Config) { c.LeaseMargin = time.Second },
+		"market.clearing":    func(c *Config) { c.Clearing = "first-price" },
 		"market.offerttl":    func(c *Config) { c.OfferTTL = 0 },
 		"market.billing":     func(c *Config) { c.Billing = 2 * time.Hour },
 		"network.loss":       func(c *Config) { c.Network.Loss = 1 },

@@ -83,6 +83,7 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 	}
 	m.stats.Ratings = m.nRatings
 	m.stats.BusiestNodeGossip = m.busiestNode(horizon)
+	m.stats.Clearing = cfg.Clearing
 	st := Strategy{Name: MarketName, Outcomes: m.outcomes, Messages: m.trafficTotals()}
 	return st, m.stats, nil
 }

@@ -395,4 +395,9 @@ func addMarketNotes(r *Report, st MarketStats, jobs int) {
 			st.Rounds, jobs, float64(st.Rounds)/float64(max(jobs, 1)), st.StartFailed, st.UnpaidStops, st.Ratings, st.ReputationPasses),
 		fmt.Sprintf("Gossip: the busiest node (a renter subscribed to every offer shard) received %.1f KB/s; the gossip goal is judged on the average over all nodes.",
 			st.BusiestNodeGossip/1000))
+	if st.WinningBids > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("Clearing: %s. Winners could have asked %.1f%% more than their bids on average and still won (the second-score price over the winning bid): "+
+			"the second-score rule pays them that whatever they ask; pay-as-bid pays their bid, so a provider gains by asking up to it.",
+			st.Clearing, 100*float64(st.SecondScores-st.WinningBids)/float64(st.WinningBids)))
+	}
 }

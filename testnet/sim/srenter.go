@@ -124,7 +124,7 @@ func (r *simRenter) place(j *simJob) {
 		a, err := renter.New(renter.Identity{Peer: r.id, Network: simNetwork, Key: r.key}, r.transport, r.m.book.view(spec),
 			renter.WithClock(r.m.w), renter.WithSpecParser(r.m.specs.parse, r.m.specs.hash), renter.WithTrust(r.trust), renter.WithNonces(r.nonces),
 			renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline),
-			renter.WithoutDiagnosis())
+			renter.WithoutDiagnosis(), r.m.clearingOption())
 		if err != nil {
 			r.m.fail(err)
 			return
@@ -167,6 +167,7 @@ func (r *simRenter) place(j *simJob) {
 			return
 		}
 		j.life.Placed(res)
+		r.m.countClearing(res)
 		p := r.m.byPeer[res.Lease.Provider]
 		j.holder = p.id
 		r.m.feedAppend()
@@ -212,5 +213,29 @@ func (r *simRenter) running(j *simJob, p *simProvider, l *auction.Lease) {
 				p.end(j.id, endStopped)
 			}
 		})
+	}
+}
+
+// clearingOption is the auctioneer's payment rule for market.clearing.
+func (m *market) clearingOption() renter.Option {
+	if m.cfg.Clearing == ClearingPayAsBid {
+		return renter.WithPayAsBid()
+	}
+	return func(*renter.Auctioneer) {}
+}
+
+// countClearing adds a lease's winning bid and its second-score price to
+// the run's stats.
+func (m *market) countClearing(res renter.Result) {
+	ex := res.Explain
+	if ex == nil || res.Lease == nil {
+		return
+	}
+	for _, rk := range ex.Ranked {
+		if rk.Bid.Provider == res.Lease.Provider {
+			m.stats.WinningBids += int64(rk.Bid.Price)
+			m.stats.SecondScores += int64(ex.SecondScore)
+			return
+		}
 	}
 }
