@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -39,17 +40,22 @@ type accessRecord struct {
 func publicKey(c cid.Cid) string           { return "public/" + c.String() }
 func grantKey(p peer.ID, c cid.Cid) string { return "grant/" + p.String() + "/" + c.String() }
 
-// startAccess loads the access records into a new data.Access; grants
-// that ended while the node was down are deleted.
+// startAccess loads the access records into a new data.Access.
 func (n *Node) startAccess() error {
 	n.access = data.NewAccess(n.data, 0)
 	n.access.OnRefuse = func(p peer.ID, c cid.Cid) {
 		n.log.Debug("data: want refused: not public and not granted to the peer", "peer", p, "cid", c)
 	}
 	n.onClose(func(context.Context) error { n.access.Close(); return nil })
+	return loadAccess(n.bg, n.store, n.access, n.log)
+}
+
+// loadAccess applies the access records of st to acc; grants that ended
+// while the node was down, and records that do not parse, are deleted.
+func loadAccess(ctx context.Context, st *store.Store, acc *data.Access, log *slog.Logger) error {
 	now := time.Now()
 	var ended []string
-	err := n.store.ForEach(store.BucketAccess, func(key string, raw []byte) error {
+	err := st.ForEach(store.BucketAccess, func(key string, raw []byte) error {
 		var r accessRecord
 		if json.Unmarshal(raw, &r) != nil {
 			ended = append(ended, key) // unreadable: grants nothing
@@ -60,10 +66,10 @@ func (n *Node) startAccess() error {
 		case len(parts) == 2 && parts[0] == "public":
 			c, err := cid.Decode(parts[1])
 			if err == nil {
-				err = n.access.Publish(n.bg, c)
+				err = acc.Publish(ctx, c)
 			}
 			if err != nil {
-				n.log.Warn("data: a public root is not served", "cid", parts[1], "err", err)
+				log.Warn("data: a public root is not served", "cid", parts[1], "err", err)
 			}
 		case len(parts) == 3 && parts[0] == "grant":
 			p, perr := peer.Decode(parts[1])
@@ -72,28 +78,25 @@ func (n *Node) startAccess() error {
 				ended = append(ended, key)
 				return nil
 			}
-			if err := n.access.Grant(n.bg, p, c, r.Until); err != nil {
-				n.log.Warn("data: a grant is not served", "peer", p, "cid", c, "err", err)
+			if err := acc.Grant(ctx, p, c, r.Until); err != nil {
+				log.Warn("data: a grant is not served", "peer", p, "cid", c, "err", err)
 			}
 		default:
 			ended = append(ended, key)
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(ended) == 0 {
 		return err
 	}
-	if len(ended) > 0 {
-		return n.store.Update(func(tx *store.Tx) error {
-			for _, k := range ended {
-				if err := tx.Delete(store.BucketAccess, k); err != nil {
-					return err
-				}
+	return st.Update(func(tx *store.Tx) error {
+		for _, k := range ended {
+			if err := tx.Delete(store.BucketAccess, k); err != nil {
+				return err
 			}
-			return nil
-		})
-	}
-	return nil
+		}
+		return nil
+	})
 }
 
 // publishData serves c to every peer and announces it, from now on and
@@ -118,12 +121,16 @@ func (n *Node) unpublishData(c cid.Cid) error {
 // grantData lets p fetch each of roots until until, recorded so that a
 // restart keeps serving it.
 func (n *Node) grantData(p peer.ID, roots []cid.Cid, until time.Time, job string) error {
+	return grantAccess(n.bg, n.store, n.access, p, roots, until, job)
+}
+
+func grantAccess(ctx context.Context, st *store.Store, acc *data.Access, p peer.ID, roots []cid.Cid, until time.Time, job string) error {
 	for _, c := range roots {
-		if err := n.access.Grant(n.bg, p, c, until); err != nil {
+		if err := acc.Grant(ctx, p, c, until); err != nil {
 			return err
 		}
 	}
-	return n.store.Update(func(tx *store.Tx) error {
+	return st.Update(func(tx *store.Tx) error {
 		for _, c := range roots {
 			if err := tx.Put(store.BucketAccess, grantKey(p, c), accessRecord{Until: until, Job: job}); err != nil {
 				return err
@@ -135,10 +142,14 @@ func (n *Node) grantData(p peer.ID, roots []cid.Cid, until time.Time, job string
 
 // revokeData ends p's grants of roots.
 func (n *Node) revokeData(p peer.ID, roots []cid.Cid) error {
+	return revokeAccess(n.store, n.access, p, roots)
+}
+
+func revokeAccess(st *store.Store, acc *data.Access, p peer.ID, roots []cid.Cid) error {
 	for _, c := range roots {
-		n.access.Revoke(p, c)
+		acc.Revoke(p, c)
 	}
-	return n.store.Update(func(tx *store.Tx) error {
+	return st.Update(func(tx *store.Tx) error {
 		for _, c := range roots {
 			if err := tx.Delete(store.BucketAccess, grantKey(p, c)); err != nil {
 				return err
