@@ -128,3 +128,34 @@ func BenchmarkOpenOutputs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSealTar is sealing alone: the tar of the benchmark file checked
+// and encrypted into nothing, no store. Against BenchmarkKeepOutputs it
+// says how much of a provider's time on outputs is the cipher.
+//
+//	go test -run '^$' -bench SealTar -benchtime 5x ./node/data
+func BenchmarkSealTar(b *testing.B) {
+	p, size := benchFile(b)
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	renter, _ := peer.IDFromPrivateKey(k)
+	to, err := PeerRecipient(renter)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	for i := 0; i < b.N; i++ {
+		r := benchTar(p, size)
+		var n countWriter
+		var res TarResult
+		if err := sealTar(context.Background(), r, &n, tarLimits, to, &res); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		if res.Bytes != size || int64(n) < size {
+			b.Fatalf("sealed %d bytes into %d, want %d", res.Bytes, n, size)
+		}
+	}
+}
