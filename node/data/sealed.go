@@ -279,9 +279,21 @@ func ExtractTar(ctx context.Context, r io.Reader, dst string, lim ExportLimits) 
 		return err
 	})
 	// The tar ends before the sealed stream does (its padding): read the
-	// rest, so that age checks the stream's authenticated end.
+	// rest, so that age checks the stream's authenticated end, but no more
+	// than a tar's padding: a hostile DAG may describe far more bytes.
 	if err == nil {
-		_, err = io.Copy(io.Discard, r)
+		var n int64
+		n, err = io.CopyN(io.Discard, r, maxTarTrailer+1)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		if err == nil && n > maxTarTrailer {
+			err = fmt.Errorf("%w: more than %d bytes after the tar's end", ErrTooLarge, maxTarTrailer)
+		}
 	}
 	return res, err
 }
+
+// maxTarTrailer bounds what may follow a sealed tar's last entry: its
+// end-of-archive blocks and record padding take at most 10 KiB.
+const maxTarTrailer = 64 << 10

@@ -138,6 +138,24 @@ func TestSealedOutputs(t *testing.T) {
 		t.Error("a tampered ciphertext opened without error")
 	}
 
+	// A hostile provider's sealed stream that goes on after its tar ends
+	// is read no further than a tar's padding.
+	var long bytes.Buffer
+	w, err := age.Encrypt(&long, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(tarOf(t, src))
+	_, _ = w.Write(make([]byte, 1<<20))
+	_ = w.Close()
+	dec, err = openAgeForTest(&long, renterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ExtractTar(ctx, dec, filepath.Join(t.TempDir(), "long"), testLimits); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a sealed stream with 1 MiB after its tar: %v, want ErrTooLarge", err)
+	}
+
 	// A hostile tar is refused before anything is sealed.
 	var hostile bytes.Buffer
 	tw := tar.NewWriter(&hostile)
