@@ -136,6 +136,9 @@ type DataListResult struct {
 	UsedBytes  int64     `json:"used_bytes"`
 	QuotaBytes int64     `json:"quota_bytes"`
 	Pins       []DataPin `json:"pins"`
+	// RefusedWants counts the blocks peers asked for since the start that
+	// were neither public nor granted to them, answered as not here.
+	RefusedWants int64 `json:"refused_wants"`
 }
 
 // DataFetchResult is data_add's, data_pin's and data_get's result.
@@ -224,7 +227,7 @@ func (a dataAPI) List(ctx context.Context, _ struct{}) (DataListResult, error) {
 	if err != nil {
 		return DataListResult{}, err
 	}
-	res := DataListResult{UsedBytes: a.n.data.Used(), QuotaBytes: a.n.data.Quota(), Pins: []DataPin{}}
+	res := DataListResult{UsedBytes: a.n.data.Used(), QuotaBytes: a.n.data.Quota(), Pins: []DataPin{}, RefusedWants: a.n.access.Refused()}
 	for _, c := range pins {
 		// A pin whose root is not here yet (a fetch cut short) lists with
 		// size 0 rather than hiding the pin.

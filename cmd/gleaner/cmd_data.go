@@ -116,7 +116,8 @@ renter's node can fetch and open them (docs/DATA.md, "Who sees what").`,
 						return err
 					}
 					return emit(c, r, func(w io.Writer) {
-						fmt.Fprintf(w, "store: %s used of %s\n", size(r.UsedBytes), size(r.QuotaBytes))
+						fmt.Fprintf(w, "store: %s used of %s; %d wants refused since the start (private data asked for by peers not granted it)\n",
+							size(r.UsedBytes), size(r.QuotaBytes), r.RefusedWants)
 						if len(r.Pins) == 0 {
 							fmt.Fprintln(w, "no pins (gleaner data add <path> or gleaner data pin <cid>)")
 							return

@@ -182,6 +182,11 @@ func TestPrivateDataRefusedFromTheCLI(t *testing.T) {
 		t.Error("the stranger's refused get wrote files")
 	}
 
+	decodeJSON(t, owner.cli(t, "data", "ls", "--json"), "owner: data ls after the refusal", &ls)
+	if ls.RefusedWants == 0 {
+		t.Error("the owner counted no refused want after the stranger's get")
+	}
+
 	var pub node.DataFetchResult
 	decodeJSON(t, owner.cli(t, "data", "pin", "--json", "--public", add.CID), "owner: data pin --public", &pub)
 	if !pub.Public || pub.Fetched {
