@@ -38,6 +38,7 @@ type Access struct {
 	roots   map[string]*rootIndex // by root's KeyString: the blocks indexed for it
 	indexed int                   // sum of len(rootIndex.blocks)
 	timer   *time.Timer           // fires at the earliest grant's end
+	closed  bool                  // Close ran: no timer is set again
 
 	refused atomic.Int64
 	// OnRefuse, when set before use, hears of every refused want (from
@@ -284,7 +285,7 @@ func (a *Access) scheduleLocked() {
 		a.timer.Stop()
 		a.timer = nil
 	}
-	if next.IsZero() {
+	if next.IsZero() || a.closed {
 		return
 	}
 	a.timer = time.AfterFunc(time.Until(next)+time.Millisecond, func() { a.Expire(time.Now()) })
@@ -294,6 +295,7 @@ func (a *Access) scheduleLocked() {
 func (a *Access) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.closed = true
 	if a.timer != nil {
 		a.timer.Stop()
 		a.timer = nil

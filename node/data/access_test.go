@@ -10,6 +10,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
 )
 
 // anode is an exchange test peer whose bitswap serves only what its
@@ -108,4 +109,104 @@ func TestPrivateByDefault(t *testing.T) {
 	if _, err := stranger.x.FetchFrom(fetchCtx(t, 30*time.Second), root, nil, nil); err != nil {
 		t.Fatalf("stranger's fetch of published data: %v", err)
 	}
+}
+
+// TestAccessBlockSets: Access's bookkeeping without a network. A grant
+// covers every block of its root (not just the root), for that peer only;
+// two peers granted one root keep separate grants; a block shared with a
+// public root is served to anyone, and stops being so when that root is
+// unpublished; the bound refuses a DAG that would pass it, and
+// everything let go leaves nothing tracked.
+func TestAccessBlockSets(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir(), 1<<30)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"shared.bin": noise(21, 3*ChunkSize), "secret.txt": "private"})
+	root, err := s.Add(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDir := t.TempDir()
+	writeFiles(t, pubDir, map[string]string{"copy.bin": noise(21, 3*ChunkSize)})
+	pub, err := s.Add(ctx, pubDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []blockKey
+	all, err = walkBlocks(ctx, storeGetter{s}, root, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 5 {
+		t.Fatalf("the test DAG has %d blocks; want a root, a file node, leaves", len(all))
+	}
+	a, b, c := ed25519ID(t), ed25519ID(t), ed25519ID(t)
+	acc := NewAccess(s, 0)
+	defer acc.Close()
+	until := time.Now().Add(time.Hour)
+	if err := acc.Grant(ctx, a, root, until); err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.Grant(ctx, b, root, until); err != nil {
+		t.Fatal(err)
+	}
+	allowedAll := func(p peer.ID) bool {
+		for _, k := range all {
+			if !acc.may(p, cid.NewCidV1(cid.Raw, mhOf(t, k))) {
+				return false
+			}
+		}
+		return true
+	}
+	if !allowedAll(a) || !allowedAll(b) {
+		t.Fatal("a grant does not cover every block of its root")
+	}
+	if acc.Allow(c, root) {
+		t.Fatal("a peer without a grant is allowed the root")
+	}
+	acc.Revoke(a, root)
+	if acc.Allow(a, root) || !allowedAll(b) {
+		t.Fatal("revoking one peer's grant changed another's, or did not end its own")
+	}
+	// The shared file's leaves are public through pub; the secret is not.
+	if err := acc.Publish(ctx, pub); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := s.Add(ctx, filepath.Join(dir, "secret.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := s.Add(ctx, filepath.Join(dir, "shared.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !acc.Allow(c, shared) || acc.Allow(c, secret) {
+		t.Fatalf("with a public copy: shared file served %v (want true), secret served %v (want false)", acc.Allow(c, shared), acc.Allow(c, secret))
+	}
+	acc.Unpublish(pub)
+	if acc.Allow(c, shared) {
+		t.Fatal("the shared file is still public after its public root was unpublished")
+	}
+	acc.Revoke(b, root)
+	if n := acc.Tracked(); n != 0 {
+		t.Fatalf("%d blocks still tracked with nothing granted or public", n)
+	}
+	small := NewAccess(s, 3)
+	defer small.Close()
+	if err := small.Grant(ctx, a, root, until); !errors.Is(err, ErrAccessIndexFull) {
+		t.Fatalf("a DAG past the bound: %v, want ErrAccessIndexFull", err)
+	}
+}
+
+func ed25519ID(t *testing.T) peer.ID {
+	_, id := ed25519Key(t)
+	return id
+}
+
+func mhOf(t *testing.T, k blockKey) multihash.Multihash {
+	h, err := multihash.Encode(k[:], multihash.SHA2_256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
