@@ -21,6 +21,7 @@ const (
 	CodeDataUnservable = -32041 // no peer served a block of the DAG in time
 	CodeDataNotPinned  = -32042 // data_rm of a CID that is not pinned here
 	CodeDataRefused    = -32043 // the DAG is unsafe to write out (a name like .., or larger than the limits)
+	CodeDataPrivate    = -32044 // every peer asked refused to serve it to this node: private, or held by none
 )
 
 var (
@@ -28,6 +29,7 @@ var (
 	errDataUnservable = &rpc.Error{Code: CodeDataUnservable, Message: "no peer served the data in time"}
 	errDataNotPinned  = &rpc.Error{Code: CodeDataNotPinned, Message: "not pinned on this node"}
 	errDataRefused    = &rpc.Error{Code: CodeDataRefused, Message: "refused to write the DAG out"}
+	errDataPrivate    = &rpc.Error{Code: CodeDataPrivate, Message: "the peers asked refuse to serve it to this node: it is private, or no peer holds it"}
 )
 
 // DefaultFetchTimeout bounds data_pin and data_get when the call gives no
@@ -38,6 +40,9 @@ const DefaultFetchTimeout = 10 * time.Minute
 // DataPathParams name a file or directory on this node's machine.
 type DataPathParams struct {
 	Path string `json:"path"`
+	// Public serves the data to any peer and announces it in the DHT;
+	// without it the data is private to this node (docs/DATA.md).
+	Public bool `json:"public,omitempty"`
 }
 
 // Validate wants an absolute path: the daemon's working directory is not
@@ -56,6 +61,8 @@ func (p DataPathParams) Validate() error {
 type DataCIDParams struct {
 	CID      string `json:"cid"`
 	TimeoutS int    `json:"timeout_s,omitempty"`
+	// Public (data_pin, data_get): serve what is fetched to any peer.
+	Public bool `json:"public,omitempty"`
 }
 
 // Validate checks the CID's syntax and the timeout's range.
@@ -119,6 +126,9 @@ func parseDataCID(s string) (cid.Cid, error) {
 type DataPin struct {
 	CID   string `json:"cid"`
 	Bytes int64  `json:"bytes"` // the DAG's size as stored and sent: every block it links
+	// Public: served to any peer; false: private to this node (served only
+	// to peers it granted it to, such as a lease's provider).
+	Public bool `json:"public"`
 }
 
 // DataListResult is data_ls's result.
@@ -126,6 +136,9 @@ type DataListResult struct {
 	UsedBytes  int64     `json:"used_bytes"`
 	QuotaBytes int64     `json:"quota_bytes"`
 	Pins       []DataPin `json:"pins"`
+	// RefusedWants counts the blocks peers asked for since the start that
+	// were neither public nor granted to them, answered as not here.
+	RefusedWants int64 `json:"refused_wants"`
 }
 
 // DataFetchResult is data_add's, data_pin's and data_get's result.
@@ -135,6 +148,11 @@ type DataFetchResult struct {
 	Blocks  int    `json:"blocks,omitempty"`
 	Fetched bool   `json:"fetched"` // some blocks came from peers
 	Path    string `json:"path,omitempty"`
+	Public  bool   `json:"public"` // served to any peer (else private to this node)
+	// Sealed: job_fetch opened outputs sealed to this node (docs/DATA.md);
+	// CID is then the ciphertext's, as the provider's settlement signs it.
+	Sealed bool `json:"sealed,omitempty"`
+	Files  int  `json:"files,omitempty"`
 }
 
 // DataGCResult is data_gc's and data_rm's result.
@@ -150,16 +168,18 @@ type dataAPI struct{ n *Node }
 func registerDataAPI(s *rpc.Server, n *Node) {
 	a := dataAPI{n}
 	rpc.Register(s, "data_add", rpc.MethodDoc{
-		Summary:     "Import a file or directory on this node's machine into the block store and pin it.",
-		Description: "The CID is the one `ipfs add --cid-version=1` gives for the same files. path must be absolute.",
-		ParamNames:  []string{"path"},
-		Errors:      []*rpc.Error{errDataQuota},
+		Summary: "Import a file or directory on this node's machine into the block store and pin it.",
+		Description: "The CID is the one `ipfs add --cid-version=1` gives for the same files. path must be absolute. " +
+			"The data is private unless public is true: served only to the peers this node grants it to (a lease's provider, for the lease).",
+		ParamNames: []string{"path", "public"},
+		Errors:     []*rpc.Error{errDataQuota},
 	}, a.Add)
 	rpc.Register(s, "data_pin", rpc.MethodDoc{
-		Summary:     "Fetch a DAG from the peers that have it (every block verified against its CID) and pin it.",
-		Description: "Blocks already here are not fetched again. timeout_s defaults to 600.",
-		ParamNames:  []string{"cid", "timeout_s"},
-		Errors:      []*rpc.Error{errDataQuota, errDataUnservable},
+		Summary: "Fetch a DAG from the peers that have it (every block verified against its CID) and pin it.",
+		Description: "Blocks already here are not fetched again. timeout_s defaults to 600. public: serve it to any peer (else it is private here); " +
+			"data_pin of a CID already here with public true publishes it.",
+		ParamNames: []string{"cid", "timeout_s", "public"},
+		Errors:     []*rpc.Error{errDataQuota, errDataUnservable, errDataPrivate},
 	}, a.Pin)
 	rpc.Register(s, "data_ls", rpc.MethodDoc{Summary: "The pinned DAGs, and the store's use and quota."}, a.List)
 	rpc.Register(s, "data_rm", rpc.MethodDoc{
@@ -172,8 +192,8 @@ func registerDataAPI(s *rpc.Server, n *Node) {
 	rpc.Register(s, "data_get", rpc.MethodDoc{
 		Summary:     "Fetch a DAG (as data_pin does) and write it out as files at dir, which must not exist yet.",
 		Description: "Names such as .. or containing / are refused, and nothing is written outside dir.",
-		ParamNames:  []string{"cid", "dir", "timeout_s"},
-		Errors:      []*rpc.Error{errDataQuota, errDataUnservable, errDataRefused},
+		ParamNames:  []string{"cid", "dir", "timeout_s", "public"},
+		Errors:      []*rpc.Error{errDataQuota, errDataUnservable, errDataRefused, errDataPrivate},
 	}, a.Get)
 }
 
@@ -189,13 +209,17 @@ func (a dataAPI) Add(ctx context.Context, p DataPathParams) (DataFetchResult, er
 	if err != nil {
 		return DataFetchResult{}, err
 	}
-	a.n.provideData(c)
-	return DataFetchResult{CID: c.String(), Bytes: size}, nil
+	if p.Public {
+		if err := a.n.publishData(ctx, c); err != nil {
+			return DataFetchResult{}, dataError(err)
+		}
+	}
+	return DataFetchResult{CID: c.String(), Bytes: size, Public: a.n.access.IsPublic(c)}, nil
 }
 
 func (a dataAPI) Pin(ctx context.Context, p DataCIDParams) (DataFetchResult, error) {
 	c, _ := parseDataCID(p.CID)
-	return a.n.fetchData(ctx, c, p.timeout())
+	return a.n.fetchData(ctx, c, p.timeout(), p.Public)
 }
 
 func (a dataAPI) List(ctx context.Context, _ struct{}) (DataListResult, error) {
@@ -203,12 +227,12 @@ func (a dataAPI) List(ctx context.Context, _ struct{}) (DataListResult, error) {
 	if err != nil {
 		return DataListResult{}, err
 	}
-	res := DataListResult{UsedBytes: a.n.data.Used(), QuotaBytes: a.n.data.Quota(), Pins: []DataPin{}}
+	res := DataListResult{UsedBytes: a.n.data.Used(), QuotaBytes: a.n.data.Quota(), Pins: []DataPin{}, RefusedWants: a.n.access.Refused()}
 	for _, c := range pins {
 		// A pin whose root is not here yet (a fetch cut short) lists with
 		// size 0 rather than hiding the pin.
 		size, _ := a.n.data.Size(ctx, c)
-		res.Pins = append(res.Pins, DataPin{CID: c.String(), Bytes: size})
+		res.Pins = append(res.Pins, DataPin{CID: c.String(), Bytes: size, Public: a.n.access.IsPublic(c)})
 	}
 	return res, nil
 }
@@ -223,6 +247,9 @@ func (a dataAPI) Remove(ctx context.Context, p DataCIDParams) (DataGCResult, err
 		return DataGCResult{}, &rpc.Error{Code: CodeDataNotPinned, Message: p.CID + " is not pinned on this node (gleaner data ls lists what is)"}
 	}
 	if err := a.n.data.Unpin(ctx, c); err != nil {
+		return DataGCResult{}, err
+	}
+	if err := a.n.unpublishData(c); err != nil {
 		return DataGCResult{}, err
 	}
 	res, err := a.GC(ctx, struct{}{})
@@ -246,7 +273,7 @@ func (a dataAPI) Get(ctx context.Context, p DataGetParams) (DataFetchResult, err
 		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s: its parent is not a directory", p.Dir)}
 	}
 	c, _ := parseDataCID(p.CID)
-	res, err := a.n.fetchData(ctx, c, p.timeout())
+	res, err := a.n.fetchData(ctx, c, p.timeout(), p.Public)
 	if err != nil {
 		return res, err
 	}
@@ -267,6 +294,10 @@ func dataError(err error) error {
 		return &rpc.Error{Code: renting.CodeBadJobSpec, Message: err.Error()}
 	case errors.Is(err, data.ErrQuota):
 		return &rpc.Error{Code: CodeDataQuota, Message: err.Error() + " (raise data.quota_gib in config.toml, or free space with gleaner data rm / gc)"}
+	case errors.Is(err, data.ErrRefused):
+		return &rpc.Error{Code: CodeDataPrivate, Message: err.Error()}
+	case errors.Is(err, data.ErrAccessIndexFull):
+		return &rpc.Error{Code: CodeDataQuota, Message: err.Error()}
 	case errors.Is(err, data.ErrNotFound):
 		return &rpc.Error{Code: CodeDataUnservable, Message: err.Error()}
 	case errors.Is(err, data.ErrUnsafePath), errors.Is(err, data.ErrTooLarge):

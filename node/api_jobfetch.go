@@ -53,13 +53,15 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 			}
 			return DataFetchResult{}, &rpc.Error{Code: CodeNoOutputs, Message: "job " + p.ID + " has no outputs: " + why}
 		}
-		// The provider holds them; connected, it is asked first.
+		// The provider holds them and serves them to this node alone.
+		var sources []peer.ID
 		if pid, err := peer.Decode(j.Provider); err == nil {
 			cctx, cancel := context.WithTimeout(ctx, renting.DialTimeout)
 			renting.LearnAddrs(cctx, n.host, pid)
-			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
+			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid})
 			cancel()
+			sources = []peer.ID{pid}
 		}
-		return dataAPI{n}.Get(ctx, DataGetParams{DataCIDParams: DataCIDParams{CID: j.Outputs, TimeoutS: p.TimeoutS}, Dir: p.Dir})
+		return n.fetchOutputs(ctx, j.Outputs, p, sources)
 	})
 }

@@ -84,6 +84,7 @@ type Node struct {
 	store          *store.Store
 	data           *data.Store // content-addressed blocks: inputs, outputs, datasets (node_data.go)
 	exchange       *data.Exchange
+	access         *data.Access        // who may fetch which blocks (node_access.go)
 	boot           *peers.Bootstrapper // retries the bootstrap list until connected (node/peers)
 	fetching       sync.Map            // CID string -> *fetchProgress: fetches in flight (node_data.go)
 	journal        *journal.Journal    // this node's records that callers need not wait for

@@ -37,12 +37,18 @@ func (n *Node) startData() error {
 // namespaced to its network, with the DHT as the content router. It runs
 // once the host is up; its close runs before the store's.
 func (n *Node) startExchange() error {
+	if err := n.startAccess(); err != nil {
+		return err
+	}
 	x, err := data.NewExchange(n.bg, data.ExchangeConfig{
 		Host:           n.host.LibP2P(),
 		ProtocolPrefix: n.host.ProtocolID("data"),
 		Router:         n.host.DHT(),
 		Store:          n.data,
 		Log:            n.log,
+		// Private by default: only what is public or granted to the
+		// asking peer is served (node_access.go).
+		Allow: n.access.Allow,
 		// A peer that sends wrong bytes is cut off and held off for a
 		// while (p2p's disconnect hold), so that it cannot keep a fetch
 		// busy with garbage.
@@ -55,6 +61,10 @@ func (n *Node) startExchange() error {
 		return err
 	}
 	n.exchange = x
+	data.ServeAccess(n.host.LibP2P(), n.host.ProtocolID("data"), n.access, func(ctx context.Context, c cid.Cid) bool {
+		has, _ := n.data.Blockstore().Has(ctx, c)
+		return has
+	})
 	n.onClose(func(context.Context) error { return x.Close() })
 	n.tasks.Go(n.reprovideLoop)
 	n.tasks.Go(n.retentionLoop)
@@ -87,13 +97,17 @@ func (n *Node) retentionLoop() {
 
 // fetchData brings the DAG under c into the store, from peers where it
 // is not all here, and pins it.
-func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration) (DataFetchResult, error) {
+//
+// sources, when given, are the peers that hold it (a job's provider): a
+// refusal by all of them ends the fetch at once (data.FetchFrom). What is
+// fetched is private here unless public says otherwise.
+func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration, public bool, sources ...peer.ID) (DataFetchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := &fetchProgress{since: time.Now()}
 	n.fetching.Store(c.String(), p)
 	defer n.fetching.CompareAndDelete(c.String(), p)
-	r, err := n.exchange.Fetch(ctx, c, func(fp data.FetchProgress) {
+	r, err := n.exchange.FetchFrom(ctx, c, sources, func(fp data.FetchProgress) {
 		p.blocks.Store(int64(fp.Blocks))
 		p.bytes.Store(fp.Bytes)
 	})
@@ -104,8 +118,12 @@ func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration) 
 	if err != nil {
 		return DataFetchResult{}, err
 	}
-	n.provideData(c)
-	return DataFetchResult{CID: c.String(), Bytes: size, Blocks: r.Blocks, Fetched: r.Peers > 0}, nil
+	if public {
+		if err := n.publishData(ctx, c); err != nil {
+			return DataFetchResult{}, err
+		}
+	}
+	return DataFetchResult{CID: c.String(), Bytes: size, Blocks: r.Blocks, Fetched: r.Peers > 0, Public: n.access.IsPublic(c)}, nil
 }
 
 // provideData announces c in the DHT in the background: a DHT put takes
@@ -127,6 +145,9 @@ func (n *Node) reprovideLoop() {
 	for {
 		pins, _ := n.data.Pins(n.bg) // an error here is retried at the next tick
 		for _, c := range pins {     // one at a time: a reprovide is background work
+			if !n.access.IsPublic(c) {
+				continue // private: announced nowhere
+			}
 			ctx, cancel := context.WithTimeout(n.bg, time.Minute)
 			err := n.exchange.Provide(ctx, c)
 			cancel()
@@ -176,7 +197,8 @@ func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", field, in.Src, err)
 		}
-		n.provideData(c)
+		// Private: served only to the provider of a lease of this job,
+		// for the lease (renting grants it), and announced nowhere.
 		n.log.Info("job input imported", "src", in.Src, "cid", c)
 		in.CID, in.Src = c.String(), ""
 	}
@@ -190,11 +212,14 @@ func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, erro
 // window and announced, so that the renter can fetch them.
 type nodeData struct{ n *Node }
 
+// Fetch gets a job's input. It stays private here: the renter's data,
+// kept as a cache for its later jobs, served to nobody and announced
+// nowhere. A renter that refuses it (the lease's grant ended) ends the
+// fetch at once with data.ErrRefused.
 func (d nodeData) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
-	if _, err := d.n.exchange.Fetch(ctx, c, nil); err != nil {
+	if _, err := d.n.exchange.FetchFrom(ctx, c, nil, nil); err != nil {
 		return 0, err
 	}
-	d.n.provideData(c)
 	return d.n.data.Size(ctx, c)
 }
 
@@ -206,12 +231,24 @@ func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) er
 // million is more than any dataset laid out sensibly has.
 const maxInputEntries = 1 << 20
 
-func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time) (cid.Cid, []string, error) {
-	res, err := d.n.data.AddTarUntil(ctx, r, data.ExportLimits{MaxBytes: auction.MaxOutputBytes, MaxEntries: maxInputEntries}, until)
+// KeepOutputs seals a job's outputs to its renter (data.AddSealedTarUntil)
+// and grants the renter, and only it, their ciphertext until until.
+func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time, renter string) (cid.Cid, []string, error) {
+	p, err := peer.Decode(renter)
+	if err != nil {
+		return cid.Undef, nil, fmt.Errorf("renter %q: %w", renter, err)
+	}
+	to, err := data.PeerRecipient(p)
 	if err != nil {
 		return cid.Undef, nil, err
 	}
-	d.n.provideData(res.Root)
+	res, err := d.n.data.AddSealedTarUntil(ctx, r, data.ExportLimits{MaxBytes: auction.MaxOutputBytes, MaxEntries: maxInputEntries}, to, until)
+	if err != nil {
+		return cid.Undef, nil, err
+	}
+	if err := d.n.grantData(p, []cid.Cid{res.Root}, until, ""); err != nil {
+		return cid.Undef, nil, err
+	}
 	return res.Root, res.Skipped, nil
 }
 
@@ -221,17 +258,20 @@ type fetchProgress struct {
 	blocks, bytes atomic.Int64
 }
 
-// heldDatasets are the DAGs this node keeps for good (the owner's pins
-// and the inputs it fetched for jobs), for its offer. Renters' outputs,
+// heldDatasets are the public DAGs this node keeps for good, for its
+// offer. Private data (the owner's, the inputs it fetched for jobs) is
+// announced nowhere; renters' outputs,
 // whose pins lapse, are nobody else's data and are left out.
 func (n *Node) heldDatasets() []string {
 	pins, err := n.data.LastingPins(n.bg)
 	if err != nil {
 		return nil
 	}
-	out := make([]string, len(pins))
-	for i, c := range pins {
-		out[i] = c.String()
+	out := []string{}
+	for _, c := range pins {
+		if n.access.IsPublic(c) { // private data is nobody's business
+			out = append(out, c.String())
+		}
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func addRandomFile(t testing.TB, d *natDaemon, dir string, size int) string {
 	}
 	_ = f.Close()
 	var res node.DataFetchResult
-	if err := d.call("data_add", node.DataPathParams{Path: f.Name()}, &res); err != nil {
+	if err := d.call("data_add", node.DataPathParams{Path: f.Name(), Public: true}, &res); err != nil {
 		t.Fatal(err)
 	}
 	_ = os.Remove(f.Name())

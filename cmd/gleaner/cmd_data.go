@@ -12,6 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+var publicFlag = &cli.BoolFlag{Name: "public",
+	Usage: "serve it to any peer and announce it in the DHT (without it, data is private to this node: served only to the peers it grants it to, such as a lease's provider for the lease)"}
+
 var fetchTimeoutFlag = durationFlag("timeout", node.DefaultFetchTimeout,
 	"give up when the DAG is not complete after this long (no peer serves it, or too slowly)")
 
@@ -23,14 +26,19 @@ func dataCommand() *cli.Command {
 data.quota_gib in config.toml. The same files give the same CID as
 'ipfs add --cid-version=1'. Blocks travel between gleaner nodes with bitswap
 over the node's libp2p connections; each is checked against its CID, so a
-peer cannot serve wrong bytes. Pinned DAGs are announced in the DHT, so other
-nodes can fetch them from this one.`,
+peer cannot serve wrong bytes.
+
+Data is private by default: what this node imports or fetches is served to
+no peer and announced nowhere, except to the provider of a lease that names
+it, for the lease. --public (data add, pin, get) serves it to anyone and
+announces it in the DHT. A job's outputs are sealed to its renter: only the
+renter's node can fetch and open them (docs/DATA.md, "Who sees what").`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "add",
-				Usage:     "import a file or directory and pin it; prints its CID",
+				Usage:     "import a file or directory and pin it, private unless --public; prints its CID",
 				ArgsUsage: "<path>",
-				Flags:     []cli.Flag{jsonFlag},
+				Flags:     []cli.Flag{jsonFlag, publicFlag},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 1 {
 						return usagef("example: gleaner data add ./weights", "data add needs exactly one path")
@@ -40,12 +48,12 @@ nodes can fetch them from this one.`,
 						return err
 					}
 					var r node.DataFetchResult
-					if err := callCmd(c, "data_add", node.DataPathParams{Path: abs}, &r); err != nil {
+					if err := callCmd(c, "data_add", node.DataPathParams{Path: abs, Public: c.Bool("public")}, &r); err != nil {
 						return err
 					}
 					return emit(c, r, func(w io.Writer) {
 						fmt.Fprintln(w, r.CID)
-						fmt.Fprintf(c.App.ErrWriter, "added %s (%s), pinned\n", abs, size(r.Bytes))
+						fmt.Fprintf(c.App.ErrWriter, "added %s (%s), pinned, %s\n", abs, size(r.Bytes), visibility(r.Public))
 					})
 				},
 			},
@@ -53,7 +61,7 @@ nodes can fetch them from this one.`,
 				Name:      "pin",
 				Usage:     "fetch a DAG from the peers that have it and keep it",
 				ArgsUsage: "<cid>",
-				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag},
+				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag, publicFlag},
 				Action: func(c *cli.Context) error {
 					cidArg, err := oneCID(c, "pin")
 					if err != nil {
@@ -67,14 +75,16 @@ nodes can fetch them from this one.`,
 					if err := callFetching(c, "data_pin", p, &r, cidArg); err != nil {
 						return err
 					}
-					return emit(c, r, func(w io.Writer) { fmt.Fprintf(w, "pinned %s (%s%s)\n", r.CID, size(r.Bytes), fetchedNote(r)) })
+					return emit(c, r, func(w io.Writer) {
+						fmt.Fprintf(w, "pinned %s (%s%s), %s\n", r.CID, size(r.Bytes), fetchedNote(r), visibility(r.Public))
+					})
 				},
 			},
 			{
 				Name:      "get",
 				Usage:     "fetch a DAG and write it out as files",
 				ArgsUsage: "<cid> <new-path>",
-				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag},
+				Flags:     []cli.Flag{jsonFlag, fetchTimeoutFlag, publicFlag},
 				Action: func(c *cli.Context) error {
 					if c.Args().Len() != 2 {
 						return usagef("example: gleaner data get bafybei... ./results", "data get needs a CID and a path that does not exist yet")
@@ -106,14 +116,15 @@ nodes can fetch them from this one.`,
 						return err
 					}
 					return emit(c, r, func(w io.Writer) {
-						fmt.Fprintf(w, "store: %s used of %s\n", size(r.UsedBytes), size(r.QuotaBytes))
+						fmt.Fprintf(w, "store: %s used of %s; %d wants refused since the start (private data asked for by peers not granted it)\n",
+							size(r.UsedBytes), size(r.QuotaBytes), r.RefusedWants)
 						if len(r.Pins) == 0 {
 							fmt.Fprintln(w, "no pins (gleaner data add <path> or gleaner data pin <cid>)")
 							return
 						}
-						rows := [][]string{{"CID", "SIZE"}}
+						rows := [][]string{{"CID", "SIZE", "ACCESS"}}
 						for _, p := range r.Pins {
-							rows = append(rows, []string{p.CID, size(p.Bytes)})
+							rows = append(rows, []string{p.CID, size(p.Bytes), visibility(p.Public)})
 						}
 						table(w, rows)
 					})
@@ -165,7 +176,15 @@ func oneCID(c *cli.Context, verb string) (string, error) {
 
 func cidParams(c *cli.Context, cidArg string) (node.DataCIDParams, error) {
 	s, err := timeoutSeconds(c)
-	return node.DataCIDParams{CID: cidArg, TimeoutS: s}, err
+	return node.DataCIDParams{CID: cidArg, TimeoutS: s, Public: c.Bool("public")}, err
+}
+
+// visibility names who may fetch a DAG from this node.
+func visibility(public bool) string {
+	if public {
+		return "public"
+	}
+	return "private"
 }
 
 // timeoutSeconds is --timeout, checked, in the API's whole seconds.

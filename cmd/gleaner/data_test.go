@@ -9,20 +9,22 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gleaner-net/gleaner/node"
 )
 
 // TestDataAcrossThreeDaemons is issue 14's data path from the CLI: A adds
-// a tree, B pins it from A, A is killed, C gets it from B alone (a third
-// peer serving what it fetched), B is crashed and restarted and still
-// holds and serves it, and rm frees it. Bad input fails with exit code 2.
+// a tree (--public), B pins it from A (--public, so it serves it on), A is
+// killed, C gets it from B alone (a third peer serving what it fetched), B
+// is crashed and restarted and still holds and serves it, and rm frees
+// it. Bad input fails with exit code 2.
 func TestDataAcrossThreeDaemons(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "dataset")
 	files := writeTree(t, src)
 
 	a := newNode(t, "a")
-	add := a.cli(t, "data", "add", src)
+	add := a.cli(t, "data", "add", "--public", src)
 	mustOK(t, add, "a: data add")
 	root := strings.TrimSpace(add.stdout)
 	if !strings.HasPrefix(root, "bafy") || strings.Contains(root, "\n") {
@@ -31,8 +33,8 @@ func TestDataAcrossThreeDaemons(t *testing.T) {
 
 	b := newNode(t, "b", "--bootstrap", a.d.addrs[0])
 	var pinned node.DataFetchResult
-	decodeJSON(t, b.cli(t, "data", "pin", "--json", "--timeout", "60s", root), "b: data pin", &pinned)
-	if pinned.CID != root || !pinned.Fetched || pinned.Bytes <= 0 {
+	decodeJSON(t, b.cli(t, "data", "pin", "--json", "--public", "--timeout", "60s", root), "b: data pin", &pinned)
+	if pinned.CID != root || !pinned.Fetched || pinned.Bytes <= 0 || !pinned.Public {
 		t.Fatalf("b: data pin = %+v, want %s fetched from a peer", pinned, root)
 	}
 
@@ -141,4 +143,62 @@ func decodeJSON(t *testing.T, r result, what string, v any) {
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("%s: %v\n%s", what, err, r.stdout)
 	}
+}
+
+// TestPrivateDataRefusedFromTheCLI: what `data add` imports without
+// --public is private: `data ls` says so, a stranger's `data get` ends in
+// seconds with a refusal (exit 1), not at its timeout, and gets nothing;
+// once the owner publishes it (`data pin --public` of what it holds) the
+// stranger gets it, and the owner's restart keeps it public.
+func TestPrivateDataRefusedFromTheCLI(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "dataset")
+	files := writeTree(t, src)
+	owner := newNode(t, "owner")
+	var add node.DataFetchResult
+	decodeJSON(t, owner.cli(t, "data", "add", "--json", src), "owner: data add", &add)
+	if add.Public {
+		t.Fatalf("data add without --public = %+v, want private", add)
+	}
+	var ls node.DataListResult
+	decodeJSON(t, owner.cli(t, "data", "ls", "--json"), "owner: data ls", &ls)
+	if len(ls.Pins) != 1 || ls.Pins[0].Public {
+		t.Fatalf("owner: data ls = %+v, want one private pin", ls)
+	}
+	if r := owner.cli(t, "data", "ls"); !strings.Contains(r.stdout, "private") {
+		t.Errorf("data ls does not say the pin is private:\n%s", r.stdout)
+	}
+
+	stranger := newNode(t, "stranger", "--bootstrap", owner.d.addrs[0])
+	out := filepath.Join(t.TempDir(), "stolen")
+	began := time.Now()
+	r := stranger.cli(t, "data", "get", "--timeout", "60s", add.CID, out)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "refused") || !strings.Contains(r.stderr, add.CID) {
+		t.Fatalf("stranger: data get of private data: exit %d, stderr %q; want a refusal naming the CID", r.code, r.stderr)
+	}
+	if took := time.Since(began); took > 40*time.Second {
+		t.Errorf("the refusal took %s; it should come in seconds, not at the timeout", took)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the stranger's refused get wrote files")
+	}
+
+	decodeJSON(t, owner.cli(t, "data", "ls", "--json"), "owner: data ls after the refusal", &ls)
+	if ls.RefusedWants == 0 {
+		t.Error("the owner counted no refused want after the stranger's get")
+	}
+
+	var pub node.DataFetchResult
+	decodeJSON(t, owner.cli(t, "data", "pin", "--json", "--public", add.CID), "owner: data pin --public", &pub)
+	if !pub.Public || pub.Fetched {
+		t.Fatalf("owner: data pin --public of what it holds = %+v, want it public and nothing fetched", pub)
+	}
+	owner.restart(t, syscall.SIGKILL)
+	decodeJSON(t, owner.cli(t, "data", "ls", "--json"), "owner: data ls after a crash", &ls)
+	if len(ls.Pins) != 1 || !ls.Pins[0].Public {
+		t.Fatalf("owner after a crash: data ls = %+v, want the pin public still", ls)
+	}
+	// A new node, since the owner's restart broke the stranger's link.
+	other := newNode(t, "other", "--bootstrap", owner.d.addrs[0])
+	mustOK(t, other.cli(t, "data", "get", "--timeout", "60s", add.CID, out), "a stranger: data get of published data")
+	checkTree(t, out, files)
 }

@@ -31,7 +31,7 @@ func TestJobInputsByPathAndByCID(t *testing.T) {
 	holder := newNode(t, "holder", "--bootstrap", p.d.addrs[0])
 	sharedDir := filepath.Join(t.TempDir(), "dataset")
 	shared := writeTree(t, sharedDir)
-	r := holder.cli(t, "data", "add", sharedDir)
+	r := holder.cli(t, "data", "add", "--public", sharedDir) // a third node's dataset: anyone may fetch it
 	mustOK(t, r, "holder: data add")
 	sharedCID := strings.TrimSpace(r.stdout)
 
@@ -153,7 +153,7 @@ func TestPlacementPrefersTheDataHolder(t *testing.T) {
 	holder := provider(t, "holder", "1xRTX4090", "--bootstrap", plain.d.addrs[0])
 	dir := filepath.Join(t.TempDir(), "dataset")
 	writeTree(t, dir)
-	r := holder.cli(t, "data", "add", dir)
+	r := holder.cli(t, "data", "add", "--public", dir) // only public data is listed in an offer
 	mustOK(t, r, "holder: data add")
 	ds := strings.TrimSpace(r.stdout)
 	rn := startRenter(t, plain, holder)

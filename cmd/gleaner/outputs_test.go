@@ -19,11 +19,12 @@ import (
 )
 
 // TestJobOutputsFetched: a job writes its results to its outputs volume;
-// the provider imports them when it exits and names their CID; the
-// renter fetches them with `job fetch`, gets exactly the files written
-// (the CID is the one `data add` gives for them), and fetches them again
-// after a crash of its daemon. The provider keeps them pinned until the
-// retention window ends.
+// the provider seals them to the renter when it exits and names the
+// ciphertext's CID (not the CID `data add` gives for the files: the CID
+// on the ledger reveals nothing); the renter fetches them with `job
+// fetch`, gets exactly the files written, and fetches them again after a
+// crash of its daemon. A third node is refused them. The provider keeps
+// them pinned, private, until the retention window ends.
 func TestJobOutputsFetched(t *testing.T) {
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
@@ -42,14 +43,27 @@ func TestJobOutputsFetched(t *testing.T) {
 	if !strings.Contains(p.tail(), `msg="lease state"`) || !strings.Contains(p.tail(), `from=launched to=ended`) {
 		t.Errorf("the provider's log has no lease transitions:\n%s", p.tail())
 	}
-	if want := resultsCID(t); j.Outputs != want {
-		t.Errorf("outputs CID %s, want %s (the CID of the files the job wrote)", j.Outputs, want)
+	if plain := resultsCID(t); j.Outputs == plain {
+		t.Errorf("outputs CID %s is the CID of the files the job wrote: they were not sealed", j.Outputs)
 	}
 
 	dir := filepath.Join(t.TempDir(), "results")
-	r := rn.cli(t, "job", "fetch", id, dir)
-	mustOK(t, r, "job fetch")
+	var got node.DataFetchResult
+	decodeJSON(t, rn.cli(t, "job", "fetch", "--json", id, dir), "job fetch", &got)
+	if !got.Sealed || got.CID != j.Outputs {
+		t.Errorf("job fetch = %+v, want the sealed outputs %s opened", got, j.Outputs)
+	}
 	checkTree(t, dir, demoimage.Results())
+
+	// A stranger connected to the provider is refused them, at once.
+	stranger := newNode(t, "stranger", "--bootstrap", p.d.addrs[0])
+	began := time.Now()
+	if r := stranger.cli(t, "data", "get", "--timeout", "60s", j.Outputs, filepath.Join(t.TempDir(), "stolen")); r.code == 0 || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("a stranger's data get of the outputs: exit %d, %q; want a refusal", r.code, r.stderr)
+	}
+	if took := time.Since(began); took > 40*time.Second {
+		t.Errorf("the stranger's refusal took %s, not seconds", took)
+	}
 
 	rn.restart(t, syscall.SIGKILL)
 	again := filepath.Join(t.TempDir(), "again")
@@ -60,6 +74,11 @@ func TestJobOutputsFetched(t *testing.T) {
 	decodeJSON(t, p.cli(t, "data", "ls", "--json"), "provider: data ls", &ls)
 	if !hasPin(ls, j.Outputs) {
 		t.Errorf("the provider does not keep the outputs %s: %+v", j.Outputs, ls.Pins)
+	}
+	for _, pin := range ls.Pins {
+		if pin.Public {
+			t.Errorf("the provider serves %s to anyone; a job's outputs and inputs are private", pin.CID)
+		}
 	}
 	// A job without outputs says so.
 	plain := rn.submit(t, demoSpec("plain", "silver", "0s", 1, 0), "")

@@ -90,6 +90,10 @@ type ExchangeConfig struct {
 	// when a peer has sent BadBlockStrikes blocks nobody asked for: the
 	// node disconnects it and holds it off. Nil: only logged.
 	OnBadPeer func(peer.ID)
+	// Allow, when set, decides which peer may be sent which block
+	// (Access.Allow): a refused want is answered as a block this node does
+	// not have. Nil serves every block to every peer.
+	Allow func(peer.ID, cid.Cid) bool
 
 	// Server bounds; zero means the Default* constants above.
 	MaxOutstandingBytesPerPeer int  // bytes prepared for one peer and not yet sent
@@ -104,6 +108,7 @@ type Exchange struct {
 	bs     *bitswap.Bitswap
 	host   host.Host
 	protos []protocol.ID
+	prefix protocol.ID // the network's, for the access question (refusal.go)
 	router routing.ContentRouting
 	store  *Store
 	log    *slog.Logger
@@ -135,6 +140,7 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 	}
 	x := &Exchange{
 		host:   cfg.Host,
+		prefix: cfg.ProtocolPrefix,
 		router: cfg.Router,
 		store:  cfg.Store,
 		log:    cfg.Log,
@@ -166,6 +172,9 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 		bitswap.WithClientOption(client.WithTraceBlock(true)),
 		// Sees every received message, for the unrequested-block warning.
 		bitswap.WithTracer(unrequestedTracer{x}),
+	}
+	if cfg.Allow != nil {
+		opts = append(opts, bitswap.WithPeerBlockRequestFilter(cfg.Allow))
 	}
 	// Bitswap in boxo v0.41 announces nothing by itself (providing moved
 	// out of it), so what is announced is exactly what Provide is given.

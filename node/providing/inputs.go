@@ -21,10 +21,11 @@ type Data interface {
 	Fetch(ctx context.Context, c cid.Cid) (int64, error)
 	// Tar writes the DAG under c as a tar stream, bounded by max bytes.
 	Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error
-	// KeepOutputs imports a tar stream of a job's results as a UnixFS
-	// directory, pinned until until, and returns its CID and the entries
-	// it skipped (links, devices).
-	KeepOutputs(ctx context.Context, r io.Reader, until time.Time) (root cid.Cid, skipped []string, err error)
+	// KeepOutputs keeps a tar stream of a job's results, sealed to the
+	// lease's renter (a peer ID) so that only it can read them and served
+	// to it alone, pinned until until, and returns the CID and the
+	// entries it skipped (links, devices).
+	KeepOutputs(ctx context.Context, r io.Reader, until time.Time, renter string) (root cid.Cid, skipped []string, err error)
 }
 
 // DefaultInputFetchTimeout bounds the fetch of a job's inputs before it
@@ -116,7 +117,7 @@ func (pj *Provider) keepOutputs(al *activeLease, job executor.Job) (string, erro
 		return "", errors.New("this provider cannot keep outputs")
 	}
 	began := time.Now()
-	root, skipped, err := pj.data.KeepOutputs(ctx, rc, time.Now().Add(pj.retention))
+	root, skipped, err := pj.data.KeepOutputs(ctx, rc, time.Now().Add(pj.retention), al.lease.Renter)
 	if err != nil {
 		return "", err
 	}

@@ -94,6 +94,7 @@ func (r *Jobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, lease
 // auctioned again at once. One mechanism for every loss, whichever
 // request reaches the provider again.
 func (r *Jobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
+	defer r.grantInputs(id, spec, l)()
 	policy := renter.NewReattach(start != nil, leaseOver(l))
 	var lost runEnd // how the provider was first lost
 	for try := 0; ; try++ {

@@ -220,6 +220,7 @@ type Jobs struct {
 	beforeStart func(jobID, provider string)
 
 	canary *canaryPlan // known-answer jobs this node schedules; nil: none
+	access InputAccess // grants a lease's provider the job's inputs; nil: none (unit tests)
 
 	// runShard starts a shard's job (nil: run, its auction and all);
 	// a test of arrays alone replaces it.
@@ -265,6 +266,9 @@ type Deps struct {
 	// than CanaryMinRate (CanaryRate).
 	CanarySpec    string
 	CanaryMinRate float64
+	// Access grants a lease's provider the job's inputs (access.go); nil
+	// in unit tests.
+	Access InputAccess
 }
 
 // New is the renter's job manager, with the jobs of the last run loaded
@@ -276,7 +280,7 @@ func New(d Deps) (*Jobs, error) {
 	}
 	m := d.Market
 	r := &Jobs{m: m, store: d.Store, key: d.Key, log: d.Log, bg: d.Bg, journal: d.Journal, spawn: d.Spawn,
-		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary,
+		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary, access: d.Access,
 		jobs: map[string]*JobRecord{}, arrays: map[string]*arrayRun{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
 		r.spawn = func(f func()) bool { go f(); return true }

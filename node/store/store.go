@@ -32,6 +32,9 @@ var (
 	// renter: job arrays by array ID; their shards are jobs in BucketJobs
 	// (node/renting/array.go)
 	BucketArrays = []byte("arrays")
+	// data access: the roots published to every peer and the grants of
+	// roots to peers, with their ends (node/node_access.go)
+	BucketAccess = []byte("access")
 )
 
 // ErrNotFound is returned by Get for a missing key.
@@ -45,7 +48,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func Open(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints, BucketArrays},
+		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints, BucketArrays, BucketAccess},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {
