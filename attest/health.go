@@ -1,6 +1,7 @@
 package attest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -9,8 +10,10 @@ import (
 // Health is what the driver reports of a GPU's soundness. A reading the
 // driver does not support leaves its Known flag false: the health is
 // then unknown, which is no fault (consumer GPUs have no ECC, and some
-// drivers deliver no events). Simulated GPUs report nothing, so they
-// never fault.
+// drivers deliver no events). The simulated source reports nothing, so
+// its GPUs never fault; a GPU is judged by what its source reports, not
+// by whether it is simulated (a test's Fake may report health for a
+// simulated GPU, which a job container can run on without a device).
 type Health struct {
 	// ECCUncorrected is the driver's volatile count of uncorrected ECC
 	// memory errors. Volatile counts restart when the driver loads, so a
@@ -40,16 +43,17 @@ const (
 const MIGReason = "in MIG mode: its instances are not offered yet"
 
 // healthWatch is the Monitor's memory of each GPU's health, by UUID. A
-// fault latches: the GPU stays withdrawn until the node restarts, since a
-// GPU that raised an Xid or lost memory cells is not to be trusted with a
-// stranger's job again before its owner has looked at it (and restarted
-// the node, or the driver).
+// fault latches: the GPU stays withdrawn until the owner clears it
+// (Monitor.ClearFault, `gleaner offer clear-fault`) or the node restarts,
+// since a GPU that raised an Xid or lost memory cells is not to be trusted
+// with a stranger's job again before its owner has looked at it.
 type healthWatch struct {
 	gpus   map[string]*gpuHealth
 	counts map[string]uint64 // faults detected, by kind
 }
 
 type gpuHealth struct {
+	index  int    // the GPU's index in the latest inventory that listed it
 	xids   int    // Xids already counted
 	ecc    uint64 // the last uncorrected ECC count read
 	eccSet bool   // ecc holds a reading (the first is the baseline)
@@ -62,9 +66,6 @@ func newHealthWatch() healthWatch {
 
 // check notes g's health and returns why g is faulted, "" if it is not.
 func (w *healthWatch) check(g GPU) string {
-	if g.Simulated {
-		return ""
-	}
 	key := g.UUID
 	if key == "" {
 		key = "index " + strconv.Itoa(g.Index)
@@ -74,6 +75,7 @@ func (w *healthWatch) check(g GPU) string {
 		h = &gpuHealth{}
 		w.gpus[key] = h
 	}
+	h.index = g.Index
 	hl := g.Health
 	if hl.XidKnown && hl.Xids > h.xids {
 		w.counts[FaultXid] += uint64(hl.Xids - h.xids)
@@ -102,4 +104,38 @@ func (m *Monitor) FaultCounts() map[string]uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.health.counts)
+}
+
+// Errors of Monitor.ClearFault.
+var (
+	ErrNoSuchGPU  = errors.New("no GPU with that index")
+	ErrNotFaulted = errors.New("the GPU is not faulted")
+)
+
+// ClearFault forgets the fault of the GPU numbered index in the latest
+// inventory, as its owner does after inspecting the card, and returns
+// why it had faulted. The readings that raised the fault stay counted
+// (the Xids seen, the ECC count as last read), so the GPU is offered
+// again from the next poll, which it asks Run for at once, unless a new
+// fault arrives: another Xid, a further rise of the ECC count. An index
+// no inventory listed is ErrNoSuchGPU; a GPU without a fault,
+// ErrNotFaulted.
+func (m *Monitor) ClearFault(index int) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.seen[index] {
+		return "", fmt.Errorf("GPU %d: %w", index, ErrNoSuchGPU)
+	}
+	for _, h := range m.health.gpus {
+		if h.index == index && h.fault != "" {
+			why := h.fault
+			h.fault = ""
+			select {
+			case m.poke <- struct{}{}:
+			default: // a poll is asked for already
+			}
+			return why, nil
+		}
+	}
+	return "", fmt.Errorf("GPU %d: %w", index, ErrNotFaulted)
 }

@@ -94,7 +94,8 @@ type Availability struct {
 	Stop map[int]string `json:"stop,omitempty"` // GPU index -> reason
 	// Faults are the GPUs the driver reported faulty (an Xid critical
 	// error, a rise in uncorrected ECC errors), by index, with why. Each
-	// is also in Withdrawn and Stop, and stays until the node restarts.
+	// is also in Withdrawn and Stop, and stays until the owner clears it
+	// (Monitor.ClearFault) or the node restarts.
 	Faults map[int]string `json:"faults,omitempty"`
 	Err    string         `json:"error,omitempty"` // the Source failed: nothing is offered
 	// Escaped are job processes on GPUs their jobs did not lease, by
@@ -114,6 +115,8 @@ type Monitor struct {
 	limits func() Limits
 	own    func(context.Context) JobProcesses
 	every  time.Duration
+
+	poke chan struct{} // ClearFault asks Run for a poll now
 
 	mu       sync.Mutex // guards the fields below; Check may race Run
 	reported bool
@@ -138,7 +141,8 @@ func NewMonitor(src Source, limits func() Limits, own func(context.Context) JobP
 	if every <= 0 {
 		every = DefaultMonitorInterval
 	}
-	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}, health: newHealthWatch()}
+	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}, health: newHealthWatch(),
+		poke: make(chan struct{}, 1)}
 }
 
 // Check polls once and returns the availability and whether it differs
@@ -235,10 +239,11 @@ func availabilityKey(avail []int, causes map[int]string, escaped []Escape, faile
 	return b.String()
 }
 
-// Run checks at once and then every interval, calling onChange (from this
-// goroutine) whenever the availability changes, until ctx ends; it returns
-// ctx's error. A failing Source does not stop it: it reports nothing
-// available and recovers when the Source does.
+// Run checks at once and then every interval (and at once after
+// ClearFault), calling onChange (from this goroutine) whenever the
+// availability changes, until ctx ends; it returns ctx's error. A failing
+// Source does not stop it: it reports nothing available and recovers when
+// the Source does.
 func (m *Monitor) Run(ctx context.Context, onChange func(Availability)) error {
 	t := time.NewTicker(m.every)
 	defer t.Stop()
@@ -250,6 +255,7 @@ func (m *Monitor) Run(ctx context.Context, onChange func(Availability)) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-m.poke:
 		}
 	}
 }
