@@ -48,12 +48,12 @@ const MIGReason = "in MIG mode: its instances are not offered yet"
 // since a GPU that raised an Xid or lost memory cells is not to be trusted
 // with a stranger's job again before its owner has looked at it.
 type healthWatch struct {
-	gpus   map[string]*gpuHealth
-	counts map[string]uint64 // faults detected, by kind
+	gpus    map[string]*gpuHealth
+	byIndex map[int]*gpuHealth // the GPU each index named when last read
+	counts  map[string]uint64  // faults detected, by kind
 }
 
 type gpuHealth struct {
-	index  int    // the GPU's index in the latest inventory that listed it
 	xids   int    // Xids already counted
 	ecc    uint64 // the last uncorrected ECC count read
 	eccSet bool   // ecc holds a reading (the first is the baseline)
@@ -61,7 +61,7 @@ type gpuHealth struct {
 }
 
 func newHealthWatch() healthWatch {
-	return healthWatch{gpus: map[string]*gpuHealth{}, counts: map[string]uint64{FaultXid: 0, FaultECC: 0}}
+	return healthWatch{gpus: map[string]*gpuHealth{}, byIndex: map[int]*gpuHealth{}, counts: map[string]uint64{FaultXid: 0, FaultECC: 0}}
 }
 
 // check notes g's health and returns why g is faulted, "" if it is not.
@@ -75,7 +75,7 @@ func (w *healthWatch) check(g GPU) string {
 		h = &gpuHealth{}
 		w.gpus[key] = h
 	}
-	h.index = g.Index
+	w.byIndex[g.Index] = h
 	hl := g.Health
 	if hl.XidKnown && hl.Xids > h.xids {
 		w.counts[FaultXid] += uint64(hl.Xids - h.xids)
@@ -112,30 +112,40 @@ var (
 	ErrNotFaulted = errors.New("the GPU is not faulted")
 )
 
+// ClearedFault is what Monitor.ClearFault cleared.
+type ClearedFault struct {
+	Fault string // why the GPU had faulted
+	// AfterPoll is the last poll before the clear: an Availability whose
+	// Poll is greater judged the GPU without the old fault.
+	AfterPoll uint64
+}
+
 // ClearFault forgets the fault of the GPU numbered index in the latest
-// inventory, as its owner does after inspecting the card, and returns
-// why it had faulted. The readings that raised the fault stay counted
-// (the Xids seen, the ECC count as last read), so the GPU is offered
-// again from the next poll, which it asks Run for at once, unless a new
-// fault arrives: another Xid, a further rise of the ECC count. An index
-// no inventory listed is ErrNoSuchGPU; a GPU without a fault,
-// ErrNotFaulted.
-func (m *Monitor) ClearFault(index int) (string, error) {
+// inventory, as its owner does after inspecting the card. The readings
+// that raised the fault stay counted (the Xids seen, the ECC count as
+// last read), so the GPU is offered again from the next poll, which it
+// asks Run for at once and which Run reports whether or not it changed,
+// unless a new fault arrives: another Xid, a further rise of the ECC
+// count. An index no inventory listed is ErrNoSuchGPU; a GPU without a
+// fault, ErrNotFaulted.
+func (m *Monitor) ClearFault(index int) (ClearedFault, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.seen[index] {
-		return "", fmt.Errorf("GPU %d: %w", index, ErrNoSuchGPU)
+		return ClearedFault{}, fmt.Errorf("GPU %d: %w", index, ErrNoSuchGPU)
 	}
-	for _, h := range m.health.gpus {
-		if h.index == index && h.fault != "" {
-			why := h.fault
-			h.fault = ""
-			select {
-			case m.poke <- struct{}{}:
-			default: // a poll is asked for already
-			}
-			return why, nil
-		}
+	h := m.health.byIndex[index]
+	if h == nil || h.fault == "" {
+		return ClearedFault{}, fmt.Errorf("GPU %d: %w", index, ErrNotFaulted)
 	}
-	return "", fmt.Errorf("GPU %d: %w", index, ErrNotFaulted)
+	c := ClearedFault{Fault: h.fault, AfterPoll: m.polls}
+	h.fault = ""
+	// A new fault at once would leave the availability's key as it was;
+	// the caller still waits for a poll after the clear to be reported.
+	m.reported = false
+	select {
+	case m.poke <- struct{}{}:
+	default: // a poll is asked for already
+	}
+	return c, nil
 }

@@ -143,9 +143,9 @@ func TestClearFaultOffersTheGPUAgainUntilANewFault(t *testing.T) {
 	av, changed := m.Check(ctx)
 	checkFaulted(t, av, changed, "Xid 79")
 
-	why, err := m.ClearFault(1)
-	if err != nil || !strings.Contains(why, "Xid 79") {
-		t.Fatalf("ClearFault(1) = %q, %v", why, err)
+	cleared, err := m.ClearFault(1)
+	if err != nil || !strings.Contains(cleared.Fault, "Xid 79") || cleared.AfterPoll != av.Poll {
+		t.Fatalf("ClearFault(1) = %+v, %v; want Xid 79 after poll %d", cleared, err, av.Poll)
 	}
 	select {
 	case <-m.poke:
@@ -154,7 +154,7 @@ func TestClearFaultOffersTheGPUAgainUntilANewFault(t *testing.T) {
 	}
 	// The same readings: no new fault.
 	av, changed = m.Check(ctx)
-	if !changed || len(av.Available) != 2 || av.Faults != nil || av.Stop != nil {
+	if !changed || len(av.Available) != 2 || av.Faults != nil || av.Stop != nil || av.Poll <= cleared.AfterPoll {
 		t.Fatalf("after the clear (changed %v): %+v, want both GPUs offered", changed, av)
 	}
 	if _, err := m.ClearFault(1); !errors.Is(err, ErrNotFaulted) {
@@ -165,7 +165,16 @@ func TestClearFaultOffersTheGPUAgainUntilANewFault(t *testing.T) {
 	fake.Set(inv)
 	av, changed = m.Check(ctx)
 	checkFaulted(t, av, changed, "rose from 0 to 2")
-	if got := m.FaultCounts(); got[FaultXid] != 1 || got[FaultECC] != 1 {
+	// One that arrives as the fault is cleared is reported all the same,
+	// though the availability's causes are as before the clear.
+	if _, err := m.ClearFault(1); err != nil {
+		t.Fatal(err)
+	}
+	inv.GPUs[1].Health.ECCUncorrected = 3
+	fake.Set(inv)
+	av, changed = m.Check(ctx)
+	checkFaulted(t, av, changed, "rose from 2 to 3")
+	if got := m.FaultCounts(); got[FaultXid] != 1 || got[FaultECC] != 2 {
 		t.Errorf("fault counts %v: clearing must not forget what was counted", got)
 	}
 }

@@ -98,6 +98,10 @@ type Availability struct {
 	// (Monitor.ClearFault) or the node restarts.
 	Faults map[int]string `json:"faults,omitempty"`
 	Err    string         `json:"error,omitempty"` // the Source failed: nothing is offered
+	// Poll numbers the Monitor's checks, from 1: a caller that cleared a
+	// fault (Monitor.ClearFault) knows an availability of a later poll
+	// judged the GPU anew.
+	Poll uint64 `json:"poll,omitempty"`
 	// Escaped are job processes on GPUs their jobs did not lease, by
 	// GPU then PID: each such job is to stop.
 	Escaped []Escape `json:"escaped,omitempty"`
@@ -119,6 +123,7 @@ type Monitor struct {
 	poke chan struct{} // ClearFault asks Run for a poll now
 
 	mu       sync.Mutex // guards the fields below; Check may race Run
+	polls    uint64     // Checks that read the Source (Availability.Poll)
 	reported bool
 	lastKey  string
 	seen     map[int]bool // every GPU index ever read, to name ones that vanish
@@ -158,7 +163,8 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	av := Availability{Withdrawn: map[int]string{}}
+	m.polls++
+	av := Availability{Withdrawn: map[int]string{}, Poll: m.polls}
 	causes := map[int]string{}
 	if err != nil {
 		// Fail closed: with no reading, no GPU can be shown to be free.

@@ -229,7 +229,7 @@ func (a offerAPI) ClearFault(ctx context.Context, p ClearFaultParams) (ClearFaul
 	}
 	idx := *p.GPU
 	before := a.n.provider.Availability()
-	why, err := mon.ClearFault(idx)
+	cleared, err := mon.ClearFault(idx)
 	switch {
 	case errors.Is(err, attest.ErrNoSuchGPU):
 		return ClearFaultResult{}, &rpc.Error{Code: CodeNoSuchGPU, Message: fmt.Sprintf("no GPU %d on this node (offer show lists them)", idx)}
@@ -242,14 +242,13 @@ func (a offerAPI) ClearFault(ctx context.Context, p ClearFaultParams) (ClearFaul
 	case err != nil:
 		return ClearFaultResult{}, err
 	}
-	res := ClearFaultResult{GPU: idx, Cleared: why}
-	// The monitor polls now and reports the change to the provider: wait
-	// for the fault to leave the availability the offer is built from.
+	res := ClearFaultResult{GPU: idx, Cleared: cleared.Fault}
+	// The monitor polls now and reports that poll to the provider: wait
+	// for it to reach the availability the offer is built from.
 	wctx, cancel := context.WithTimeout(ctx, clearFaultWait)
 	defer cancel()
 	res.Polled = pollUntil(wctx, 20*time.Millisecond, func() bool {
-		_, faulty := a.n.provider.Availability().Faults[idx]
-		return !faulty
+		return a.n.provider.Availability().Poll > cleared.AfterPoll
 	})
 	show, err := a.Show(ctx, struct{}{})
 	if err != nil {

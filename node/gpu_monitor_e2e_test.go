@@ -215,6 +215,24 @@ func TestTheGPUMonitorKnowsTheJobsProcessesFromTheOwners(t *testing.T) {
 		// A new Xid after the clear faults it again.
 		g.serve(nil, attest.Health{Xids: 2, LastXid: 48})
 		waitFor(t, 10*time.Second, "GPU 0 faulted anew", func() bool { return strings.Contains(g.gpu0(t).Fault, "Xid 48") })
+
+		// A fault that arrives as the owner clears the last one: the
+		// answer is of a poll after the clear, so it shows the GPU faulted
+		// anew (or, had the monitor read the new Xid first, that one
+		// cleared and the GPU offered), never the cleared fault as news.
+		// attest's TestClearFaultOffersTheGPUAgainUntilANewFault fixes
+		// the order.
+		g.serve(nil, attest.Health{Xids: 3, LastXid: 94})
+		if err := g.rpcCall(t, "offer_clear_fault", ClearFaultParams{GPU: ptrTo(0)}, &res); err != nil {
+			t.Fatal(err)
+		}
+		after := res.Status
+		newFault := strings.Contains(res.Cleared, "Xid 48") && after != nil && strings.Contains(after.Fault, "Xid 94") && !after.Offered
+		readFirst := strings.Contains(res.Cleared, "Xid 94") && after != nil && after.Fault == "" && after.Offered
+		if !res.Polled || !(newFault || readFirst) {
+			t.Fatalf("offer_clear_fault as a new fault arrives: %+v (status %+v), want Xid 48 cleared and GPU 0 faulted by Xid 94", res, after)
+		}
+		t.Logf("the new Xid was read after the clear: %v", newFault)
 	})
 }
 
