@@ -43,9 +43,8 @@ model-image: ## the test model server (testnet/modelserver) as gleaner-modelserv
 
 .PHONY: gpu-check
 GPU_IMAGE ?= nvidia/cuda:12.4.1-base-ubuntu22.04
-gpu-check: ## on a host with an NVIDIA GPU: NVML inventory, signed telemetry, a container on one GPU by UUID (skips without one; docs/OPERATIONS.md)
-	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gleaner  # NVML needs cgo: without it every host looks GPU-less
-	./$(BIN) doctor --gpu-check --gpu-image $(GPU_IMAGE)
+gpu-check: ## on a host with an NVIDIA GPU: NVML inventory, signed telemetry, a container on one GPU by UUID, a CUDA job and an owner's process (skips without one; docs/INSTALL.md)
+	GO=$(GO) BIN=$(BIN) GPU_IMAGE=$(GPU_IMAGE) sh scripts/gpu-check.sh
 
 .PHONY: node-image
 NODE_IMAGE ?= gleaner-node:latest

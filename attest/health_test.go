@@ -76,19 +76,106 @@ func TestRisingECCWithdrawsButSteadyHistoryDoesNot(t *testing.T) {
 	}
 }
 
-// Health the driver cannot report is unknown, not a fault; simulated GPUs
-// never fault whatever they carry.
-func TestUnknownHealthAndSimulatedGPUsStayOffered(t *testing.T) {
+// Health the driver cannot report is unknown, not a fault. The simulated
+// source reports no health, so its GPUs never fault; a source that does
+// report health for a simulated GPU (a test's Fake standing in for a card
+// a job container can run on without a device) is judged like any.
+func TestUnknownHealthStaysOfferedAndSimulatedGPUsReportNone(t *testing.T) {
 	inv := gpus(40, 40)
-	inv.GPUs[1].Simulated = true
 	fake := NewFake(inv)
 	m := NewMonitor(fake, nil, nil, 0)
 	m.Check(context.Background())
 	inv.GPUs[0].Health = Health{ECCUncorrected: 9, Xids: 1, LastXid: 79} // nothing Known
-	inv.GPUs[1].Health = Health{ECCKnown: true, ECCUncorrected: 9, XidKnown: true, Xids: 1, LastXid: 79}
 	fake.Set(inv)
 	if av, _ := m.Check(context.Background()); len(av.Available) != 2 || av.Faults != nil {
-		t.Fatalf("unknown or simulated health withdrew a GPU: %+v", av)
+		t.Fatalf("unknown health withdrew a GPU: %+v", av)
+	}
+
+	sim, err := NewSimulatedSeed("2xRTX4090", "health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetLoad(1, 90, 400, []Process{{PID: 7, UsedMiB: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	sm := NewMonitor(sim, nil, nil, 0)
+	for range 3 {
+		av, _ := sm.Check(context.Background())
+		for _, g := range av.Inventory.GPUs {
+			if g.Health != (Health{}) {
+				t.Fatalf("simulated GPU %d reports health %+v: simulated GPUs must never fault", g.Index, g.Health)
+			}
+		}
+		if av.Faults != nil {
+			t.Fatalf("a simulated GPU faulted: %+v", av)
+		}
+	}
+
+	inv.GPUs[1].Simulated = true
+	inv.GPUs[1].Health = Health{XidKnown: true}
+	fake.Set(inv)
+	m.Check(context.Background())
+	inv.GPUs[1].Health = Health{XidKnown: true, Xids: 1, LastXid: 79}
+	fake.Set(inv)
+	if av, _ := m.Check(context.Background()); av.Faults[1] == "" {
+		t.Fatalf("a reported Xid on a simulated GPU was ignored: %+v", av)
+	}
+}
+
+// The owner clears a fault after looking at the card: the GPU is offered
+// again at the next poll, and faults again only on a new Xid or a further
+// ECC rise. An index never listed, or a GPU without a fault, is an error.
+func TestClearFaultOffersTheGPUAgainUntilANewFault(t *testing.T) {
+	fake := NewFake(healthy(0))
+	m := NewMonitor(fake, nil, nil, 0)
+	ctx := context.Background()
+	m.Check(ctx)
+	if _, err := m.ClearFault(1); !errors.Is(err, ErrNotFaulted) {
+		t.Fatalf("clearing a sound GPU: %v, want ErrNotFaulted", err)
+	}
+	if _, err := m.ClearFault(7); !errors.Is(err, ErrNoSuchGPU) {
+		t.Fatalf("clearing GPU 7 of 2: %v, want ErrNoSuchGPU", err)
+	}
+	inv := healthy(0)
+	inv.GPUs[1].Health.Xids, inv.GPUs[1].Health.LastXid = 1, 79
+	inv.GPUs[1].Health.ECCUncorrected = 0
+	fake.Set(inv)
+	av, changed := m.Check(ctx)
+	checkFaulted(t, av, changed, "Xid 79")
+
+	cleared, err := m.ClearFault(1)
+	if err != nil || !strings.Contains(cleared.Fault, "Xid 79") || cleared.AfterPoll != av.Poll {
+		t.Fatalf("ClearFault(1) = %+v, %v; want Xid 79 after poll %d", cleared, err, av.Poll)
+	}
+	select {
+	case <-m.poke:
+	default:
+		t.Fatal("ClearFault did not ask Run for a poll")
+	}
+	// The same readings: no new fault.
+	av, changed = m.Check(ctx)
+	if !changed || len(av.Available) != 2 || av.Faults != nil || av.Stop != nil || av.Poll <= cleared.AfterPoll {
+		t.Fatalf("after the clear (changed %v): %+v, want both GPUs offered", changed, av)
+	}
+	if _, err := m.ClearFault(1); !errors.Is(err, ErrNotFaulted) {
+		t.Fatalf("clearing it twice: %v, want ErrNotFaulted", err)
+	}
+	// A new fault (an ECC rise) withdraws it again.
+	inv.GPUs[1].Health.ECCUncorrected = 2
+	fake.Set(inv)
+	av, changed = m.Check(ctx)
+	checkFaulted(t, av, changed, "rose from 0 to 2")
+	// One that arrives as the fault is cleared is reported all the same,
+	// though the availability's causes are as before the clear.
+	if _, err := m.ClearFault(1); err != nil {
+		t.Fatal(err)
+	}
+	inv.GPUs[1].Health.ECCUncorrected = 3
+	fake.Set(inv)
+	av, changed = m.Check(ctx)
+	checkFaulted(t, av, changed, "rose from 2 to 3")
+	if got := m.FaultCounts(); got[FaultXid] != 1 || got[FaultECC] != 2 {
+		t.Errorf("fault counts %v: clearing must not forget what was counted", got)
 	}
 }
 

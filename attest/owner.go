@@ -94,9 +94,14 @@ type Availability struct {
 	Stop map[int]string `json:"stop,omitempty"` // GPU index -> reason
 	// Faults are the GPUs the driver reported faulty (an Xid critical
 	// error, a rise in uncorrected ECC errors), by index, with why. Each
-	// is also in Withdrawn and Stop, and stays until the node restarts.
+	// is also in Withdrawn and Stop, and stays until the owner clears it
+	// (Monitor.ClearFault) or the node restarts.
 	Faults map[int]string `json:"faults,omitempty"`
 	Err    string         `json:"error,omitempty"` // the Source failed: nothing is offered
+	// Poll numbers the Monitor's checks, from 1: a caller that cleared a
+	// fault (Monitor.ClearFault) knows an availability of a later poll
+	// judged the GPU anew.
+	Poll uint64 `json:"poll,omitempty"`
 	// Escaped are job processes on GPUs their jobs did not lease, by
 	// GPU then PID: each such job is to stop.
 	Escaped []Escape `json:"escaped,omitempty"`
@@ -115,7 +120,10 @@ type Monitor struct {
 	own    func(context.Context) JobProcesses
 	every  time.Duration
 
+	poke chan struct{} // ClearFault asks Run for a poll now
+
 	mu       sync.Mutex // guards the fields below; Check may race Run
+	polls    uint64     // Checks that read the Source (Availability.Poll)
 	reported bool
 	lastKey  string
 	seen     map[int]bool // every GPU index ever read, to name ones that vanish
@@ -138,7 +146,8 @@ func NewMonitor(src Source, limits func() Limits, own func(context.Context) JobP
 	if every <= 0 {
 		every = DefaultMonitorInterval
 	}
-	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}, health: newHealthWatch()}
+	return &Monitor{src: src, limits: limits, own: own, every: every, seen: map[int]bool{}, health: newHealthWatch(),
+		poke: make(chan struct{}, 1)}
 }
 
 // Check polls once and returns the availability and whether it differs
@@ -154,7 +163,8 @@ func (m *Monitor) Check(ctx context.Context) (Availability, bool) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	av := Availability{Withdrawn: map[int]string{}}
+	m.polls++
+	av := Availability{Withdrawn: map[int]string{}, Poll: m.polls}
 	causes := map[int]string{}
 	if err != nil {
 		// Fail closed: with no reading, no GPU can be shown to be free.
@@ -235,10 +245,11 @@ func availabilityKey(avail []int, causes map[int]string, escaped []Escape, faile
 	return b.String()
 }
 
-// Run checks at once and then every interval, calling onChange (from this
-// goroutine) whenever the availability changes, until ctx ends; it returns
-// ctx's error. A failing Source does not stop it: it reports nothing
-// available and recovers when the Source does.
+// Run checks at once and then every interval (and at once after
+// ClearFault), calling onChange (from this goroutine) whenever the
+// availability changes, until ctx ends; it returns ctx's error. A failing
+// Source does not stop it: it reports nothing available and recovers when
+// the Source does.
 func (m *Monitor) Run(ctx context.Context, onChange func(Availability)) error {
 	t := time.NewTicker(m.every)
 	defer t.Stop()
@@ -250,6 +261,7 @@ func (m *Monitor) Run(ctx context.Context, onChange func(Availability)) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-m.poke:
 		}
 	}
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
@@ -99,7 +101,7 @@ type GPUStatus struct {
 	Stopping string `json:"stopping,omitempty"`
 	// Fault: the driver reported the GPU faulty (an Xid critical error,
 	// a rise in uncorrected ECC errors); it stays withdrawn until the
-	// node restarts.
+	// owner clears it (offer_clear_fault) or the node restarts.
 	Fault string `json:"fault,omitempty"`
 	// Lease is the lease holding it now, if any: a GPU can be offered
 	// and leased at once (the offer says which spans are booked).
@@ -176,6 +178,103 @@ func registerOfferAPI(s *rpc.Server, n *Node) {
 	}, a.Set)
 	rpc.Register(s, "offer_pause", rpc.MethodDoc{Summary: "Withdraw the offer (published as a signed withdrawal) until offer_resume."}, a.Pause)
 	rpc.Register(s, "offer_resume", rpc.MethodDoc{Summary: "Offer again after offer_pause."}, a.Resume)
+	rpc.Register(s, "offer_clear_fault", rpc.MethodDoc{
+		Summary: "Offer a GPU that faulted (an Xid critical error, a rise in uncorrected ECC errors) again without restarting the node, once its owner has inspected it.",
+		Description: "The GPU is offered again from the monitor's next poll, which the call asks for at once, unless a new fault arrives (another Xid, a further ECC rise). " +
+			"The call waits up to a few seconds for that poll and returns the GPU's state then. Errors: -32050 no GPU with that index, -32051 the GPU is not faulted.",
+		Errors: []*rpc.Error{{Code: CodeNoSuchGPU, Message: "no GPU with that index"}, {Code: CodeGPUNotFaulted, Message: "the GPU is not faulted"}},
+	}, a.ClearFault)
+}
+
+// offer_clear_fault's errors.
+const (
+	CodeNoSuchGPU     = -32050 // no GPU of this node has that index
+	CodeGPUNotFaulted = -32051 // the GPU has no fault to clear
+)
+
+// ClearFaultParams names the GPU by its index (offer_show's gpus[].index).
+type ClearFaultParams struct {
+	GPU *int `json:"gpu" doc:"the GPU's index, as offer_show lists it"`
+}
+
+// Validate requires the index.
+func (p ClearFaultParams) Validate() error {
+	if p.GPU == nil {
+		return errors.New("gpu: required (the GPU's index, as offer_show lists it)")
+	}
+	if *p.GPU < 0 {
+		return fmt.Errorf("gpu: %d is not an index", *p.GPU)
+	}
+	return nil
+}
+
+// ClearFaultResult is offer_clear_fault's result.
+type ClearFaultResult struct {
+	GPU     int    `json:"gpu"`
+	Cleared string `json:"cleared" doc:"the fault that was cleared"`
+	// Status is the GPU's state once the monitor has polled after the
+	// clear (or when the wait ran out): offered again, or faulted anew.
+	Status *GPUStatus `json:"status,omitempty" doc:"the GPU's state after the monitor's next poll (or when the short wait ran out); fault set again means a new fault arrived"`
+	Polled bool       `json:"polled" doc:"whether the monitor's poll after the clear was seen; false: status is from before it"`
+}
+
+// clearFaultWait bounds how long offer_clear_fault waits for the poll it
+// asked for to reach the offer.
+const clearFaultWait = 5 * time.Second
+
+func (a offerAPI) ClearFault(ctx context.Context, p ClearFaultParams) (ClearFaultResult, error) {
+	mon := a.n.gpuMon
+	if mon == nil {
+		return ClearFaultResult{}, &rpc.Error{Code: CodeNoSuchGPU, Message: "this node has no GPUs to sell"}
+	}
+	idx := *p.GPU
+	before := a.n.provider.Availability()
+	cleared, err := mon.ClearFault(idx)
+	switch {
+	case errors.Is(err, attest.ErrNoSuchGPU):
+		return ClearFaultResult{}, &rpc.Error{Code: CodeNoSuchGPU, Message: fmt.Sprintf("no GPU %d on this node (offer show lists them)", idx)}
+	case errors.Is(err, attest.ErrNotFaulted):
+		msg := fmt.Sprintf("GPU %d is not faulted: nothing to clear", idx)
+		if w := before.Withdrawn[idx]; w != "" {
+			msg += " (it is withdrawn because " + w + ")"
+		}
+		return ClearFaultResult{}, &rpc.Error{Code: CodeGPUNotFaulted, Message: msg}
+	case err != nil:
+		return ClearFaultResult{}, err
+	}
+	res := ClearFaultResult{GPU: idx, Cleared: cleared.Fault}
+	// The monitor polls now and reports that poll to the provider: wait
+	// for it to reach the availability the offer is built from.
+	wctx, cancel := context.WithTimeout(ctx, clearFaultWait)
+	defer cancel()
+	res.Polled = pollUntil(wctx, 20*time.Millisecond, func() bool {
+		return a.n.provider.Availability().Poll > cleared.AfterPoll
+	})
+	show, err := a.Show(ctx, struct{}{})
+	if err != nil {
+		return res, nil // cleared all the same; offer_show will say how it stands
+	}
+	for _, g := range show.GPUs {
+		if g.Index == idx {
+			res.Status = &g
+		}
+	}
+	return res, nil
+}
+
+// pollUntil calls done every interval until it returns true (true) or
+// ctx ends (false).
+func pollUntil(ctx context.Context, every time.Duration, done func() bool) bool {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 func (a offerAPI) Show(ctx context.Context, _ struct{}) (OfferShowResult, error) {

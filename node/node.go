@@ -71,6 +71,13 @@ type Options struct {
 	// is re-announced at 11/12 of that, and at once when it changes. Tests
 	// shorten it.
 	OfferTTL time.Duration
+	// GPUSource, when set, is the GPUs this node sells, instead of NVML or
+	// provider.simulate_gpus: tests drive an attest.Fake's inventory,
+	// compute processes and health through the node's own monitor.
+	GPUSource attest.Source
+	// GPUMonitorInterval is how often the GPU monitor polls (default
+	// attest.DefaultMonitorInterval). Tests shorten it.
+	GPUMonitorInterval time.Duration
 }
 
 // Node is one running gleaner node.

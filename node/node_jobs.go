@@ -32,9 +32,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 	}
 	tag := execTag(n.host.ID().String())
 	exec, docker := n.openExecutor(ctx)
-	if d, ok := exec.(*executor.Docker); ok {
-		n.ownJobs.Set(d, tag) // before any job starts
-	}
+	n.ownJobs.SetExecutor(exec, tag) // before any job starts
 	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
 	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,

@@ -72,7 +72,7 @@ func (n *Node) startGPUs(context.Context) error {
 		// The executor, made by the provider's jobs, tells the monitor
 		// which processes are jobs' (providing.OwnJobs); until then none is.
 		n.ownJobs.Log = n.log.With("part", "gpu-monitor")
-		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.Processes, attest.DefaultMonitorInterval)
+		mon := attest.NewMonitor(src, p.Limits, n.ownJobs.Processes, n.opts.GPUMonitorInterval) // 0: the default
 		n.gpuMon = mon
 		if a, _ := mon.Check(ctx); a.Err == "" {
 			p.SetAvailability(a) // publish the first offer without waiting a poll
@@ -90,8 +90,12 @@ func (n *Node) startGPUs(context.Context) error {
 // offer's withdrawal before the host closes.
 const withdrawalFlush = 500 * time.Millisecond
 
-// openGPUs picks the GPU source: simulated when configured, NVML otherwise.
+// openGPUs picks the GPU source: the one Options give (tests), simulated
+// when configured, NVML otherwise.
 func (n *Node) openGPUs() (attest.Source, error) {
+	if n.opts.GPUSource != nil {
+		return n.opts.GPUSource, nil
+	}
 	if spec := n.cfg.Provider.SimulateGPUs; spec != "" {
 		id, err := n.repo.PeerID()
 		if err != nil {

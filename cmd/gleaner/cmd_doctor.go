@@ -33,10 +33,13 @@ from, and prints each check as pass, warn, fail or skip, with the fix:
    nat             AutoNAT's answer: can peers dial this node directly?
    clock           the clock skew against connected peers (warn over 2 s, fail over 30 s)
 
---gpu-check runs only the GPU check instead (docs/OPERATIONS.md): NVML's
+--gpu-check runs only the GPU check instead (docs/INSTALL.md): NVML's
 inventory, telemetry samples of the first GPU signed and verified, and a
 container given that GPU alone by UUID, where nvidia-smi -L must list it
-and no other. Without a GPU it prints "no NVIDIA GPU: skipped" and exits 0.
+and no other; with --cuda-probe-image and --cuda-probe (make gpu-check
+builds both) also a job that opens a CUDA context on that GPU, which must
+keep it offered, and the same probe on the host, which must withdraw it.
+Without a GPU it prints "no NVIDIA GPU: skipped" and exits 0.
 
 listen, nat and clock need the daemon; without one they are skipped and the
 rest still run. Exit code 0 when no check failed (warnings included), 1 when
@@ -52,7 +55,9 @@ func doctorCommand() *cli.Command {
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.StringFlag{Name: "gpu-image", Value: doctor.DefaultGPUImage, Usage: "image for the GPU test container (must have nvidia-smi; never pulled)"},
-			&cli.BoolFlag{Name: "gpu-check", Usage: "instead, prove the GPU path on this host: NVML inventory, signed telemetry, a container on one GPU by UUID (make gpu-check)"},
+			&cli.BoolFlag{Name: "gpu-check", Usage: "instead, prove the GPU path on this host: NVML inventory, signed telemetry, a container on one GPU by UUID, a CUDA job (make gpu-check)"},
+			&cli.StringFlag{Name: "cuda-probe-image", Usage: "--gpu-check: a local image whose entrypoint is node/doctor/cudaprobe, run as a job on the leased GPU (scripts/gpu-check.sh builds it)"},
+			&cli.StringFlag{Name: "cuda-probe", Usage: "--gpu-check: the cudaprobe binary, run on the host as a process of no job (scripts/gpu-check.sh builds it)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -62,11 +67,15 @@ func doctorCommand() *cli.Command {
 			if image == "" {
 				return usagef("for example: --gpu-image "+doctor.DefaultGPUImage, "--gpu-image must name an image")
 			}
+			if c.Bool("gpu-check") {
+				// The CUDA job holds its GPU for up to a minute or two.
+				ctx, cancel := context.WithTimeout(c.Context, 5*time.Minute)
+				defer cancel()
+				return gpuCheck(c, doctor.GPUCheck(ctx, doctor.GPUCheckOptions{Image: image,
+					ProbeImage: strings.TrimSpace(c.String("cuda-probe-image")), ProbeBin: strings.TrimSpace(c.String("cuda-probe"))}))
+			}
 			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 			defer cancel()
-			if c.Bool("gpu-check") {
-				return gpuCheck(c, doctor.GPUCheck(ctx, doctor.GPUCheckOptions{Image: image}))
-			}
 			rep := runDoctor(ctx, c.String("repo"), image)
 			if err := emit(c, rep, func(w io.Writer) { printDoctor(w, rep) }); err != nil {
 				return err

@@ -19,6 +19,15 @@ func gpuCheck(c *cli.Context, r doctor.GPUCheckReport) error {
 			return
 		}
 		printDoctor(w, rep)
+		for _, k := range []struct{ key, what string }{
+			{"nvml_inventory_ms", "NVML inventory"},
+			{"sign_verify_ms", "a telemetry sample signed and verified"},
+			{"lease_to_first_cuda_call_ms", "a job's start to its first CUDA call"},
+		} {
+			if v, ok := r.Timings[k.key]; ok {
+				fmt.Fprintf(w, "time: %s: %.3f ms\n", k.what, v)
+			}
+		}
 	})
 	if err != nil {
 		return err

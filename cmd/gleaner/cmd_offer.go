@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/offers"
+	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/urfave/cli/v2"
 )
 
@@ -26,7 +28,8 @@ before it expires. Changes take effect at once, without a restart.
    gleaner offer set --tz Europe/Berlin --weekly "mon-fri 19:00-08:00; sat,sun 00:00-24:00"
    gleaner offer set --peak "mon-fri 17:00-22:00 x1.5" --surge 0.5 --surge-cap 2x
    gleaner offer show
-   gleaner offer pause`,
+   gleaner offer pause
+   gleaner offer clear-fault --gpu 0`,
 		Subcommands: []*cli.Command{
 			{Name: "show", Usage: "the current offer, why nothing is offered, and each GPU's state", Flags: []cli.Flag{jsonFlag}, Action: offerShow},
 			offerSetCommand(),
@@ -34,6 +37,7 @@ before it expires. Changes take effect at once, without a restart.
 				Action: func(c *cli.Context) error { return offerCall(c, "offer_pause", nil) }},
 			{Name: "resume", Usage: "offer again after pause", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error { return offerCall(c, "offer_resume", nil) }},
+			offerClearFaultCommand(),
 		},
 	}
 }
@@ -105,7 +109,7 @@ func gpuState(g node.GPUStatus) string {
 	}
 	switch {
 	case g.Fault != "":
-		state = "FAULTY, its jobs stopped, withdrawn until the node restarts: " + g.Fault
+		state = "FAULTY, its jobs stopped, withdrawn until `offer clear-fault --gpu " + fmt.Sprint(g.Index) + "` or a restart: " + g.Fault
 	case g.Stopping != "":
 		state = "STOPPING ITS JOBS: " + g.Stopping
 	case g.Withdrawn != "":
@@ -414,3 +418,65 @@ type peakList []string
 
 func (l *peakList) Set(v string) error { *l = append(*l, v); return nil }
 func (l *peakList) String() string     { return strings.Join(*l, "; ") }
+
+func offerClearFaultCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "clear-fault",
+		Usage: "offer a GPU that faulted (an Xid, an ECC error) again, without a restart, once you have inspected it",
+		Description: `When the driver reports a GPU faulty (an Xid critical error, a rise in its
+uncorrected ECC error count), the node stops every job on it and withdraws it;
+` + "`gleaner offer show`" + ` marks it FAULTY. It stays out of the offer until you clear the
+fault here or restart the node. Clear it only after you have looked at the card:
+
+   nvidia-smi -q -i N            # ECC counts, retired pages, clocks, throttling
+   sudo dmesg | grep -i xid      # which Xid, and when
+   gleaner offer clear-fault --gpu N
+
+The GPU is offered again from the monitor's next poll (asked for at once)
+unless a new fault arrives: another Xid, a further ECC rise. A GPU that
+faults again and again, or an Xid such as 79 (fallen off the bus), 48 or
+94/95 (uncorrectable ECC), wants a reset, a reboot or repair, not this.
+A GPU that is not faulted is an error (exit 1), as is an unknown index.`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "gpu", Usage: "the faulted GPU's index `N`, as 'gleaner offer show' lists it", DefaultText: "none, required"},
+			jsonFlag,
+		},
+		Action: offerClearFault,
+	}
+}
+
+func offerClearFault(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("see `gleaner offer clear-fault --help`", "unexpected argument %q", c.Args().First())
+	}
+	if !c.IsSet("gpu") {
+		return usagef("`gleaner offer show` lists the GPUs; a FAULTY one is what this clears", "--gpu N is required: which GPU's fault to clear")
+	}
+	gpu := c.Int("gpu")
+	var res node.ClearFaultResult
+	err := callCmd(c, "offer_clear_fault", node.ClearFaultParams{GPU: &gpu}, &res)
+	var re *rpc.Error
+	switch {
+	case errors.As(err, &re) && re.Code == node.CodeNoSuchGPU:
+		return withHint(err, "`gleaner offer show` lists this node's GPUs by index")
+	case errors.As(err, &re) && re.Code == node.CodeGPUNotFaulted:
+		return withHint(err, "only a GPU `gleaner offer show` marks FAULTY has a fault to clear")
+	case err != nil:
+		return withFlagNames(err, map[string]string{"gpu": "--gpu"})
+	}
+	return emit(c, res, func(w io.Writer) { printClearFault(w, res) })
+}
+
+func printClearFault(w io.Writer, r node.ClearFaultResult) {
+	fmt.Fprintf(w, "GPU %d: fault cleared (it was: %s)\n", r.GPU, r.Cleared)
+	switch {
+	case r.Status == nil:
+		fmt.Fprintln(w, "state: unknown; `gleaner offer show` shows it")
+	case !r.Polled:
+		fmt.Fprintf(w, "state: %s\n(the monitor has not polled since; `gleaner offer show` shows the GPU offered from its next poll, unless a new fault arrives)\n", gpuState(*r.Status))
+	case r.Status.Fault != "":
+		fmt.Fprintf(w, "state: %s\na NEW fault arrived at once: inspect the GPU again (nvidia-smi -q -i %d, dmesg | grep -i xid)\n", gpuState(*r.Status), r.GPU)
+	default:
+		fmt.Fprintf(w, "state: %s\n", gpuState(*r.Status))
+	}
+}

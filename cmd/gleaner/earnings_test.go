@@ -170,7 +170,7 @@ func TestGPUStateCell(t *testing.T) {
 		{node.GPUStatus{Withdrawn: "over 80°C", Lease: l}, "leased: job j1, silver, running at 0.5 credits per GPU-hour, until " + at + "; withdrawn: over 80°C"},
 		{node.GPUStatus{Lease: l}, "leased: job j1, silver, running at 0.5 credits per GPU-hour, until " + at + "; not offered"},
 		{node.GPUStatus{}, "not offered"},
-		{node.GPUStatus{Withdrawn: "Xid 79", Stopping: "Xid 79", Fault: "Xid 79"}, "FAULTY, its jobs stopped, withdrawn until the node restarts: Xid 79"},
+		{node.GPUStatus{Withdrawn: "Xid 79", Stopping: "Xid 79", Fault: "Xid 79"}, "FAULTY, its jobs stopped, withdrawn until `offer clear-fault --gpu 0` or a restart: Xid 79"},
 		{node.GPUStatus{Withdrawn: attest.MIGReason}, "withdrawn: in MIG mode: its instances are not offered yet"},
 	} {
 		if got := gpuState(c.g); got != c.want {

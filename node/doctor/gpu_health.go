@@ -7,10 +7,14 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 )
 
-// gpuHealthFix is what an owner does about a GPU doctor warns of: look at
-// it, and restart the node once it is sound (a running node withdraws a
-// faulty GPU until it restarts; see attest/health.go).
-const gpuHealthFix = "inspect it with `nvidia-smi -q` (and the kernel log for Xid: `dmesg | grep -i xid`); once it is sound, restart the node (gleaner daemon) to offer it again"
+// gpuHealthFix is what an owner does about GPU index that doctor warns
+// of: look at it, and clear the fault once it is sound (a running node withdraws a
+// faulty GPU until its owner clears it or the node restarts; see
+// attest/health.go).
+func gpuHealthFix(index int) string {
+	return fmt.Sprintf("inspect it with `nvidia-smi -q -i %d` (and the kernel log for Xid: `dmesg | grep -i xid`); once it is sound, "+
+		"`gleaner offer clear-fault --gpu %d` offers it again on a running node (or restart the node)", index, index)
+}
 
 // gpuHealthChecks warns, per GPU read through NVML, of one the node will
 // not offer: in MIG mode (attest.MIGReason), or with a fault the driver
@@ -33,8 +37,8 @@ func gpuHealthChecks(rep nvmlReport) []Check {
 		}
 		if faults := gpuFaults(g.Health); len(faults) > 0 {
 			out = append(out, Check{Name: name, Status: StatusWarn,
-				Detail: gpuLabel(g) + " reported a fault: " + strings.Join(faults, "; ") + "; a running node that sees a new one stops the GPU's jobs and withdraws it until the node restarts",
-				Fix:    gpuHealthFix})
+				Detail: gpuLabel(g) + " reported a fault: " + strings.Join(faults, "; ") + "; a running node that sees a new one stops the GPU's jobs and withdraws it until `gleaner offer clear-fault` or a restart",
+				Fix:    gpuHealthFix(g.Index)})
 		}
 	}
 	return out

@@ -37,7 +37,7 @@ func TestGPUChecksWarnOfMIGAndFaults(t *testing.T) {
 	}{
 		{"real", hw, map[string][]string{
 			"gpu 1": {"GPU-b", attest.MIGReason, "-mig 0"},
-			"gpu 2": {"GPU-c", "Xid 79", "nvidia-smi -q", "restart the node"},
+			"gpu 2": {"GPU-c", "Xid 79", "nvidia-smi -q -i 2", "offer clear-fault --gpu 2", "restart the node"},
 			"gpu 3": {"3 uncorrected ECC", "nvidia-smi -q", "restart the node"},
 		}},
 		{"simulated", sim, nil},

@@ -31,12 +31,21 @@ type GPUCheckOptions struct {
 	Image  string                        // has nvidia-smi; never pulled
 	Source func() (attest.Source, error) // nil: attest.NewNVML
 	Docker dockerProbe                   // nil: the engine from the environment
+	// ProbeImage is a local image whose entrypoint is cudaprobe, and
+	// ProbeBin the same program on the host (scripts/gpu-check.sh builds
+	// both): the job checks (gpucheck_job.go) skip without them.
+	ProbeImage, ProbeBin string
 }
 
 // GPUCheckReport is the check's result; Skipped with no GPU found.
 type GPUCheckReport struct {
 	Skipped bool    `json:"skipped"`
 	Checks  []Check `json:"checks"`
+	// Timings in milliseconds: nvml_inventory_ms (one NVML inventory
+	// read), sign_verify_ms (one telemetry sample of real readings signed
+	// and verified), lease_to_first_cuda_call_ms (a job's start asked for
+	// to its CUDA context).
+	Timings map[string]float64 `json:"timings_ms,omitempty"`
 }
 
 // GPUCheck runs the checks above.
@@ -53,15 +62,28 @@ func GPUCheck(ctx context.Context, o GPUCheckOptions) GPUCheckReport {
 		return GPUCheckReport{Checks: []Check{{Name: "inventory", Status: StatusFail, Detail: "NVML: " + err.Error(), Fix: "check `nvidia-smi`; reinstall the NVIDIA driver"}}}
 	}
 	defer src.Close()
+	timings := map[string]float64{}
+	began := time.Now()
 	inv, err := src.Inventory(ctx)
+	timings["nvml_inventory_ms"] = ms(time.Since(began))
 	inc := inventoryCheck(inv, err)
 	if inc.Status != StatusPass {
 		return GPUCheckReport{Checks: []Check{inc}}
 	}
+	inc.Detail += fmt.Sprintf(" (read in %.1f ms)", timings["nvml_inventory_ms"])
 	g := inv.GPUs[0]
-	out := []Check{inc, telemetryCheck(ctx, src, g.UUID)}
-	return GPUCheckReport{Checks: append(out, leasedContainerCheck(ctx, o, g.UUID, len(inv.GPUs)))}
+	out := []Check{inc, telemetryCheck(ctx, src, g.UUID, timings)}
+	lc := leasedContainerCheck(ctx, o, g.UUID, len(inv.GPUs))
+	out = append(out, lc)
+	if lc.Status == StatusPass {
+		out = append(out, jobChecks(ctx, o, src, g, timings)...)
+	} else {
+		out = append(out, Check{Name: "job on the GPU", Status: StatusSkip, Detail: "skipped: the leased container check did not pass"})
+	}
+	return GPUCheckReport{Checks: out, Timings: timings}
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func inventoryCheck(inv attest.Inventory, err error) Check {
 	c := Check{Name: "inventory", Status: StatusFail, Fix: "check `nvidia-smi`; reinstall the NVIDIA driver"}
@@ -89,7 +111,7 @@ const telemetrySamples = 3
 // telemetryCheck signs telemetrySamples readings of the GPU uuid and
 // verifies each as a renter would, then checks a sample with one byte
 // changed is refused: a verifier that took anything would pass otherwise.
-func telemetryCheck(ctx context.Context, src attest.Source, uuid string) Check {
+func telemetryCheck(ctx context.Context, src attest.Source, uuid string, timings map[string]float64) Check {
 	c := Check{Name: "telemetry", Status: StatusFail, Fix: "a bug or a driver that cannot be read: report it with this output"}
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -111,6 +133,7 @@ func telemetryCheck(ctx context.Context, src attest.Source, uuid string) Check {
 	}
 	var last []byte
 	var util []string
+	var spent time.Duration // signing and verifying, not reading
 	for i := 0; i < telemetrySamples; i++ {
 		inv, err := src.Inventory(ctx)
 		if err != nil {
@@ -122,6 +145,7 @@ func telemetryCheck(ctx context.Context, src attest.Source, uuid string) Check {
 			c.Detail = fmt.Sprintf("reading %d: GPU %s is gone", i+1, uuid)
 			return c
 		}
+		signed := time.Now()
 		_, wire, err := sm.Sign(g, time.Now())
 		if err != nil {
 			c.Detail = fmt.Sprintf("sign sample %d: %v", i+1, err)
@@ -132,6 +156,7 @@ func telemetryCheck(ctx context.Context, src attest.Source, uuid string) Check {
 			c.Detail = fmt.Sprintf("verify sample %d: %v", i+1, err)
 			return c
 		}
+		spent += time.Since(signed)
 		if s.Simulated {
 			c.Detail = fmt.Sprintf("sample %d says simulated", i+1)
 			return c
@@ -146,7 +171,9 @@ func telemetryCheck(ctx context.Context, src attest.Source, uuid string) Check {
 		return c
 	}
 	c.Status, c.Fix = StatusPass, ""
-	c.Detail = fmt.Sprintf("%d samples signed and verified (%s); a tampered one refused", telemetrySamples, strings.Join(util, "; "))
+	timings["sign_verify_ms"] = ms(spent / telemetrySamples)
+	c.Detail = fmt.Sprintf("%d samples signed and verified (%s), %.3f ms a sample; a tampered one refused",
+		telemetrySamples, strings.Join(util, "; "), timings["sign_verify_ms"])
 	return c
 }
 

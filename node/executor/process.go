@@ -31,6 +31,11 @@ var _ Executor = (*Process)(nil)
 type Process struct {
 	root    string // one work directory per job, removed with the job
 	logSize int
+
+	mu      sync.Mutex             // guards running and lastPIDs
+	running map[string]*processJob // by job ID, until its process exits
+	// lastPIDs is what JobPIDs returned last (see JobPIDs).
+	lastPIDs map[int]JobProcess
 }
 
 // NewProcess returns the process executor, only for the network "local".
@@ -103,8 +108,56 @@ func (p *Process) Start(ctx context.Context, spec Spec, hooks Hooks) (Job, error
 		return nil, fmt.Errorf("executor: start job %s: %w", spec.JobID, err)
 	}
 	j.pid = cmd.Process.Pid
-	go j.wait(cmd)
+	p.track(j)
+	go func() {
+		j.wait(cmd)
+		p.untrack(j)
+	}()
 	return j, nil
+}
+
+func (p *Process) track(j *processJob) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running == nil {
+		p.running = map[string]*processJob{}
+	}
+	p.running[j.spec.JobID] = j
+}
+
+func (p *Process) untrack(j *processJob) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running[j.spec.JobID] == j {
+		delete(p.running, j.spec.JobID)
+	}
+}
+
+// JobPIDs tells the GPU monitor which host processes are this executor's
+// jobs', as Docker's JobPIDs.Read does, so that a process job computing
+// on its own GPU does not withdraw it as the owner's (issue 32): each
+// running job's process, every descendant of it and every process still
+// in its process group (a child that was reparented after its parent
+// exited), by PID, with the job's GPUs. A process that left its job since
+// the previous call is kept for that one call, as Docker's are. Where
+// /proc cannot be read (not Linux) only each job's own process is known.
+func (p *Process) JobPIDs(ctx context.Context) (map[int]JobProcess, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	leaders := make(map[int]JobProcess, len(p.running))
+	for _, j := range p.running {
+		leaders[j.pid] = JobProcess{JobID: j.spec.JobID, GPUUUIDs: j.spec.GPUUUIDs}
+	}
+	now, err := processTree(leaders)
+	out := make(map[int]JobProcess, len(now)+len(p.lastPIDs))
+	for pid, jp := range p.lastPIDs {
+		out[pid] = jp
+	}
+	for pid, jp := range now {
+		out[pid] = jp
+	}
+	p.lastPIDs = now
+	return out, err
 }
 
 // processInputs unpacks each of spec's inputs, checked as for Docker

@@ -28,9 +28,25 @@ type ownJobsSource struct {
 	tag  string // the executor's job IDs are tag + "-" + the lease's job ID
 }
 
-// Set makes the Docker executor d, whose job IDs carry tag, the source.
-func (o *OwnJobs) Set(d *executor.Docker, tag string) {
-	o.pids.Store(&ownJobsSource{read: d.JobPIDs().Read, tag: tag})
+// Set makes read, an executor's mapping of host PIDs to its jobs, whose
+// job IDs carry tag, the source: Docker's JobPIDs().Read, or the process
+// executor's JobPIDs.
+func (o *OwnJobs) Set(read func(context.Context) (map[int]executor.JobProcess, error), tag string) {
+	o.pids.Store(&ownJobsSource{read: read, tag: tag})
+}
+
+// SetExecutor makes exec the source if it can tell its jobs' processes
+// (Docker, the process executor), and reports whether it could.
+func (o *OwnJobs) SetExecutor(exec executor.Executor, tag string) bool {
+	switch e := exec.(type) {
+	case *executor.Docker:
+		o.Set(e.JobPIDs().Read, tag)
+	case *executor.Process:
+		o.Set(e.JobPIDs, tag)
+	default:
+		return false
+	}
+	return true
 }
 
 // Processes is the monitor's own-jobs callback: the executor's job
@@ -57,9 +73,9 @@ func (o *OwnJobs) note(err error) {
 	defer o.mu.Unlock()
 	switch {
 	case err != nil && !o.failed && o.Log != nil:
-		o.Log.Warn("jobs' processes not read from Docker: a new job's GPU may look busy with the owner's", "err", err)
+		o.Log.Warn("jobs' processes not read from the executor: a new job's GPU may look busy with the owner's", "err", err)
 	case err == nil && o.failed && o.Log != nil:
-		o.Log.Info("jobs' processes read from Docker again")
+		o.Log.Info("jobs' processes read from the executor again")
 	}
 	o.failed = err != nil
 }

@@ -3,8 +3,14 @@ package providing
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os/exec"
 	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
@@ -48,5 +54,68 @@ func TestOwnJobsKeepJobGPUsOffered(t *testing.T) {
 	if !reflect.DeepEqual(av.Available, []int{0}) || !reflect.DeepEqual(av.Escaped, want) ||
 		av.Withdrawn[1] != "busy with the owner's processes (pid 9)" {
 		t.Fatalf("escape and owner on GPU 1: %+v", av)
+	}
+}
+
+// The same rule holds under the process executor of `--network local`: a
+// process job's child computing on its leased GPU leaves the GPU offered;
+// a process of no job withdraws it. The child's PID is found with pgrep,
+// apart from the executor's own reading of /proc.
+func TestOwnJobsOfTheProcessExecutor(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a process job's children are read from /proc")
+	}
+	if _, err := exec.LookPath("pgrep"); err != nil {
+		t.Skip("no pgrep to find the job's child apart from the executor")
+	}
+	p, err := executor.NewProcess("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o OwnJobs
+	if !o.SetExecutor(p, "node1") {
+		t.Fatal("the process executor was not taken as a source")
+	}
+	ctx := t.Context()
+	uuid := "GPU-5f1e0c2a-0000-4000-8000-00000000000a"
+	marker := fmt.Sprintf("3600.%d", time.Now().UnixNano()%1_000_000)
+	spec := executor.Spec{JobID: "node1-job-p", LeaseCID: "bafy-lease-p", CPUs: 1, MemoryMiB: 64, Pids: 64,
+		GPUUUIDs: []string{uuid}, Command: []string{"/bin/sh", "-c", "sleep " + marker + " & wait"}}
+	j, err := p.Start(ctx, spec, executor.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = j.Remove(rctx)
+	})
+	var child int
+	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(20 * time.Millisecond) {
+		out, _ := exec.Command("pgrep", "-f", "-x", "sleep "+marker).Output()
+		child, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+		if time.Now().After(deadline) {
+			t.Fatal("the job's child never started")
+		}
+	}
+
+	inv := attest.Inventory{GPUs: []attest.GPU{{Index: 0, UUID: uuid, Processes: []attest.Process{{PID: child}}}}}
+	fake := attest.NewFake(inv)
+	m := attest.NewMonitor(fake, nil, o.Processes, 0)
+	for range 3 {
+		if av, _ := m.Check(ctx); !reflect.DeepEqual(av.Available, []int{0}) || av.Escaped != nil {
+			t.Fatalf("the process job's child %d withdrew its own GPU: %+v", child, av)
+		}
+	}
+	foreign := exec.Command("sleep", "60")
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = foreign.Process.Kill(); _ = foreign.Wait() })
+	inv.GPUs[0].Processes = append(inv.GPUs[0].Processes, attest.Process{PID: foreign.Process.Pid})
+	fake.Set(inv)
+	av, _ := m.Check(ctx)
+	if want := fmt.Sprintf("busy with the owner's processes (pid %d)", foreign.Process.Pid); av.Withdrawn[0] != want || len(av.Available) != 0 {
+		t.Fatalf("a process of no job beside the job's: %+v, want GPU 0 withdrawn: %s", av, want)
 	}
 }
