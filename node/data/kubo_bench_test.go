@@ -53,8 +53,9 @@ var kuboSeeders struct {
 }
 
 // kuboFetch returns bytes/s of a kubo fetch of the file at p from peers
-// seeders, or skips the benchmark (loudly) without GLEANER_KUBO.
-func kuboFetch(b *testing.B, p string, size int64, peers int) float64 {
+// seeders, into a fetcher whose flatfs syncs each block when syncBlocks,
+// or skips the benchmark (loudly) without GLEANER_KUBO.
+func kuboFetch(b *testing.B, p string, size int64, peers int, syncBlocks bool) float64 {
 	bin := os.Getenv(kuboEnv)
 	if bin == "" {
 		b.Skipf("SKIPPED: no kubo comparison: set %s to an ipfs binary (GOBIN=/tmp/kubo go install github.com/ipfs/kubo/cmd/ipfs@latest, outside the repo)", kuboEnv)
@@ -66,7 +67,7 @@ func kuboFetch(b *testing.B, p string, size int64, peers int) float64 {
 		}
 		kuboSeeders.nodes, kuboSeeders.root, kuboSeeders.file = nil, "", p
 		for i := 0; i < 3; i++ {
-			n := startKubo(b, bin, filepath.Join(b.TempDir(), "seeder"))
+			n := startKubo(b, bin, filepath.Join(b.TempDir(), "seeder"), false)
 			kuboSeeders.nodes = append(kuboSeeders.nodes, n)
 			out, err := n.cli("add", "-Q", "--cid-version=1", "--raw-leaves", "--chunker=size-262144", "--pin=true", p)
 			if err != nil {
@@ -85,7 +86,7 @@ func kuboFetch(b *testing.B, p string, size int64, peers int) float64 {
 			kuboSeeders.nodes, kuboSeeders.file = nil, ""
 		})
 	}
-	f := startKubo(b, bin, filepath.Join(b.TempDir(), "fetcher"))
+	f := startKubo(b, bin, filepath.Join(b.TempDir(), "fetcher"), syncBlocks)
 	defer f.stop()
 	for _, s := range kuboSeeders.nodes[:peers] {
 		var id struct {
@@ -130,19 +131,28 @@ func kuboFetch(b *testing.B, p string, size int64, peers int) float64 {
 	return float64(size) * float64(b.N) / elapsed.Seconds()
 }
 
+// kuboSyncSpec is kubo's default datastore (flatfs for /blocks, leveldb
+// for the rest) with flatfs's sync on: each block file synced before its
+// rename, as gleaner's store does.
+const kuboSyncSpec = `{"type":"mount","mounts":[` +
+	`{"mountpoint":"/blocks","type":"flatfs","prefix":"flatfs.datastore","path":"blocks","sync":true,"shardFunc":"/repo/flatfs/shard/v1/next-to-last/2"},` +
+	`{"mountpoint":"/","type":"levelds","prefix":"leveldb.datastore","path":"datastore","compression":"none"}]}`
+
 // startKubo makes a repo in dir and starts a daemon on it, waiting until
-// its API answers.
-func startKubo(b *testing.B, bin, dir string) *kuboNode {
+// its API answers; syncBlocks turns flatfs's sync on.
+func startKubo(b *testing.B, bin, dir string, syncBlocks bool) *kuboNode {
 	b.Helper()
 	n := &kuboNode{bin: bin, repo: dir}
 	if out, err := n.cli("init", "--profile=test", "-e"); err != nil {
 		b.Fatalf("ipfs init: %v: %s", err, out)
 	}
-	for _, kv := range [][]string{
-		{"Routing.Type", "none"},
-	} {
-		if out, err := n.cli("config", kv[0], kv[1]); err != nil {
-			b.Fatalf("ipfs config %s: %v: %s", kv[0], err, out)
+	config := [][]string{{"Routing.Type", "none"}}
+	if syncBlocks {
+		config = append(config, []string{"--json", "Datastore.Spec", kuboSyncSpec})
+	}
+	for _, kv := range config {
+		if out, err := n.cli(append([]string{"config"}, kv...)...); err != nil {
+			b.Fatalf("ipfs config %v: %v: %s", kv, err, out)
 		}
 	}
 	n.cmd = exec.Command(bin, "daemon", "--enable-gc=false")
