@@ -188,6 +188,7 @@ func BenchmarkFetch(b *testing.B) {
 			stop := peakHeap(b) // the fetcher's: the seeders are processes of their own
 			defer stop()
 			var elapsed time.Duration
+			var received int64
 			for i := 0; i < b.N; i++ {
 				s, err := OpenStore(filepath.Join(dir, strconv.Itoa(i)), 4*size)
 				if err != nil {
@@ -210,12 +211,18 @@ func BenchmarkFetch(b *testing.B) {
 				if res.Peers != peers {
 					b.Logf("blocks came from %d of %d seeders", res.Peers, peers)
 				}
+				// Bytes received over bytes fetched: above 1, peers sent
+				// the same blocks more than once.
+				if st, err := x.bs.Stat(); err == nil {
+					received += int64(st.DataReceived)
+				}
 				x.Close()
 				s.Close()
 				os.RemoveAll(filepath.Join(dir, strconv.Itoa(i)))
 			}
 			rate := float64(size) * float64(b.N) / elapsed.Seconds()
 			rates.set("peers="+strconv.Itoa(peers), rate)
+			b.ReportMetric(float64(received)/float64(size*int64(b.N)), "received-x")
 			rates.report(b, rate)
 		})
 	}
