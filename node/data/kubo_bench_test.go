@@ -21,9 +21,9 @@ import (
 
 // kubo runs the same transfer as BenchmarkFetch between kubo daemons, the
 // best-known IPFS implementation, so that the table has the ratio to it.
-// GLEANER_KUBO names an ipfs binary, built outside the repo, e.g.
+// GLEANER_KUBO names an ipfs binary, built outside the repo
+// (docs/PERFORMANCE.md says how), e.g.
 //
-//	GOBIN=/tmp/kubo go install github.com/ipfs/kubo/cmd/ipfs@latest
 //	GLEANER_KUBO=/tmp/kubo/ipfs go test -run '^$' -bench 'Fetch/kubo' ./node/data
 //
 // Each daemon has its own repo made by `ipfs init --profile=test`
@@ -58,7 +58,10 @@ var kuboSeeders struct {
 func kuboFetch(b *testing.B, p string, size int64, peers int, syncBlocks bool) float64 {
 	bin := os.Getenv(kuboEnv)
 	if bin == "" {
-		b.Skipf("SKIPPED: no kubo comparison: set %s to an ipfs binary (GOBIN=/tmp/kubo go install github.com/ipfs/kubo/cmd/ipfs@latest, outside the repo)", kuboEnv)
+		// Said on stderr too: a skipped benchmark prints nothing without -v.
+		msg := fmt.Sprintf("%s SKIPPED: no kubo comparison: set %s to an ipfs binary built outside the repo (docs/PERFORMANCE.md says how)", b.Name(), kuboEnv)
+		fmt.Fprintln(os.Stderr, msg)
+		b.Skip(msg)
 	}
 	b.StopTimer()
 	if kuboSeeders.file != p {
