@@ -677,6 +677,10 @@ func (f *fetch) missing(cause error) error {
 	if !first.Defined() && len(f.queue) > 0 {
 		first = f.queue[0]
 	}
+	if !first.Defined() {
+		// Everything arrived; the end came while the last were written.
+		return fmt.Errorf("stopped while storing the last blocks of %s: %w", f.root, cause)
+	}
 	more := ""
 	if n := len(f.wanting) + len(f.queue) - 1; n > 0 {
 		more = fmt.Sprintf(" (and %d more)", n)
