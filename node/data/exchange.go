@@ -65,9 +65,9 @@ const (
 const fetchWindow = 128
 
 // putBatch is how many received blocks one store write takes at most:
-// each write is one synced leveldb batch (8 MiB of 256 KiB chunks), so
-// the fsync is paid per batch, not per block. 64 measured no faster and
-// doubled leveldb's batch buffer.
+// each write is one flatfs batch (8 MiB of 256 KiB chunks), whose files
+// are synced in parallel and whose directories are synced once, so a
+// directory's sync is paid per batch, not per block.
 const putBatch = 32
 
 // ExchangeConfig is what NewExchange needs.
@@ -341,6 +341,21 @@ func (f *fetch) run(ctx context.Context) error {
 	defer cancel() // ends the session and the batch forwarders
 	sess := f.x.bs.NewSession(ctx)
 	events := make(chan event, putBatch)
+	// Received blocks are written by one writer goroutine while this one
+	// goes on wanting: the network is not idle while a batch's files are
+	// synced. writes holds one batch waiting besides the one being
+	// written, so blocks received and not yet stored stay bounded
+	// (fetchWindow + 2*putBatch). The writer has finished before run
+	// returns, so every write is inside fillAndPin's hold on GC.
+	writes := make(chan []blocks.Block, 1)
+	written := make(chan writeResult, 1)
+	go f.writer(ctx, writes, written)
+	defer func() {
+		close(writes)
+		for range written {
+		}
+	}()
+	pending := 0 // batches handed to the writer and not yet reported
 	if err := f.enqueue(f.root); err != nil {
 		return err
 	}
@@ -372,7 +387,7 @@ func (f *fetch) run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(f.wanting) == 0 && len(f.queue) == 0 {
+		if len(f.wanting) == 0 && len(f.queue) == 0 && pending == 0 {
 			return nil
 		}
 		select {
@@ -401,17 +416,68 @@ func (f *fetch) run(ctx context.Context) error {
 					break
 				}
 			}
-			if err := f.store(ctx, got); err != nil {
+			plain, err := f.received(got)
+			if err != nil {
 				return err
+			}
+			if len(plain) > 0 {
+			hand:
+				for {
+					select {
+					case writes <- plain:
+						pending++
+						break hand
+					case r := <-written:
+						pending--
+						if err := f.wrote(r); err != nil {
+							return err
+						}
+					case <-ctx.Done():
+						return f.missing(ctx.Err())
+					}
+				}
 			}
 			if ended != nil {
 				if err := f.ended(ctx, ended); err != nil {
 					return err
 				}
 			}
+		case r := <-written:
+			pending--
+			if err := f.wrote(r); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return f.missing(ctx.Err())
 		}
+	}
+}
+
+// writeResult is what the writer reports of one batch.
+type writeResult struct {
+	blocks []blocks.Block
+	err    error
+}
+
+// writer stores each batch from writes in one store write and reports it
+// on written, until writes is closed; then it closes written. Once ctx
+// has ended it writes nothing more.
+func (f *fetch) writer(ctx context.Context, writes <-chan []blocks.Block, written chan<- writeResult) {
+	defer close(written)
+	for batch := range writes {
+		if err := ctx.Err(); err != nil {
+			written <- writeResult{err: err}
+			continue
+		}
+		if err := f.x.store.Blockstore().PutMany(ctx, batch); err != nil {
+			written <- writeResult{err: fmt.Errorf("store %d blocks from %s: %w", len(batch), batch[0].Cid(), err)}
+			continue
+		}
+		// Sessions waiting for the same blocks, and peers that want them
+		// from us, hear of them now. Bitswap fails this only once it is
+		// closing, which the walk notices by itself.
+		_ = f.x.bs.NotifyNewBlocks(ctx, batch...)
+		written <- writeResult{blocks: batch}
 	}
 }
 
@@ -527,11 +593,10 @@ func (f *fetch) isEmpty(c cid.Cid) bool {
 	return e.Defined() && e.Equals(c)
 }
 
-// store writes received blocks in one batch and queues their links.
-func (f *fetch) store(ctx context.Context, got []blocks.Block) error {
-	if len(got) == 0 {
-		return nil
-	}
+// received takes the blocks of got that this fetch wants, noting their
+// senders, and queues their links at once, so that the blocks below are
+// wanted while these are still being written.
+func (f *fetch) received(got []blocks.Block) ([]blocks.Block, error) {
 	plain := make([]blocks.Block, 0, len(got))
 	for _, b := range got {
 		if tb, ok := b.(traceability.Block); ok {
@@ -545,22 +610,21 @@ func (f *fetch) store(ctx context.Context, got []blocks.Block) error {
 			continue // not asked for by this fetch, or already here
 		}
 		delete(f.wanting, k)
+		if err := f.links(b); err != nil {
+			return nil, err
+		}
 		plain = append(plain, b)
 	}
-	if len(plain) == 0 {
-		return nil
+	return plain, nil
+}
+
+// wrote counts a batch the writer stored, or fails the walk with its
+// error.
+func (f *fetch) wrote(r writeResult) error {
+	if r.err != nil {
+		return r.err
 	}
-	if err := f.x.store.Blockstore().PutMany(ctx, plain); err != nil {
-		return fmt.Errorf("store %d blocks from %s: %w", len(plain), plain[0].Cid(), err)
-	}
-	// Sessions waiting for the same blocks, and peers that want them from
-	// us, hear of them now. Bitswap fails this only once it is closing,
-	// which the walk notices by itself.
-	_ = f.x.bs.NotifyNewBlocks(ctx, plain...)
-	for _, b := range plain {
-		if err := f.links(b); err != nil {
-			return err
-		}
+	for _, b := range r.blocks {
 		f.blocks++
 		f.bytes += int64(len(b.RawData()))
 	}
@@ -621,6 +685,10 @@ func (f *fetch) missing(cause error) error {
 	}
 	if !first.Defined() && len(f.queue) > 0 {
 		first = f.queue[0]
+	}
+	if !first.Defined() {
+		// Everything arrived; the end came while the last were written.
+		return fmt.Errorf("stopped while storing the last blocks of %s: %w", f.root, cause)
 	}
 	more := ""
 	if n := len(f.wanting) + len(f.queue) - 1; n > 0 {

@@ -2,8 +2,10 @@ package data
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 
 	"github.com/ipfs/boxo/blockservice"
@@ -14,6 +16,7 @@ import (
 	"github.com/ipfs/go-cid"
 	ds "github.com/ipfs/go-datastore"
 	"github.com/ipfs/go-datastore/query"
+	flatfs "github.com/ipfs/go-ds-flatfs"
 	leveldb "github.com/ipfs/go-ds-leveldb"
 	ipld "github.com/ipfs/go-ipld-format"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -23,15 +26,28 @@ import (
 // ErrQuota is wrapped by a write that would take the store past its quota.
 var ErrQuota = errors.New("data store quota reached")
 
-// Store keeps a node's blocks and pins on disk: go-ds-leveldb (kubo's
-// leveldb datastore, crash-safe through leveldb's journal) under one
-// directory, behind boxo's blockstore, with a byte quota on what the
-// blocks take and garbage collection of whatever no pin reaches.
+// Store keeps a node's blocks and pins on disk under one directory, with a
+// byte quota on what the blocks take and garbage collection of whatever no
+// pin reaches:
+//
+//   - block data in go-ds-flatfs (kubo's block store) under dir/blocks: a
+//     file per block, in up to 1,024 directories named by the
+//     next-to-last two characters of its key; a write puts each block in
+//     a temporary file, syncs it and renames it into place, then syncs
+//     the directories once per batch, so a block is whole or absent after
+//     a crash, and every byte is written once;
+//   - the index in go-ds-leveldb at dir itself: pins, and the bytes the
+//     blocks take as of the last clean close (its absence after a crash
+//     means the count is taken again from the files).
+//
+// A store written before the file-per-block layout kept its blocks in the
+// leveldb database too; OpenStore moves them out (migrate).
 type Store struct {
-	db    *leveldb.Datastore
-	bs    blockstore.Blockstore
-	dag   ipld.DAGService
-	quota int64
+	db     *leveldb.Datastore // the index: pins, and metaUsed
+	blocks *flatfs.Datastore  // block data, a file per block
+	bs     blockstore.Blockstore
+	dag    ipld.DAGService
+	quota  int64
 
 	// gcMu keeps GC out while something writes blocks it means to pin:
 	// Add holds it shared from the first block to the pin, GC holds it
@@ -47,11 +63,24 @@ type Store struct {
 // limit, and far above the 256 KiB chunks an import writes.
 const MaxBlockBytes = 2 << 20
 
-var pinPrefix = ds.NewKey("/pins")
+var (
+	pinPrefix = ds.NewKey("/pins")
+	// metaUsed holds the bytes of block data, written at a clean Close and
+	// deleted at open: present only while the store is closed cleanly.
+	metaUsed = ds.NewKey("/meta/used")
+	// oldBlockPrefix is where a leveldb-only store (before flatfs) kept
+	// its blocks: boxo's blockstore namespace.
+	oldBlockPrefix = ds.NewKey("/blocks")
+)
+
+// blocksDir is the flatfs directory inside the store's directory.
+const blocksDir = "blocks"
 
 // OpenStore opens (or creates) the store in dir with a quota of quota
 // bytes of block data; quota <= 0 is refused rather than read as
-// "unlimited", since a provider's disk is not.
+// "unlimited", since a provider's disk is not. A store of the older
+// leveldb-only layout is migrated first (migrate): its blocks move into
+// the file-per-block store, its pins stay.
 func OpenStore(dir string, quota int64) (*Store, error) {
 	if quota <= 0 {
 		return nil, fmt.Errorf("data store quota %d: must be a positive number of bytes", quota)
@@ -60,82 +89,89 @@ func OpenStore(dir string, quota int64) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open data store %s: %w", dir, err)
 	}
-	s := &Store{db: db, quota: quota}
-	// WriteThrough: quotaBlockstore.PutMany has already asked Has of every
-	// block it passes down (it must, to count only new bytes), so boxo's
-	// blockstore asking again would only double the lookups.
-	s.bs = &quotaBlockstore{Blockstore: blockstore.NewBlockstore(db, blockstore.WriteThrough(true)), s: s}
-	s.dag = merkledag.NewDAGService(blockservice.New(s.bs, offline.Exchange(s.bs)))
-	used, err := s.measure(context.Background())
+	// sync: each block's file is synced before it is renamed into place,
+	// and the directories it was renamed into before a write returns
+	// (kubo's default turns this off and risks empty block files after a
+	// power cut).
+	blocks, err := flatfs.CreateOrOpen(filepath.Join(dir, blocksDir), flatfs.NextToLast(2), true)
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("open data store %s: blocks: %w", dir, err)
 	}
-	s.used = used
+	s := &Store{db: db, blocks: blocks, quota: quota}
+	// NoPrefix: flatfs keys are one path component, the block's base32
+	// multihash, and the directory is the blocks' alone. WriteThrough:
+	// quotaBlockstore.PutMany has already asked Has of every block it
+	// passes down (it must, to count only new bytes), so boxo's
+	// blockstore asking again would only double the lookups.
+	s.bs = &quotaBlockstore{Blockstore: blockstore.NewBlockstore(blocks, blockstore.NoPrefix(), blockstore.WriteThrough(true)), s: s}
+	s.dag = merkledag.NewDAGService(blockservice.New(s.bs, offline.Exchange(s.bs)))
+	if err := s.open(context.Background()); err != nil {
+		blocks.Close()
+		db.Close()
+		return nil, fmt.Errorf("open data store %s: %w", dir, err)
+	}
 	return s, nil
 }
 
-// storeOptions tunes leveldb for what the store holds: few keys, each up
-// to MaxBlockBytes (256 KiB chunks, mostly) of hashed, incompressible
-// data. None of them touches durability: go-ds-leveldb still writes every
-// Put and batch with Sync, through the journal (NoSync stays false),
-// which is what the crash-safety claim rests on. Each is a bound
-// independent of how much is stored, so memory stays flat however large
-// the DAGs.
+// open migrates an old layout and counts the bytes stored: the count a
+// clean Close left, or a walk over the block files when there is none (a
+// new store, an old one, or a crash since the last open). The count left
+// is deleted before any write, so that a crash from here on makes the next
+// open count again.
+func (s *Store) open(ctx context.Context) error {
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	v, err := s.db.Get(ctx, metaUsed)
+	if err == nil && len(v) == 8 {
+		if err := s.db.Delete(ctx, metaUsed); err != nil {
+			return err
+		}
+		s.used = int64(binary.BigEndian.Uint64(v))
+		return nil
+	}
+	if err != nil && !errors.Is(err, ds.ErrNotFound) {
+		return err
+	}
+	used, err := s.measure(ctx)
+	if err != nil {
+		return err
+	}
+	s.used = used
+	return nil
+}
+
+// storeOptions tunes leveldb for what it holds now: the index (pins, a
+// few bytes each), and, until migrate has moved them, an old store's
+// blocks. Durability is untouched: go-ds-leveldb writes every Put and
+// batch with Sync, through the journal. Each is a bound independent of
+// how much is stored, so memory stays flat however large the DAGs.
 func storeOptions() *leveldb.Options {
 	return &leveldb.Options{
-		// Blocks are file data and hashes: snappy finds nothing to gain
-		// and costs a pass over every byte on each flush and compaction.
-		// Trade: a store of compressible files (text) takes more disk.
+		// An old store's blocks are hashed, incompressible data: snappy
+		// finds nothing to gain while migrate reads them.
 		Compression: opt.NoCompression,
-		// A bloom filter per table lets Has and Get of an absent key (every
-		// new block's quota check, a fetch's "is it here") skip reading a
-		// 256 KiB data block from each table whose range overlaps it.
-		// Trade: ~10 bits per key of memory and disk, a few KiB per GiB.
+		// A lookup of an absent pin skips tables whose filter says no.
 		Filter: filter.NewBloomFilter(10),
-		// A larger memtable (leveldb's default is 4 MiB) means fewer,
-		// larger level-0 flushes. Trade: up to twice this of heap per
-		// store (the memtable being flushed and the next; 32 MiB measured
-		// no faster and held 130 MiB in an import), and this much journal
-		// to replay after a crash.
-		WriteBuffer: 8 << 20,
-		// Larger tables mean fewer files and fewer compactions of the
-		// same bytes. Trade: a compaction step rewrites up to this much
-		// at once.
-		CompactionTableSize: 16 << 20,
-		// Level 1 holds this much before it spills to level 2 (x10 per
-		// level after; leveldb's default is 10 MiB). Block keys are
-		// hashes, so every table spans nearly the whole key range and each
-		// compaction into a level rewrites all of that level: the fewer
-		// levels a store's bytes pass through, the fewer times each is
-		// rewritten (a 1 GiB import: 41 MB/s with 128 MiB here and level-0
-		// trigger 8, 93 MB/s with these). Trade: a compaction into level 1
-		// may rewrite up to this much at once, and beyond it the
-		// rewrites grow again; the remedy there is a file per block for
-		// block data, not more tuning.
-		CompactionTotalSize: 1 << 30,
-		// Let level 0 take many flushes (32 x WriteBuffer, 256 MiB) before
-		// compacting into level 1, and more before slowing or pausing
-		// writes, so that an import or fetch is not stalled behind
-		// compaction. Trade: a read looks in up to that many level-0
-		// tables, each skipped by its bloom filter unless it holds the
-		// key, and the compaction, when it comes, is larger.
-		CompactionL0Trigger:    32,
-		WriteL0SlowdownTrigger: 48,
-		WriteL0PauseTrigger:    64,
-		// Block cache stays at leveldb's 8 MiB: a served block is read once,
-		// so caching 256 KiB values buys little; the bound keeps memory flat.
+		// leveldb's defaults otherwise (4 MiB write buffer, 8 MiB block
+		// cache): the index is small.
 		BlockCacheCapacity: opt.DefaultBlockCacheCapacity,
 	}
 }
 
-// Close waits for a running GC and writes, then closes the database.
+// Close waits for a running GC and writes, records the bytes stored (so
+// that the next open need not count them) and closes both stores.
 func (s *Store) Close() error {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.db.Close()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(s.used))
+	err := s.db.Put(context.Background(), metaUsed, b[:])
+	err = errors.Join(err, s.blocks.Close())
+	return errors.Join(err, s.db.Close())
 }
 
 // Blockstore is the store's blocks, for an exchange (bitswap) to serve from
@@ -312,21 +348,20 @@ func (s *Store) deleteLocked(ctx context.Context, c cid.Cid) (int, error) {
 	return n, nil
 }
 
-// measure sums the stored blocks' sizes, once at open.
+// measure sums the block files' sizes: a directory walk and a stat per
+// block, at an open that found no count left by a clean Close.
 func (s *Store) measure(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	keys, err := s.bs.AllKeysChan(ctx)
+	res, err := s.blocks.Query(ctx, query.Query{KeysOnly: true, ReturnsSizes: true})
 	if err != nil {
 		return 0, err
 	}
+	defer res.Close()
 	var total int64
-	for c := range keys {
-		n, err := s.bs.GetSize(ctx, c)
-		if err != nil {
-			return 0, err
+	for r := range res.Next() {
+		if r.Error != nil {
+			return 0, r.Error
 		}
-		total += int64(n)
+		total += int64(r.Size)
 	}
 	return total, nil
 }
