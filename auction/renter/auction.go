@@ -97,7 +97,7 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	if len(ok) == 0 {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
-	ok, ex.Undisturbed = preferUndisturbed(ok, spec, env.Now)
+	ok, ex.Undisturbed = preferUndisturbed(ok, spec, env.Now, a.candidates)
 	nonce := make([]byte, 16)
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
@@ -299,7 +299,7 @@ func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
 // one the bronze job's place, rather than wait. Decided from the offers
 // alone, before any quote, so the candidates asked are those first. It
 // also returns how many were undisturbed, for Explain.
-func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time) ([]*auction.Offer, int) {
+func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time, k int) ([]*auction.Offer, int) {
 	calm := make([]*auction.Offer, 0, len(ok))
 	for _, o := range ok {
 		if auction.Undisturbed(o, spec, now) {
@@ -309,24 +309,27 @@ func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time
 	if len(calm) == 0 {
 		return ok, 0
 	}
-	return tightest(calm, spec, now), len(calm)
+	return tightest(calm, spec, now, k), len(calm)
 }
 
 // tightest is best fit among offers that all leave the job undisturbed:
 // those the job fills most closely, leaving the fewest GPUs free now, so
 // that a machine with many free GPUs stays whole for a job that needs
 // them (a central scheduler's best fit, decided by each renter from the
-// offers alone). It keeps at least two offers where there are two, widening
-// to the next-tightest fit, so that the second-score rule still has a
-// runner-up to price the winner against.
-func tightest(calm []*auction.Offer, spec *auction.JobSpec, now time.Time) []*auction.Offer {
+// offers alone). It keeps at least k offers (the candidates a round asks)
+// where there are that many, widening to the next-tightest fits, so that
+// a round whose first choices decline or race still has others to award
+// and the second-score rule a runner-up: asking only the tightest two
+// left jobs waiting for the next round (0.966 of central-online's fill on
+// the Alibaba 2025 trace, against 0.986 with k).
+func tightest(calm []*auction.Offer, spec *auction.JobSpec, now time.Time, k int) []*auction.Offer {
 	spare := make(map[*auction.Offer]int, len(calm))
 	for _, o := range calm {
 		spare[o] = auction.FreeNow(o, now) - spec.Resources.GPUs
 	}
 	byFit := slices.SortedStableFunc(slices.Values(calm), func(a, b *auction.Offer) int { return cmp.Compare(spare[a], spare[b]) })
 	n := 1
-	for n < len(byFit) && (n < 2 || spare[byFit[n]] == spare[byFit[n-1]]) {
+	for n < len(byFit) && (n < k || spare[byFit[n]] == spare[byFit[n-1]]) {
 		n++
 	}
 	return byFit[:n]

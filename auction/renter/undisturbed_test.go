@@ -72,8 +72,8 @@ func TestSilverPrefersIdleGPUsToPreemptingBronze(t *testing.T) {
 
 // Best fit: a one-GPU job goes where it fills the machine most closely,
 // so the cheapest provider's eight free GPUs stay whole for a job that
-// needs them; the second-tightest is asked too, as the runner-up that
-// prices the winner.
+// needs them; with two candidates a round, the second-tightest is asked
+// too, as the runner-up that prices the winner.
 func TestSmallJobsLeaveWholeMachinesWhole(t *testing.T) {
 	m := newMarket(t, newManualClock(t0), 8, 1_000_000, 1_200_000, 1_500_000)
 	whole, oneFree, twoFree := m.providers[0], m.providers[1], m.providers[2]
@@ -82,7 +82,7 @@ func TestSmallJobsLeaveWholeMachinesWhole(t *testing.T) {
 	twoFree.offer.Bronze = []auction.Booking{{Start: twoFree.offer.IssuedAt, End: until, GPUs: 6}}
 	spec := testSpec()
 	spec.Tier, spec.MaxPrice = auction.Silver, 3_000_000
-	res, err := m.auctioneer(t).Auction(context.Background(), request(t, "job-1", spec))
+	res, err := m.auctioneer(t, WithCandidates(2)).Auction(context.Background(), request(t, "job-1", spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestSmallJobsLeaveWholeMachinesWhole(t *testing.T) {
 
 	// An eight-GPU job fits only the whole machine.
 	spec.Resources.GPUs = 8
-	res, err = m.auctioneer(t).Auction(context.Background(), request(t, "job-8", spec))
+	res, err = m.auctioneer(t, WithCandidates(2)).Auction(context.Background(), request(t, "job-8", spec))
 	if err != nil {
 		t.Fatal(err)
 	}
