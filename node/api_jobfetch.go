@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -38,7 +41,8 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 		Description: "Every block is checked against the CID, so the files are exactly what the provider answered. Blocks already here " +
 			"are not fetched again: a fetch cut short resumes. The provider keeps outputs for its retention window (a week by default).",
 		ParamNames: []string{"id", "dir", "timeout_s"},
-		Errors:     []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable},
+		Errors: []*rpc.Error{{Code: renting.CodeNoSuchJob, Message: "no such job"}, {Code: CodeNoOutputs, Message: "the job has no outputs"}, errDataUnservable,
+			{Code: CodeDataRefused, Message: "the outputs are over the spec's outputs.max_size, or unsafe to write out"}},
 	}, func(ctx context.Context, p JobFetchParams) (DataFetchResult, error) {
 		j, err := n.renterJobs.Get(p.ID)
 		if err != nil {
@@ -53,13 +57,56 @@ func registerJobFetchAPI(s *rpc.Server, n *Node) {
 			}
 			return DataFetchResult{}, &rpc.Error{Code: CodeNoOutputs, Message: "job " + p.ID + " has no outputs: " + why}
 		}
-		// The provider holds them; connected, it is asked first.
-		if pid, err := peer.Decode(j.Provider); err == nil {
-			cctx, cancel := context.WithTimeout(ctx, renting.DialTimeout)
-			renting.LearnAddrs(cctx, n.host, pid)
-			_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
-			cancel()
-		}
-		return dataAPI{n}.Get(ctx, DataGetParams{DataCIDParams: DataCIDParams{CID: j.Outputs, TimeoutS: p.TimeoutS}, Dir: p.Dir})
+		return n.fetchJobOutputs(ctx, j, p.Dir, DataCIDParams{CID: j.Outputs, TimeoutS: p.TimeoutS}.timeout())
 	})
+}
+
+// fetchJobOutputs fetches the outputs of job j, which has some, and
+// writes them at dir, held to its spec's outputs.max_size: a provider
+// that publishes more than the job could write (data.OutputLimits) is
+// refused as the blocks arrive, before anything is written at dir.
+func (n *Node) fetchJobOutputs(ctx context.Context, j *renting.JobRecord, dir string, timeout time.Duration) (DataFetchResult, error) {
+	if err := checkNewDir(dir); err != nil {
+		return DataFetchResult{}, err
+	}
+	c, err := parseDataCID(j.Outputs)
+	if err != nil {
+		return DataFetchResult{}, err
+	}
+	maxSize := int64(auction.MaxOutputBytes) // a spec that no longer parses: the most any could say
+	if spec, err := auction.ParseJobSpec([]byte(j.Spec)); err == nil && spec.Outputs.MaxBytes > 0 {
+		maxSize = spec.Outputs.MaxBytes
+	}
+	files, blocks := data.OutputLimits(maxSize)
+	// The provider holds them; connected, it is asked first.
+	if pid, err := peer.Decode(j.Provider); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, renting.DialTimeout)
+		renting.LearnAddrs(cctx, n.host, pid)
+		_ = n.host.LibP2P().Connect(cctx, peer.AddrInfo{ID: pid}) // else the DHT's provider records are asked
+		cancel()
+	}
+	was, _ := n.data.Pinned(ctx, c)
+	over := func(err error) error {
+		if now, _ := n.data.Pinned(ctx, c); now && !was {
+			_ = n.data.Unpin(ctx, c) // refused: not kept either; the next GC frees its blocks
+		}
+		return &rpc.Error{Code: CodeDataRefused, Message: fmt.Sprintf("job %s: its outputs %s exceed what its outputs.max_size %s allows: %v; nothing was written at %s",
+			j.ID, j.Outputs, auction.FormatSize(maxSize), err, dir)}
+	}
+	res, err := n.fetchData(ctx, c, timeout, data.FetchLimits{MaxBytes: blocks})
+	if err != nil {
+		var rerr *rpc.Error
+		if errors.As(err, &rerr) && rerr.Code == CodeDataRefused {
+			return res, over(errors.New(rerr.Message))
+		}
+		return res, err
+	}
+	if err := n.writeOut(ctx, c, dir, blocks, files); err != nil {
+		if errors.Is(err, data.ErrTooLarge) || errors.Is(err, data.ErrTooDeep) {
+			return res, over(err)
+		}
+		return res, dataError(err)
+	}
+	res.Path = dir
+	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -86,17 +87,25 @@ func (n *Node) retentionLoop() {
 }
 
 // fetchData brings the DAG under c into the store, from peers where it
-// is not all here, and pins it.
-func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration) (DataFetchResult, error) {
+// is not all here, and pins it; lim, unless zero, bounds the fetch
+// (data.FetchWithin).
+func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration, lim data.FetchLimits) (DataFetchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := &fetchProgress{since: time.Now()}
 	n.fetching.Store(c.String(), p)
 	defer n.fetching.CompareAndDelete(c.String(), p)
-	r, err := n.exchange.Fetch(ctx, c, func(fp data.FetchProgress) {
+	progress := func(fp data.FetchProgress) {
 		p.blocks.Store(int64(fp.Blocks))
 		p.bytes.Store(fp.Bytes)
-	})
+	}
+	var r data.FetchResult
+	var err error
+	if lim.MaxBytes > 0 {
+		r, err = n.exchange.FetchWithin(ctx, c, lim, progress)
+	} else {
+		r, err = n.exchange.Fetch(ctx, c, progress)
+	}
 	if err != nil {
 		return DataFetchResult{}, dataError(err)
 	}
@@ -190,13 +199,30 @@ func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, erro
 // window and announced, so that the renter can fetch them.
 type nodeData struct{ n *Node }
 
-func (d nodeData) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
-	if _, err := d.n.exchange.Fetch(ctx, c, nil); err != nil {
-		return 0, err
+func (d nodeData) Fetch(ctx context.Context, c cid.Cid, max int64) (int64, error) {
+	p := &fetchProgress{since: time.Now()}
+	d.n.fetching.Store(c.String(), p) // data_fetching shows it, as it does data_pin's
+	defer d.n.fetching.CompareAndDelete(c.String(), p)
+	r, err := d.n.exchange.FetchWithin(ctx, c, data.FetchLimits{MaxBytes: max}, func(fp data.FetchProgress) {
+		p.blocks.Store(int64(fp.Blocks))
+		p.bytes.Store(fp.Bytes)
+	})
+	if err != nil {
+		return r.Bytes, err
 	}
 	d.n.provideData(c)
-	return d.n.data.Size(ctx, c)
+	return r.Bytes, nil
 }
+
+func (d nodeData) Expand(ctx context.Context, c cid.Cid, max int64) (data.DAGSize, error) {
+	return d.n.data.Expand(ctx, c, max)
+}
+
+func (d nodeData) Pinned(ctx context.Context, c cid.Cid) (bool, error) {
+	return d.n.data.Pinned(ctx, c)
+}
+
+func (d nodeData) Unpin(ctx context.Context, c cid.Cid) error { return d.n.data.Unpin(ctx, c) }
 
 func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error {
 	return data.WriteTar(ctx, d.n.data.DAG(), c, w, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries})
@@ -206,13 +232,37 @@ func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) er
 // million is more than any dataset laid out sensibly has.
 const maxInputEntries = 1 << 20
 
-func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time) (cid.Cid, []string, error) {
-	res, err := d.n.data.AddTarUntil(ctx, r, data.ExportLimits{MaxBytes: auction.MaxOutputBytes, MaxEntries: maxInputEntries}, until)
+func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time, max int64) (cid.Cid, []string, error) {
+	res, err := d.n.data.AddTarUntil(ctx, r, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries}, until)
 	if err != nil {
 		return cid.Undef, nil, err
 	}
 	d.n.provideData(res.Root)
 	return res.Root, res.Skipped, nil
+}
+
+// freeDisk is the provider's view of its free disk for a job's inputs
+// (providing.Config.FreeDisk): where the block store is, and where the
+// executor writes input volumes; the store's where the executor cannot
+// tell (a Docker engine on another machine).
+func (n *Node) freeDisk(exec executor.Executor) func(context.Context) (int64, int64, error) {
+	return func(ctx context.Context) (int64, int64, error) {
+		store, err := executor.DiskFree(filepath.Join(n.repo.Dir, repo.DataDir))
+		if err != nil {
+			return 0, 0, err
+		}
+		vols := store
+		if sp, ok := exec.(executor.InputSpacer); ok {
+			free, known, err := sp.InputSpace(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			if known {
+				vols = free
+			}
+		}
+		return store, vols, nil
+	}
 }
 
 // fetchProgress is one fetch in flight, for data_fetching.
