@@ -20,7 +20,7 @@ const (
 	CodeDataQuota      = -32040 // the block store's quota (data.quota_gib) would be passed
 	CodeDataUnservable = -32041 // no peer served a block of the DAG in time
 	CodeDataNotPinned  = -32042 // data_rm of a CID that is not pinned here
-	CodeDataRefused    = -32043 // the DAG is unsafe to write out (a name like .., or larger than the limits)
+	CodeDataRefused    = -32043 // the DAG is unsafe to write out (a name like .., or larger or deeper than the limits)
 	CodeDataPrivate    = -32044 // every peer asked refused to serve it to this node: private, or held by none
 )
 
@@ -219,7 +219,7 @@ func (a dataAPI) Add(ctx context.Context, p DataPathParams) (DataFetchResult, er
 
 func (a dataAPI) Pin(ctx context.Context, p DataCIDParams) (DataFetchResult, error) {
 	c, _ := parseDataCID(p.CID)
-	return a.n.fetchData(ctx, c, p.timeout(), p.Public)
+	return a.n.fetchData(ctx, c, p.timeout(), p.Public, data.FetchLimits{})
 }
 
 func (a dataAPI) List(ctx context.Context, _ struct{}) (DataListResult, error) {
@@ -266,25 +266,45 @@ func (a dataAPI) GC(ctx context.Context, _ struct{}) (DataGCResult, error) {
 }
 
 func (a dataAPI) Get(ctx context.Context, p DataGetParams) (DataFetchResult, error) {
-	if _, err := os.Lstat(p.Dir); err == nil {
-		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s exists already; give a new name (get never overwrites)", p.Dir)}
-	}
-	if st, err := os.Stat(filepath.Dir(p.Dir)); err != nil || !st.IsDir() {
-		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s: its parent is not a directory", p.Dir)}
+	if err := checkNewDir(p.Dir); err != nil {
+		return DataFetchResult{}, err
 	}
 	c, _ := parseDataCID(p.CID)
-	res, err := a.n.fetchData(ctx, c, p.timeout(), p.Public)
+	res, err := a.n.fetchData(ctx, c, p.timeout(), p.Public, data.FetchLimits{})
 	if err != nil {
 		return res, err
 	}
 	// The store's quota bounds what a DAG may write out: no more than it
 	// could hold, however many times its blocks are linked.
-	lim := data.ExportLimits{MaxBytes: a.n.data.Quota(), MaxEntries: maxInputEntries}
-	if err := data.Export(ctx, a.n.data.DAG(), c, p.Dir, lim); err != nil {
+	if err := a.n.writeOut(ctx, c, p.Dir, a.n.data.Quota(), a.n.data.Quota()); err != nil {
 		return res, dataError(err)
 	}
 	res.Path = p.Dir
 	return res, nil
+}
+
+// checkNewDir refuses a destination that exists, or whose parent is not
+// a directory: get never merges into or overwrites what is there.
+func checkNewDir(dir string) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s exists already; give a new name (get never overwrites)", dir)}
+	}
+	if st, err := os.Stat(filepath.Dir(dir)); err != nil || !st.IsDir() {
+		return &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s: its parent is not a directory", dir)}
+	}
+	return nil
+}
+
+// writeOut writes the DAG under c, which is in the store, as files at
+// dir: first measured on its blocks (data.Expand: maxBlocks bytes, a
+// block counted as often as linked, and the depth and entry bounds), so
+// that a DAG over them writes nothing at all, then exported with files
+// bytes of file data at most.
+func (n *Node) writeOut(ctx context.Context, c cid.Cid, dir string, maxBlocks, files int64) error {
+	if _, err := n.data.Expand(ctx, c, maxBlocks); err != nil {
+		return err
+	}
+	return data.Export(ctx, n.data.DAG(), c, dir, data.ExportLimits{MaxBytes: files, MaxEntries: min(maxInputEntries, data.MaxEntries)})
 }
 
 // dataError gives the store's and exchange's errors their codes.
@@ -300,7 +320,7 @@ func dataError(err error) error {
 		return &rpc.Error{Code: CodeDataQuota, Message: err.Error()}
 	case errors.Is(err, data.ErrNotFound):
 		return &rpc.Error{Code: CodeDataUnservable, Message: err.Error()}
-	case errors.Is(err, data.ErrUnsafePath), errors.Is(err, data.ErrTooLarge):
+	case errors.Is(err, data.ErrUnsafePath), errors.Is(err, data.ErrTooLarge), errors.Is(err, data.ErrTooDeep):
 		return &rpc.Error{Code: CodeDataRefused, Message: err.Error()}
 	}
 	return err

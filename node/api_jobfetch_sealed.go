@@ -2,50 +2,40 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/gleaner-net/gleaner/node/rpc"
 	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// fetchOutputs fetches a job's outputs from sources (its provider) and
-// writes them at p.Dir. Sealed outputs (every provider since outputs are
-// sealed) are opened with this node's identity key as they stream from
-// the store to the files: the plaintext is written nowhere else. Outputs
-// a provider kept in the clear before (a directory) are written as they
-// are, with a note.
-func (n *Node) fetchOutputs(ctx context.Context, outputs string, p JobFetchParams, sources []peer.ID) (DataFetchResult, error) {
-	if _, err := os.Lstat(p.Dir); err == nil {
-		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s exists already; give a new name (fetch never overwrites)", p.Dir)}
-	}
-	if st, err := os.Stat(filepath.Dir(p.Dir)); err != nil || !st.IsDir() {
-		return DataFetchResult{}, &rpc.Error{Code: rpc.CodeInvalidParams, Message: fmt.Sprintf("dir %s: its parent is not a directory", p.Dir)}
-	}
-	c, err := cid.Decode(outputs)
-	if err != nil {
-		return DataFetchResult{}, fmt.Errorf("the job's outputs CID %q: %w", outputs, err)
-	}
-	timeout := DataCIDParams{TimeoutS: p.TimeoutS}.timeout()
-	res, err := n.fetchData(ctx, c, timeout, false, sources...)
-	if err != nil {
-		return res, err
-	}
-	lim := data.ExportLimits{MaxBytes: n.data.Quota(), MaxEntries: maxInputEntries}
+// openOutputs writes a job's fetched outputs c at dir, their DAG held to
+// maxBlocks bytes of blocks and their files to files bytes (a too large
+// or too deep DAG is data.ErrTooLarge or data.ErrTooDeep, unwrapped, for
+// the caller to name the job's limit). Sealed outputs (every provider's
+// since outputs are sealed) are opened with this node's identity key as
+// they stream from the store to the files: the plaintext is written
+// nowhere else. Outputs a provider kept in the clear before (a
+// directory) are written as they are, with a note.
+func (n *Node) openOutputs(ctx context.Context, c cid.Cid, dir string, res DataFetchResult, maxBlocks, files int64) (DataFetchResult, error) {
 	sealed, err := data.IsSealed(ctx, n.data.DAG(), c)
 	if err != nil {
 		return res, err
 	}
 	if !sealed {
 		n.log.Warn("job outputs were kept in the clear by a provider from before sealing", "cid", c)
-		if err := data.Export(ctx, n.data.DAG(), c, p.Dir, lim); err != nil {
+		if err := n.writeOut(ctx, c, dir, maxBlocks, files); err != nil {
+			if errors.Is(err, data.ErrTooLarge) || errors.Is(err, data.ErrTooDeep) {
+				return res, err
+			}
 			return res, dataError(err)
 		}
-		res.Path = p.Dir
+		res.Path = dir
 		return res, nil
+	}
+	if _, err := n.data.Expand(ctx, c, maxBlocks); err != nil {
+		return res, err
 	}
 	key, err := n.repo.Identity()
 	if err != nil {
@@ -59,10 +49,13 @@ func (n *Node) fetchOutputs(ctx context.Context, outputs string, p JobFetchParam
 	if err != nil {
 		return res, &rpc.Error{Code: CodeDataRefused, Message: err.Error()}
 	}
-	tr, err := data.ExtractTar(ctx, pt, p.Dir, lim)
+	tr, err := data.ExtractTar(ctx, pt, dir, data.ExportLimits{MaxBytes: files, MaxEntries: maxInputEntries})
 	if err != nil {
-		return res, &rpc.Error{Code: CodeDataRefused, Message: fmt.Sprintf("open the sealed outputs %s: %v (what was written under %s is incomplete)", c, err, p.Dir)}
+		if errors.Is(err, data.ErrTooLarge) || errors.Is(err, data.ErrTooDeep) {
+			return res, err
+		}
+		return res, &rpc.Error{Code: CodeDataRefused, Message: fmt.Sprintf("open the sealed outputs %s: %v (what was written under %s is incomplete)", c, err, dir)}
 	}
-	res.Path, res.Sealed, res.Files = p.Dir, true, tr.Files
+	res.Path, res.Sealed, res.Files = dir, true, tr.Files
 	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -96,21 +97,29 @@ func (n *Node) retentionLoop() {
 }
 
 // fetchData brings the DAG under c into the store, from peers where it
-// is not all here, and pins it.
+// is not all here, and pins it; lim, unless zero, bounds the fetch
+// (data.FetchWithin).
 //
 // sources, when given, are the peers that hold it (a job's provider): a
 // refusal by all of them ends the fetch at once (data.FetchFrom). What is
 // fetched is private here unless public says otherwise.
-func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration, public bool, sources ...peer.ID) (DataFetchResult, error) {
+func (n *Node) fetchData(ctx context.Context, c cid.Cid, timeout time.Duration, public bool, lim data.FetchLimits, sources ...peer.ID) (DataFetchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := &fetchProgress{since: time.Now()}
 	n.fetching.Store(c.String(), p)
 	defer n.fetching.CompareAndDelete(c.String(), p)
-	r, err := n.exchange.FetchFrom(ctx, c, sources, func(fp data.FetchProgress) {
+	progress := func(fp data.FetchProgress) {
 		p.blocks.Store(int64(fp.Blocks))
 		p.bytes.Store(fp.Bytes)
-	})
+	}
+	var r data.FetchResult
+	var err error
+	if lim.MaxBytes > 0 {
+		r, err = n.exchange.FetchWithin(ctx, c, sources, lim, progress)
+	} else {
+		r, err = n.exchange.FetchFrom(ctx, c, sources, progress)
+	}
 	if err != nil {
 		return DataFetchResult{}, dataError(err)
 	}
@@ -212,16 +221,31 @@ func (n *Node) resolveInputs(ctx context.Context, specYAML []byte) ([]byte, erro
 // window and announced, so that the renter can fetch them.
 type nodeData struct{ n *Node }
 
-// Fetch gets a job's input. It stays private here: the renter's data,
-// kept as a cache for its later jobs, served to nobody and announced
-// nowhere. A renter that refuses it (the lease's grant ended) ends the
-// fetch at once with data.ErrRefused.
-func (d nodeData) Fetch(ctx context.Context, c cid.Cid) (int64, error) {
-	if _, err := d.n.exchange.FetchFrom(ctx, c, nil, nil); err != nil {
-		return 0, err
-	}
-	return d.n.data.Size(ctx, c)
+// Fetch gets a job's input, at most max bytes of blocks (FetchWithin).
+// It stays private here: the renter's data, kept as a cache for its
+// later jobs, served to nobody and announced nowhere. A renter that
+// refuses it (the lease's grant ended) ends the fetch at once with
+// data.ErrRefused.
+func (d nodeData) Fetch(ctx context.Context, c cid.Cid, max int64) (int64, error) {
+	p := &fetchProgress{since: time.Now()}
+	d.n.fetching.Store(c.String(), p) // data_fetching shows it, as it does data_pin's
+	defer d.n.fetching.CompareAndDelete(c.String(), p)
+	r, err := d.n.exchange.FetchWithin(ctx, c, nil, data.FetchLimits{MaxBytes: max}, func(fp data.FetchProgress) {
+		p.blocks.Store(int64(fp.Blocks))
+		p.bytes.Store(fp.Bytes)
+	})
+	return r.Bytes, err
 }
+
+func (d nodeData) Expand(ctx context.Context, c cid.Cid, max int64) (data.DAGSize, error) {
+	return d.n.data.Expand(ctx, c, max)
+}
+
+func (d nodeData) Pinned(ctx context.Context, c cid.Cid) (bool, error) {
+	return d.n.data.Pinned(ctx, c)
+}
+
+func (d nodeData) Unpin(ctx context.Context, c cid.Cid) error { return d.n.data.Unpin(ctx, c) }
 
 func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) error {
 	return data.WriteTar(ctx, d.n.data.DAG(), c, w, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries})
@@ -231,9 +255,10 @@ func (d nodeData) Tar(ctx context.Context, c cid.Cid, w io.Writer, max int64) er
 // million is more than any dataset laid out sensibly has.
 const maxInputEntries = 1 << 20
 
-// KeepOutputs seals a job's outputs to its renter (data.AddSealedTarUntil)
-// and grants the renter, and only it, their ciphertext until until.
-func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time, renter string) (cid.Cid, []string, error) {
+// KeepOutputs seals a job's outputs to its renter (data.AddSealedTarUntil),
+// refusing (data.ErrTooLarge) a stream whose files pass max bytes, and
+// grants the renter, and only it, their ciphertext until until.
+func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time, renter string, max int64) (cid.Cid, []string, error) {
 	p, err := peer.Decode(renter)
 	if err != nil {
 		return cid.Undef, nil, fmt.Errorf("renter %q: %w", renter, err)
@@ -242,7 +267,7 @@ func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time,
 	if err != nil {
 		return cid.Undef, nil, err
 	}
-	res, err := d.n.data.AddSealedTarUntil(ctx, r, data.ExportLimits{MaxBytes: auction.MaxOutputBytes, MaxEntries: maxInputEntries}, to, until)
+	res, err := d.n.data.AddSealedTarUntil(ctx, r, data.ExportLimits{MaxBytes: max, MaxEntries: maxInputEntries}, to, until)
 	if err != nil {
 		return cid.Undef, nil, err
 	}
@@ -250,6 +275,30 @@ func (d nodeData) KeepOutputs(ctx context.Context, r io.Reader, until time.Time,
 		return cid.Undef, nil, err
 	}
 	return res.Root, res.Skipped, nil
+}
+
+// freeDisk is the provider's view of its free disk for a job's inputs
+// (providing.Config.FreeDisk): where the block store is, and where the
+// executor writes input volumes; the store's where the executor cannot
+// tell (a Docker engine on another machine).
+func (n *Node) freeDisk(exec executor.Executor) func(context.Context) (int64, int64, error) {
+	return func(ctx context.Context) (int64, int64, error) {
+		store, err := executor.DiskFree(filepath.Join(n.repo.Dir, repo.DataDir))
+		if err != nil {
+			return 0, 0, err
+		}
+		vols := store
+		if sp, ok := exec.(executor.InputSpacer); ok {
+			free, known, err := sp.InputSpace(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			if known {
+				vols = free
+			}
+		}
+		return store, vols, nil
+	}
 }
 
 // fetchProgress is one fetch in flight, for data_fetching.

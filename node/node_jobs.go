@@ -36,7 +36,9 @@ func (n *Node) startProviderJobs(context.Context) error {
 	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
 	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
-		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour, GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour,
+		MaxJobInput:     int64(n.cfg.Data.MaxJobInputGiB) << 30, DiskReserve: int64(n.cfg.Data.DiskReserveGiB) << 30, FreeDisk: n.freeDisk(exec),
+		GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
 		OnServiceDrain: n.services.Drain, Log: n.log.With("part", "provider-jobs")})

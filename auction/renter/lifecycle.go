@@ -252,7 +252,7 @@ func (l *Lifecycle) Unplaced(res Result, err error) Step {
 func (l *Lifecycle) Ended(e RunEnd) Step {
 	switch e.End {
 	case EndCompleted:
-		return Step{Done: true, Outcome: OutcomeCompleted}
+		return Step{Done: true, Outcome: OutcomeCompleted, Why: e.Why} // a note, such as outputs not kept
 	case EndCancelled:
 		return Step{Done: true, Outcome: OutcomeCancelled, Why: e.Why}
 	case EndFailed:
@@ -331,6 +331,10 @@ func (l *Lifecycle) note(provider, why string) {
 func (l *Lifecycle) notStartedLimit(last string) string {
 	last = strings.TrimPrefix(last, "provider: ")
 	switch {
+	case l.inputs >= PullFailLimit && strings.Contains(last, ": refused: "):
+		// The provider fetched enough to measure them (issue 34).
+		return fmt.Sprintf("%s refused the job's inputs (the last said: %s): they are larger, deeper or wider than those providers take for one job, or have disk for; use smaller inputs, or providers that hold them already (market offers 'dataset=CID'); nothing was charged",
+			providers(l.inputs), last)
 	case l.inputs >= PullFailLimit:
 		return fmt.Sprintf("%s could not fetch the job's inputs (the last said: %s): check that a node holding each input is online and connected (gleaner data ls there, gleaner data pin here); nothing was charged",
 			providers(l.inputs), last)

@@ -303,6 +303,7 @@ func (x *Exchange) Fetch(ctx context.Context, root cid.Cid, progress func(FetchP
 		wanting:  map[string]cid.Cid{},
 		peers:    map[peer.ID]bool{},
 		empty:    map[cid.Prefix]cid.Cid{},
+		bound:    boundOf(ctx),
 	}
 	defer f.forget()
 	err := x.store.fillAndPin(ctx, root, f.run)
@@ -326,6 +327,7 @@ type fetch struct {
 	asked   []string           // keys counted in x.wanted
 	peers   map[peer.ID]bool
 	empty   map[cid.Prefix]cid.Cid // the CID of no bytes, by prefix
+	bound   *walkBound             // FetchWithin's depth and entry bounds (bounds.go); nil: none
 	blocks  int
 	bytes   int64
 }
@@ -645,6 +647,9 @@ func (f *fetch) links(b blocks.Block) error {
 		n, err := merkledag.DecodeProtobuf(b.RawData())
 		if err != nil {
 			return fmt.Errorf("block %s: %w", c, err)
+		}
+		if err := f.bound.linked(c, n); err != nil {
+			return err
 		}
 		for _, l := range n.Links() {
 			if err := f.enqueue(l.Cid); err != nil {

@@ -1,6 +1,7 @@
 package providing
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -105,11 +106,13 @@ func (t memTx) Put(jobID string, v any) error {
 
 // fakeExec runs fakeJobs. Start hands each to the test on started; with
 // startErr set it fails instead; with hold set it blocks until hold is
-// closed or its context ends (an image pull in progress).
+// closed or its context ends (an image pull in progress). Its jobs'
+// outputs volume holds outputs (a tar stream), if set.
 type fakeExec struct {
 	started  chan *fakeJob
 	startErr error
 	hold     chan struct{}
+	outputs  []byte
 
 	mu      sync.Mutex
 	orphans map[string]*fakeJob // by executor job ID: what Adopt finds
@@ -137,6 +140,7 @@ func (e *fakeExec) Start(ctx context.Context, spec executor.Spec, _ executor.Hoo
 		return nil, e.startErr
 	}
 	j := newFakeJob(spec, time.Now())
+	j.outputs = e.outputs
 	e.started <- j
 	return j, nil
 }
@@ -167,6 +171,7 @@ type fakeJob struct {
 	stopOnce sync.Once
 	notice   time.Duration // Stop's
 	removed  bool
+	outputs  []byte // a tar stream of its outputs volume; nil: none
 }
 
 func newFakeJob(spec executor.Spec, began time.Time) *fakeJob {
@@ -226,7 +231,10 @@ func (j *fakeJob) CopyCheckpoint(context.Context) (io.ReadCloser, error) {
 	return nil, executor.ErrNoCheckpoint
 }
 func (j *fakeJob) CopyOutputs(context.Context) (io.ReadCloser, error) {
-	return nil, executor.ErrNoOutputs
+	if j.outputs == nil || j.spec.OutputPath == "" {
+		return nil, executor.ErrNoOutputs
+	}
+	return io.NopCloser(bytes.NewReader(j.outputs)), nil
 }
 func (j *fakeJob) Remove(context.Context) error {
 	j.exit(137, true)
@@ -283,12 +291,14 @@ func testKey(t *testing.T) (crypto.PrivKey, string) {
 // newRig makes a provider selling gpus simulated GPUs, now, from a fresh
 // store; newRigOver does from the given store, key and executor (a
 // provider started again).
-func newRig(t *testing.T, gpus int) *rig {
+func newRig(t *testing.T, gpus int, opts ...func(*Config)) *rig {
 	key, _ := testKey(t)
-	return newRigOver(t, gpus, key, newMemStore(), newFakeExec())
+	return newRigOver(t, gpus, key, newMemStore(), newFakeExec(), opts...)
 }
 
-func newRigOver(t *testing.T, gpus int, key crypto.PrivKey, store *memStore, exec *fakeExec) *rig {
+// opts change the provider's Config before it is made (its Data, its
+// input bounds).
+func newRigOver(t *testing.T, gpus int, key crypto.PrivKey, store *memStore, exec *fakeExec, opts ...func(*Config)) *rig {
 	t.Helper()
 	id, _ := peer.IDFromPrivateKey(key)
 	now := time.Now()
@@ -314,8 +324,12 @@ func newRigOver(t *testing.T, gpus int, key crypto.PrivKey, store *memStore, exe
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{t: t, exec: exec, store: store, key: key, offers: &fakeOffers{offer: o, avail: avail}, cancel: cancel}
-	pj, err := New(ctx, Config{Offers: r.offers, Network: testNet, Store: store, Key: key, Exec: exec, Tag: "t",
-		Record: r.record, Log: quietLog})
+	cfg := Config{Offers: r.offers, Network: testNet, Store: store, Key: key, Exec: exec, Tag: "t",
+		Record: r.record, Log: quietLog}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pj, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,11 @@ type Provider struct {
 	data         Data              // nil: jobs with inputs fail to start, outputs are not kept
 	retention    time.Duration     // how long outputs are kept (Config.OutputRetention)
 	inputTimeout time.Duration     // bounds fetchInputs (Config.InputFetchTimeout)
-	sched        *sched.Scheduler
+	maxInput     int64             // bounds a job's inputs (Config.MaxJobInput)
+	reserve      int64             // disk the inputs leave free (Config.DiskReserve)
+	// freeDisk: Config.FreeDisk.
+	freeDisk func(context.Context) (store, volumes int64, err error)
+	sched    *sched.Scheduler
 	// wrongAnswers: fault injection (Config.WrongAnswers).
 	wrongAnswers bool
 	engine       auction.BidEngine
@@ -130,6 +134,17 @@ type Config struct {
 	// InputFetchTimeout bounds the fetch of a job's inputs; 0 means
 	// DefaultInputFetchTimeout.
 	InputFetchTimeout time.Duration
+	// MaxJobInput bounds a job's inputs, in all, as written into its
+	// volumes (every block counted as often as it is linked); 0 means
+	// DefaultMaxJobInput.
+	MaxJobInput int64
+	// DiskReserve is what a job's inputs must leave free on the disks
+	// they go to.
+	DiskReserve int64
+	// FreeDisk says how many bytes may still be written where a fetch
+	// puts blocks (the block store) and where the input volumes go; nil:
+	// the free disk is not checked.
+	FreeDisk func(ctx context.Context) (store, volumes int64, err error)
 	// GPUs is read for telemetry; nil when the node has no GPUs.
 	GPUs attest.Source
 	// Record appends to this node's ledger feed, logging rather than
@@ -188,6 +203,10 @@ type activeLease struct {
 	// own (attach): an adopted job's renter came back (see awaitRenter).
 	back     chan struct{}
 	backOnce sync.Once
+	// outputMax is the spec's outputs.max_size, which keepOutputs holds
+	// the outputs to; 0 for a job adopted after a restart (no spec here).
+	// Set by launchJob before the job runs, read by the same run.
+	outputMax int64
 	// logRun names this process's copy of the job's output, which log
 	// offsets count in (wire.Event.LogRun): a job adopted after a restart
 	// is followed from the adoption on, its offsets from 0 again.
@@ -210,7 +229,8 @@ func New(bg context.Context, c Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("providing: the node's key: %w", err)
 	}
-	pj := &Provider{p: c.Offers, self: self.String(), network: c.Network, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout, log: c.Log, bg: bg, tag: c.Tag,
+	pj := &Provider{p: c.Offers, self: self.String(), network: c.Network, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout,
+		maxInput: c.MaxJobInput, reserve: max(c.DiskReserve, 0), freeDisk: c.FreeDisk, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn, onService: c.OnService, onServiceEnd: c.OnServiceEnd,
 		onServiceDrain: c.OnServiceDrain, sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}
 	pj.record = func(typ string, payload []byte) {
@@ -226,6 +246,9 @@ func New(bg context.Context, c Config) (*Provider, error) {
 	}
 	if pj.inputTimeout <= 0 {
 		pj.inputTimeout = DefaultInputFetchTimeout
+	}
+	if pj.maxInput <= 0 {
+		pj.maxInput = DefaultMaxJobInput
 	}
 	pj.sched.SetLaunchLead(defaultBegin)
 	pj.loadEstablished()

@@ -210,6 +210,7 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	send := al.hub.send
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
+	al.outputMax = spec.Outputs.MaxBytes
 	if a := req.RegistryAuth; a != nil {
 		if err := a.Validate(); err != nil {
 			_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Code: wire.CodePull, Error: PullFailed + err.Error()})
@@ -583,11 +584,15 @@ func finalEvent(res executor.Result, err error, preempted string, unpaid bool, o
 		status = wire.StatusStopped
 	}
 	var note string
+	var code wire.Code
 	if outErr != nil {
-		note = "the outputs could not be kept: " + outErr.Error()
+		note = OutputsNotKept + outErr.Error()
+		if errors.Is(outErr, ErrOutputsTooLarge) {
+			code = wire.CodeOutputs
+		}
 	}
 	return wire.Event{Type: wire.EventExit, Status: status, ExitCode: res.ExitCode, PullMS: res.PullDuration.Milliseconds(), Output: res.StdoutSHA256,
-		Charged: &charged, Outputs: outputs, Error: note}
+		Charged: &charged, Outputs: outputs, Error: note, Code: code}
 }
 
 // PullFailed begins the error of a not-started event (wire.StatusNotStarted)

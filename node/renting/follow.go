@@ -334,7 +334,13 @@ func (r *Jobs) followStream(id string, spec *auction.JobSpec, s network.Stream, 
 			case ev.Status == wire.StatusPreempted:
 				return runEnd{result: ledger.OutcomePreempted, why: "preempted: " + ev.Error, checkpoint: shipped, end: renter.EndPreempted}
 			case code == 0:
-				return runEnd{state: StateCompleted, result: ledger.OutcomeCompleted}
+				// An exit's note says why its outputs were not kept (over
+				// max_size: wire.CodeOutputs): the job's error keeps it.
+				var why string
+				if ev.Error != "" {
+					why = "provider: " + ev.Error
+				}
+				return runEnd{state: StateCompleted, result: ledger.OutcomeCompleted, why: why}
 			case slices.Contains(spec.Retry.OnExitCodes, code):
 				return runEnd{result: ledger.OutcomeFailed, why: fmt.Sprintf("exit code %d asks for a retry", code), end: renter.EndRetryExit}
 			default:

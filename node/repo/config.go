@@ -57,6 +57,14 @@ type DataConfig struct {
 	// kept for its renter to fetch (`gleaner job fetch`); then they are
 	// unpinned and the next GC deletes them.
 	OutputRetentionH int `toml:"output_retention_hours"`
+	// MaxJobInputGiB bounds, as a provider, a job's inputs in all, as
+	// written into its volumes (a block counted as often as the DAG links
+	// it): a job whose inputs pass it is refused before any is written.
+	MaxJobInputGiB int `toml:"max_job_input_gib"`
+	// DiskReserveGiB is what, as a provider, a job's inputs must leave
+	// free on the disks they go to (the block store's, the volumes'): a
+	// job whose inputs would not fit above it is refused.
+	DiskReserveGiB int `toml:"disk_reserve_gib"`
 }
 
 // DefaultDataQuotaGiB is the block store's quota when config.toml does not
@@ -68,6 +76,25 @@ const DefaultDataQuotaGiB = 20
 // enough for tens of GB from a home uplink, short enough that an input
 // nobody serves is re-auctioned within the half hour.
 const DefaultInputFetchTimeoutS = 1200
+
+// DefaultMaxJobInputGiB is data.max_job_input_gib when unset: the
+// default store quota, the most a fetch could keep anyway.
+const DefaultMaxJobInputGiB = 20
+
+// DefaultDiskReserveGiB is data.disk_reserve_gib when unset: room for
+// the node's own databases and logs, and the system's, once a job's
+// inputs are written.
+const DefaultDiskReserveGiB = 2
+
+// MaxDataGiB bounds the sizes of [data] in GiB (1 PiB).
+const MaxDataGiB = 1 << 20
+
+// defaultData is [data] with every default, for a file that predates
+// the section or some of its keys.
+func defaultData() DataConfig {
+	return DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH,
+		MaxJobInputGiB: DefaultMaxJobInputGiB, DiskReserveGiB: DefaultDiskReserveGiB}
+}
 
 // DefaultOutputRetentionH keeps outputs a week: a renter offline over a
 // weekend still finds them.
@@ -178,7 +205,7 @@ func DefaultConfig(network string) Config {
 		Provider: ProviderConfig{ServiceFirewall: ServiceFirewallAuto},
 		Market:   MarketConfig{Continents: []string{}, MaxOffers: offers.MaxBookDefault},
 		Trust:    TrustConfig{CanaryMinRate: DefaultCanaryMinRate},
-		Data:     DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH},
+		Data:     defaultData(),
 	}
 }
 
@@ -194,7 +221,7 @@ const (
 func LoadConfig(path string) (Config, error) {
 	// Sections added after a repo was made keep their defaults when the
 	// file predates them; a key that is present is always validated.
-	c := Config{Data: DataConfig{QuotaGiB: DefaultDataQuotaGiB, InputFetchTimeoutS: DefaultInputFetchTimeoutS, OutputRetentionH: DefaultOutputRetentionH}}
+	c := Config{Data: defaultData()}
 	md, err := toml.DecodeFile(path, &c)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -291,6 +318,12 @@ func (c Config) Validate() error {
 	}
 	if h := c.Data.OutputRetentionH; h < 1 || h > 24*365 {
 		return fmt.Errorf("data.output_retention_hours %d: use 1 to 8760", h)
+	}
+	if g := c.Data.MaxJobInputGiB; g < 1 || g > MaxDataGiB {
+		return fmt.Errorf("data.max_job_input_gib %d: use 1 to %d (GiB a job's inputs may take once written, in all)", g, MaxDataGiB)
+	}
+	if g := c.Data.DiskReserveGiB; g < 0 || g > MaxDataGiB {
+		return fmt.Errorf("data.disk_reserve_gib %d: use 0 to %d (GiB a job's inputs must leave free on the disk)", g, MaxDataGiB)
 	}
 	for _, cont := range c.Market.Continents {
 		if !slices.Contains(auction.Continents, cont) {

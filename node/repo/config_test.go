@@ -168,3 +168,52 @@ func TestMetricsRefusesRemoteAddress(t *testing.T) {
 		t.Fatalf("config without [metrics]: %+v, %v", got.Metrics, err)
 	}
 }
+
+// The input bounds: defaults where a config predates them, rendered with
+// the rest, and a bad value refused naming its key.
+func TestDataInputBounds(t *testing.T) {
+	full := DefaultConfig(NetworkLocal).Render()
+	for _, line := range []string{fmt.Sprintf("max_job_input_gib = %d", DefaultMaxJobInputGiB), fmt.Sprintf("disk_reserve_gib = %d", DefaultDiskReserveGiB)} {
+		if !strings.Contains(full, "\n"+line+"\n") {
+			t.Errorf("the rendered config lacks %q", line)
+		}
+	}
+	dir := t.TempDir()
+	// A [data] section from before the keys: the defaults.
+	var kept []string
+	for _, l := range strings.Split(full, "\n") {
+		if !strings.HasPrefix(l, "max_job_input_gib") && !strings.HasPrefix(l, "disk_reserve_gib") {
+			kept = append(kept, l)
+		}
+	}
+	old := filepath.Join(dir, "old.toml")
+	if err := os.WriteFile(old, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data.MaxJobInputGiB != DefaultMaxJobInputGiB || c.Data.DiskReserveGiB != DefaultDiskReserveGiB {
+		t.Errorf("defaults %+v", c.Data)
+	}
+	for _, tc := range []struct{ from, to, key string }{
+		{fmt.Sprintf("max_job_input_gib = %d", DefaultMaxJobInputGiB), "max_job_input_gib = 0", "data.max_job_input_gib 0: use 1 to"},
+		{fmt.Sprintf("max_job_input_gib = %d", DefaultMaxJobInputGiB), "max_job_input_gib = 2000000", "data.max_job_input_gib 2000000: use 1 to"},
+		{fmt.Sprintf("disk_reserve_gib = %d", DefaultDiskReserveGiB), "disk_reserve_gib = -1", "data.disk_reserve_gib -1: use 0 to"},
+		{fmt.Sprintf("disk_reserve_gib = %d", DefaultDiskReserveGiB), `disk_reserve_gib = "2GiB"`, "disk_reserve_gib"},
+	} {
+		p := filepath.Join(dir, "bad.toml")
+		if err := os.WriteFile(p, []byte(strings.Replace(full, tc.from, tc.to, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: %v, want an error saying %q", tc.to, err, tc.key)
+		}
+	}
+	c = DefaultConfig(NetworkLocal)
+	c.Data.DiskReserveGiB = 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("disk_reserve_gib = 0 (no reserve) refused: %v", err)
+	}
+}

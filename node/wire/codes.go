@@ -29,6 +29,9 @@ const (
 	// CodeStart: not started for another reason (a container that would
 	// not start, a reservation that failed at its window).
 	CodeStart Code = "start"
+	// CodeOutputs: on an exit event, the job ran but its outputs were
+	// not kept (they passed the spec's outputs.max_size): no CID.
+	CodeOutputs Code = "outputs"
 	// CodeRefused: any other refusal (not the lease's renter, another
 	// spec than the lease names, the owner's policy): final.
 	CodeRefused Code = "refused"

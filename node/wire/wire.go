@@ -189,7 +189,8 @@ type Event struct {
 	Outputs string `json:"outputs,omitempty"`
 	// Code is the typed reason of an error event (job/3 on): what the
 	// renter decides by. Empty from a provider that predates it: the
-	// renter then maps the words (LegacyCode).
+	// renter then maps the words (LegacyCode). On an exit, CodeOutputs
+	// says the outputs were refused (Error says why).
 	Code Code `json:"code,omitempty"`
 }
 
