@@ -44,6 +44,11 @@ func TestJobFetchStopsAtMaxSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Served to the renter alone, as a provider serves the outputs it
+	// keeps (nodeData.KeepOutputs's grant).
+	if err := liar.grantData(rn.Host().LibP2P().ID(), []cid.Cid{big, bomb, small}, time.Now().Add(time.Hour), ""); err != nil {
+		t.Fatal(err)
+	}
 	spec := hostileSpec("outputs", "1s") + "outputs: {path: /outputs, max_size: 1MiB}\n"
 	job := func(id string, c cid.Cid) *renting.JobRecord {
 		return &renting.JobRecord{ID: id, Spec: spec, Outputs: c.String(), Provider: liar.Host().ID().String(), State: renting.StateCompleted}
