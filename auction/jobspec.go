@@ -43,6 +43,8 @@ type JobSpec struct {
 	Verify         Verify      // verify
 	Array          *ArraySpec  // array: run as shards (jobspec_array.go); nil for one job
 	Shard          *ShardOf    // shard: this job is one shard of an array; nil otherwise
+	Gang           *GangSpec   // gang: run on several providers together (jobspec_gang.go); nil for one job
+	GangOf         *GangOf     // gang_of: this job is one member of a gang; nil otherwise
 
 	// relStart: start was given relative ("+2h") and resolved against the
 	// clock when parsed; see StartWasRelative.

@@ -112,6 +112,7 @@ func (s *JobSpec) MarshalYAML() (any, error) {
 		yAdd(root, "allow_simulated", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
 	encodeArray(root, s)
+	encodeGang(root, s)
 	return root, nil
 }
 

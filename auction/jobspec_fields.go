@@ -92,6 +92,8 @@ var jobSpecSchema = []specField{
 	}},
 	{name: "array", typ: "mapping", help: "kind: batch only: run the job as this many shards, each a job of its own (see \"Job arrays\")", sub: arraySchema},
 	{name: "shard", typ: "mapping", help: "written by the renter's node into each shard's spec, never by hand: which shard of its array this job is", sub: shardSchema},
+	{name: "gang", typ: "mapping", help: "kind: batch only: run the job on this many providers at once, all or none (see \"Gangs\")", sub: gangSchema},
+	{name: "gang_of", typ: "mapping", help: "written by the renter's node into each member's spec, never by hand: which member of its gang this job is", sub: gangOfSchema},
 }
 
 // text reads a scalar as written: 0.60 stays "0.60", not a float.

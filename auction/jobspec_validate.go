@@ -21,6 +21,9 @@ func (d *specDecoder) crossChecks(root *yaml.Node) error {
 	if err := d.checkArray(); err != nil {
 		return err
 	}
+	if err := d.checkGang(); err != nil {
+		return err
+	}
 	if s.Workload == "" {
 		s.Workload = "batch"
 	}

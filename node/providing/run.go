@@ -633,6 +633,22 @@ func (pj *Provider) shipCheckpoint(job executor.Job, send func(wire.Event) error
 	}
 }
 
+// providedEnv is the GLEANER_ variables this provider gives the job from
+// its spec: a shard's index, a gang member's rank and size. The gang's
+// peers (auction.EnvGangPeers) are added here too by the gang's network
+// forwarding (node/gangnet), once it knows the members' addresses: this
+// is the one place the provider sets a gang member's environment.
+func providedEnv(spec *auction.JobSpec) map[string]string {
+	env := spec.ShardEnv()
+	for k, v := range spec.GangEnv() {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[k] = v
+	}
+	return env
+}
+
 // execSpec turns the lease and the renter's spec into the executor's
 // limits. The renter asked for cpus and memory; a spec that names none
 // gets one core and 2 GiB per GPU, never unlimited.
@@ -640,7 +656,7 @@ func (pj *Provider) execSpec(al *activeLease, spec *auction.JobSpec, secrets map
 	inv := pj.p.Availability().Inventory
 	egress := pj.p.Settings().Policy.Egress
 	es := executor.Spec{
-		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env, Provided: spec.ShardEnv(),
+		JobID: pj.execID(al.lease.JobID), LeaseCID: wire.LeaseCID(al.raw), Image: spec.Image, Command: spec.Command, Env: spec.Env, Provided: providedEnv(spec),
 		Secrets: executor.Secrets(secrets), CPUs: float64(max(spec.Resources.CPUs, al.lease.GPUs)),
 		MemoryMiB: int64(max(spec.Resources.MemoryGB*1000, 2048*al.lease.GPUs)), Pids: 1024,
 		Egress: egress && !spec.IsService(), CheckpointPath: spec.Checkpoint.Path,
