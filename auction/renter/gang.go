@@ -1,0 +1,447 @@
+package renter
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Gang decides a gang's next steps: one batch job run as Size members on
+// Size distinct providers, placed as a unit, started together, and
+// ended together (the spec's gang:, auction/jobspec_gang.go). Like Array
+// it does no I/O and reads no clock: the node carries out its actions,
+// feeds it what came of them (GangEvent), and keeps Snapshot durably, so
+// that a restarted node resumes the gang where it was
+// (node/renting/gang.go).
+//
+// Placement is all or nothing. Members are awarded one at a time, each
+// avoiding the providers the others hold, and an award is a lease the
+// provider holds unstarted (it runs nothing until the renter's start, and
+// charges nothing for a run that never began). Only once every member
+// holds an award is every member started (the barrier). A member whose
+// round leased nothing releases the awards the others hold, at no charge,
+// and the gang is placed again avoiding the providers that refused or
+// failed the award, up to MaxGangPlacements placements.
+//
+// Once started, the gang lives and dies together: a member lost,
+// preempted, or unable to start stops the others (a cancel, which the
+// provider carries out with the lease's notice, so they can write their
+// checkpoints), and once every member has stopped the gang is placed
+// again, each new member resuming from its rank's last checkpoint. A
+// member that failed for good (an exit code the spec does not retry)
+// fails the gang: its siblings could only wait for it.
+type Gang struct {
+	s GangSnapshot
+}
+
+// Gang bounds. A placement that leases nothing (some member found no
+// provider) costs nothing but time, yet a gang that cannot be placed
+// MaxGangPlacements times running is unlikely to be placed by trying on.
+// A gang stopped by a member's preemption is placed again up to
+// MaxPreemptions times (as one job is); one stopped by a member lost or
+// failing to start spends one of the spec's retry.max_reauctions.
+const MaxGangPlacements = 3
+
+// Gang states.
+const (
+	GangPlacing   = "placing"   // awarding members; none started
+	GangRunning   = "running"   // every member started
+	GangStopping  = "stopping"  // stopping every member, to be placed again
+	GangCompleted = "completed" // every member completed
+	GangFailed    = "failed"
+	GangCancelled = "cancelled"
+)
+
+// Member phases.
+const (
+	MemberPending  = "pending"  // to be awarded
+	MemberAwarding = "awarding" // its round is under way (GangAward)
+	MemberAwarded  = "awarded"  // holds an award, unstarted
+	MemberRunning  = "running"  // started (GangStart)
+	MemberStopping = "stopping" // told to stop (GangStop); its end not yet seen
+	MemberDone     = "done"     // completed
+	MemberEnded    = "ended"    // stopped, released or failed: holds nothing
+)
+
+// GangSnapshot is a Gang's whole state, kept as JSON in the gang's record.
+type GangSnapshot struct {
+	ID            string       `json:"id"`
+	State         string       `json:"state"`
+	Reason        string       `json:"reason,omitempty"`
+	Placement     int          `json:"placement"`             // 1-based: the member jobs' generation
+	Failed        int          `json:"failed"`                // placements in a row that leased nothing
+	Preemptions   int          `json:"preemptions"`           // re-placements after a preemption
+	Reauctions    int          `json:"reauctions"`            // re-placements that spent a re-auction
+	MaxReauctions int          `json:"max_reauctions"`        // the spec's retry.max_reauctions
+	Avoid         []string     `json:"avoid,omitempty"`       // providers every later member avoids
+	Members       []GangMember `json:"members"`
+}
+
+// GangMember is one rank's place in its gang.
+type GangMember struct {
+	Phase    string `json:"phase"`
+	Job      string `json:"job,omitempty"`      // its current (or last) job
+	Provider string `json:"provider,omitempty"` // its award's provider
+	// From is the job of this rank whose checkpoint the next member
+	// resumes from: the last one that ran.
+	From string `json:"from,omitempty"`
+}
+
+// GangEvent is what came of one of the gang's actions, or a member's end.
+type GangEvent struct {
+	Kind EventKind
+	Rank int
+	Job  string // the member's job; an event of an earlier job is ignored
+	// Provider: the award's (GangAwarded), the run's (GangEnded).
+	Provider string
+	// Failed: GangAwardFailed's providers that refused or failed the
+	// award (not those that merely declined to quote); they are avoided
+	// by the next placement.
+	Failed []string
+	End    End    // GangEnded's typed end
+	Why    string // in words, for the gang's reason
+}
+
+// EventKind is a GangEvent's kind.
+type EventKind uint8
+
+const (
+	GangAwarded     EventKind = iota + 1 // the member's round leased: it holds an unstarted award
+	GangAwardFailed                      // the member's round leased nothing
+	GangEnded                            // the member's job ended (run, or award taken back before its start)
+)
+
+// GangAction kinds.
+const (
+	GangAward   = "award"   // auction member Rank as job Job, avoiding Avoid, resuming From's checkpoint; do not start it
+	GangStart   = "start"   // start member Rank's job: every member holds an award
+	GangRelease = "release" // cancel member Rank's unstarted award: nothing ran, nothing is charged
+	GangStop    = "stop"    // cancel member Rank's running job, with its lease's notice
+)
+
+// GangAction is one thing the node must do for the gang.
+type GangAction struct {
+	Kind  string
+	Rank  int
+	Job   string
+	Avoid []string // GangAward's
+	From  string   // GangAward's: the job whose checkpoint it resumes from, "" for none
+}
+
+// NewGang is a gang of size members, none placed; maxReauctions is the
+// spec's retry.max_reauctions. Begin returns its first actions.
+func NewGang(id string, size, maxReauctions int) *Gang {
+	s := GangSnapshot{ID: id, State: GangPlacing, Placement: 1, MaxReauctions: maxReauctions, Members: make([]GangMember, size)}
+	for i := range s.Members {
+		s.Members[i].Phase = MemberPending
+	}
+	return &Gang{s: s}
+}
+
+// RestoreGang is the gang a snapshot kept.
+func RestoreGang(s GangSnapshot) *Gang {
+	s.Members = slices.Clone(s.Members)
+	s.Avoid = slices.Clone(s.Avoid)
+	return &Gang{s: s}
+}
+
+// Snapshot is a copy of the gang's state.
+func (g *Gang) Snapshot() GangSnapshot {
+	s := g.s
+	s.Members = slices.Clone(g.s.Members)
+	s.Avoid = slices.Clone(g.s.Avoid)
+	return s
+}
+
+// State is the gang's state and, when it ended otherwise than completed,
+// why.
+func (g *Gang) State() (string, string) { return g.s.State, g.s.Reason }
+
+// Ended reports whether the gang has ended for good.
+func (g *Gang) Ended() bool {
+	switch g.s.State {
+	case GangCompleted, GangFailed, GangCancelled:
+		return true
+	}
+	return false
+}
+
+// GangMemberJob is the ID of rank's job in placement n (1-based) of gang:
+// derived, so that a node that stopped after keeping the snapshot and
+// before submitting submits the same job again.
+func GangMemberJob(gang string, rank, n int) string {
+	if n <= 1 {
+		return fmt.Sprintf("%s-m%d", gang, rank)
+	}
+	return fmt.Sprintf("%s-m%d-%d", gang, rank, n)
+}
+
+// Begin is what to do now: the next award while placing, nothing
+// otherwise. A node resuming a gang calls it after RestoreGang; a member
+// recorded as awarding is awarded again under the same job ID.
+func (g *Gang) Begin() []GangAction {
+	if g.s.State != GangPlacing {
+		return nil
+	}
+	for i := range g.s.Members {
+		if g.s.Members[i].Phase == MemberAwarding {
+			return []GangAction{g.awardAction(i)}
+		}
+	}
+	return g.next()
+}
+
+// Step takes one event and returns what to do next.
+func (g *Gang) Step(ev GangEvent) []GangAction {
+	if ev.Rank < 0 || ev.Rank >= len(g.s.Members) {
+		return nil
+	}
+	m := &g.s.Members[ev.Rank]
+	if ev.Job != m.Job {
+		return nil // an earlier placement's job: already accounted for
+	}
+	switch ev.Kind {
+	case GangAwarded:
+		if m.Phase != MemberAwarding {
+			return nil
+		}
+		if g.s.State != GangPlacing {
+			// Cancelled while its round ran: the award is let go.
+			m.Phase = MemberEnded
+			return []GangAction{{Kind: GangRelease, Rank: ev.Rank, Job: m.Job}}
+		}
+		m.Phase, m.Provider = MemberAwarded, ev.Provider
+		return g.next()
+	case GangAwardFailed:
+		if m.Phase != MemberAwarding {
+			return nil
+		}
+		m.Phase = MemberEnded
+		if g.s.State != GangPlacing {
+			return nil
+		}
+		return g.placementFailed(ev)
+	case GangEnded:
+		return g.ended(ev.Rank, ev)
+	}
+	return nil
+}
+
+// next awards the lowest pending rank or, once every member holds an
+// award, starts them all.
+func (g *Gang) next() []GangAction {
+	for i := range g.s.Members {
+		if g.s.Members[i].Phase == MemberPending {
+			g.s.Members[i].Phase = MemberAwarding
+			return []GangAction{g.awardAction(i)}
+		}
+	}
+	for _, m := range g.s.Members {
+		if m.Phase != MemberAwarded {
+			return nil // a member still awarding (only after a restart)
+		}
+	}
+	g.s.State, g.s.Failed = GangRunning, 0
+	acts := make([]GangAction, len(g.s.Members))
+	for i := range g.s.Members {
+		g.s.Members[i].Phase = MemberRunning
+		acts[i] = GangAction{Kind: GangStart, Rank: i, Job: g.s.Members[i].Job}
+	}
+	return acts
+}
+
+// awardAction is rank's award, avoiding the providers the gang avoids and
+// those its other members hold: a gang is on distinct providers.
+func (g *Gang) awardAction(rank int) GangAction {
+	m := &g.s.Members[rank]
+	m.Job = GangMemberJob(g.s.ID, rank, g.s.Placement)
+	avoid := slices.Clone(g.s.Avoid)
+	for i, o := range g.s.Members {
+		if i != rank && o.Phase == MemberAwarded && o.Provider != "" {
+			avoid = append(avoid, o.Provider)
+		}
+	}
+	sort.Strings(avoid)
+	return GangAction{Kind: GangAward, Rank: rank, Job: m.Job, Avoid: slices.Compact(avoid), From: m.From}
+}
+
+// placementFailed: a member's round leased nothing. Every award held is
+// released, unstarted, and the gang placed again avoiding the providers
+// that failed the award, unless it has failed to be placed too often.
+func (g *Gang) placementFailed(ev GangEvent) []GangAction {
+	acts := g.releaseAwards()
+	for _, p := range ev.Failed {
+		g.avoid(p)
+	}
+	g.s.Failed++
+	if g.s.Failed >= MaxGangPlacements {
+		g.s.State = GangFailed
+		g.s.Reason = fmt.Sprintf("member %d could not be placed %d times running; the last: %s", ev.Rank, g.s.Failed, ev.Why)
+		return acts
+	}
+	g.replace()
+	return append(acts, g.next()...)
+}
+
+// releaseAwards lets go of every unstarted award.
+func (g *Gang) releaseAwards() []GangAction {
+	var acts []GangAction
+	for i := range g.s.Members {
+		m := &g.s.Members[i]
+		if m.Phase == MemberAwarded {
+			acts = append(acts, GangAction{Kind: GangRelease, Rank: i, Job: m.Job})
+			m.Phase = MemberEnded
+		}
+	}
+	return acts
+}
+
+// replace starts a new placement: every member pending, under new job IDs.
+func (g *Gang) replace() {
+	g.s.State = GangPlacing
+	g.s.Placement++
+	for i := range g.s.Members {
+		g.s.Members[i].Phase, g.s.Members[i].Provider = MemberPending, ""
+	}
+}
+
+func (g *Gang) avoid(p string) {
+	if p != "" && !slices.Contains(g.s.Avoid, p) {
+		g.s.Avoid = append(g.s.Avoid, p)
+	}
+}
+
+// ended is member rank's job ending.
+func (g *Gang) ended(rank int, ev GangEvent) []GangAction {
+	m := &g.s.Members[rank]
+	switch m.Phase {
+	case MemberAwarded:
+		// Its award went before the start: taken back for a better tier,
+		// or lapsed. Nothing ran; the member alone is awarded again,
+		// away from that provider, while the others hold theirs.
+		if g.s.State != GangPlacing {
+			m.Phase = MemberEnded
+			return nil
+		}
+		g.avoid(ev.Provider)
+		m.Phase = MemberAwarding
+		return []GangAction{g.awardAction(rank)}
+	case MemberRunning, MemberStopping:
+	default:
+		return nil
+	}
+	wasStopping := m.Phase == MemberStopping
+	if ev.End == EndCompleted {
+		m.Phase = MemberDone
+	} else {
+		m.Phase = MemberEnded
+	}
+	if ev.End != EndNotStarted {
+		m.From = m.Job // it ran: its checkpoint, if any, is the rank's latest
+	}
+	if g.s.State == GangRunning && !wasStopping {
+		if acts, decided := g.memberEnd(rank, ev); decided {
+			return acts
+		}
+	}
+	return g.settle()
+}
+
+// memberEnd decides what a running member's own end means for the gang;
+// decided is false for a completion that leaves others running.
+func (g *Gang) memberEnd(rank int, ev GangEvent) ([]GangAction, bool) {
+	why := fmt.Sprintf("member %d: %s", rank, ev.Why)
+	switch ev.End {
+	case EndCompleted:
+		return nil, false
+	case EndPreempted:
+		if g.s.Preemptions >= MaxPreemptions {
+			return g.fail(fmt.Sprintf("%s; preempted %d times", why, g.s.Preemptions)), true
+		}
+		g.s.Preemptions++
+	case EndLost, EndNotStarted, EndRetryExit:
+		if ev.End == EndLost {
+			g.avoid(ev.Provider)
+		}
+		if g.s.Reauctions >= g.s.MaxReauctions {
+			return g.fail(fmt.Sprintf("%s; no re-auctions left (retry.max_reauctions %d)", why, g.s.MaxReauctions)), true
+		}
+		g.s.Reauctions++
+	default: // failed for good, or cancelled by someone else
+		return g.fail(why), true
+	}
+	g.s.State, g.s.Reason = GangStopping, why
+	return append(g.stopRunning(), g.settle()...), true
+}
+
+// fail ends the gang and stops every member still holding anything.
+func (g *Gang) fail(reason string) []GangAction {
+	g.s.State, g.s.Reason = GangFailed, reason
+	return append(g.releaseAwards(), g.stopRunning()...)
+}
+
+// stopRunning tells every running member to stop.
+func (g *Gang) stopRunning() []GangAction {
+	var acts []GangAction
+	for i := range g.s.Members {
+		m := &g.s.Members[i]
+		if m.Phase == MemberRunning {
+			acts = append(acts, GangAction{Kind: GangStop, Rank: i, Job: m.Job})
+			m.Phase = MemberStopping
+		}
+	}
+	return acts
+}
+
+// settle moves the gang on once no member is running or stopping:
+// completed when every member completed, placed again when stopping.
+func (g *Gang) settle() []GangAction {
+	done := 0
+	for _, m := range g.s.Members {
+		switch m.Phase {
+		case MemberRunning, MemberStopping, MemberAwarding:
+			return nil
+		case MemberDone:
+			done++
+		}
+	}
+	switch {
+	case g.s.State == GangRunning && done == len(g.s.Members):
+		g.s.State, g.s.Reason = GangCompleted, ""
+	case g.s.State == GangStopping:
+		g.replace()
+		return g.next()
+	}
+	return nil
+}
+
+// Cancel ends the gang at the renter's request: awards are released and
+// running members stopped.
+func (g *Gang) Cancel() []GangAction {
+	if g.Ended() {
+		return nil
+	}
+	g.s.State, g.s.Reason = GangCancelled, "cancelled by the renter"
+	return append(g.releaseAwards(), g.stopRunning()...)
+}
+
+// GangProgress counts the members by phase.
+type GangProgress struct {
+	Members, Awarded, Running, Done int
+}
+
+// Progress is the gang's members counted by phase.
+func (g *Gang) Progress() GangProgress {
+	p := GangProgress{Members: len(g.s.Members)}
+	for _, m := range g.s.Members {
+		switch m.Phase {
+		case MemberAwarded:
+			p.Awarded++
+		case MemberRunning, MemberStopping:
+			p.Running++
+		case MemberDone:
+			p.Done++
+		}
+	}
+	return p
+}
