@@ -68,12 +68,12 @@ type GangSnapshot struct {
 	ID            string       `json:"id"`
 	State         string       `json:"state"`
 	Reason        string       `json:"reason,omitempty"`
-	Placement     int          `json:"placement"`             // 1-based: the member jobs' generation
-	Failed        int          `json:"failed"`                // placements in a row that leased nothing
-	Preemptions   int          `json:"preemptions"`           // re-placements after a preemption
-	Reauctions    int          `json:"reauctions"`            // re-placements that spent a re-auction
-	MaxReauctions int          `json:"max_reauctions"`        // the spec's retry.max_reauctions
-	Avoid         []string     `json:"avoid,omitempty"`       // providers every later member avoids
+	Placement     int          `json:"placement"`       // 1-based: the member jobs' generation
+	Failed        int          `json:"failed"`          // placements in a row that leased nothing
+	Preemptions   int          `json:"preemptions"`     // re-placements after a preemption
+	Reauctions    int          `json:"reauctions"`      // re-placements that spent a re-auction
+	MaxReauctions int          `json:"max_reauctions"`  // the spec's retry.max_reauctions
+	Avoid         []string     `json:"avoid,omitempty"` // providers every later member avoids
 	Members       []GangMember `json:"members"`
 }
 

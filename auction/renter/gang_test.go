@@ -349,3 +349,23 @@ func TestGangResumesFromItsSnapshot(t *testing.T) {
 		t.Fatalf("after an award taken back: %+v", acts)
 	}
 }
+
+func TestGangFitsNamesTheFieldWhenTheBookIsTooSmall(t *testing.T) {
+	m := newMarket(t, newManualClock(t0), 8, 1_000_000, 1_100_000, 1_200_000)
+	spec := testSpec()
+	env := auction.Env{Now: t0, Reputation: auction.NeutralReputation{}}
+	spec.Gang = &auction.GangSpec{Members: 3}
+	if err := GangFits(spec, m.book(), env); err != nil {
+		t.Fatalf("3 members on 3 providers: %v", err)
+	}
+	spec.Gang.Members = 4 // 8 GPUs each, but one member per provider
+	err := GangFits(spec, m.book(), env)
+	var se *auction.SpecError
+	if !errors.As(err, &se) || se.Field != "gang.members" || !strings.Contains(se.Msg, "the offer book has 3") || !errors.Is(err, auction.ErrBadJobSpec) {
+		t.Fatalf("got %v", err)
+	}
+	spec.Gang.Members, spec.Resources.GPUs = 2, 9 // no provider has 9 GPUs
+	if err := GangFits(spec, m.book(), env); err == nil {
+		t.Fatal("a member no provider can hold was accepted")
+	}
+}
