@@ -121,6 +121,9 @@ func (pj *Provider) gone(jobID string) error {
 }
 
 func (pj *Provider) cancel(al *activeLease) {
+	if pj.releaseUnstarted(al) {
+		return
+	}
 	pj.mu.Lock()
 	job := al.job
 	if job == nil {
@@ -134,6 +137,26 @@ func (pj *Provider) cancel(al *activeLease) {
 	if job != nil {
 		pj.stopCancelled(al, job)
 	}
+}
+
+// releaseUnstarted ends at once an award its renter lets go before
+// starting it (a gang whose other member could not be placed): no start
+// came, so no run will ever watch the lease, which would otherwise hold
+// its GPUs until the start deadline and then count against the renter as
+// an award left unstarted. Nothing ran, so the settlement charges
+// nothing. It reports whether al was such an award.
+func (pj *Provider) releaseUnstarted(al *activeLease) bool {
+	info, ok := pj.sched.Lease(al.lease.JobID, time.Now())
+	if !ok || info.State != sched.Awarded || !info.IsLease(al.lease) {
+		return false
+	}
+	if err := pj.saveLease(al.lease.JobID, al.raw, LeaseEnded); err != nil {
+		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
+	}
+	pj.log.Info("award let go unstarted by its renter", "job", al.lease.JobID, "renter", al.lease.Renter)
+	pj.settle(al, nil, false)
+	pj.release(al.lease.JobID)
+	return true
 }
 
 // stopCancelled stops a cancelled job with the lease's notice.
