@@ -85,6 +85,10 @@ type GangMember struct {
 	// From is the job of this rank whose checkpoint the next member
 	// resumes from: the last one that ran.
 	From string `json:"from,omitempty"`
+	// Tries is how many awards this rank was given in this placement:
+	// more than one when an award was taken back before the start. Each
+	// is a job of its own: a provider refuses a job ID it has released.
+	Tries int `json:"tries,omitempty"`
 }
 
 // GangEvent is what came of one of the gang's actions, or a member's end.
@@ -166,14 +170,19 @@ func (g *Gang) Ended() bool {
 	return false
 }
 
-// GangMemberJob is the ID of rank's job in placement n (1-based) of gang:
-// derived, so that a node that stopped after keeping the snapshot and
-// before submitting submits the same job again.
-func GangMemberJob(gang string, rank, n int) string {
-	if n <= 1 {
-		return fmt.Sprintf("%s-m%d", gang, rank)
+// GangMemberJob is the ID of rank's job in placement n (1-based) of
+// gang, its try'th award (1-based) there: derived, so that a node that
+// stopped after keeping the snapshot and before submitting submits the
+// same job again.
+func GangMemberJob(gang string, rank, n, try int) string {
+	id := fmt.Sprintf("%s-m%d", gang, rank)
+	if n > 1 {
+		id += fmt.Sprintf("-%d", n)
 	}
-	return fmt.Sprintf("%s-m%d-%d", gang, rank, n)
+	if try > 1 {
+		id += fmt.Sprintf("-t%d", try)
+	}
+	return id
 }
 
 // Begin is what to do now: the next award while placing, nothing
@@ -184,8 +193,9 @@ func (g *Gang) Begin() []GangAction {
 		return nil
 	}
 	for i := range g.s.Members {
-		if g.s.Members[i].Phase == MemberAwarding {
-			return []GangAction{g.awardAction(i)}
+		if m := &g.s.Members[i]; m.Phase == MemberAwarding {
+			// The same job again: its round's answer was lost.
+			return []GangAction{{Kind: GangAward, Rank: i, Job: m.Job, Avoid: g.avoidFor(i), From: m.From}}
 		}
 	}
 	return g.next()
@@ -254,7 +264,13 @@ func (g *Gang) next() []GangAction {
 // those its other members hold: a gang is on distinct providers.
 func (g *Gang) awardAction(rank int) GangAction {
 	m := &g.s.Members[rank]
-	m.Job = GangMemberJob(g.s.ID, rank, g.s.Placement)
+	m.Tries++
+	m.Job = GangMemberJob(g.s.ID, rank, g.s.Placement, m.Tries)
+	return GangAction{Kind: GangAward, Rank: rank, Job: m.Job, Avoid: g.avoidFor(rank), From: m.From}
+}
+
+// avoidFor is the providers rank's award avoids.
+func (g *Gang) avoidFor(rank int) []string {
 	avoid := slices.Clone(g.s.Avoid)
 	for i, o := range g.s.Members {
 		if i != rank && o.Phase == MemberAwarded && o.Provider != "" {
@@ -262,7 +278,7 @@ func (g *Gang) awardAction(rank int) GangAction {
 		}
 	}
 	sort.Strings(avoid)
-	return GangAction{Kind: GangAward, Rank: rank, Job: m.Job, Avoid: slices.Compact(avoid), From: m.From}
+	return slices.Compact(avoid)
 }
 
 // placementFailed: a member's round leased nothing. Every award held is
@@ -301,7 +317,7 @@ func (g *Gang) replace() {
 	g.s.State = GangPlacing
 	g.s.Placement++
 	for i := range g.s.Members {
-		g.s.Members[i].Phase, g.s.Members[i].Provider = MemberPending, ""
+		g.s.Members[i].Phase, g.s.Members[i].Provider, g.s.Members[i].Tries = MemberPending, "", 0
 	}
 }
 
@@ -423,6 +439,43 @@ func (g *Gang) Cancel() []GangAction {
 	}
 	g.s.State, g.s.Reason = GangCancelled, "cancelled by the renter"
 	return append(g.releaseAwards(), g.stopRunning()...)
+}
+
+// Restarted is what to do when the renter's node restarts with the gang
+// unfinished. Its members' streams did not survive the restart, and a
+// member's run cannot be followed again without its secrets and its
+// place in the barrier, so every member that holds anything, or may
+// (its round was under way), is let go: released if unstarted, stopped
+// with notice if running. The gang is then placed again from its
+// checkpoints, spending nothing: the restart was the renter's.
+func (g *Gang) Restarted() []GangAction {
+	var acts []GangAction
+	switch g.s.State {
+	case GangPlacing:
+		for i := range g.s.Members {
+			m := &g.s.Members[i]
+			if m.Phase == MemberAwarded || m.Phase == MemberAwarding {
+				acts = append(acts, GangAction{Kind: GangRelease, Rank: i, Job: m.Job})
+				m.Phase = MemberEnded
+			}
+		}
+		g.replace()
+		return append(acts, g.next()...)
+	case GangRunning, GangStopping:
+		g.s.State = GangStopping
+		if g.s.Reason == "" {
+			g.s.Reason = "the renter's node restarted"
+		}
+		for i := range g.s.Members {
+			m := &g.s.Members[i]
+			if m.Phase == MemberRunning || m.Phase == MemberStopping {
+				acts = append(acts, GangAction{Kind: GangStop, Rank: i, Job: m.Job})
+				m.Phase = MemberStopping
+			}
+		}
+		return append(acts, g.settle()...)
+	}
+	return nil
 }
 
 // GangProgress counts the members by phase.

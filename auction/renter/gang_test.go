@@ -144,7 +144,7 @@ func TestGangStartsOnlyOnceEveryMemberHoldsAnAward(t *testing.T) {
 		t.Fatalf("member 2 avoided %v, want its two siblings' providers", r.awards[2].Avoid)
 	}
 	for _, a := range r.awards {
-		if a.Job != GangMemberJob("train-g", a.Rank, 1) {
+		if a.Job != GangMemberJob("train-g", a.Rank, 1, 1) {
 			t.Fatalf("award %+v: not the first placement's job", a)
 		}
 	}
@@ -247,7 +247,7 @@ func TestGangLostMemberStopsTheOthersAndIsPlacedAgain(t *testing.T) {
 		t.Fatalf("re-placement awarded %d, started %d in all", len(again), len(r.started))
 	}
 	for _, a := range again {
-		if a.Job != GangMemberJob("train-g", a.Rank, 2) || a.From != first[a.Rank].Job || !slices.Contains(a.Avoid, lost) {
+		if a.Job != GangMemberJob("train-g", a.Rank, 2, 1) || a.From != first[a.Rank].Job || !slices.Contains(a.Avoid, lost) {
 			t.Fatalf("re-award %+v: want placement 2's job, resuming from %s, avoiding the lost %s", a, first[a.Rank].Job, lost)
 		}
 	}
@@ -345,7 +345,7 @@ func TestGangResumesFromItsSnapshot(t *testing.T) {
 	// An award taken back before the start: that member alone is
 	// awarded again, away from that provider.
 	acts := back.Step(GangEvent{Kind: GangEnded, Rank: 0, Job: a0.Job, Provider: "p0", End: EndNotStarted})
-	if len(acts) != 1 || acts[0].Rank != 0 || !slices.Contains(acts[0].Avoid, "p0") {
+	if len(acts) != 1 || acts[0].Rank != 0 || !slices.Contains(acts[0].Avoid, "p0") || acts[0].Job != GangMemberJob("g", 0, 1, 2) || acts[0].Job == a0.Job {
 		t.Fatalf("after an award taken back: %+v", acts)
 	}
 }
@@ -367,5 +367,33 @@ func TestGangFitsNamesTheFieldWhenTheBookIsTooSmall(t *testing.T) {
 	spec.Gang.Members, spec.Resources.GPUs = 2, 9 // no provider has 9 GPUs
 	if err := GangFits(spec, m.book(), env); err == nil {
 		t.Fatal("a member no provider can hold was accepted")
+	}
+}
+
+// A renter restarted with its gang running stops every member and places
+// the gang again, spending nothing; one restarted while placing lets the
+// awards go and places it anew.
+func TestGangRestartedStopsAndPlacesAgain(t *testing.T) {
+	r := newGangRig(t, 2, 1_000_000, 1_100_000, 1_200_000)
+	r.do(r.g.Begin())
+	r.g = RestoreGang(r.g.Snapshot())
+	r.do(r.g.Restarted())
+	if st, _ := r.g.State(); st != GangStopping || len(r.stopped) != 2 {
+		t.Fatalf("state %s, stopped %v", st, r.stopped)
+	}
+	r.end(0, EndCancelled, "stopped with its gang")
+	r.end(1, EndCancelled, "stopped with its gang")
+	s := r.g.Snapshot()
+	if st, _ := r.g.State(); st != GangRunning || s.Placement != 2 || s.Reauctions != 0 || s.Preemptions != 0 {
+		t.Fatalf("state %s, %+v", st, s)
+	}
+
+	g := NewGang("g", 2, 0)
+	a0 := g.Begin()[0]
+	g.Step(GangEvent{Kind: GangAwarded, Rank: 0, Job: a0.Job, Provider: "p0"})
+	g = RestoreGang(g.Snapshot())
+	acts := g.Restarted()
+	if len(acts) != 3 || acts[0].Kind != GangRelease || acts[1].Kind != GangRelease || acts[2].Kind != GangAward || acts[2].Job != GangMemberJob("g", 0, 2, 1) {
+		t.Fatalf("restarted while placing: %+v", acts)
 	}
 }
