@@ -88,6 +88,7 @@ func (a jobAPI) List(ctx context.Context, _ struct{}) ([]renting.JobRecord, erro
 		out[i].Explain, out[i].Lease = nil, nil
 	}
 	out = append(out, a.n.renterJobs.Arrays()...) // each array's progress, beside its shards' jobs
+	out = append(out, a.n.renterJobs.Gangs()...)  // each gang's, beside its members' jobs
 	sort.Slice(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
 }

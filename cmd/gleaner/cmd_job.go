@@ -47,7 +47,7 @@ job's output.
 Checking the work: "verify: {expect_sha256: HEX}" makes a job a canary whose
 stdout must hash to HEX; "verify: {replicas: 2}" runs it on two different
 providers and compares their stdout hashes (3 decide by majority). Results
-are probe entries in your ledger feed and count in the providers' reputation.` + jobArrayHelp,
+are probe entries in your ledger feed and count in the providers' reputation.` + jobArrayHelp + jobGangHelp,
 		Subcommands: []*cli.Command{
 			{Name: "run", Usage: "submit a job spec and follow it to the end (exit code = the job's)", ArgsUsage: "<spec.yaml>",
 				Description: jobRunExitCodes,
@@ -68,6 +68,10 @@ are probe entries in your ledger feed and count in the providers' reputation.` +
 					return emit(c, j, func(w io.Writer) {
 						if j.ArrayView != nil {
 							printArray(w, j)
+							return
+						}
+						if j.GangView != nil {
+							printGang(w, j)
 							return
 						}
 						printJob(w, j)
@@ -186,6 +190,9 @@ func submitAndFollow(c *cli.Context, nc *nodeClient, spec []byte, extras submitE
 	}
 	if j.ArrayView != nil {
 		return submittedArray(c, nc, j, follow)
+	}
+	if j.GangView != nil {
+		return submittedGang(c, nc, j, follow)
 	}
 	if !follow {
 		// Only the ID on stdout, for ID=$(gleaner job submit spec.yaml).
@@ -390,6 +397,9 @@ func jobList(c *cli.Context) error {
 			prov := "-"
 			if v := j.ArrayView; v != nil {
 				prov = fmt.Sprintf("array: %d/%d done", v.Done, v.Shards)
+			}
+			if v := j.GangView; v != nil {
+				prov = fmt.Sprintf("gang: %d members", v.Members)
 			}
 			if j.Provider != "" {
 				prov = shortID(j.Provider)

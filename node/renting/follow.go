@@ -407,6 +407,9 @@ func (r *Jobs) Cancel(ctx context.Context, id string) (*JobRecord, error) {
 	if run := r.arrayOf(id); run != nil {
 		return r.cancelArray(run) // every shard in flight
 	}
+	if run := r.gangOf(id); run != nil {
+		return r.cancelGang(run) // every member
+	}
 	j, err := r.Get(id)
 	if err != nil {
 		return nil, err

@@ -152,6 +152,13 @@ type JobRecord struct {
 	// (array.go).
 	Array string `json:"array,omitempty"`
 	Shard *int   `json:"shard,omitempty"`
+	// Gang and GangRank: the job is member GangRank of gang Gang
+	// (gang.go).
+	Gang     string `json:"gang,omitempty"`
+	GangRank *int   `json:"gang_rank,omitempty"`
+	// GangView is set only on the view of a gang itself (ID the gang's):
+	// its members and one total spend (gang_view.go; not stored).
+	GangView *GangView `json:"gang_view,omitempty"`
 	// ArrayView is set only on the view of an array itself (ID the
 	// array's): its shards' progress (array_view.go; not stored).
 	ArrayView *ArrayView `json:"array_view,omitempty"`
@@ -241,6 +248,7 @@ type Jobs struct {
 	groups map[string]*sync.Mutex
 	jobs   map[string]*JobRecord
 	arrays map[string]*arrayRun // job arrays by ID (array.go)
+	gangs  map[string]*gangRun  // gangs by ID (gang.go)
 	logs   map[string]*jobLog   // retained output, persisted in batches (logs.go)
 	subs   map[string][]chan JobEvent
 
@@ -281,7 +289,7 @@ func New(d Deps) (*Jobs, error) {
 	m := d.Market
 	r := &Jobs{m: m, store: d.Store, key: d.Key, log: d.Log, bg: d.Bg, journal: d.Journal, spawn: d.Spawn,
 		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary, access: d.Access,
-		jobs: map[string]*JobRecord{}, arrays: map[string]*arrayRun{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
+		jobs: map[string]*JobRecord{}, arrays: map[string]*arrayRun{}, gangs: map[string]*gangRun{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
 		r.spawn = func(f func()) bool { go f(); return true }
 	}
@@ -302,6 +310,9 @@ func New(d Deps) (*Jobs, error) {
 		}
 		switch {
 		case Terminal(j.State):
+		case j.Gang != "":
+			// A gang's member is its gang's to stop or place again
+			// (resumeGangs), never followed or re-auctioned alone.
 		case j.State == StateAuction && j.Service == "" && (j.Life != nil || !j.Canary && j.Group == ""):
 			// In an auction when the node stopped: waiting in a
 			// re-auction (preempted, say), or still in its first. It
@@ -329,6 +340,9 @@ func New(d Deps) (*Jobs, error) {
 	if err := r.loadArrays(); err != nil {
 		return nil, err
 	}
+	if err := r.loadGangs(); err != nil {
+		return nil, err
+	}
 	return r, r.loadLogs()
 }
 
@@ -344,6 +358,7 @@ func (r *Jobs) Resume() {
 	}
 	r.resuming, r.waiting = nil, nil
 	r.resumeArrays()
+	r.resumeGangs()
 }
 
 // Submit parses and records a job, then runs its auction in the background.
@@ -371,6 +386,12 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 	}
 	if spec.Array != nil {
 		return r.submitArray(spec, specYAML, secrets, opt)
+	}
+	if spec.GangOf != nil {
+		return nil, fmt.Errorf("%w: gang_of: written by this node into each member of a gang; submit the gang (gang: {members: N})", auction.ErrBadJobSpec)
+	}
+	if spec.Gang != nil {
+		return r.submitGang(spec, specYAML, secrets, opt)
 	}
 	base := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
 	ids := []string{base}
@@ -417,7 +438,7 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 func (r *Jobs) Get(id string) (*JobRecord, error) {
 	r.mu.Lock()
 	j, ok := r.jobs[id]
-	run := r.arrays[id]
+	run, gang := r.arrays[id], r.gangs[id]
 	if ok {
 		c := *j
 		r.mu.Unlock()
@@ -426,6 +447,9 @@ func (r *Jobs) Get(id string) (*JobRecord, error) {
 	r.mu.Unlock()
 	if run != nil {
 		return r.arrayView(run), nil // takes run.mu before r.mu, as the driver does
+	}
+	if gang != nil {
+		return r.gangView(gang), nil
 	}
 	return nil, fmt.Errorf("no job %q (see `gleaner job ls`)", id)
 }

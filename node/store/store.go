@@ -32,6 +32,9 @@ var (
 	// renter: job arrays by array ID; their shards are jobs in BucketJobs
 	// (node/renting/array.go)
 	BucketArrays = []byte("arrays")
+	// renter: gangs by gang ID; their members are jobs in BucketJobs
+	// (node/renting/gang.go)
+	BucketGangs = []byte("gangs")
 	// data access: the roots published to every peer and the grants of
 	// roots to peers, with their ends (node/node_access.go)
 	BucketAccess = []byte("access")
@@ -48,7 +51,7 @@ var ErrNotFound = errors.New("not found")
 // refused, not recreated.
 func Open(path string) (*Store, error) {
 	db, err := boltfile.Open(path, boltfile.Options{
-		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints, BucketArrays, BucketAccess},
+		Buckets: [][]byte{BucketOffer, BucketLeases, BucketJobs, BucketJobLogs, BucketPeers, BucketServices, BucketCheckpoints, BucketArrays, BucketAccess, BucketGangs},
 		Timeout: 2 * time.Second,
 	})
 	if err != nil {
