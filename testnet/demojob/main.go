@@ -38,6 +38,11 @@ func main() {
 		shard = fmt.Sprintf("shard %s of %s\n", i, os.Getenv("GLEANER_SHARD_COUNT"))
 		fmt.Print(shard)
 	}
+	// A gang's member says its rank, so that a test sees each member
+	// was given its own.
+	if r := os.Getenv("GLEANER_GANG_RANK"); r != "" {
+		fmt.Printf("gang rank %s of %s\n", r, os.Getenv("GLEANER_GANG_SIZE"))
+	}
 	if *write != "" {
 		if err := demoimage.WriteResults(*write); err != nil {
 			fmt.Println("write failed:", err)
