@@ -53,14 +53,16 @@ type gangRun struct {
 	members map[string]*memberSignal // by member job: its go or release, while it waits for one
 }
 
-// memberSignal is how the driver tells a member holding an award whether
-// to start it.
+// memberSignal is how the driver tells a member holding an award to
+// start it, and a member (started or not) to let its lease go. Each is
+// sent at most once; a release may follow a start.
 type memberSignal struct {
-	start, release chan struct{}
-	once           sync.Once
+	start, release         chan struct{}
+	startOnce, releaseOnce sync.Once
 }
 
-func (m *memberSignal) send(c chan struct{}) { m.once.Do(func() { close(c) }) }
+func (m *memberSignal) goAhead() { m.startOnce.Do(func() { close(m.start) }) }
+func (m *memberSignal) letGo()   { m.releaseOnce.Do(func() { close(m.release) }) }
 
 // submitGang checks that the book can hold the gang, records it and
 // starts its driver, which awards its first member.
@@ -208,9 +210,9 @@ func (r *Jobs) gangActs(run *gangRun, acts []renter.GangAction) {
 				r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: a.Job, Why: err.Error()})
 			}
 		case renter.GangStart:
-			r.signalMember(run, a.Job, func(m *memberSignal) { m.send(m.start) })
+			r.signalMember(run, a.Job, (*memberSignal).goAhead)
 		case renter.GangRelease, renter.GangStop:
-			if !r.signalMember(run, a.Job, func(m *memberSignal) { m.send(m.release) }) {
+			if !r.signalMember(run, a.Job, (*memberSignal).letGo) {
 				// No goroutine holds it (this node restarted): tell
 				// its provider here, and the gang that it ended.
 				r.spawn(func() { r.stopOrphanMember(run, a) })
@@ -254,6 +256,13 @@ func (r *Jobs) gangEnded(run *gangRun, why string) {
 	}
 	id, st := run.rec.ID, run.rec.Life.State
 	run.mu.Unlock()
+	// The members' checkpoints were kept for the next placement; there
+	// is none now.
+	for _, j := range r.Snapshot(func(j *JobRecord) bool { return j.Gang == id }) {
+		if err := r.store.Update(func(tx *store.Tx) error { return tx.Delete(store.BucketCheckpoints, j.ID) }); err != nil {
+			r.log.Error("gang member's checkpoint not deleted", "job", j.ID, "err", err)
+		}
+	}
 	r.log.Info("gang ended", "gang", id, "state", st, "why", why)
 	r.publish(JobEvent{JobID: id, Type: "state", State: st, Note: why, Time: now})
 }
