@@ -2,6 +2,7 @@ package auction
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -92,5 +93,16 @@ func TestGangSpecErrorsNameTheField(t *testing.T) {
 	var se *SpecError
 	if _, err := ParseJobSpec([]byte(svc)); !errors.As(err, &se) || se.Field != "gang" || !strings.Contains(se.Msg, "batch") {
 		t.Errorf("a service gang: %v", err)
+	}
+}
+
+func TestGangExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../docs/examples/gang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseJobSpec(b)
+	if err != nil || s.Gang == nil || s.Gang.Members != 4 {
+		t.Fatalf("docs/examples/gang.yaml: %v (%+v)", err, s)
 	}
 }
