@@ -130,6 +130,12 @@ type GangAction struct {
 	Job   string
 	Avoid []string // GangAward's
 	From  string   // GangAward's: the job whose checkpoint it resumes from, "" for none
+	// Patient: GangAward's round may wait for the book to catch up
+	// (Policy.Patience) rather than fail at once: the gang is being placed
+	// again (providers are still freeing the GPUs of the members just
+	// stopped, or publishing them) and no other member holds an award
+	// that would lapse unstarted meanwhile.
+	Patient bool
 }
 
 // NewGang is a gang of size members, none placed; maxReauctions is the
@@ -266,7 +272,11 @@ func (g *Gang) awardAction(rank int) GangAction {
 	m := &g.s.Members[rank]
 	m.Tries++
 	m.Job = GangMemberJob(g.s.ID, rank, g.s.Placement, m.Tries)
-	return GangAction{Kind: GangAward, Rank: rank, Job: m.Job, Avoid: g.avoidFor(rank), From: m.From}
+	patient := g.s.Placement > 1
+	for i, o := range g.s.Members {
+		patient = patient && (i == rank || o.Phase != MemberAwarded)
+	}
+	return GangAction{Kind: GangAward, Rank: rank, Job: m.Job, Avoid: g.avoidFor(rank), From: m.From, Patient: patient}
 }
 
 // avoidFor is the providers rank's award avoids.

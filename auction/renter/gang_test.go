@@ -246,6 +246,11 @@ func TestGangLostMemberStopsTheOthersAndIsPlacedAgain(t *testing.T) {
 	if len(again) != 3 || len(r.started) != 6 {
 		t.Fatalf("re-placement awarded %d, started %d in all", len(again), len(r.started))
 	}
+	// Only the first member of a re-placement waits for the book to catch
+	// up: a later one would leave its siblings' awards to lapse.
+	if r.awards[0].Patient || !again[0].Patient || again[1].Patient || again[2].Patient {
+		t.Fatalf("patience: first placement %v, again %v %v %v", r.awards[0].Patient, again[0].Patient, again[1].Patient, again[2].Patient)
+	}
 	for _, a := range again {
 		if a.Job != GangMemberJob("train-g", a.Rank, 2, 1) || a.From != first[a.Rank].Job || !slices.Contains(a.Avoid, lost) {
 			t.Fatalf("re-award %+v: want placement 2's job, resuming from %s, avoiding the lost %s", a, first[a.Rank].Job, lost)

@@ -167,3 +167,42 @@ func jobOf(t *testing.T, rn *rnode, id string) (renting.JobRecord, error) {
 	decodeJSON(t, r, "job status "+id, &j)
 	return j, nil
 }
+
+// A renter killed while its gang runs resumes it when started again: the
+// members it can no longer follow are stopped on their providers, and the
+// gang is placed again, spending no re-auction.
+func TestGangResumesAfterTheRenterRestarts(t *testing.T) {
+	buildGangImage(t)
+	ps := []*rnode{provider(t, "p1", "1xRTX4090"), provider(t, "p2", "1xRTX4090"), provider(t, "p3", "1xRTX4090")}
+	rn := startRenter(t, ps...)
+	all := append(ps[:len(ps):len(ps)], rn)
+	sub := rn.cli(t, "job", "submit", gangSpec(t, "resume", 3))
+	mustOK(t, sub, "job submit gang")
+	id := strings.TrimSpace(sub.stdout)
+	waitUntil(t, 3*time.Minute, "every member runs", func() bool { return runningOn(gangStatus(t, rn, id)) != nil }, all...)
+	before := gangStatus(t, rn, id).GangView.MemberJobs
+
+	rn.restart(t, syscall.SIGKILL)
+	waitUntil(t, 4*time.Minute, "the gang placed again after the restart and running", func() bool {
+		j := gangStatus(t, rn, id)
+		return j.GangView.Placement == 2 && runningOn(j) != nil
+	}, all...)
+	j := gangStatus(t, rn, id)
+	if j.GangView.Reauctions != 0 || j.GangView.Preemptions != 0 {
+		t.Errorf("the restart spent %d re-auctions and %d preemptions, want none", j.GangView.Reauctions, j.GangView.Preemptions)
+	}
+	for _, m := range before {
+		if old, err := jobOf(t, rn, m.Job); err != nil || old.State != renting.StateCancelled {
+			t.Errorf("member %d's first job %s: %s %v, want cancelled", m.Rank, m.Job, old.State, err)
+		}
+	}
+	waitUntil(t, time.Minute, "no container of the first placement left", func() bool {
+		for _, m := range before {
+			if jobContainers(t, m.Job) != 0 {
+				return false
+			}
+		}
+		return true
+	}, all...)
+	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel "+id)
+}

@@ -70,7 +70,11 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 	}
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, BillingSec: int64(r.billing / time.Second)}
 	placed := time.Now()
-	res, err := r.auc.Place(r.bg, req, renter.Policy{})
+	var pol renter.Policy // one round, with re-quotes after lost races: the gang decides what follows
+	if a.Patient {
+		pol.Patience = renter.DefaultPatience
+	}
+	res, err := r.auc.Place(r.bg, req, pol)
 	r.observeAuction(placed, err)
 	if err != nil {
 		if r.bg.Err() != nil {
