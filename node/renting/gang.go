@@ -182,8 +182,7 @@ func (r *Jobs) gangOver(run *gangRun) bool {
 		return false
 	}
 	if !recorded {
-		_, why := run.g.State()
-		r.gangEnded(run, why)
+		r.gangEnded(run, snap.Reason)
 	}
 	for _, m := range snap.Members {
 		if m.Phase == renter.MemberStopping || m.Phase == renter.MemberAwarding {
@@ -277,6 +276,7 @@ func (r *Jobs) cancelGang(run *gangRun) (*JobRecord, error) {
 	acts := run.g.Cancel()
 	run.mu.Unlock()
 	r.gangActs(run, acts)
+	r.gangOver(run) // records the end now, not at the driver's next event
 	return r.Get(run.rec.ID)
 }
 
