@@ -218,3 +218,57 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 
 // readReply reads a gang stream's reply frame.
 func readReply(r io.Reader, rep *Reply) error { return p2p.ReadJSON(r, MaxReply, rep) }
+
+// echoContainer is rank 1's container for the teardown tests: it echoes
+// lines and counts its open connections.
+type echoContainer struct {
+	addr netip.AddrPort
+	mu   sync.Mutex
+	open int
+}
+
+func (e *echoContainer) conns() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.open
+}
+
+// joinEcho joins a two-member rig: rank 0 with a container nobody calls,
+// rank 1 with an echoContainer.
+func (r *gangRig) joinEcho(t testing.TB) ([]*Membership, *echoContainer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	e := &echoContainer{addr: ln.Addr().(*net.TCPAddr).AddrPort()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			e.mu.Lock()
+			e.open++
+			e.mu.Unlock()
+			go func() {
+				_, _ = io.Copy(c, c)
+				c.Close()
+				e.mu.Lock()
+				e.open--
+				e.mu.Unlock()
+			}()
+		}
+	}()
+	idle := newContainer(t, 0)
+	m0, err := r.provs[0].net.Join(Local{Roster: r.roster, Rank: 0, ListenIP: loopback, Container: At(idle.addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := r.provs[1].net.Join(Local{Roster: r.roster, Rank: 1, ListenIP: loopback, Container: At(e.addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*Membership{m0, m1}, e
+}
