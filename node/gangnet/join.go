@@ -61,7 +61,8 @@ type Membership struct {
 
 	// guarded by n.mu
 	left    bool
-	perRank []int
+	open    int   // connections, inbound and outbound (Limits.PerGang)
+	perRank []int // outbound connections by rank (Limits.PerRank)
 	conns   map[*net.TCPConn]struct{}
 	streams map[network.Stream]struct{}
 }
@@ -247,10 +248,11 @@ func (m *Membership) accept(k int, ln net.Listener) {
 func (m *Membership) admit(k int, c *net.TCPConn) bool {
 	m.n.mu.Lock()
 	defer m.n.mu.Unlock()
-	if m.left || m.perRank[k] >= m.n.lim.PerRank {
+	if m.left || m.perRank[k] >= m.n.lim.PerRank || m.open >= m.n.lim.PerGang {
 		return false
 	}
 	m.perRank[k]++
+	m.open++
 	m.conns[c] = struct{}{}
 	return true
 }
@@ -262,6 +264,7 @@ func (m *Membership) forward(k int, c *net.TCPConn) {
 		_ = c.Close()
 		n.mu.Lock()
 		m.perRank[k]--
+		m.open--
 		delete(m.conns, c)
 		n.mu.Unlock()
 	}()

@@ -28,6 +28,8 @@ type Limits struct {
 	MaxBytes      int64         // bytes each way per connection
 	PerPeer       int           // inbound streams open at once per member's provider
 	PerRank       int           // connections open at once through the listener for one rank
+	PerGang       int           // connections open at once for one member, inbound and outbound together
+	Buf           int           // each direction's copy buffer: memory is at most 2*Buf*PerGang per member
 	RefusalEvery  time.Duration // refusals a peer may earn: one per RefusalEvery,
 	RefusalBurst  int           // after a burst; beyond, streams are reset unanswered
 }
@@ -37,9 +39,12 @@ type Limits struct {
 // own default timeout is 30 minutes). The bytes are the renter's own
 // traffic between containers it leased, paid for by those leases, so
 // MaxBytes is a guard against a runaway connection, not a quota: 4 TiB.
+// Buffers are four times the service forward's, for bulk transfers
+// (docs/PERFORMANCE.md); PerGang bounds what they cost: 64 MiB a member.
 func DefaultLimits() Limits {
 	return Limits{HeaderTimeout: 10 * time.Second, DialTimeout: 10 * time.Second, Idle: 30 * time.Minute,
-		MaxBytes: 4 << 40, PerPeer: 64, PerRank: 64, RefusalEvery: 6 * time.Second, RefusalBurst: 10}
+		MaxBytes: 4 << 40, PerPeer: 64, PerRank: 64, PerGang: 256, Buf: 128 << 10,
+		RefusalEvery: 6 * time.Second, RefusalBurst: 10}
 }
 
 // Net is one provider's side of every gang it runs a member of. The node
@@ -156,7 +161,7 @@ func (n *Net) Handle(s network.Stream) {
 }
 
 func (n *Net) tunnelLimits() tunnel.Limits {
-	return tunnel.Limits{Idle: n.lim.Idle, MaxUp: n.lim.MaxBytes, MaxDown: n.lim.MaxBytes}
+	return tunnel.Limits{Idle: n.lim.Idle, MaxUp: n.lim.MaxBytes, MaxDown: n.lim.MaxBytes, Buf: n.lim.Buf}
 }
 
 // acquire checks h against the local roster and counts the stream against
@@ -176,10 +181,11 @@ func (n *Net) acquire(h Header, from peer.ID, s network.Stream) (m *Membership, 
 		return nil, nil, CodeRefused, fmt.Sprintf("gang %q: this provider runs rank %d and knows peer %s as rank %d, not a stream from rank %d (lease %s) to rank %d",
 			h.Gang, m.rank, from, m.rankOf(from), h.From, h.Lease, h.To)
 	}
-	if n.perPeer[from] >= n.lim.PerPeer {
-		return nil, nil, CodeBusy, fmt.Sprintf("too many gang streams open from this peer (at most %d)", n.lim.PerPeer)
+	if n.perPeer[from] >= n.lim.PerPeer || m.open >= n.lim.PerGang {
+		return nil, nil, CodeBusy, fmt.Sprintf("too many gang streams open from this peer or for rank %d (at most %d, %d)", m.rank, n.lim.PerPeer, n.lim.PerGang)
 	}
 	n.perPeer[from]++
+	m.open++
 	m.streams[s] = struct{}{}
 	return m, func() {
 		n.mu.Lock()
@@ -187,6 +193,7 @@ func (n *Net) acquire(h Header, from peer.ID, s network.Stream) (m *Membership, 
 		if n.perPeer[from]--; n.perPeer[from] <= 0 {
 			delete(n.perPeer, from)
 		}
+		m.open--
 		delete(m.streams, s)
 	}, "", ""
 }

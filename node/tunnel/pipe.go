@@ -15,8 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// BufSize is each direction's copy buffer: a forwarded connection costs at
-// most two of them.
+// BufSize is each direction's copy buffer unless Limits.Buf says
+// otherwise: a joined connection costs two of them.
 const BufSize = 32 << 10
 
 // ErrTooLarge cuts a direction that passed its byte limit.
@@ -27,6 +27,11 @@ type Limits struct {
 	Idle    time.Duration // a direction with no bytes for this long ends the connection
 	MaxUp   int64         // bytes from the stream to the TCP side
 	MaxDown int64         // bytes from the TCP side to the stream
+	// Buf is each direction's copy buffer; 0 is BufSize. Larger buffers
+	// mean fewer reads, writes and deadline updates per byte: a bulk
+	// transfer through a forward is bound by those (see the gang
+	// network's numbers in docs/PERFORMANCE.md).
+	Buf int
 }
 
 // deadlineRW is what both ends of a joined connection are.
@@ -45,14 +50,14 @@ type deadlineRW interface {
 func Join(s network.Stream, c *net.TCPConn, lim Limits) error {
 	errc := make(chan error, 2)
 	go func() {
-		err := CopyBounded(c, s, lim.MaxUp, lim.Idle)
+		err := copyBounded(c, s, lim.MaxUp, lim.Idle, lim.Buf)
 		if err == nil {
 			err = c.CloseWrite()
 		}
 		errc <- err
 	}()
 	go func() {
-		err := CopyBounded(s, c, lim.MaxDown, lim.Idle)
+		err := copyBounded(s, c, lim.MaxDown, lim.Idle, lim.Buf)
 		if err == nil {
 			err = s.CloseWrite()
 		}
@@ -72,10 +77,14 @@ func Join(s network.Stream, c *net.TCPConn, lim Limits) error {
 	return first
 }
 
-// CopyBounded copies src to dst until src's EOF (nil), at most limit
-// bytes, with every read and write due within idle.
-func CopyBounded(dst, src deadlineRW, limit int64, idle time.Duration) error {
-	buf := make([]byte, BufSize)
+// copyBounded copies src to dst until src's EOF (nil), at most limit
+// bytes, with every read and write due within idle, through a buffer of
+// bufSize bytes (0: BufSize).
+func copyBounded(dst, src deadlineRW, limit int64, idle time.Duration, bufSize int) error {
+	if bufSize <= 0 {
+		bufSize = BufSize
+	}
+	buf := make([]byte, bufSize)
 	var total int64
 	for {
 		_ = src.SetReadDeadline(time.Now().Add(idle))
