@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
+	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/journal"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/peers"
@@ -101,6 +102,7 @@ type Node struct {
 	provider       *provider
 	providerJobs   *providing.Provider
 	services       *providing.Forwarder // serves service jobs' ports to their renters
+	gangs          *gangnet.Net         // carries gang members' connections between providers
 	ledger         *ledger.Store
 	feeds          *feeds
 	rep            *renting.Reputation

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/providing"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
@@ -96,6 +97,12 @@ func (n *Node) startProviderJobs(context.Context) error {
 	// closed first at Stop, so that no long response holds it up.
 	h.SetStreamHandler(n.host.ProtocolID(wire.ServiceProto), n.tasks.handler(n.services.Handle))
 	n.onStop(func(context.Context) error { n.services.Close(); return nil })
+	// Gang members reach each other here (docs/GANG_NETWORK.md); the
+	// provider's gang start joins and leaves n.gangs. Closed at Stop with
+	// the service forward, for the same reason.
+	n.gangs = gangnet.New(n.host, gangnet.DefaultLimits(), n.log.With("part", "gang-net"))
+	h.SetStreamHandler(n.host.ProtocolID(gangnet.Proto), n.tasks.handler(n.gangs.Handle))
+	n.onStop(func(context.Context) error { n.gangs.Close(); return nil })
 	n.providerJobs = pj
 	// Registered after the offer's withdrawal, so run before it (stop
 	// steps run last first): running jobs get their notice and their

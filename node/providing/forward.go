@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gleaner-net/gleaner/node/tunnel"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"golang.org/x/time/rate"
 )
 
 // The provider's side of reaching a service job (docs/SERVICES.md,
@@ -31,13 +31,6 @@ import (
 // open at once (so memory is at most two copy buffers per stream, and
 // streams per peer are capped), and how often a peer may be refused
 // before it is reset without an answer.
-
-const (
-	serviceBufSize = 32 << 10
-	// maxRefusalPeers bounds the refusal limiters kept: a stranger with
-	// many identities costs at most this many small structs.
-	maxRefusalPeers = 4096
-)
 
 // ForwardLimits bound every stream; tests shrink them.
 type ForwardLimits struct {
@@ -73,13 +66,14 @@ type Forwarder struct {
 	log  *slog.Logger
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	mu       sync.Mutex // guards everything below
-	targets  map[string]serviceTarget
-	perPeer  map[peer.ID]int
-	perJob   map[string]int
-	streams  map[string]map[network.Stream]struct{} // open streams by job, reset by Remove and Close
-	refusals map[peer.ID]*rate.Limiter
-	closed   bool
+	mu      sync.Mutex // guards everything below
+	targets map[string]serviceTarget
+	perPeer map[peer.ID]int
+	perJob  map[string]int
+	streams map[string]map[network.Stream]struct{} // open streams by job, reset by Remove and Close
+	closed  bool
+
+	refusals *tunnel.Refusals
 
 	refused atomic.Int64 // refusals answered
 	limited atomic.Int64 // refusals reset unanswered (rate limit)
@@ -89,7 +83,8 @@ type Forwarder struct {
 func NewForwarder(lim ForwardLimits, log *slog.Logger) *Forwarder {
 	return &Forwarder{lim: lim, log: log, dial: (&net.Dialer{}).DialContext,
 		targets: map[string]serviceTarget{}, perPeer: map[peer.ID]int{}, perJob: map[string]int{},
-		streams: map[string]map[network.Stream]struct{}{}, refusals: map[peer.ID]*rate.Limiter{}}
+		streams:  map[string]map[network.Stream]struct{}{},
+		refusals: tunnel.NewRefusals(lim.RefusalEvery, lim.RefusalBurst)}
 }
 
 // Add serves jobID's container at addr to renter alone, replacing what
@@ -190,7 +185,7 @@ func (f *Forwarder) Handle(s network.Stream) {
 		return
 	}
 	_ = s.SetDeadline(time.Time{})
-	if err := f.pipe(s, c.(*net.TCPConn)); err != nil {
+	if err := tunnel.Join(s, c.(*net.TCPConn), tunnel.Limits{Idle: f.lim.Idle, MaxUp: f.lim.MaxUp, MaxDown: f.lim.MaxDown}); err != nil {
 		f.log.Debug("service stream cut", "job", h.Job, "peer", from, "err", err)
 	}
 }
@@ -235,7 +230,7 @@ func (f *Forwarder) acquire(jobID string, from peer.ID, s network.Stream) (t ser
 // the stream is reset unanswered, which costs this node no more than the
 // header's read.
 func (f *Forwarder) refuse(s network.Stream, from peer.ID, code, why string) {
-	if !f.mayRefuse(from) {
+	if !f.refusals.Allow(from) {
 		f.limited.Add(1)
 		_ = s.Reset()
 		return
@@ -254,27 +249,4 @@ func (f *Forwarder) answer(s network.Stream, r wire.ServiceReply) {
 		return
 	}
 	_ = s.Close()
-}
-
-func (f *Forwarder) mayRefuse(from peer.ID) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l := f.refusals[from]
-	if l == nil {
-		if len(f.refusals) >= maxRefusalPeers {
-			// Forget the peers whose buckets have refilled: they are
-			// where a new one would start anyway.
-			for p, pl := range f.refusals {
-				if pl.Tokens() >= float64(f.lim.RefusalBurst) {
-					delete(f.refusals, p)
-				}
-			}
-			if len(f.refusals) >= maxRefusalPeers {
-				return false
-			}
-		}
-		l = rate.NewLimiter(rate.Every(f.lim.RefusalEvery), f.lim.RefusalBurst)
-		f.refusals[from] = l
-	}
-	return l.Allow()
 }
