@@ -97,6 +97,15 @@ func TestGangOfThreeEndToEnd(t *testing.T) {
 			return strings.Contains(rn.cli(t, "job", "logs", m.Job).stdout, want)
 		}, all...)
 	}
+	// Each member is billed by its own provider (paid ahead at its start);
+	// the gang's one total is theirs together.
+	var sum int64
+	for _, m := range members {
+		sum += int64(m.Spent)
+	}
+	if sum <= 0 || int64(j.GangView.Spent) != sum || int64(j.Paid) != sum {
+		t.Errorf("gang spent %d (paid %d), members %d", j.GangView.Spent, j.Paid, sum)
+	}
 	st := rn.cli(t, "job", "status", id)
 	if !strings.Contains(st.stdout, "3 members, 3 running, placement 1") || !strings.Contains(st.stdout, "credits in all") {
 		t.Errorf("job status %s:\n%s", id, st.stdout)
