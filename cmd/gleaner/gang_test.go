@@ -30,8 +30,14 @@ func buildGangImage(t *testing.T) {
 
 func gangSpec(t *testing.T, name string, members int) string {
 	t.Helper()
-	spec := fmt.Sprintf("name: %s\nimage: %s\ncommand: [\"-sleep\", \"5m\", \"-lines\", \"3\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
-		"duration: {max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 2}\ngang: {members: %d}\n", name, gangImage, members)
+	return gangSpecRunning(t, name, members, "5m")
+}
+
+// gangSpecRunning is a gang whose members each run for sleep.
+func gangSpecRunning(t *testing.T, name string, members int, sleep string) string {
+	t.Helper()
+	spec := fmt.Sprintf("name: %s\nimage: %s\ncommand: [\"-sleep\", \"%s\", \"-lines\", \"3\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
+		"duration: {max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 2}\ngang: {members: %d}\n", name, gangImage, sleep, members)
 	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -214,4 +220,27 @@ func TestGangResumesAfterTheRenterRestarts(t *testing.T) {
 		return true
 	}, all...)
 	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel "+id)
+	now := gangStatus(t, rn, id).GangView.MemberJobs
+	waitUntil(t, time.Minute, "no container of the cancelled gang left", func() bool {
+		for _, m := range now {
+			if jobContainers(t, m.Job) != 0 {
+				return false
+			}
+		}
+		return true
+	}, all...)
+
+	// job run of a gang follows it to its end: every member exits 0,
+	// and so does job run.
+	run := rn.cli(t, "job", "run", gangSpecRunning(t, "short", 3, "2s"))
+	mustOK(t, run, "job run short gang\n"+tails(all))
+	short := gangStatus(t, rn, strings.TrimSpace(run.stdout))
+	if short.State != renting.StateCompleted || !strings.Contains(run.stderr, "completed") {
+		t.Fatalf("job run of a gang: %s\n%s", short.State, run.stderr)
+	}
+	for _, m := range short.GangView.MemberJobs {
+		if m.State != renting.StateCompleted {
+			t.Errorf("member %d: %s", m.Rank, m.State)
+		}
+	}
 }
