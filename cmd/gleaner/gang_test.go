@@ -243,4 +243,22 @@ func TestGangResumesAfterTheRenterRestarts(t *testing.T) {
 			t.Errorf("member %d: %s", m.Rank, m.State)
 		}
 	}
+
+	// A member that fails for good fails the gang: job run exits 1 with
+	// the member's reason, and the gang is not placed again.
+	spec := gangSpecRunning(t, "bad", 2, "1s")
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, []byte(strings.Replace(string(b), `"-lines", "3"`, `"-lines", "1", "-exit", "3"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := rn.cli(t, "job", "run", spec)
+	if bad.code != 1 || !strings.Contains(bad.stderr, "exited with code 3") {
+		t.Fatalf("job run of a gang whose members exit 3: exit %d\n%s", bad.code, bad.stderr)
+	}
+	if g := gangStatus(t, rn, strings.TrimSpace(bad.stdout)); g.State != renting.StateFailed || g.GangView.Placement != 1 {
+		t.Fatalf("the failing gang: %s, placement %d", g.State, g.GangView.Placement)
+	}
 }
