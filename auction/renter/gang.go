@@ -131,10 +131,11 @@ type GangAction struct {
 	Avoid []string // GangAward's
 	From  string   // GangAward's: the job whose checkpoint it resumes from, "" for none
 	// Patient: GangAward's round may wait for the book to catch up
-	// (Policy.Patience) rather than fail at once: the gang is being placed
-	// again (providers are still freeing the GPUs of the members just
-	// stopped, or publishing them) and no other member holds an award
-	// that would lapse unstarted meanwhile.
+	// (Policy.Patience) rather than fail at once, since no other member
+	// holds an award that would lapse unstarted meanwhile: the book may
+	// still show GPUs busy that are free (a gang's members just stopped,
+	// their providers not yet republished), which the check at submit
+	// (GangFits) counts as able to hold a member.
 	Patient bool
 }
 
@@ -272,7 +273,7 @@ func (g *Gang) awardAction(rank int) GangAction {
 	m := &g.s.Members[rank]
 	m.Tries++
 	m.Job = GangMemberJob(g.s.ID, rank, g.s.Placement, m.Tries)
-	patient := g.s.Placement > 1
+	patient := true
 	for i, o := range g.s.Members {
 		patient = patient && (i == rank || o.Phase != MemberAwarded)
 	}

@@ -246,9 +246,9 @@ func TestGangLostMemberStopsTheOthersAndIsPlacedAgain(t *testing.T) {
 	if len(again) != 3 || len(r.started) != 6 {
 		t.Fatalf("re-placement awarded %d, started %d in all", len(again), len(r.started))
 	}
-	// Only the first member of a re-placement waits for the book to catch
+	// Only the first member of a placement waits for the book to catch
 	// up: a later one would leave its siblings' awards to lapse.
-	if r.awards[0].Patient || !again[0].Patient || again[1].Patient || again[2].Patient {
+	if !r.awards[0].Patient || r.awards[1].Patient || !again[0].Patient || again[1].Patient || again[2].Patient {
 		t.Fatalf("patience: first placement %v, again %v %v %v", r.awards[0].Patient, again[0].Patient, again[1].Patient, again[2].Patient)
 	}
 	for _, a := range again {
@@ -369,6 +369,16 @@ func TestGangFitsNamesTheFieldWhenTheBookIsTooSmall(t *testing.T) {
 	if !errors.As(err, &se) || se.Field != "gang.members" || !strings.Contains(se.Msg, "the offer book has 3") || !errors.Is(err, auction.ErrBadJobSpec) {
 		t.Fatalf("got %v", err)
 	}
+	// A provider whose GPUs are all booked now (a gang just cancelled,
+	// its offer not yet republished) can still hold a member later.
+	busy := *m.providers[0].offer
+	busy.Booked = []auction.Booking{{Start: t0.Unix() - 60, End: t0.Unix() + 3600, GPUs: len(busy.GPUs)}}
+	book := fakeBook{&busy, m.providers[1].offer, m.providers[2].offer}
+	spec.Gang.Members, spec.Tier = 3, auction.Silver
+	if err := GangFits(spec, book, env); err != nil {
+		t.Fatalf("a booked provider counted as never able to hold a member: %v", err)
+	}
+	spec.Tier = auction.Bronze
 	spec.Gang.Members, spec.Resources.GPUs = 2, 9 // no provider has 9 GPUs
 	if err := GangFits(spec, m.book(), env); err == nil {
 		t.Fatal("a member no provider can hold was accepted")

@@ -30,8 +30,14 @@ func buildGangImage(t *testing.T) {
 
 func gangSpec(t *testing.T, name string, members int) string {
 	t.Helper()
-	spec := fmt.Sprintf("name: %s\nimage: %s\ncommand: [\"-sleep\", \"5m\", \"-lines\", \"3\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
-		"duration: {max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 2}\ngang: {members: %d}\n", name, gangImage, members)
+	return gangSpecRunning(t, name, members, "5m")
+}
+
+// gangSpecRunning is a gang whose members each run for sleep.
+func gangSpecRunning(t *testing.T, name string, members int, sleep string) string {
+	t.Helper()
+	spec := fmt.Sprintf("name: %s\nimage: %s\ncommand: [\"-sleep\", \"%s\", \"-lines\", \"3\"]\nresources: {gpus: 1}\ntier: silver\nmax_price: 1.00\n"+
+		"duration: {max: 10m}\nallow_simulated: true\nretry: {max_reauctions: 2}\ngang: {members: %d}\n", name, gangImage, sleep, members)
 	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -96,6 +102,15 @@ func TestGangOfThreeEndToEnd(t *testing.T) {
 		waitUntil(t, time.Minute, m.Job+" prints its rank", func() bool {
 			return strings.Contains(rn.cli(t, "job", "logs", m.Job).stdout, want)
 		}, all...)
+	}
+	// Each member is billed by its own provider (paid ahead at its start);
+	// the gang's one total is theirs together.
+	var sum int64
+	for _, m := range members {
+		sum += int64(m.Spent)
+	}
+	if sum <= 0 || int64(j.GangView.Spent) != sum || int64(j.Paid) != sum {
+		t.Errorf("gang spent %d (paid %d), members %d", j.GangView.Spent, j.Paid, sum)
 	}
 	st := rn.cli(t, "job", "status", id)
 	if !strings.Contains(st.stdout, "3 members, 3 running, placement 1") || !strings.Contains(st.stdout, "credits in all") {
@@ -205,4 +220,54 @@ func TestGangResumesAfterTheRenterRestarts(t *testing.T) {
 		return true
 	}, all...)
 	mustOK(t, rn.cli(t, "job", "cancel", id), "job cancel "+id)
+	now := gangStatus(t, rn, id).GangView.MemberJobs
+	waitUntil(t, time.Minute, "no container of the cancelled gang left", func() bool {
+		for _, m := range now {
+			if jobContainers(t, m.Job) != 0 {
+				return false
+			}
+		}
+		return true
+	}, all...)
+
+	// job run of a gang follows it to its end: every member exits 0,
+	// and so does job run.
+	run := rn.cli(t, "job", "run", gangSpecRunning(t, "short", 3, "2s"))
+	mustOK(t, run, "job run short gang\n"+tails(all))
+	short := gangStatus(t, rn, strings.TrimSpace(run.stdout))
+	if short.State != renting.StateCompleted || !strings.Contains(run.stderr, "completed") {
+		t.Fatalf("job run of a gang: %s\n%s", short.State, run.stderr)
+	}
+	for _, m := range short.GangView.MemberJobs {
+		if m.State != renting.StateCompleted {
+			t.Errorf("member %d: %s", m.Rank, m.State)
+		}
+	}
+
+	// A member that fails for good fails the gang: job run exits 1 with
+	// the member's reason, and the gang is not placed again.
+	spec := gangSpecRunning(t, "bad", 2, "1s")
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, []byte(strings.Replace(string(b), `"-lines", "3"`, `"-lines", "1", "-exit", "3"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := rn.cli(t, "job", "run", spec)
+	if bad.code != 1 || !strings.Contains(bad.stderr, "exited with code 3") {
+		t.Fatalf("job run of a gang whose members exit 3: exit %d\n%s", bad.code, bad.stderr)
+	}
+	// (A placement may fail to lease before one runs: offers republish
+	// the GPUs the last gang freed only within seconds. A failed member
+	// must not be placed again: no re-auction is spent on it.)
+	g := gangStatus(t, rn, strings.TrimSpace(bad.stdout))
+	if g.State != renting.StateFailed || !strings.Contains(g.Error, "exited with code 3") || g.GangView.Reauctions != 0 {
+		t.Fatalf("the failing gang: %s (%s), %+v", g.State, g.Error, g.GangView)
+	}
+	for _, m := range g.GangView.MemberJobs {
+		if m.State == renting.StateRunning || m.State == renting.StateAuction || m.State == renting.StateLeased {
+			t.Errorf("member %d of the failed gang is %s", m.Rank, m.State)
+		}
+	}
 }
