@@ -147,8 +147,17 @@ func (m *Membership) Env() map[string]string {
 	}
 }
 
-// Leave is Net.Leave for this member's gang.
-func (m *Membership) Leave() { m.n.Leave(m.gang) }
+// Leave is Net.Leave for this member alone: once its gang was joined
+// again (a restarted member), the old Membership's Leave leaves the new
+// one alone.
+func (m *Membership) Leave() {
+	m.n.mu.Lock()
+	if m.n.gangs[m.gang] == m {
+		delete(m.n.gangs, m.gang)
+	}
+	m.n.mu.Unlock()
+	m.teardown()
+}
 
 func (m *Membership) hasPeer(p peer.ID) bool { return m.rankOf(p) >= 0 }
 
