@@ -42,7 +42,7 @@ func TestGangDemojobProcesses(t *testing.T) {
 		}
 		addr := ln.Addr().(*net.TCPAddr).AddrPort()
 		ln.Close()
-		m, err := p.net.Join(Local{Roster: rig.roster, Rank: i, ListenIP: loopback, Self: addr,
+		m, err := p.net.Join(Local{Roster: rig.roster, Rank: i, Lease: leaseOf(i), ListenIP: loopback, Self: addr,
 			Container: At(netip.AddrPortFrom(loopback, addr.Port()))})
 		if err != nil {
 			t.Fatal(err)

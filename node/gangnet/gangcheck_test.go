@@ -44,7 +44,7 @@ func TestGangCheckThroughForwards(t *testing.T) {
 				return addr, nil
 			}
 		}
-		m, err := p.net.Join(Local{Roster: rig.roster, Rank: i, ListenIP: loopback, Self: addr, Container: container})
+		m, err := p.net.Join(Local{Roster: rig.roster, Rank: i, Lease: leaseOf(i), ListenIP: loopback, Self: addr, Container: container})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func TestGangLeaveTearsDown(t *testing.T) {
 	}
 	// Joining again after Leave works (a restarted member), and the old
 	// membership's Leave does not end the new one.
-	again, err := rig.provs[0].net.Join(Local{Roster: rig.roster, Rank: 0, ListenIP: loopback, Container: At(echo.addr)})
+	again, err := rig.provs[0].net.Join(Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(echo.addr)})
 	if err != nil {
 		t.Fatalf("join after leave: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestGangCloseTearsDown(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", ms[1].Peers()[0], time.Second); err == nil {
 		t.Fatal("rank 1's listener for rank 0 still accepts after Close")
 	}
-	if _, err := rig.provs[1].net.Join(Local{Roster: rig.roster, Rank: 1, ListenIP: loopback, Container: At(echo.addr)}); err == nil ||
+	if _, err := rig.provs[1].net.Join(Local{Roster: rig.roster, Rank: 1, Lease: leaseOf(1), ListenIP: loopback, Container: At(echo.addr)}); err == nil ||
 		!strings.Contains(err.Error(), "closed") {
 		t.Fatalf("join after Close: %v", err)
 	}
