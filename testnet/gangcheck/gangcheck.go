@@ -82,6 +82,7 @@ func Run(ctx context.Context, c Config) error {
 	go serve(ln, c.Rank, heard)
 
 	var wg sync.WaitGroup
+	var outMu sync.Mutex // c.Out need not be safe for concurrent writes
 	errs := make([]error, c.Size)
 	for k, addr := range c.Peers {
 		wg.Add(1)
@@ -89,7 +90,9 @@ func Run(ctx context.Context, c Config) error {
 			defer wg.Done()
 			errs[k] = reach(ctx, addr, c.Rank, k)
 			if errs[k] == nil {
+				outMu.Lock()
 				fmt.Fprintf(c.Out, "gang rank %d: reached rank %d at %s\n", c.Rank, k, addr)
+				outMu.Unlock()
 			}
 		}()
 	}
