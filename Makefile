@@ -98,6 +98,7 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzReadDemandCSV$$' -fuzztime $(FUZZTIME) ./testnet/sim
 	$(GO) test -run '^$$' -fuzz '^FuzzExportBlock$$' -fuzztime $(FUZZTIME) ./node/data
 	$(GO) test -run '^$$' -fuzz '^FuzzGangHeader$$' -fuzztime $(FUZZTIME) ./node/gangnet
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRoster$$' -fuzztime $(FUZZTIME) ./node/gangnet
 
 clean: ## remove build output
 	rm -rf bin build

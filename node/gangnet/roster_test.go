@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-func testPeers(t *testing.T, n int) []peer.ID {
+func testPeers(t testing.TB, n int) []peer.ID {
 	t.Helper()
 	var out []peer.ID
 	for range n {
