@@ -61,6 +61,7 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 10m ./cmd/gleaner
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./testnet/sim
 	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem -timeout 10m ./node/data
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 10m ./node/gangnet
 
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
@@ -96,6 +97,8 @@ fuzz: ## run each fuzzer for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSignedSample$$' -fuzztime $(FUZZTIME) ./attest
 	$(GO) test -run '^$$' -fuzz '^FuzzReadDemandCSV$$' -fuzztime $(FUZZTIME) ./testnet/sim
 	$(GO) test -run '^$$' -fuzz '^FuzzExportBlock$$' -fuzztime $(FUZZTIME) ./node/data
+	$(GO) test -run '^$$' -fuzz '^FuzzGangHeader$$' -fuzztime $(FUZZTIME) ./node/gangnet
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRoster$$' -fuzztime $(FUZZTIME) ./node/gangnet
 
 clean: ## remove build output
 	rm -rf bin build

@@ -35,6 +35,8 @@ func (n *Node) startProviderJobs(context.Context) error {
 	exec, docker := n.openExecutor(ctx)
 	n.ownJobs.SetExecutor(exec, tag) // before any job starts
 	n.services = providing.NewForwarder(providing.DefaultForwardLimits(), n.log.With("part", "service-forward"))
+	// The provider's gang start joins its members here (docs/GANG_NETWORK.md).
+	n.gangs = gangnet.New(n.host, gangnet.DefaultLimits(), n.log.With("part", "gang-net"))
 	pj, err := providing.New(ctx, providing.Config{Offers: n.provider.Publisher, Network: n.host.Network(), Store: leaseStore{n.provider.store},
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour,
@@ -97,10 +99,8 @@ func (n *Node) startProviderJobs(context.Context) error {
 	// closed first at Stop, so that no long response holds it up.
 	h.SetStreamHandler(n.host.ProtocolID(wire.ServiceProto), n.tasks.handler(n.services.Handle))
 	n.onStop(func(context.Context) error { n.services.Close(); return nil })
-	// Gang members reach each other here (docs/GANG_NETWORK.md); the
-	// provider's gang start joins and leaves n.gangs. Closed at Stop with
+	// Gang members' providers reach each other here; closed at Stop with
 	// the service forward, for the same reason.
-	n.gangs = gangnet.New(n.host, gangnet.DefaultLimits(), n.log.With("part", "gang-net"))
 	h.SetStreamHandler(n.host.ProtocolID(gangnet.Proto), n.tasks.handler(n.gangs.Handle))
 	n.onStop(func(context.Context) error { n.gangs.Close(); return nil })
 	n.providerJobs = pj

@@ -54,6 +54,9 @@ func testLimits() Limits {
 	return l
 }
 
+// leaseOf is rank's lease ID in a gangRig's roster.
+func leaseOf(rank int) string { return fmt.Sprintf("lease%d", rank) }
+
 // provider is one member's provider: a host serving a Net.
 type provider struct {
 	h   *p2p.Host
@@ -83,7 +86,7 @@ func newGangRig(t testing.TB, ctx context.Context, gang string, n int, lim Limit
 			connect(t, ctx, p.h, q.h)
 		}
 		r.provs = append(r.provs, p)
-		r.roster.Members = append(r.roster.Members, Member{Rank: i, Peer: p.h.ID(), Lease: fmt.Sprintf("lease%d", i)})
+		r.roster.Members = append(r.roster.Members, Member{Rank: i, Peer: p.h.ID(), Lease: leaseOf(i)})
 	}
 	return r
 }
@@ -179,7 +182,7 @@ func (r *gangRig) join(t testing.TB) ([]*container, []*Membership) {
 	var ms []*Membership
 	for i, p := range r.provs {
 		c := newContainer(t, i)
-		m, err := p.net.Join(Local{Roster: r.roster, Rank: i, ListenIP: loopback, Self: c.addr, Container: At(c.addr)})
+		m, err := p.net.Join(Local{Roster: r.roster, Rank: i, Lease: leaseOf(i), ListenIP: loopback, Self: c.addr, Container: At(c.addr)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,11 +265,11 @@ func (r *gangRig) joinEcho(t testing.TB) ([]*Membership, *echoContainer) {
 		}
 	}()
 	idle := newContainer(t, 0)
-	m0, err := r.provs[0].net.Join(Local{Roster: r.roster, Rank: 0, ListenIP: loopback, Container: At(idle.addr)})
+	m0, err := r.provs[0].net.Join(Local{Roster: r.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(idle.addr)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m1, err := r.provs[1].net.Join(Local{Roster: r.roster, Rank: 1, ListenIP: loopback, Container: At(e.addr)})
+	m1, err := r.provs[1].net.Join(Local{Roster: r.roster, Rank: 1, Lease: leaseOf(1), ListenIP: loopback, Container: At(e.addr)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,11 @@ import (
 type Local struct {
 	Roster Roster
 	Rank   int // the local member's rank; the roster must name this provider there
+	// Lease is the CID of the lease under which this provider runs the
+	// member; the roster must name it at Rank, so that a roster from
+	// someone other than the lease's renter, or for another lease, is not
+	// joined. Required.
+	Lease string
 	// ListenIP is where the container reaches this daemon: 127.0.0.1 for
 	// the process executor; for Docker, the host's address on the
 	// container's network. One listener per other rank, on a free port.
@@ -32,6 +37,15 @@ type Local struct {
 	// container's address is known only once it runs; until then its
 	// error refuses the stream as unreachable (a rendezvous retries).
 	Container func(ctx context.Context) (netip.AddrPort, error)
+}
+
+// ProcessLocal is the Local of a member that the process executor runs:
+// the job is a process on this host, listening on 127.0.0.1 at the
+// roster's port, and it reaches the listeners on 127.0.0.1 too.
+func ProcessLocal(r Roster, rank int, lease string) Local {
+	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	self := netip.AddrPortFrom(lo, uint16(r.port()))
+	return Local{Roster: r, Rank: rank, Lease: lease, ListenIP: lo, Self: self, Container: At(self)}
 }
 
 // At is a Local.Container for an address known in advance.
@@ -83,6 +97,8 @@ func (n *Net) Join(l Local) (*Membership, error) {
 		return nil, fmt.Errorf("gang %q: local rank %d outside 0..%d", r.Gang, l.Rank, r.Size-1)
 	case members[l.Rank].Peer != n.host.ID():
 		return nil, fmt.Errorf("gang %q: the roster names %s at rank %d, not this provider", r.Gang, members[l.Rank].Peer, l.Rank)
+	case members[l.Rank].Lease != l.Lease:
+		return nil, fmt.Errorf("gang %q: the roster names lease %q at rank %d, not this member's %q", r.Gang, members[l.Rank].Lease, l.Rank, l.Lease)
 	case !l.ListenIP.IsValid():
 		return nil, fmt.Errorf("gang %q: no listen address for the container", r.Gang)
 	case l.Container == nil:
@@ -147,8 +163,17 @@ func (m *Membership) Env() map[string]string {
 	}
 }
 
-// Leave is Net.Leave for this member's gang.
-func (m *Membership) Leave() { m.n.Leave(m.gang) }
+// Leave is Net.Leave for this member alone: once its gang was joined
+// again (a restarted member), the old Membership's Leave leaves the new
+// one alone.
+func (m *Membership) Leave() {
+	m.n.mu.Lock()
+	if m.n.gangs[m.gang] == m {
+		delete(m.n.gangs, m.gang)
+	}
+	m.n.mu.Unlock()
+	m.teardown()
+}
 
 func (m *Membership) hasPeer(p peer.ID) bool { return m.rankOf(p) >= 0 }
 

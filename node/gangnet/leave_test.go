@@ -66,10 +66,21 @@ func TestGangLeaveTearsDown(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	// Joining again after Leave works (a restarted member).
-	if _, err := rig.provs[0].net.Join(Local{Roster: rig.roster, Rank: 0, ListenIP: loopback, Container: At(echo.addr)}); err != nil {
+	// Joining again after Leave works (a restarted member), and the old
+	// membership's Leave does not end the new one.
+	again, err := rig.provs[0].net.Join(Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(echo.addr)})
+	if err != nil {
 		t.Fatalf("join after leave: %v", err)
 	}
+	ms[0].Leave()
+	if st := rig.provs[0].net.Stats(); st.Gangs != 1 {
+		t.Fatalf("the old membership's Leave ended the new one: %+v", st)
+	}
+	c2, err := net.DialTimeout("tcp", again.Peers()[1], time.Second)
+	if err != nil {
+		t.Fatalf("the new membership's listener: %v", err)
+	}
+	c2.Close()
 }
 
 // Close does the same for every gang, and refuses Join afterwards.
@@ -89,7 +100,7 @@ func TestGangCloseTearsDown(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", ms[1].Peers()[0], time.Second); err == nil {
 		t.Fatal("rank 1's listener for rank 0 still accepts after Close")
 	}
-	if _, err := rig.provs[1].net.Join(Local{Roster: rig.roster, Rank: 1, ListenIP: loopback, Container: At(echo.addr)}); err == nil ||
+	if _, err := rig.provs[1].net.Join(Local{Roster: rig.roster, Rank: 1, Lease: leaseOf(1), ListenIP: loopback, Container: At(echo.addr)}); err == nil ||
 		!strings.Contains(err.Error(), "closed") {
 		t.Fatalf("join after Close: %v", err)
 	}

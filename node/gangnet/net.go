@@ -141,6 +141,9 @@ func (n *Net) Handle(s network.Stream) {
 	c, err := m.dialContainer(ctx, n.dial)
 	cancel()
 	if err != nil {
+		// Answered without the refusal limit: a member retrying while
+		// the container starts is no stranger knocking.
+		n.refused.Add(1)
 		n.answer(s, Reply{Code: CodeUnreachable, Error: fmt.Sprintf("rank %d's gang port is not answering: %v", m.rank, err)})
 		return
 	}

@@ -25,7 +25,7 @@ func TestGangStreamRefusals(t *testing.T) {
 	connect(t, ctx, p2.h, p0.h)
 	beta := Roster{Gang: "beta", Size: 2, Members: []Member{
 		{Rank: 0, Peer: p0.h.ID(), Lease: "betalease0"}, {Rank: 1, Peer: p2.h.ID(), Lease: "betalease1"}}}
-	if _, err := p0.net.Join(Local{Roster: beta, Rank: 0, ListenIP: loopback, Container: At(cs[0].addr)}); err != nil {
+	if _, err := p0.net.Join(Local{Roster: beta, Rank: 0, Lease: "betalease0", ListenIP: loopback, Container: At(cs[0].addr)}); err != nil {
 		t.Fatal(err)
 	}
 	stranger := bareHost(t, ctx)

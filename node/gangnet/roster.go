@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -99,6 +100,27 @@ func (r Roster) Validate() error {
 		leases[m.Lease] = m.Rank
 	}
 	return nil
+}
+
+// MaxRosterBytes bounds a roster's encoding: MaxSize members of a peer ID,
+// a lease CID and their keys fit with room to spare.
+const MaxRosterBytes = 96 << 10
+
+// DecodeRoster is how a roster that came over the network is read:
+// bounded, strict JSON (no unknown fields, nothing trailing), then
+// Validate.
+func DecodeRoster(b []byte) (Roster, error) {
+	var r Roster
+	if len(b) > MaxRosterBytes {
+		return r, fmt.Errorf("gang roster of %d bytes > %d", len(b), MaxRosterBytes)
+	}
+	if err := p2p.DecodeJSON(b, &r); err != nil {
+		return Roster{}, fmt.Errorf("gang roster: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return Roster{}, err
+	}
+	return r, nil
 }
 
 // port is the container's gang port.

@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-func testPeers(t *testing.T, n int) []peer.ID {
+func testPeers(t testing.TB, n int) []peer.ID {
 	t.Helper()
 	var out []peer.ID
 	for range n {
@@ -81,24 +81,41 @@ func TestJoinRefusals(t *testing.T) {
 		l    Local
 		want string
 	}{
-		{"not this provider's rank", Local{Roster: rig.roster, Rank: 1, ListenIP: loopback, Container: At(c.addr)}, "not this provider"},
-		{"rank out of range", Local{Roster: rig.roster, Rank: 2, ListenIP: loopback, Container: At(c.addr)}, "outside"},
-		{"no listen address", Local{Roster: rig.roster, Rank: 0, Container: At(c.addr)}, "no listen address"},
-		{"no container", Local{Roster: rig.roster, Rank: 0, ListenIP: loopback}, "gang port"},
-		{"invalid roster", Local{Roster: Roster{Gang: "j", Size: 1}, Rank: 0, ListenIP: loopback, Container: At(c.addr)}, "0 members"},
+		{"not this provider's rank", Local{Roster: rig.roster, Rank: 1, Lease: leaseOf(1), ListenIP: loopback, Container: At(c.addr)}, "not this provider"},
+		{"rank out of range", Local{Roster: rig.roster, Rank: 2, Lease: leaseOf(2), ListenIP: loopback, Container: At(c.addr)}, "outside"},
+		{"another lease", Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(1), ListenIP: loopback, Container: At(c.addr)}, "not this member's"},
+		{"no lease", Local{Roster: rig.roster, Rank: 0, ListenIP: loopback, Container: At(c.addr)}, "not this member's"},
+		{"no listen address", Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), Container: At(c.addr)}, "no listen address"},
+		{"no container", Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback}, "gang port"},
+		{"invalid roster", Local{Roster: Roster{Gang: "j", Size: 1}, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(c.addr)}, "0 members"},
 	} {
 		if _, err := n.Join(tc.l); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
-	m, err := n.Join(Local{Roster: rig.roster, Rank: 0, ListenIP: loopback, Container: At(c.addr)})
+	m, err := n.Join(Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(c.addr)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := m.Peers()[0]; got != "127.0.0.1:29500" {
 		t.Errorf("own entry %q, want the default gang port on 127.0.0.1", got)
 	}
-	if _, err := n.Join(Local{Roster: rig.roster, Rank: 0, ListenIP: loopback, Container: At(c.addr)}); err == nil || !strings.Contains(err.Error(), "already joined") {
+	m.Leave()
+	// ProcessLocal: the listeners and the own entry on 127.0.0.1, the
+	// container dialled at the roster's port.
+	rs := rig.roster
+	rs.Port = 29611
+	pl := ProcessLocal(rs, 0, leaseOf(0))
+	m, err = n.Join(pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Leave()
+	if addr, _ := pl.Container(context.Background()); addr.String() != "127.0.0.1:29611" || m.Peers()[0] != "127.0.0.1:29611" ||
+		!strings.HasPrefix(m.Peers()[1], "127.0.0.1:") {
+		t.Errorf("ProcessLocal: container %v, peers %v", addr, m.Peers())
+	}
+	if _, err := n.Join(Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(c.addr)}); err == nil || !strings.Contains(err.Error(), "already joined") {
 		t.Errorf("second join: %v", err)
 	}
 }

@@ -4,9 +4,11 @@
 //
 //	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data] [-write /outputs]
 //	demojob -answer 100000   (a known-answer job: prints only a checkable result)
+//	demojob -gang 2m         (a gang member: exchange with every rank of GLEANER_GANG_PEERS, docs/GANG_NETWORK.md)
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/testnet/demoimage"
+	"github.com/gleaner-net/gleaner/testnet/gangcheck"
 )
 
 func main() {
@@ -30,7 +33,11 @@ func main() {
 	answer := flag.Int("answer", 0, "known-answer mode: print sha256 iterated this many times over \"gleaner\" and exit")
 	read := flag.String("read", "", "print the sha256 of every file under this directory (a job input), and whether it is writable")
 	write := flag.String("write", "", "write results under this directory (a job's outputs): "+demoimage.ResultsDoc)
+	gang := flag.Duration("gang", 0, "gang mode: exchange data with every rank in GLEANER_GANG_PEERS within this time, then exit")
 	flag.Parse()
+	if *gang > 0 {
+		os.Exit(runGang(*gang))
+	}
 	// A shard of a job array says which, and writes it with its results,
 	// so that a test sees each shard ran once with its own index.
 	shard := ""
@@ -142,4 +149,20 @@ func readTree(dir string) error {
 		fmt.Println("input writable: no")
 	}
 	return nil
+}
+
+// runGang is the gang mode: 0 once every rank was reached and heard from.
+func runGang(within time.Duration) int {
+	cfg, err := gangcheck.FromEnv(os.Getenv, os.Stdout)
+	if err != nil {
+		fmt.Println("gang failed:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := gangcheck.Run(ctx, cfg); err != nil {
+		fmt.Println("gang failed:", err)
+		return 1
+	}
+	return 0
 }
