@@ -1,10 +1,11 @@
 package auction
 
 import (
-	"github.com/ipfs/go-cid"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/ipfs/go-cid"
 )
 
 // mapRep is a fake Reputation; providers it does not list score 0.
