@@ -44,7 +44,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 		GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
-		OnServiceDrain: n.services.Drain, Log: n.log.With("part", "provider-jobs")})
+		OnServiceDrain: n.services.Drain, Gangs: n.gangs, Log: n.log.With("part", "provider-jobs")})
 	if err != nil {
 		return err
 	}

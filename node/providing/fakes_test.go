@@ -113,6 +113,7 @@ type fakeExec struct {
 	startErr error
 	hold     chan struct{}
 	outputs  []byte
+	kind     string // Kind's answer; "" is "fake"
 
 	mu      sync.Mutex
 	orphans map[string]*fakeJob // by executor job ID: what Adopt finds
@@ -122,7 +123,12 @@ func newFakeExec() *fakeExec {
 	return &fakeExec{started: make(chan *fakeJob, 8), orphans: map[string]*fakeJob{}}
 }
 
-func (e *fakeExec) Kind() string { return "fake" }
+func (e *fakeExec) Kind() string {
+	if e.kind != "" {
+		return e.kind
+	}
+	return "fake"
+}
 func (e *fakeExec) Unsafe() bool { return false }
 func (e *fakeExec) Reconcile(context.Context, func(string) bool) ([]string, error) {
 	return nil, nil

@@ -18,6 +18,7 @@ import (
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
+	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/offers"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -37,6 +38,7 @@ type Provider struct {
 	store        Store
 	key          crypto.PrivKey
 	exec         executor.Executor // nil: this node cannot run jobs, so it never bids
+	gangs        GangNet           // Config.Gangs
 	data         Data              // nil: jobs with inputs fail to start, outputs are not kept
 	retention    time.Duration     // how long outputs are kept (Config.OutputRetention)
 	inputTimeout time.Duration     // bounds fetchInputs (Config.InputFetchTimeout)
@@ -171,7 +173,10 @@ type Config struct {
 	OnService      func(jobID string, renter peer.ID, addr netip.AddrPort)
 	OnServiceDrain func(jobID string)
 	OnServiceEnd   func(jobID string)
-	Log            *slog.Logger
+	// Gangs carries gang members' connections between providers
+	// (node/gangnet); nil: a gang member runs without GLEANER_GANG_PEERS.
+	Gangs GangNet
+	Log   *slog.Logger
 }
 
 // activeLease is what the adapter holds for a lease the scheduler has:
@@ -199,6 +204,10 @@ type activeLease struct {
 	// begun (a reservation waiting for its window): nothing to stop yet.
 	cancelled  chan struct{}
 	cancelOnce sync.Once
+	// gang is the member's place in its gang's network, joined before its
+	// container starts and left when its run ends (gang_start.go); nil for
+	// any other job. Touched by the lease's run goroutine only.
+	gang *gangnet.Membership
 	// back is closed once its renter follows the job on a stream of its
 	// own (attach): an adopted job's renter came back (see awaitRenter).
 	back     chan struct{}
@@ -229,7 +238,7 @@ func New(bg context.Context, c Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("providing: the node's key: %w", err)
 	}
-	pj := &Provider{p: c.Offers, self: self.String(), network: c.Network, store: c.Store, key: c.Key, exec: c.Exec, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout,
+	pj := &Provider{p: c.Offers, self: self.String(), network: c.Network, store: c.Store, key: c.Key, exec: c.Exec, gangs: c.Gangs, data: c.Data, retention: c.OutputRetention, inputTimeout: c.InputFetchTimeout,
 		maxInput: c.MaxJobInput, reserve: max(c.DiskReserve, 0), freeDisk: c.FreeDisk, log: c.Log, bg: bg, tag: c.Tag,
 		gpus: c.GPUs, wrongAnswers: c.WrongAnswers, spawn: c.Spawn, onService: c.OnService, onServiceEnd: c.OnServiceEnd,
 		onServiceDrain: c.OnServiceDrain, sched: sched.New(opts...), leases: map[string]*activeLease{}, kick: make(chan struct{}, 1), begins: defaultBegin}

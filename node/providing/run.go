@@ -181,6 +181,7 @@ func (pj *Provider) run(s Stream, al *activeLease, req wire.JobRequest, spec *au
 	defer hb.stop()
 	ctx, cancel := context.WithDeadline(pj.bg, time.Unix(al.lease.End, 0))
 	defer cancel()
+	defer pj.leaveGang(al) // joined by launchJob, on this goroutine
 	job, kept := pj.launchJob(ctx, al, req, spec)
 	if job == nil {
 		if !kept {
@@ -234,6 +235,10 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	es := pj.execSpec(al, spec, req.Secrets)
 	es.Restore = req.Checkpoint
 	al.outputMax = spec.Outputs.MaxBytes
+	if err := pj.joinGang(al, req, spec, &es); err != nil {
+		_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Error: "gang network: " + err.Error()})
+		return nil, false
+	}
 	if a := req.RegistryAuth; a != nil {
 		if err := a.Validate(); err != nil {
 			_ = send(wire.Event{Type: wire.EventError, Status: wire.StatusNotStarted, Code: wire.CodePull, Error: PullFailed + err.Error()})

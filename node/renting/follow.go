@@ -66,10 +66,16 @@ func (o runEnd) typed(provider string) renter.RunEnd {
 // follow1 starts the leased job on the provider and follows it to its
 // end (followLease).
 func (r *Jobs) follow1(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt []byte) runEnd {
+	return r.followStart(id, spec, l, leaseRaw, specYAML, secrets, ckpt, nil)
+}
+
+// followStart is follow1 with a gang member's roster (wire.JobRequest.Gang)
+// in the start.
+func (r *Jobs) followStart(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw, specYAML []byte, secrets map[string]string, ckpt, gang []byte) runEnd {
 	r.mu.Lock()
 	auth := r.registryAuth[id]
 	r.mu.Unlock()
-	start := &wire.JobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth}
+	start := &wire.JobRequest{Kind: "start", Lease: leaseRaw, Spec: specYAML, Secrets: secrets, Checkpoint: ckpt, RegistryAuth: auth, Gang: gang}
 	if r.beforeStart != nil {
 		r.beforeStart(id, l.Provider)
 	}

@@ -59,9 +59,17 @@ type gangRun struct {
 type memberSignal struct {
 	start, release         chan struct{}
 	startOnce, releaseOnce sync.Once
+	// roster is the gang's roster (gangnet.Roster as JSON) sent with the
+	// start; written before start is closed, read after.
+	roster []byte
 }
 
 func (m *memberSignal) goAhead() { m.startOnce.Do(func() { close(m.start) }) }
+
+// goAheadWith starts the member with the gang's roster.
+func (m *memberSignal) goAheadWith(roster []byte) {
+	m.startOnce.Do(func() { m.roster = roster; close(m.start) })
+}
 func (m *memberSignal) letGo()   { m.releaseOnce.Do(func() { close(m.release) }) }
 
 // submitGang checks that the book can hold the gang, records it and
@@ -201,6 +209,7 @@ func (r *Jobs) gangActs(run *gangRun, acts []renter.GangAction) {
 	if err != nil {
 		r.log.Error("gang record not saved", "gang", run.rec.ID, "err", err)
 	}
+	var roster []byte // built at the first start: every member holds an award then
 	for _, a := range acts {
 		switch a.Kind {
 		case renter.GangAward:
@@ -209,7 +218,10 @@ func (r *Jobs) gangActs(run *gangRun, acts []renter.GangAction) {
 				r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: a.Job, Why: err.Error()})
 			}
 		case renter.GangStart:
-			r.signalMember(run, a.Job, (*memberSignal).goAhead)
+			if roster == nil {
+				roster = r.gangRoster(run)
+			}
+			r.signalMember(run, a.Job, func(m *memberSignal) { m.goAheadWith(roster) })
 		case renter.GangRelease, renter.GangStop:
 			if !r.signalMember(run, a.Job, (*memberSignal).letGo) {
 				// No goroutine holds it (this node restarted): tell

@@ -117,7 +117,7 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 		case <-ran.Done():
 		}
 	})
-	out := r.follow1(id, spec, lease, raw, specYAML, run.secrets, r.memberCheckpoint(a.From))
+	out := r.followStart(id, spec, lease, raw, specYAML, run.secrets, r.memberCheckpoint(a.From), sig.roster)
 	if r.bg.Err() != nil {
 		return // stopping: the gang is placed again after the restart
 	}

@@ -26,6 +26,7 @@ type JobBody struct {
 	Secrets      map[string]string `json:"secrets,omitempty"`
 	Checkpoint   []byte            `json:"checkpoint,omitempty"`
 	RegistryAuth *RegistryAuth     `json:"registry_auth,omitempty"`
+	Gang         []byte            `json:"gang,omitempty"` // a gang member's roster (JobRequest.Gang)
 }
 
 // Head is the request's first frame.
@@ -33,13 +34,13 @@ func (r *JobRequest) Head() JobHead { return JobHead{Kind: r.Kind, Lease: r.Leas
 
 // Body is a start's second frame.
 func (r *JobRequest) Body() JobBody {
-	return JobBody{Spec: r.Spec, Secrets: r.Secrets, Checkpoint: r.Checkpoint, RegistryAuth: r.RegistryAuth}
+	return JobBody{Spec: r.Spec, Secrets: r.Secrets, Checkpoint: r.Checkpoint, RegistryAuth: r.RegistryAuth, Gang: r.Gang}
 }
 
 // WithBody is the request whose head is h, with b's contents.
 func (h JobHead) WithBody(b JobBody) JobRequest {
 	return JobRequest{Kind: h.Kind, Lease: h.Lease, Nonce: h.Nonce, Spec: b.Spec, Secrets: b.Secrets,
-		Checkpoint: b.Checkpoint, RegistryAuth: b.RegistryAuth}
+		Checkpoint: b.Checkpoint, RegistryAuth: b.RegistryAuth, Gang: b.Gang}
 }
 
 // WriteJobRequest writes r as the renter sends it: its head, and for a

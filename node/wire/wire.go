@@ -110,6 +110,11 @@ type JobRequest struct {
 	// winner only (never in a quote request), over the stream's
 	// encryption; the renter keeps them in memory only.
 	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+	// Gang is a gang member's roster (node/gangnet.Roster, as JSON): every
+	// member's provider and lease, known only once every member holds an
+	// award, so sent with the start rather than inside the spec. The
+	// provider decodes it with its own bounds (gangnet.DecodeRoster).
+	Gang []byte `json:"gang,omitempty"`
 }
 
 // RegistryAuth are credentials for a private image registry. Printing one

@@ -1,0 +1,186 @@
+package providing
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/gangnet"
+	"github.com/gleaner-net/gleaner/node/wire"
+	"github.com/gleaner-net/gleaner/p2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// gangHost is a libp2p host of the local network, closed with the test.
+func gangHost(t *testing.T, ctx context.Context) *p2p.Host {
+	t.Helper()
+	h, err := p2p.New(ctx, p2p.Network("local"), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// memberSpec is member rank of a gang of size, as the renter's node
+// writes it.
+func memberSpec(gang string, rank, size int) []byte {
+	return fmt.Appendf(spec("member", auction.Silver), "gang_of: {id: %s, rank: %d, size: %d}\n", gang, rank, size)
+}
+
+// A gang member's start carries its roster; the provider joins the
+// gang's network before the container starts and gives it
+// GLEANER_GANG_PEERS, through which it reaches the other member's
+// container over the providers' libp2p connection. A roster naming
+// another renter's gang, or another size than the spec's, is refused and
+// nothing starts; under an executor without a gang network the member
+// runs without the peers.
+func TestGangMemberStartJoinsItsGangsNetwork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hostA, hostB := gangHost(t, ctx), gangHost(t, ctx)
+	if err := hostA.LibP2P().Connect(ctx, peer.AddrInfo{ID: hostB.ID(), Addrs: hostB.LibP2P().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	netA, netB := gangnet.New(hostA, gangnet.DefaultLimits(), quietLog), gangnet.New(hostB, gangnet.DefaultLimits(), quietLog)
+	t.Cleanup(netA.Close)
+	t.Cleanup(netB.Close)
+	hostA.LibP2P().SetStreamHandler(hostA.ProtocolID(gangnet.Proto), netA.Handle)
+	hostB.LibP2P().SetStreamHandler(hostB.ProtocolID(gangnet.Proto), netB.Handle)
+
+	// Rank 1's "container": an echo server on the gang port, which its
+	// provider (B) reaches on 127.0.0.1.
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("echo " + line))
+			}()
+		}
+	}()
+	port := echo.Addr().(*net.TCPAddr).Port
+
+	exec := newFakeExec()
+	exec.kind = "process"
+	key0, _ := testKey(t)
+	r := newRigOver(t, 3, key0, newMemStore(), exec, func(c *Config) { c.Gangs = netA })
+	rt := r.renter()
+	const gang = "train-1a2b"
+	roster := func(gangName string, size int, leaseA string) []byte {
+		ro := gangnet.Roster{Gang: gangName, Size: size, Port: port, Members: []gangnet.Member{
+			{Rank: 0, Peer: hostA.ID(), Lease: leaseA},
+			{Rank: 1, Peer: hostB.ID(), Lease: "bafyrank1lease"},
+		}}
+		b, err := json.Marshal(ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key := gangnet.Key(gang, rt.id)
+
+	// Refused: another renter's gang name, and a size the spec does not say.
+	for i, bad := range []func(lease string) []byte{
+		func(lease string) []byte { return roster(gangnet.Key(gang, "someone-else"), 2, lease) },
+		func(lease string) []byte {
+			b := roster(key, 2, lease)
+			var ro gangnet.Roster
+			_ = json.Unmarshal(b, &ro)
+			ro.Size, ro.Members = 3, append(ro.Members, gangnet.Member{Rank: 2, Peer: hostA.ID(), Lease: "bafyrank2lease"})
+			b, _ = json.Marshal(ro)
+			return b
+		},
+	} {
+		job := "bad-" + strconv.Itoa(i)
+		sp := memberSpec(gang, 0, 2)
+		raw := rt.lease(job, sp)
+		ev := rt.request(wire.JobRequest{Kind: "start", Lease: raw, Spec: sp, Gang: bad(wire.LeaseCID(raw))}).
+			until(t, "a refusal", isType(wire.EventError))
+		if ev.Status != wire.StatusNotStarted || !strings.Contains(ev.Error, "gang") {
+			t.Fatalf("bad roster %d: %+v, want a not-started gang error", i, ev)
+		}
+		select {
+		case j := <-exec.started:
+			t.Fatalf("bad roster %d started a container: %+v", i, j.spec)
+		default:
+		}
+	}
+
+	// Rank 1's provider joins its side (as its own start would).
+	sp := memberSpec(gang, 0, 2)
+	raw := rt.lease("member-0", sp)
+	good := roster(key, 2, wire.LeaseCID(raw))
+	ro, err := gangnet.DecodeRoster(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mB, err := netB.Join(gangnet.Local{Roster: ro, Rank: 1, Lease: "bafyrank1lease", ListenIP: loopbackAddr(), Container: gangnet.At(echoAddr(port))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mB.Leave()
+
+	f := rt.request(wire.JobRequest{Kind: "start", Lease: raw, Spec: sp, Gang: good})
+	defer f.close()
+	var job *fakeJob
+	select {
+	case job = <-exec.started:
+	case <-ctx.Done():
+		t.Fatal("the member's container never started")
+	}
+	env := job.spec.Provided
+	if env[gangnet.EnvRank] != "0" || env[gangnet.EnvSize] != "2" {
+		t.Fatalf("gang env %v", env)
+	}
+	peers := strings.Split(env[gangnet.EnvPeers], ",")
+	if len(peers) != 2 {
+		t.Fatalf("GLEANER_GANG_PEERS = %q, want two entries", env[gangnet.EnvPeers])
+	}
+	c, err := net.DialTimeout("tcp", peers[1], 5*time.Second)
+	if err != nil {
+		t.Fatalf("rank 0 cannot reach rank 1 at %s: %v", peers[1], err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("hello rank 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != "echo hello rank 1\n" {
+		t.Fatalf("through the gang network: %q, %v", got, err)
+	}
+	// The member's run ends: its listeners close with it.
+	job.exit(0, false)
+	f.until(t, "the exit", isType(wire.EventExit))
+	deadline := time.Now().Add(10 * time.Second)
+	for netA.Stats().Gangs != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the member's gang membership outlived its run: %+v", netA.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func loopbackAddr() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 1}) }
+
+func echoAddr(port int) netip.AddrPort { return netip.AddrPortFrom(loopbackAddr(), uint16(port)) }
