@@ -70,7 +70,7 @@ func (m *memberSignal) goAhead() { m.startOnce.Do(func() { close(m.start) }) }
 func (m *memberSignal) goAheadWith(roster []byte) {
 	m.startOnce.Do(func() { m.roster = roster; close(m.start) })
 }
-func (m *memberSignal) letGo()   { m.releaseOnce.Do(func() { close(m.release) }) }
+func (m *memberSignal) letGo() { m.releaseOnce.Do(func() { close(m.release) }) }
 
 // submitGang checks that the book can hold the gang, records it and
 // starts its driver, which awards its first member.
