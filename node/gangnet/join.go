@@ -37,6 +37,21 @@ type Local struct {
 	// container's address is known only once it runs; until then its
 	// error refuses the stream as unreachable (a rendezvous retries).
 	Container func(ctx context.Context) (netip.AddrPort, error)
+	// InContainer: the container has a network namespace of its own
+	// (Docker's, with no network but its loopback), which exists only once
+	// it runs, after its environment was set. Join then opens nothing and
+	// gives every rank a fixed entry on the container's loopback (its own
+	// gang port for itself, Port+1+k for rank k); Membership.Open makes
+	// the listeners there, and the dials to the gang port, once the
+	// container runs. ListenIP, Self and Container are not used.
+	InContainer bool
+}
+
+// Opener makes sockets where a container's processes are: inside its
+// network namespace (netns_linux.go).
+type Opener interface {
+	Listen(addr string) (net.Listener, error)
+	Dial(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // ProcessLocal is the Local of a member that the process executor runs:
@@ -72,6 +87,9 @@ type Membership struct {
 	listeners []net.Listener
 	container func(context.Context) (netip.AddrPort, error)
 	loops     sync.WaitGroup
+	// inContainer: Local.InContainer; opener is set by Open (under n.mu).
+	inContainer bool
+	opener      Opener
 
 	// guarded by n.mu
 	left    bool
@@ -99,10 +117,16 @@ func (n *Net) Join(l Local) (*Membership, error) {
 		return nil, fmt.Errorf("gang %q: the roster names %s at rank %d, not this provider", r.Gang, members[l.Rank].Peer, l.Rank)
 	case members[l.Rank].Lease != l.Lease:
 		return nil, fmt.Errorf("gang %q: the roster names lease %q at rank %d, not this member's %q", r.Gang, members[l.Rank].Lease, l.Rank, l.Lease)
+	case l.InContainer && r.port()+r.Size > 65535:
+		return nil, fmt.Errorf("gang %q: gang port %d leaves no room for %d ranks' ports above it", r.Gang, r.port(), r.Size)
+	case l.InContainer:
 	case !l.ListenIP.IsValid():
 		return nil, fmt.Errorf("gang %q: no listen address for the container", r.Gang)
 	case l.Container == nil:
 		return nil, fmt.Errorf("gang %q: no way to reach the container's gang port", r.Gang)
+	}
+	if l.InContainer {
+		return n.joinInContainer(r, l.Rank, members)
 	}
 	self := l.Self
 	if !self.IsValid() {
@@ -231,6 +255,13 @@ func (m *Membership) untrack(c *net.TCPConn) {
 
 // dialContainer connects to the local container's gang port.
 func (m *Membership) dialContainer(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error)) (*net.TCPConn, error) {
+	if m.inContainer {
+		o := m.openerNow()
+		if o == nil {
+			return nil, errors.New("the member's container is not running yet")
+		}
+		dial = func(ctx context.Context, _, addr string) (net.Conn, error) { return o.Dial(ctx, addr) }
+	}
 	a, err := m.container(ctx)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package providing
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -25,10 +27,11 @@ type GangNet interface {
 // block another's gang, the size is the spec's, and Join checks that the
 // roster names this provider at the spec's rank under this lease.
 //
-// Only the process executor is joined for now: a Docker container
-// reaches none of the daemon's listeners (the service firewall closes the
-// host to it, executor/service_net.go), so under Docker a member runs
-// without GLEANER_GANG_PEERS and the log says so (docs/GANG_NETWORK.md).
+// Under the process executor the listeners are on the host's loopback,
+// made now. A Docker container has a network namespace of its own (no
+// network but its loopback, for a batch job), which exists only once it
+// runs: its entries are fixed ports on that loopback, and the listeners
+// are made inside it once it runs (openGang).
 func (pj *Provider) joinGang(al *activeLease, req wire.JobRequest, spec *auction.JobSpec, es *executor.Spec) error {
 	g := spec.GangOf
 	if g == nil {
@@ -48,11 +51,19 @@ func (pj *Provider) joinGang(al *activeLease, req wire.JobRequest, spec *auction
 	if ro.Size != g.Size {
 		return fmt.Errorf("the gang roster has %d members; the spec signed says %d", ro.Size, g.Size)
 	}
-	if pj.gangs == nil || pj.exec == nil || pj.exec.Kind() != "process" {
-		pj.log.Warn("no gang network under this executor yet: the member runs without GLEANER_GANG_PEERS", "job", al.lease.JobID)
+	var local gangnet.Local
+	switch kind := pj.exec.Kind(); {
+	case pj.gangs == nil:
+		pj.log.Warn("no gang network on this node: the member runs without GLEANER_GANG_PEERS", "job", al.lease.JobID)
 		return nil
+	case kind == "process":
+		local = gangnet.ProcessLocal(ro, g.Rank, wire.LeaseCID(al.raw))
+	default:
+		// A container of its own network namespace: its listeners are
+		// made there once it runs (openGang).
+		local = gangnet.Local{Roster: ro, Rank: g.Rank, Lease: wire.LeaseCID(al.raw), InContainer: true}
 	}
-	m, err := pj.gangs.Join(gangnet.ProcessLocal(ro, g.Rank, wire.LeaseCID(al.raw)))
+	m, err := pj.gangs.Join(local)
 	if err != nil {
 		return err
 	}
@@ -72,5 +83,25 @@ func (pj *Provider) leaveGang(al *activeLease) {
 	if al.gang != nil {
 		al.gang.Leave()
 		al.gang = nil
+	}
+}
+
+// openGang makes a containerised member's listeners inside its
+// container's network namespace, now that it runs. A member that cannot
+// be reached is left to run: its rendezvous fails in the job, which ends
+// the gang with the job's own words; the log says why.
+func (pj *Provider) openGang(ctx context.Context, al *activeLease, job executor.Job) {
+	if al.gang == nil || !al.gang.InContainer() {
+		return
+	}
+	err := errors.New("the executor's jobs have no network namespace of their own")
+	if ns, ok := job.(executor.Netnser); ok {
+		var path string
+		if path, err = ns.Netns(ctx); err == nil {
+			err = al.gang.Open(gangnet.Netns(path))
+		}
+	}
+	if err != nil {
+		pj.log.Warn("gang member's network not opened: it cannot reach the other members", "job", al.lease.JobID, "err", err)
 	}
 }

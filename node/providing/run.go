@@ -189,6 +189,7 @@ func (pj *Provider) run(s Stream, al *activeLease, req wire.JobRequest, spec *au
 		}
 		return
 	}
+	pj.openGang(ctx, al, job)
 	pj.launchedHook(al.lease.JobID)
 	m := newMeter(al.lease, wire.LeaseCID(al.raw))
 	pj.running(al, job, m, time.Now())
