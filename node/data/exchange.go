@@ -185,16 +185,18 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 	evm := network.NewConnectEventManager()
 	// Bitswap allocates a message's declared length (up to 4 MiB) as soon
 	// as it has read its prefix; the metered host charges it to the
-	// sending peer's memory budget first (p2p/meter.go).
-	net := bsnet.NewFromIpfsHost(p2p.MeteredHost(cfg.Host), bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
+	// sending peer's memory budget first (p2p/meter.go). It would keep
+	// off relayed connections, the only path between a renter and a
+	// provider both behind NATs that hole punching cannot cross; the
+	// host it is given lets it use them (p2p/relay_data.go).
+	net := bsnet.NewFromIpfsHost(p2p.MeteredHost(p2p.DataOverRelays(cfg.Host)), bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
 	x.bs = bitswap.New(ctx, net, finder, cfg.Store.Blockstore(), opts...)
 	// bitswap hears of connections made from now on; those the host
 	// already has (an exchange restarted on a running node) are told now,
-	// or it would never ask those peers. Twice told is once.
+	// relayed ones too, or it would never ask those peers. Twice told is
+	// once.
 	for _, c := range cfg.Host.Network().Conns() {
-		if !c.Stat().Limited {
-			evm.Connected(c.RemotePeer())
-		}
+		evm.Connected(c.RemotePeer())
 	}
 	return x, nil
 }
