@@ -459,6 +459,13 @@ func runJob(t testing.TB, r *natDaemon, spec string, limit time.Duration, ds []*
 	if err := r.call("job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 		t.Fatal(err)
 	}
+	return awaitJob(t, r, j, start, limit, ds)
+}
+
+// awaitJob waits for the submitted job j to end; it returns the final
+// record and how long from start to running took.
+func awaitJob(t testing.TB, r *natDaemon, j renting.JobRecord, start time.Time, limit time.Duration, ds []*natDaemon) (renting.JobRecord, time.Duration) {
+	t.Helper()
 	var running time.Duration
 	deadline := time.Now().Add(limit)
 	for {
