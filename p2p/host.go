@@ -169,7 +169,7 @@ func libp2pOptions(cfg *config, gater *foreignGater, relays *relayPeers) ([]libp
 			libp2p.EnableAutoRelayWithPeerSource(relays.source, autoRelayOptions()...))
 	}
 	if cfg.relayService {
-		o = append(o, libp2p.EnableRelayService(relayv2.WithResources(RelayResources())), libp2p.EnableNATService())
+		o = append(o, libp2p.EnableRelayService(relayv2.WithResources(relayResources(cfg.circuitDuration, cfg.circuitData))), libp2p.EnableNATService())
 	}
 	return o, nil
 }

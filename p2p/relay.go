@@ -47,9 +47,19 @@ const (
 // RelayResources is what a --relay node grants: libp2p's defaults but for
 // the per-circuit limits above. Memory is bounded besides by the resource
 // manager's relay service scope (libp2p.SetDefaultServiceLimits).
-func RelayResources() relayv2.Resources {
+func RelayResources() relayv2.Resources { return relayResources(0, 0) }
+
+// relayResources is RelayResources with other per-circuit limits (the
+// node's p2p.relay_circuit_* settings); zero keeps the default.
+func relayResources(duration time.Duration, data int64) relayv2.Resources {
+	if duration == 0 {
+		duration = RelayCircuitDuration
+	}
+	if data == 0 {
+		data = RelayCircuitData
+	}
 	r := relayv2.DefaultResources()
-	r.Limit = &relayv2.RelayLimit{Duration: RelayCircuitDuration, Data: RelayCircuitData}
+	r.Limit = &relayv2.RelayLimit{Duration: duration, Data: data}
 	r.MaxReservations = RelayMaxReservations
 	r.MaxCircuits = RelayMaxCircuits
 	return r

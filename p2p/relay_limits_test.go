@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"testing"
+	"time"
 
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 )
@@ -52,5 +53,19 @@ func TestRelayLimitsHoldReservations(t *testing.T) {
 				t.Errorf("a plain node's high water is %d, want its own %d", hw, defaultConnHigh)
 			}
 		})
+	}
+}
+
+// TestRelayCircuitLimitsConfigurable: p2p.relay_circuit_* reach the
+// relay's per-circuit limits; zero keeps the defaults.
+func TestRelayCircuitLimitsConfigurable(t *testing.T) {
+	if l := relayResources(0, 0).Limit; l.Duration != RelayCircuitDuration || l.Data != RelayCircuitData {
+		t.Errorf("default circuit limits %v, %d bytes; want %v, %d", l.Duration, l.Data, RelayCircuitDuration, RelayCircuitData)
+	}
+	if l := relayResources(5*time.Second, 1<<20).Limit; l.Duration != 5*time.Second || l.Data != 1<<20 {
+		t.Errorf("configured circuit limits %v, %d bytes; want 5s, 1 MiB", l.Duration, l.Data)
+	}
+	if _, err := newConfig([]Option{RelayCircuitLimits(-time.Second, 0)}); err == nil {
+		t.Error("a negative circuit duration is accepted")
 	}
 }
