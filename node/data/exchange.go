@@ -330,6 +330,7 @@ type fetch struct {
 	peers   map[peer.ID]bool
 	empty   map[cid.Prefix]cid.Cid // the CID of no bytes, by prefix
 	bound   *walkBound             // FetchWithin's depth and entry bounds (bounds.go); nil: none
+	sources *redialer              // redials the peers that sent blocks when they drop (redial.go)
 	blocks  int
 	bytes   int64
 }
@@ -343,6 +344,8 @@ type event struct {
 func (f *fetch) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the session and the batch forwarders
+	f.sources = f.x.watchSources(ctx)
+	defer f.sources.stop()
 	sess := f.x.bs.NewSession(ctx)
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
@@ -605,6 +608,9 @@ func (f *fetch) received(got []blocks.Block) ([]blocks.Block, error) {
 	for _, b := range got {
 		if tb, ok := b.(traceability.Block); ok {
 			if tb.From != "" {
+				if !f.peers[tb.From] {
+					f.sources.served(tb.From)
+				}
 				f.peers[tb.From] = true
 			}
 			b = tb.Block
