@@ -33,7 +33,10 @@ import (
 // hole-punched and direct (BenchmarkNATDataFetch), and what a relay
 // costs with 100 relayed connections (BenchmarkNATRelay100).
 
-const natFetchSize = 32 << 20 // under the relay's 64 MiB a circuit each way
+// natFetchSize is one measured fetch: small, so that -benchtime 1x is
+// quick, and so that several fit in one circuit's 64 MiB each way (the
+// relayed path's fetches may share one circuit).
+const natFetchSize = 16 << 20
 
 // addRandomFile writes size random bytes under dir and data_adds them at d.
 func addRandomFile(t testing.TB, d *natDaemon, dir string, size int) string {
@@ -56,22 +59,18 @@ func addRandomFile(t testing.TB, d *natDaemon, dir string, size int) string {
 	return res.CID
 }
 
-// BenchmarkNATDataFetch measures a content-addressed file of 32 MiB
-// fetched (data_pin: every block verified and stored) along three paths
-// in the same run: the home renter from the provider behind the
-// symmetric NAT (through the relay), the home renter from the provider
+// BenchmarkNATDataFetch measures a content-addressed file of
+// natFetchSize fetched (data_pin: every block verified and stored) along
+// three paths in the same run: the home renter from the provider behind
+// the symmetric NAT (through the relay: bitswap is let onto relayed
+// connections, p2p/relay_data.go), the home renter from the provider
 // behind the cone NAT (hole-punched, direct), and the public renter from
 // the provider behind the symmetric NAT (direct: the provider dialled
 // out). A 1 MiB fetch on each path first sets the connections up, outside
-// the timer. It reports MB/s for each path and punched/direct, direct
-// being the public path, and relayed/direct where the relayed fetch
-// works at all.
-//
-// It does not today: bitswap (boxo's bsnet) ignores limited connections
-// (a relay's circuits) on purpose, so it never asks a peer it reaches
-// only through a relay, and the relayed 1 MiB fetch fails with "no peer
-// could serve the block". The benchmark reports that as
-// relayed-fetch-ok 0 and measures the other two paths.
+// the timer. It reports MB/s for each path, relayed/direct and
+// punched/direct, direct being the public path. With -benchtime above
+// 3x the relayed fetches outgrow one circuit's 64 MiB, and the circuit
+// is reset under them (docs/NAT.md).
 func BenchmarkNATDataFetch(b *testing.B) {
 	requireNATNet(b)
 	hs := startHomes(b)
@@ -81,7 +80,6 @@ func BenchmarkNATDataFetch(b *testing.B) {
 		renter, prov *natDaemon
 		took         time.Duration
 		bytes        int64
-		broken       error
 	}
 	paths := []*path{
 		{name: "relayed", renter: hs.homeRenter, prov: hs.symProv},
@@ -110,12 +108,8 @@ func BenchmarkNATDataFetch(b *testing.B) {
 	// same renter) needs no part of.
 	for _, p := range []*path{paths[1], paths[2], paths[0]} {
 		if _, _, err := fetch(p, addRandomFile(b, p.prov, dir, 1<<20), 20); err != nil {
-			if p.name != "relayed" {
-				dumpLogs(b, hs.all)
-				b.Fatalf("%s fetch: %v", p.name, err)
-			}
-			p.broken = err
-			b.Logf("the relayed fetch fails: %v; connections %v", err, hs.homeRenter.connsTo(b, hs.symProv.peerID))
+			dumpLogs(b, hs.all)
+			b.Fatalf("%s fetch: %v; connections %v", p.name, err, p.renter.connsTo(b, p.prov.peerID))
 		}
 	}
 	waitFor(b, 30*time.Second, "direct connections on the punched and the direct path", hs.all, func() bool {
@@ -127,9 +121,6 @@ func BenchmarkNATDataFetch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, p := range paths {
-			if p.broken != nil {
-				continue
-			}
 			b.StopTimer()
 			c := addRandomFile(b, p.prov, dir, natFetchSize)
 			b.StartTimer()
@@ -143,19 +134,15 @@ func BenchmarkNATDataFetch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	if hs.homeRenter.directTo(b, hs.symProv.peerID) {
+		b.Fatal("the relayed path got a direct connection during the run")
+	}
 	mbs := map[string]float64{}
 	for _, p := range paths {
-		if p.broken == nil {
-			mbs[p.name] = float64(p.bytes) / 1e6 / p.took.Seconds()
-			b.ReportMetric(mbs[p.name], "MB/s-"+p.name)
-		}
+		mbs[p.name] = float64(p.bytes) / 1e6 / p.took.Seconds()
+		b.ReportMetric(mbs[p.name], "MB/s-"+p.name)
 	}
-	if paths[0].broken == nil {
-		b.ReportMetric(1, "relayed-fetch-ok")
-		b.ReportMetric(mbs["relayed"]/mbs["direct"], "relayed/direct")
-	} else {
-		b.ReportMetric(0, "relayed-fetch-ok")
-	}
+	b.ReportMetric(mbs["relayed"]/mbs["direct"], "relayed/direct")
 	b.ReportMetric(mbs["punched"]/mbs["direct"], "punched/direct")
 }
 
