@@ -18,7 +18,9 @@ import (
 // runs, a peer that sent it blocks and loses its last connection is
 // dialled again (through a relay when that is the only way), a few times
 // with a pause between. A direct connection that drops is redialled the
-// same way: the peer served this fetch and may well serve the rest.
+// same way: the peer served this fetch and may well serve the rest. A
+// peer the node cut off for sending wrong blocks (OnBadPeer) is held off
+// by the host's gater, so its redials fail at once.
 const (
 	redialTries = 3
 	redialWait  = 10 * time.Second // one dial
