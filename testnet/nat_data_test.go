@@ -30,11 +30,34 @@ func TestNATJobDataOverRelay(t *testing.T) {
 	setHomeOffer(t, hs.symProv)
 	waitFor(t, 30*time.Second, "the home renter has the offer", hs.all, func() bool { return hs.homeRenter.book(t)[hs.symProv.peerID] })
 
-	runDataJob(t, hs, hs.homeRenter, hs.symProv, symGPU, "relayed-data", natDataInputSize)
+	runDataJob(t, hs, hs.homeRenter, hs.symProv, symGPU, "relayed-data", natDataInputSize, natJobBound)
 	conns := hs.homeRenter.connsTo(t, hs.symProv.peerID)
 	t.Logf("home renter -> symmetric provider: %v", conns)
 	if len(conns) == 0 || hs.homeRenter.directTo(t, hs.symProv.peerID) {
 		t.Errorf("the home renter's connections to the provider behind the symmetric NAT are %v; want relayed ones only", conns)
+	}
+}
+
+// Issue 37: a job's data larger than what one relay circuit carries.
+// The relay's circuits carry 1 MiB each way here (64 MiB by default);
+// the job's 3 MiB input and its 1 MiB outputs between the home renter
+// and the provider behind the symmetric NAT cross several circuits, each
+// reset at its limit: the fetches dial the peer through the relay again
+// and go on (node/data/redial.go), and the job's stream re-attaches.
+func TestNATJobDataOutgrowsCircuits(t *testing.T) {
+	requireNATNet(t)
+	requireDocker(t)
+	hs := startHomesWith(t, homesOpts{relays: 1, circuitMB: 1})
+	waitSettled(t, hs)
+	setHomeOffer(t, hs.symProv)
+	waitFor(t, 30*time.Second, "the home renter has the offer", hs.all, func() bool { return hs.homeRenter.book(t)[hs.symProv.peerID] })
+
+	// Each reset costs seconds to tens of seconds (the fetch's redial, then
+	// bitswap's next broadcast of its wants): 12 s and 54 s for the input
+	// in two runs. Hence a longer bound.
+	runDataJob(t, hs, hs.homeRenter, hs.symProv, symGPU, "outgrows-circuits", natDataInputSize, 2*natJobBound)
+	if hs.homeRenter.directTo(t, hs.symProv.peerID) {
+		t.Errorf("the home renter reached the provider behind the symmetric NAT directly: %v", hs.homeRenter.connsTo(t, hs.symProv.peerID))
 	}
 }
 
@@ -44,11 +67,11 @@ const natDataInputSize = 3<<20 + 12345
 
 // runDataJob runs, from renter r, a job on gpu (prov's) that reads an
 // input directory made here (a small file and one of bigSize random
-// bytes, given by path and imported at submit) and writes outputs. It
-// fails the test unless the job completed on prov, its logs show every
-// input file's sha256, and `job fetch` brings back exactly the files the
-// job wrote.
-func runDataJob(t *testing.T, hs *homesNet, r, prov *natDaemon, gpu, name string, bigSize int) renting.JobRecord {
+// bytes, given by path and imported at submit) and writes outputs, and
+// waits for it at most limit. It fails the test unless the job completed
+// on prov, its logs show every input file's sha256, and `job fetch`
+// brings back exactly the files the job wrote.
+func runDataJob(t *testing.T, hs *homesNet, r, prov *natDaemon, gpu, name string, bigSize int, limit time.Duration) renting.JobRecord {
 	t.Helper()
 	dir := t.TempDir()
 	big := make([]byte, bigSize)
@@ -87,7 +110,7 @@ outputs: {path: /outputs, max_size: 16MiB}
 	if err := json.Unmarshal(out, &j); err != nil {
 		t.Fatalf("job submit --json: %v: %s", err, out)
 	}
-	j, _ = awaitJob(t, r, j, start, natJobBound, hs.all)
+	j, _ = awaitJob(t, r, j, start, limit, hs.all)
 	if j.State != renting.StateCompleted || j.Provider != prov.peerID || j.Outputs == "" {
 		dumpLogs(t, hs.all)
 		t.Fatalf("job %s ended %s at %s, outputs %q: %s", j.ID, j.State, j.Provider, j.Outputs, j.Error)

@@ -181,6 +181,7 @@ type natDaemonOpts struct {
 	relay     bool
 	gpus      string // --simulate-gpus, or "" for a node that sells nothing
 	circuitS  int    // a relay's p2p.relay_circuit_s; 0: the default
+	circuitMB int    // a relay's p2p.relay_circuit_mb; 0: the default
 }
 
 func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts) *natDaemon {
@@ -190,8 +191,8 @@ func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts
 	if out, err := exec.Command(bin, "--repo", d.repo, "init", "--network", o.network, "--private").CombinedOutput(); err != nil {
 		t.Fatalf("gleaner init: %v: %s", err, out)
 	}
-	if o.circuitS != 0 {
-		setConfigLine(t, d.repo, "relay_service = false", fmt.Sprintf("relay_circuit_s = %d", o.circuitS))
+	if o.circuitS != 0 || o.circuitMB != 0 {
+		setConfigLine(t, d.repo, "relay_service = false", fmt.Sprintf("relay_circuit_s = %d\nrelay_circuit_mb = %d", o.circuitS, o.circuitMB))
 	}
 	logf, err := os.Create(d.log)
 	if err != nil {
@@ -403,6 +404,7 @@ type homesOpts struct {
 	relays    int  // 1 or 2
 	symRenter bool // a renter in home 4, behind a symmetric NAT
 	circuitS  int  // the relays' per-circuit duration in seconds; 0: the default
+	circuitMB int  // the relays' per-circuit data each way in MiB; 0: the default
 }
 
 // Provider GPUs: each home provider sells another model, so that a job
@@ -434,7 +436,7 @@ func startHomesWith(t testing.TB, o homesOpts) *homesNet {
 	hs.symHome = hs.net.home(t, 2, natSymmetric)
 	hs.renterHome = hs.net.home(t, 3, natCone)
 
-	hs.relay = startNATDaemon(t, hs.bin, hs.workdir, "relay", relayNS, relayIP, natDaemonOpts{network: hs.network, relay: true, circuitS: o.circuitS})
+	hs.relay = startNATDaemon(t, hs.bin, hs.workdir, "relay", relayNS, relayIP, natDaemonOpts{network: hs.network, relay: true, circuitS: o.circuitS, circuitMB: o.circuitMB})
 	boot := hs.relay.addr()
 	hs.renter = startNATDaemon(t, hs.bin, hs.workdir, "renter", renterNS, renterIP, natDaemonOpts{network: hs.network, bootstrap: boot})
 	hs.coneProv = startNATDaemon(t, hs.bin, hs.workdir, "cone-provider", hs.coneHome.ns, hs.coneHome.wanIP, natDaemonOpts{network: hs.network, bootstrap: boot, gpus: "1x" + coneGPU})
@@ -443,7 +445,7 @@ func startHomesWith(t testing.TB, o homesOpts) *homesNet {
 	hs.all = []*natDaemon{hs.relay, hs.renter, hs.coneProv, hs.symProv, hs.homeRenter}
 	if n > 1 {
 		ns := hs.net.public(t, "relay2", relay2IP)
-		hs.relay2 = startNATDaemon(t, hs.bin, hs.workdir, "relay2", ns, relay2IP, natDaemonOpts{network: hs.network, bootstrap: boot, relay: true, circuitS: o.circuitS})
+		hs.relay2 = startNATDaemon(t, hs.bin, hs.workdir, "relay2", ns, relay2IP, natDaemonOpts{network: hs.network, bootstrap: boot, relay: true, circuitS: o.circuitS, circuitMB: o.circuitMB})
 		hs.all = append(hs.all, hs.relay2)
 	}
 	if o.symRenter {
