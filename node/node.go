@@ -218,6 +218,7 @@ func (n *Node) hostOptions(ctx context.Context) ([]p2p.Option, error) {
 		p2p.Bootstrap(boot.Initial(ctx)...),
 		p2p.MDNS(c.P2P.MDNS && !n.opts.InProcess),
 		p2p.RelayService(c.P2P.RelayService),
+		p2p.RelayCircuitLimits(time.Duration(c.P2P.RelayCircuitS)*time.Second, int64(c.P2P.RelayCircuitMB)<<20),
 		p2p.DHTMode(c.P2P.DHTMode),
 		p2p.ConnLimits(c.Limits.ConnectionsLow, c.Limits.ConnectionsHigh),
 		p2p.ResourceLimits(int64(c.Limits.MaxMemoryMB)<<20, c.Limits.MaxFileDescs),

@@ -128,13 +128,14 @@ func NewFromHost(ctx context.Context, h host.Host, opts ...Option) (*Host, error
 func libp2pOptions(cfg *config, gater *foreignGater, relays *relayPeers) ([]libp2p.Option, error) {
 	// Without the metrics tracer: it cost 7% of a node's CPU in a burst of
 	// auctions (issue 33's profile), for metrics nothing reads.
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(resourceLimits(cfg.maxMemory, cfg.maxFD)), rcmgr.WithMetricsDisabled())
+	limits := resourceLimits(cfg.maxMemory, cfg.maxFD, cfg.relayService)
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits), rcmgr.WithMetricsDisabled())
 	if err != nil {
 		return nil, err
 	}
 	// The grace period protects fresh connections while identify and the DHT
 	// decide whether they are worth keeping.
-	cm, err := connmgr.NewConnManager(cfg.connLow, cfg.connHigh, connmgr.WithGracePeriod(time.Minute))
+	cm, err := connmgr.NewConnManager(cfg.connLow, connHighWater(cfg, limits), connmgr.WithGracePeriod(time.Minute))
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func libp2pOptions(cfg *config, gater *foreignGater, relays *relayPeers) ([]libp
 			libp2p.EnableAutoRelayWithPeerSource(relays.source, autoRelayOptions()...))
 	}
 	if cfg.relayService {
-		o = append(o, libp2p.EnableRelayService(relayv2.WithResources(RelayResources())), libp2p.EnableNATService())
+		o = append(o, libp2p.EnableRelayService(relayv2.WithResources(relayResources(cfg.circuitDuration, cfg.circuitData))), libp2p.EnableNATService())
 	}
 	return o, nil
 }
@@ -217,19 +218,27 @@ const (
 )
 
 // resourceLimits is libp2p's default limits scaled to the node's budget,
-// with its service limits, and our per-peer shares on top.
-func resourceLimits(maxMemory int64, maxFD int) rcmgr.ConcreteLimitConfig {
+// with its service limits, and our per-peer shares on top; a relay's
+// connection limits are raised to hold its reservations (relayConns).
+func resourceLimits(maxMemory int64, maxFD int, relay bool) rcmgr.ConcreteLimitConfig {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
+	scaled := limits.Scale(maxMemory, maxFD)
 	peerMemory := max(maxMemory/peerMemoryFraction, minPeerMemory)
+	system := rcmgr.ResourceLimits{Memory: rcmgr.LimitVal64(max(maxMemory/systemMemoryFraction, peerMemory))}
+	if relay {
+		sys := scaled.ToPartialLimitConfig().System
+		in, all := relayConns(int(sys.ConnsInbound), int(sys.Conns), maxFD)
+		system.ConnsInbound, system.Conns = rcmgr.LimitVal(in), rcmgr.LimitVal(all)
+	}
 	return rcmgr.PartialLimitConfig{
-		System: rcmgr.ResourceLimits{Memory: rcmgr.LimitVal64(max(maxMemory/systemMemoryFraction, peerMemory))},
+		System: system,
 		PeerDefault: rcmgr.ResourceLimits{
 			StreamsInbound: peerStreamsIn,
 			Memory:         rcmgr.LimitVal64(peerMemory),
 		},
 		ProtocolPeerDefault: rcmgr.ResourceLimits{StreamsInbound: protoPeerStreamsIn, Memory: rcmgr.LimitVal64(peerMemory / 2)},
-	}.Build(limits.Scale(maxMemory, maxFD))
+	}.Build(scaled)
 }
 
 func newHost(ctx context.Context, h host.Host, cfg *config, gater *foreignGater, tr *traffic) (hh *Host, err error) {

@@ -18,20 +18,23 @@ import (
 type Option func(*config) error
 
 type config struct {
-	key           crypto.PrivKey
-	listen        []ma.Multiaddr
-	network       string
-	bootstrap     []peer.AddrInfo
-	mdns          bool
-	relayService  bool
-	connLow       int
-	connHigh      int
-	maxMemory     int64
-	maxFD         int
-	dhtMode       string
-	log           *slog.Logger
-	noNAT         bool
-	discoverEvery time.Duration
+	key          crypto.PrivKey
+	listen       []ma.Multiaddr
+	network      string
+	bootstrap    []peer.AddrInfo
+	mdns         bool
+	relayService bool
+	// A relay's per-circuit limits (RelayResources); zero: the defaults.
+	circuitDuration time.Duration
+	circuitData     int64
+	connLow         int
+	connHigh        int
+	maxMemory       int64
+	maxFD           int
+	dhtMode         string
+	log             *slog.Logger
+	noNAT           bool
+	discoverEvery   time.Duration
 }
 
 // Consumer-machine defaults: a desktop that also runs a GPU job should not
@@ -98,6 +101,19 @@ func MDNS(enabled bool) Option {
 // meant for public bootstrap nodes.
 func RelayService(enabled bool) Option {
 	return func(c *config) error { c.relayService = enabled; return nil }
+}
+
+// RelayCircuitLimits bounds one circuit through this node when it serves
+// as a relay: how long it lives and how many bytes it carries each way;
+// zero keeps RelayCircuitDuration or RelayCircuitData.
+func RelayCircuitLimits(duration time.Duration, data int64) Option {
+	return func(c *config) error {
+		if duration < 0 || data < 0 {
+			return fmt.Errorf("p2p: negative relay circuit limits (%v, %d bytes)", duration, data)
+		}
+		c.circuitDuration, c.circuitData = duration, data
+		return nil
+	}
 }
 
 // ConnLimits sets the connection manager watermarks. Discovery stops dialing

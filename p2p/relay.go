@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
@@ -46,12 +47,51 @@ const (
 // RelayResources is what a --relay node grants: libp2p's defaults but for
 // the per-circuit limits above. Memory is bounded besides by the resource
 // manager's relay service scope (libp2p.SetDefaultServiceLimits).
-func RelayResources() relayv2.Resources {
+func RelayResources() relayv2.Resources { return relayResources(0, 0) }
+
+// relayResources is RelayResources with other per-circuit limits (the
+// node's p2p.relay_circuit_* settings); zero keeps the default.
+func relayResources(duration time.Duration, data int64) relayv2.Resources {
+	if duration == 0 {
+		duration = RelayCircuitDuration
+	}
+	if data == 0 {
+		data = RelayCircuitData
+	}
 	r := relayv2.DefaultResources()
-	r.Limit = &relayv2.RelayLimit{Duration: RelayCircuitDuration, Data: RelayCircuitData}
+	r.Limit = &relayv2.RelayLimit{Duration: duration, Data: data}
 	r.MaxReservations = RelayMaxReservations
 	r.MaxCircuits = RelayMaxCircuits
 	return r
+}
+
+// A relay's connections. libp2p scales a node's inbound connections
+// with its memory: 96 at limits.max_memory_mb 512, fewer than the 128
+// peers a relay lets hold a slot, each of which keeps a connection open,
+// besides the peers that dial them through the relay. A --relay node
+// admits RelayMaxReservations + relayConnMargin inbound connections, or
+// more where its memory gives more, but never more than half its file
+// descriptors (a TCP connection takes one; the rest are the node's own
+// files and its outbound connections). Its total grows by as much, so
+// that its outbound room stays libp2p's.
+const relayConnMargin = 64 // inbound beyond the reservations: circuits' dialers, DHT and AutoNAT peers
+
+// relayConns is a relay's system limits on inbound and all connections,
+// given libp2p's scaled ones and the node's file descriptors.
+func relayConns(scaledIn, scaledAll, maxFD int) (in, all int) {
+	in = max(scaledIn, min(RelayMaxReservations+relayConnMargin, maxFD/2))
+	return in, scaledAll + in - scaledIn
+}
+
+// connHighWater is where the connection manager starts closing
+// connections. A relay's is at least its resource manager's connection
+// limit: trimming closes the least valued connections down to the low
+// water mark, and would take reservations with them.
+func connHighWater(cfg *config, limits rcmgr.ConcreteLimitConfig) int {
+	if !cfg.relayService {
+		return cfg.connHigh
+	}
+	return max(cfg.connHigh, int(limits.ToPartialLimitConfig().System.Conns))
 }
 
 // autoRelayOptions suit a network of a few relays: one candidate is

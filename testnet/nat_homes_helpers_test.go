@@ -16,6 +16,7 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
+	"github.com/gleaner-net/gleaner/node/repo"
 )
 
 // A test network of homes (issue 37), built of network namespaces on
@@ -179,6 +180,8 @@ type natDaemonOpts struct {
 	bootstrap string // a multiaddr, or "" for none
 	relay     bool
 	gpus      string // --simulate-gpus, or "" for a node that sells nothing
+	circuitS  int    // a relay's p2p.relay_circuit_s; 0: the default
+	circuitMB int    // a relay's p2p.relay_circuit_mb; 0: the default
 }
 
 func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts) *natDaemon {
@@ -187,6 +190,9 @@ func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts
 	d.log = filepath.Join(d.repo, "daemon.log")
 	if out, err := exec.Command(bin, "--repo", d.repo, "init", "--network", o.network, "--private").CombinedOutput(); err != nil {
 		t.Fatalf("gleaner init: %v: %s", err, out)
+	}
+	if o.circuitS != 0 || o.circuitMB != 0 {
+		setConfigLine(t, d.repo, "relay_service = false", fmt.Sprintf("relay_circuit_s = %d\nrelay_circuit_mb = %d", o.circuitS, o.circuitMB))
 	}
 	logf, err := os.Create(d.log)
 	if err != nil {
@@ -229,6 +235,24 @@ func startNATDaemon(t testing.TB, bin, dir, name, ns, ip string, o natDaemonOpts
 	})
 	d.peerID = awaitDaemonReady(t, stdout, fmt.Sprintf("daemon %s", name), d.logText)
 	return d
+}
+
+// setConfigLine adds line after the line after in repoDir's config.toml
+// (there is no command that sets a config key).
+func setConfigLine(t testing.TB, repoDir, after, line string) {
+	t.Helper()
+	path := filepath.Join(repoDir, repo.ConfigFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\n"+after+"\n") {
+		t.Fatalf("%s has no line %q", path, after)
+	}
+	b = []byte(strings.Replace(string(b), "\n"+after+"\n", "\n"+after+"\n"+line+"\n", 1))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // stop ends the daemon (SIGTERM, then SIGKILL); safe to call twice.
@@ -359,17 +383,28 @@ func dumpLogs(t testing.TB, ds []*natDaemon) {
 
 // homesNet is the network the NAT tests share: a relay and a renter on
 // the public segment; home 1 (cone NAT) and home 2 (symmetric NAT) each
-// with a provider; home 3 (cone NAT) with a renter.
+// with a provider; home 3 (cone NAT) with a renter; home 4 (symmetric
+// NAT) with a renter when asked for.
 type homesNet struct {
 	net                   *homeNet
 	relay, renter         *natDaemon
-	relay2                *natDaemon // startHomesRelays(t, 2) only
+	relay2                *natDaemon // homesOpts.relays 2 only
 	coneProv, symProv     *natDaemon
 	homeRenter            *natDaemon
+	symRenter             *natDaemon // homesOpts.symRenter only
 	coneHome, symHome     home
 	renterHome            home
 	all                   []*natDaemon
 	network, bin, workdir string
+}
+
+// homesOpts are what a test asks of the network of homes beyond the
+// five nodes every one has.
+type homesOpts struct {
+	relays    int  // 1 or 2
+	symRenter bool // a renter in home 4, behind a symmetric NAT
+	circuitS  int  // the relays' per-circuit duration in seconds; 0: the default
+	circuitMB int  // the relays' per-circuit data each way in MiB; 0: the default
 }
 
 // Provider GPUs: each home provider sells another model, so that a job
@@ -379,13 +414,19 @@ const (
 	symGPU  = "L4"
 )
 
-func startHomes(t testing.TB) *homesNet { return startHomesRelays(t, 1) }
+func startHomes(t testing.TB) *homesNet { return startHomesWith(t, homesOpts{relays: 1}) }
 
-// startHomesRelays is startHomes with n relays (1 or 2). The second, at
-// 11.77.0.12, is in no one's bootstrap list: the home nodes find it
-// through the DHT, as AutoRelay's peer source must.
+// startHomesRelays is startHomes with n relays (1 or 2).
 func startHomesRelays(t testing.TB, n int) *homesNet {
+	return startHomesWith(t, homesOpts{relays: n})
+}
+
+// startHomesWith builds the network of homes as o says. The second
+// relay, at 11.77.0.12, is in no one's bootstrap list: the home nodes
+// find it through the DHT, as AutoRelay's peer source must.
+func startHomesWith(t testing.TB, o homesOpts) *homesNet {
 	t.Helper()
+	n := o.relays
 	requireNATNet(t)
 	hs := &homesNet{bin: gleanerBinary(t), network: NewNetworkName(), workdir: t.TempDir()}
 	hs.net = newHomeNet(t)
@@ -395,7 +436,7 @@ func startHomesRelays(t testing.TB, n int) *homesNet {
 	hs.symHome = hs.net.home(t, 2, natSymmetric)
 	hs.renterHome = hs.net.home(t, 3, natCone)
 
-	hs.relay = startNATDaemon(t, hs.bin, hs.workdir, "relay", relayNS, relayIP, natDaemonOpts{network: hs.network, relay: true})
+	hs.relay = startNATDaemon(t, hs.bin, hs.workdir, "relay", relayNS, relayIP, natDaemonOpts{network: hs.network, relay: true, circuitS: o.circuitS, circuitMB: o.circuitMB})
 	boot := hs.relay.addr()
 	hs.renter = startNATDaemon(t, hs.bin, hs.workdir, "renter", renterNS, renterIP, natDaemonOpts{network: hs.network, bootstrap: boot})
 	hs.coneProv = startNATDaemon(t, hs.bin, hs.workdir, "cone-provider", hs.coneHome.ns, hs.coneHome.wanIP, natDaemonOpts{network: hs.network, bootstrap: boot, gpus: "1x" + coneGPU})
@@ -404,8 +445,13 @@ func startHomesRelays(t testing.TB, n int) *homesNet {
 	hs.all = []*natDaemon{hs.relay, hs.renter, hs.coneProv, hs.symProv, hs.homeRenter}
 	if n > 1 {
 		ns := hs.net.public(t, "relay2", relay2IP)
-		hs.relay2 = startNATDaemon(t, hs.bin, hs.workdir, "relay2", ns, relay2IP, natDaemonOpts{network: hs.network, bootstrap: boot, relay: true})
+		hs.relay2 = startNATDaemon(t, hs.bin, hs.workdir, "relay2", ns, relay2IP, natDaemonOpts{network: hs.network, bootstrap: boot, relay: true, circuitS: o.circuitS, circuitMB: o.circuitMB})
 		hs.all = append(hs.all, hs.relay2)
+	}
+	if o.symRenter {
+		h := hs.net.home(t, 4, natSymmetric)
+		hs.symRenter = startNATDaemon(t, hs.bin, hs.workdir, "symmetric-renter", h.ns, h.wanIP, natDaemonOpts{network: hs.network, bootstrap: boot})
+		hs.all = append(hs.all, hs.symRenter)
 	}
 	return hs
 }
@@ -459,6 +505,13 @@ func runJob(t testing.TB, r *natDaemon, spec string, limit time.Duration, ds []*
 	if err := r.call("job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 		t.Fatal(err)
 	}
+	return awaitJob(t, r, j, start, limit, ds)
+}
+
+// awaitJob waits for the submitted job j to end; it returns the final
+// record and how long from start to running took.
+func awaitJob(t testing.TB, r *natDaemon, j renting.JobRecord, start time.Time, limit time.Duration, ds []*natDaemon) (renting.JobRecord, time.Duration) {
+	t.Helper()
 	var running time.Duration
 	deadline := time.Now().Add(limit)
 	for {

@@ -42,6 +42,9 @@ func waitSettled(t testing.TB, hs *homesNet) time.Duration {
 	if hs.relay2 != nil {
 		want[hs.relay2] = p2p.ReachPublic
 	}
+	if hs.symRenter != nil {
+		want[hs.symRenter] = p2p.ReachRelayed
+	}
 	got := map[*natDaemon]string{}
 	settled := false
 	defer func() {

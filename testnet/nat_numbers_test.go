@@ -33,7 +33,10 @@ import (
 // hole-punched and direct (BenchmarkNATDataFetch), and what a relay
 // costs with 100 relayed connections (BenchmarkNATRelay100).
 
-const natFetchSize = 32 << 20 // under the relay's 64 MiB a circuit each way
+// natFetchSize is one measured fetch: small, so that -benchtime 1x is
+// quick, and so that several fit in one circuit's 64 MiB each way (the
+// relayed path's fetches may share one circuit).
+const natFetchSize = 16 << 20
 
 // addRandomFile writes size random bytes under dir and data_adds them at d.
 func addRandomFile(t testing.TB, d *natDaemon, dir string, size int) string {
@@ -56,22 +59,18 @@ func addRandomFile(t testing.TB, d *natDaemon, dir string, size int) string {
 	return res.CID
 }
 
-// BenchmarkNATDataFetch measures a content-addressed file of 32 MiB
-// fetched (data_pin: every block verified and stored) along three paths
-// in the same run: the home renter from the provider behind the
-// symmetric NAT (through the relay), the home renter from the provider
+// BenchmarkNATDataFetch measures a content-addressed file of
+// natFetchSize fetched (data_pin: every block verified and stored) along
+// three paths in the same run: the home renter from the provider behind
+// the symmetric NAT (through the relay: bitswap is let onto relayed
+// connections, p2p/relay_data.go), the home renter from the provider
 // behind the cone NAT (hole-punched, direct), and the public renter from
 // the provider behind the symmetric NAT (direct: the provider dialled
 // out). A 1 MiB fetch on each path first sets the connections up, outside
-// the timer. It reports MB/s for each path and punched/direct, direct
-// being the public path, and relayed/direct where the relayed fetch
-// works at all.
-//
-// It does not today: bitswap (boxo's bsnet) ignores limited connections
-// (a relay's circuits) on purpose, so it never asks a peer it reaches
-// only through a relay, and the relayed 1 MiB fetch fails with "no peer
-// could serve the block". The benchmark reports that as
-// relayed-fetch-ok 0 and measures the other two paths.
+// the timer. It reports MB/s for each path, relayed/direct and
+// punched/direct, direct being the public path. With -benchtime above
+// 3x the relayed fetches outgrow one circuit's 64 MiB, and the circuit
+// is reset under them (docs/NAT.md).
 func BenchmarkNATDataFetch(b *testing.B) {
 	requireNATNet(b)
 	hs := startHomes(b)
@@ -81,7 +80,6 @@ func BenchmarkNATDataFetch(b *testing.B) {
 		renter, prov *natDaemon
 		took         time.Duration
 		bytes        int64
-		broken       error
 	}
 	paths := []*path{
 		{name: "relayed", renter: hs.homeRenter, prov: hs.symProv},
@@ -109,13 +107,19 @@ func BenchmarkNATDataFetch(b *testing.B) {
 	// the relay and DCUtR punches, which the relayed path's fetch (the
 	// same renter) needs no part of.
 	for _, p := range []*path{paths[1], paths[2], paths[0]} {
-		if _, _, err := fetch(p, addRandomFile(b, p.prov, dir, 1<<20), 20); err != nil {
-			if p.name != "relayed" {
-				dumpLogs(b, hs.all)
-				b.Fatalf("%s fetch: %v", p.name, err)
+		if p.renter == hs.homeRenter {
+			// Through the relay, as the home renter would once the DHT
+			// named the provider: the provider's record may not have
+			// spread yet, and a fetch that finds no one serving it
+			// ends as refused after a second (data.FetchFrom).
+			circuit := "/ip4/" + relayIP + "/udp/" + natPort + "/quic-v1/p2p/" + hs.relay.peerID + "/p2p-circuit/p2p/" + p.prov.peerID
+			if err := p.renter.call("node_connect", node.ConnectParams{Addr: circuit}, nil); err != nil {
+				b.Fatalf("%s: connect through the relay: %v", p.name, err)
 			}
-			p.broken = err
-			b.Logf("the relayed fetch fails: %v; connections %v", err, hs.homeRenter.connsTo(b, hs.symProv.peerID))
+		}
+		if _, _, err := fetch(p, addRandomFile(b, p.prov, dir, 1<<20), 20); err != nil {
+			dumpLogs(b, hs.all)
+			b.Fatalf("%s fetch: %v; connections %v", p.name, err, p.renter.connsTo(b, p.prov.peerID))
 		}
 	}
 	waitFor(b, 30*time.Second, "direct connections on the punched and the direct path", hs.all, func() bool {
@@ -127,9 +131,6 @@ func BenchmarkNATDataFetch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, p := range paths {
-			if p.broken != nil {
-				continue
-			}
 			b.StopTimer()
 			c := addRandomFile(b, p.prov, dir, natFetchSize)
 			b.StartTimer()
@@ -143,19 +144,15 @@ func BenchmarkNATDataFetch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	if hs.homeRenter.directTo(b, hs.symProv.peerID) {
+		b.Fatal("the relayed path got a direct connection during the run")
+	}
 	mbs := map[string]float64{}
 	for _, p := range paths {
-		if p.broken == nil {
-			mbs[p.name] = float64(p.bytes) / 1e6 / p.took.Seconds()
-			b.ReportMetric(mbs[p.name], "MB/s-"+p.name)
-		}
+		mbs[p.name] = float64(p.bytes) / 1e6 / p.took.Seconds()
+		b.ReportMetric(mbs[p.name], "MB/s-"+p.name)
 	}
-	if paths[0].broken == nil {
-		b.ReportMetric(1, "relayed-fetch-ok")
-		b.ReportMetric(mbs["relayed"]/mbs["direct"], "relayed/direct")
-	} else {
-		b.ReportMetric(0, "relayed-fetch-ok")
-	}
+	b.ReportMetric(mbs["relayed"]/mbs["direct"], "relayed/direct")
 	b.ReportMetric(mbs["punched"]/mbs["direct"], "punched/direct")
 }
 
@@ -166,11 +163,12 @@ func BenchmarkNATDataFetch(b *testing.B) {
 const (
 	relayTargets  = 8
 	relayCircuits = 100
-	// Each dialing peer opens relayPerDialer circuits (to as many targets):
-	// 25 peers, not 100, because a relay at the default limits admits
-	// about 96 inbound connections in all (the resource manager's system
-	// limit at limits.max_memory_mb 512), fewer than its 128 slots.
-	relayPerDialer = 4
+	// Each dialing peer opens relayPerDialer circuits (to as many
+	// targets): one, so that 108 peers hold a connection to the relay,
+	// more than the 96 inbound connections libp2p's scaling alone gives
+	// at limits.max_memory_mb 512 (a relay admits its reservations and a
+	// margin: p2p/relay.go, relayConns).
+	relayPerDialer = 1
 	relayMsg       = 64
 	relayEvery     = time.Second
 	relayWindow    = 10 * time.Second
@@ -207,11 +205,12 @@ func procStat(t testing.TB, pid int) (time.Duration, int64) {
 // BenchmarkNATRelay100 measures a relay (a real `gleaner daemon --relay`
 // on the emulated home network, with its four peers) carrying 100
 // relayed connections: in-process libp2p clients in a namespace of their
-// own on the public segment, 8 holding a slot and 25 opening 4 circuits
-// each through the relay to 4 of those 8 (100 circuits, each between
-// another pair of peers), a 64-byte echo every second on each. It reports the relay's CPU over a 10 s window and its RSS, idle
-// (the same network, no clients) and loaded, and the difference per
-// circuit.
+// own on the public segment, 8 holding a slot and 100 opening a circuit
+// each through the relay to one of those 8 (108 inbound connections at
+// the relay, more than libp2p's default scaling admits), a 64-byte echo
+// every second on each. It reports the relay's CPU over a 10 s window and
+// its RSS, idle (the same network, no clients) and loaded, and the
+// difference per circuit.
 func BenchmarkNATRelay100(b *testing.B) {
 	requireNATNet(b)
 	hs := startHomes(b)

@@ -185,16 +185,18 @@ func NewExchange(ctx context.Context, cfg ExchangeConfig) (*Exchange, error) {
 	evm := network.NewConnectEventManager()
 	// Bitswap allocates a message's declared length (up to 4 MiB) as soon
 	// as it has read its prefix; the metered host charges it to the
-	// sending peer's memory budget first (p2p/meter.go).
-	net := bsnet.NewFromIpfsHost(p2p.MeteredHost(cfg.Host), bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
+	// sending peer's memory budget first (p2p/meter.go). It would keep
+	// off relayed connections, the only path between a renter and a
+	// provider both behind NATs that hole punching cannot cross; the
+	// host it is given lets it use them (p2p/relay_data.go).
+	net := bsnet.NewFromIpfsHost(p2p.MeteredHost(p2p.DataOverRelays(cfg.Host)), bsnet.Prefix(cfg.ProtocolPrefix), bsnet.WithConnectEventManager(evm))
 	x.bs = bitswap.New(ctx, net, finder, cfg.Store.Blockstore(), opts...)
 	// bitswap hears of connections made from now on; those the host
 	// already has (an exchange restarted on a running node) are told now,
-	// or it would never ask those peers. Twice told is once.
+	// relayed ones too, or it would never ask those peers. Twice told is
+	// once.
 	for _, c := range cfg.Host.Network().Conns() {
-		if !c.Stat().Limited {
-			evm.Connected(c.RemotePeer())
-		}
+		evm.Connected(c.RemotePeer())
 	}
 	return x, nil
 }
@@ -328,6 +330,7 @@ type fetch struct {
 	peers   map[peer.ID]bool
 	empty   map[cid.Prefix]cid.Cid // the CID of no bytes, by prefix
 	bound   *walkBound             // FetchWithin's depth and entry bounds (bounds.go); nil: none
+	sources *redialer              // redials the peers that sent blocks when they drop (redial.go)
 	blocks  int
 	bytes   int64
 }
@@ -341,6 +344,8 @@ type event struct {
 func (f *fetch) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the session and the batch forwarders
+	f.sources = f.x.watchSources(ctx)
+	defer f.sources.stop()
 	sess := f.x.bs.NewSession(ctx)
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
@@ -603,6 +608,9 @@ func (f *fetch) received(got []blocks.Block) ([]blocks.Block, error) {
 	for _, b := range got {
 		if tb, ok := b.(traceability.Block); ok {
 			if tb.From != "" {
+				if !f.peers[tb.From] {
+					f.sources.served(tb.From)
+				}
 				f.peers[tb.From] = true
 			}
 			b = tb.Block

@@ -148,8 +148,20 @@ type P2PConfig struct {
 	MDNS              bool     `toml:"mdns"`
 	NATTraversal      bool     `toml:"nat_traversal"`
 	RelayService      bool     `toml:"relay_service"`
-	DHTMode           string   `toml:"dht_mode"`
+	// RelayCircuitS and RelayCircuitMB bound what one circuit through a
+	// relaying node lives and carries (each way); 0 is p2p's default (an
+	// hour, 64 MiB). A circuit at its limit is reset and its users dial
+	// again (docs/NAT.md); tests set seconds to see that happen.
+	RelayCircuitS  int    `toml:"relay_circuit_s"`
+	RelayCircuitMB int    `toml:"relay_circuit_mb"`
+	DHTMode        string `toml:"dht_mode"`
 }
+
+// Bounds on the relay's per-circuit limits.
+const (
+	MaxRelayCircuitS  = 24 * 3600
+	MaxRelayCircuitMB = 4096
+)
 
 // RPCConfig holds the local JSON-RPC endpoint's settings.
 type RPCConfig struct {
@@ -265,6 +277,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseBootstrap(c.P2P.BootstrapFallback); err != nil {
 		return fmt.Errorf("p2p.bootstrap_fallback: %w", err)
+	}
+	if c.P2P.RelayCircuitS < 0 || c.P2P.RelayCircuitS > MaxRelayCircuitS {
+		return fmt.Errorf("p2p.relay_circuit_s %d: give 1..%d seconds, or 0 for an hour", c.P2P.RelayCircuitS, MaxRelayCircuitS)
+	}
+	if c.P2P.RelayCircuitMB < 0 || c.P2P.RelayCircuitMB > MaxRelayCircuitMB {
+		return fmt.Errorf("p2p.relay_circuit_mb %d: give 1..%d MiB, or 0 for 64", c.P2P.RelayCircuitMB, MaxRelayCircuitMB)
 	}
 	switch c.P2P.DHTMode {
 	case "auto", "server", "client":

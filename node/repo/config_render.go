@@ -36,6 +36,11 @@ func (c Config) Render() string {
 	w("nat_traversal = %t", c.P2P.NATTraversal)
 	w("# Serve as a bootstrap and circuit-relay node for others. Only on a publicly reachable host.")
 	w("relay_service = %t", c.P2P.RelayService)
+	if c.P2P.RelayCircuitS != 0 || c.P2P.RelayCircuitMB != 0 {
+		w("# What one circuit through this relay may live (seconds) and carry each way (MiB); 0 = 3600 s, 64 MiB.")
+		w("relay_circuit_s = %d", c.P2P.RelayCircuitS)
+		w("relay_circuit_mb = %d", c.P2P.RelayCircuitMB)
+	}
 	w("# DHT mode: \"auto\" (server when publicly reachable), \"server\" or \"client\".")
 	w("dht_mode = %s", strconv.Quote(c.P2P.DHTMode))
 	w("")

@@ -15,6 +15,7 @@ func TestRenderedConfigRoundTrips(t *testing.T) {
 		want.P2P.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4030/p2p/12D3KooWGzh8ZGDbq8FWRzcBHPwSsjWJQRGxvSgNi3VQq3rzw6tK"}
 		want.RPC.AllowedOrigins = []string{"https://dash.example:8443"}
 		want.Metrics.Address = "127.0.0.1:4032"
+		want.P2P.RelayCircuitS, want.P2P.RelayCircuitMB = 5, 8
 		path := filepath.Join(t.TempDir(), ConfigFile)
 		if err := os.WriteFile(path, []byte(want.Render()), 0o600); err != nil {
 			t.Fatal(err)
@@ -52,6 +53,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"listen garbage", func(c *Config) { c.P2P.Listen = []string{"tcp:4030"} }, "p2p.listen"},
 		{"bootstrap without peer", func(c *Config) { c.P2P.Bootstrap = []string{"/ip4/1.2.3.4/tcp/1"} }, "p2p.bootstrap"},
 		{"dht mode", func(c *Config) { c.P2P.DHTMode = "fast" }, "p2p.dht_mode"},
+		{"relay circuit seconds", func(c *Config) { c.P2P.RelayCircuitS = -1 }, "p2p.relay_circuit_s"},
+		{"relay circuit a week", func(c *Config) { c.P2P.RelayCircuitS = 7 * 24 * 3600 }, "p2p.relay_circuit_s"},
+		{"relay circuit data", func(c *Config) { c.P2P.RelayCircuitMB = MaxRelayCircuitMB + 1 }, "p2p.relay_circuit_mb"},
 		{"rpc address", func(c *Config) { c.RPC.Address = "4031" }, "rpc.address"},
 		{"rpc remote", func(c *Config) { c.RPC.Address = "0.0.0.0:4031" }, "rpc.address"},
 		{"rpc origin without scheme", func(c *Config) { c.RPC.AllowedOrigins = []string{"dash.example:8443"} }, "rpc.allowed_origins"},
