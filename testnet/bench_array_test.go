@@ -3,6 +3,8 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,13 +22,22 @@ import (
 // larger arrays with -benchtime Nx repeat it. Needs Docker.
 //
 //	go test -run '^$' -bench ArrayMakespan -benchtime 3x ./testnet
+//
+// GLEANER_BENCH_ARRAY=providers,gpus-each,shards,work sizes it otherwise:
+// the full size is 10,2,100,30s (about 3 minutes a run).
 func BenchmarkArrayMakespan(b *testing.B) {
-	const (
-		providers = 3
-		gpusEach  = 2
-		shards    = 12
-		arrayWork = 3 * time.Second
-	)
+	providers, gpusEach, shards, arrayWork := 3, 2, 12, 3*time.Second
+	if v := os.Getenv("GLEANER_BENCH_ARRAY"); v != "" {
+		var work string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(v, ",", " "), "%d %d %d %s", &providers, &gpusEach, &shards, &work); err != nil {
+			b.Fatalf("GLEANER_BENCH_ARRAY=%q: want providers,gpus-each,shards,work (10,2,100,30s): %v", v, err)
+		}
+		d, err := time.ParseDuration(work)
+		if err != nil || providers < 1 || gpusEach < 1 || shards < 1 || d <= 0 {
+			b.Fatalf("GLEANER_BENCH_ARRAY=%q: want positive providers,gpus-each,shards,work (10,2,100,30s)", v)
+		}
+		arrayWork = d
+	}
 	requireDocker(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -67,9 +78,9 @@ func BenchmarkArrayMakespan(b *testing.B) {
 		if err := rc.Call(ctx, "job_submit", node.JobSubmitParams{Spec: spec}, &j); err != nil {
 			b.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Minute); !renting.Terminal(j.State); time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(5*time.Minute + time.Duration(shards)*arrayWork); !renting.Terminal(j.State); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				b.Fatalf("array %s: not done in 5 minutes: %s", j.ID, j.ArrayView.Line())
+				b.Fatalf("array %s: not done in time: %s", j.ID, j.ArrayView.Line())
 			}
 			if err := rc.Call(ctx, "job_status", node.JobIDParams{ID: j.ID}, &j); err != nil {
 				b.Fatal(err)

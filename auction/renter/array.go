@@ -64,6 +64,9 @@ type ArrayShard struct {
 	// AvoidedBusy: its current job avoids providers for being busy, not
 	// for having failed it.
 	AvoidedBusy bool `json:"avoided_busy,omitempty"`
+	// Waiting: its last job found no match while other shards of the
+	// array ran; it is placed again once one of them ends.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // ShardFailure is one failed job of a shard.
@@ -136,6 +139,7 @@ func ShardJob(array string, i, n int) string {
 // the node knows could take a shard (0: unknown), for spreading.
 func (a *Array) Step(seen map[int]ShardSeen, providers int) []ArrayAction {
 	var acts []ArrayAction
+	freed := 0 // shards' jobs that ended holding a lease: room for a waiting shard each
 	for i := range a.s.Shards {
 		sh := &a.s.Shards[i]
 		o, ok := seen[i]
@@ -149,7 +153,11 @@ func (a *Array) Step(seen map[int]ShardSeen, providers int) []ArrayAction {
 		case !o.Ended:
 		case o.Completed:
 			sh.Phase = ShardDone
+			freed++
 		default:
+			if !o.NoMatch {
+				freed++
+			}
 			acts = append(acts, a.shardFailed(i, o)...)
 		}
 	}
@@ -166,7 +174,7 @@ func (a *Array) Step(seen map[int]ShardSeen, providers int) []ArrayAction {
 		a.s.State = ArrayCompleted
 		return acts
 	}
-	return append(acts, a.place(seen, providers)...)
+	return append(acts, a.place(seen, providers, freed)...)
 }
 
 // shardFailed records shard i's failed job and decides whether the
@@ -181,6 +189,15 @@ func (a *Array) shardFailed(i int, o ShardSeen) []ArrayAction {
 		sh.Phase = ShardPending
 		return nil
 	}
+	if o.NoMatch && a.othersInFlight(i) {
+		// The book is full for now, most likely with this array's own
+		// shards (max_parallel above what the market holds at once): the
+		// shard waits for one of them to end rather than counting a
+		// failure, and is placed again then (place holds it back while
+		// its siblings run).
+		sh.Phase, sh.Waiting = ShardPending, true
+		return nil
+	}
 	f := ShardFailure{Provider: o.Provider, Reason: o.Reason}
 	for _, p := range sh.Failures {
 		if p.Reason == f.Reason && (p.Provider != f.Provider || f.Provider == "") {
@@ -188,8 +205,8 @@ func (a *Array) shardFailed(i int, o ShardSeen) []ArrayAction {
 		}
 	}
 	sh.Failures = append(sh.Failures, f)
-	if sh.Attempts >= MaxShardAttempts {
-		return a.fail(fmt.Sprintf("shard %d failed %d times; the last: %s", i, sh.Attempts, f.Reason))
+	if len(sh.Failures) >= MaxShardAttempts {
+		return a.fail(fmt.Sprintf("shard %d failed %d times; the last: %s", i, len(sh.Failures), f.Reason))
 	}
 	if a.s.State == ArrayRunning {
 		sh.Phase = ShardPending
@@ -237,7 +254,7 @@ func (a *Array) stopAll() []ArrayAction {
 // fair share (ceil(MaxParallel / providers)) of the array's shards, so
 // that one large provider does not take every shard while others are
 // free; the auction's ranking decides among the rest.
-func (a *Array) place(seen map[int]ShardSeen, providers int) []ArrayAction {
+func (a *Array) place(seen map[int]ShardSeen, providers, freed int) []ArrayAction {
 	inFlight := 0
 	held := map[string]int{}
 	for i, sh := range a.s.Shards {
@@ -246,6 +263,16 @@ func (a *Array) place(seen map[int]ShardSeen, providers int) []ArrayAction {
 			if p := seen[i].Provider; p != "" {
 				held[p]++
 			}
+		}
+	}
+	// A shard waiting for a full book holds back every placement but one
+	// per sibling that just ended: the market holds no more of the
+	// array's shards at once than are in flight.
+	budget := -1 // no bound but MaxParallel
+	for _, sh := range a.s.Shards {
+		if sh.Waiting && sh.Phase == ShardPending && inFlight > 0 {
+			budget = freed
+			break
 		}
 	}
 	var acts []ArrayAction
@@ -257,6 +284,11 @@ func (a *Array) place(seen map[int]ShardSeen, providers int) []ArrayAction {
 		if sh.Phase != ShardPending {
 			continue
 		}
+		if budget == 0 {
+			break
+		}
+		budget--
+		sh.Waiting = false
 		sh.Attempts++
 		sh.Phase, sh.Job = ShardInFlight, ShardJob(a.s.ID, i, sh.Attempts)
 		inFlight++
@@ -318,4 +350,14 @@ func (a *Array) Progress() ArrayProgress {
 		}
 	}
 	return p
+}
+
+// othersInFlight reports whether a shard other than i has a job in flight.
+func (a *Array) othersInFlight(i int) bool {
+	for k, sh := range a.s.Shards {
+		if k != i && sh.Phase == ShardInFlight {
+			return true
+		}
+	}
+	return false
 }

@@ -208,3 +208,47 @@ func TestArrayRestoreFromSnapshot(t *testing.T) {
 		t.Fatalf("progress %+v", p)
 	}
 }
+
+// A shard that finds no match while its siblings run (max_parallel above
+// what the market holds at once: the book is full of the array's own
+// shards) waits for one of them to end instead of counting a failure,
+// however often it happens; it is placed again once one ends, one
+// waiting shard per ended sibling. Without siblings in flight, no match
+// twice still fails the array.
+func TestArrayShardWaitsForAFullBook(t *testing.T) {
+	a := NewArray("x", 6, 4)
+	f := newFake(t, a)
+	f.step(0) // shards 0-3 in flight; two of them found no provider
+	for round := 0; round < 3; round++ {
+		f.end(2, ShardSeen{NoMatch: true, Reason: "no provider matched the spec"})
+		f.end(3, ShardSeen{NoMatch: true, Reason: "no provider matched the spec"})
+		if acts := f.step(0); len(acts) != 0 {
+			t.Fatalf("round %d: shards placed again while the book is full: %+v", round, acts)
+		}
+		if st, why := a.State(); st != ArrayRunning {
+			t.Fatalf("round %d: the array %s (%s) for a full book", round, st, why)
+		}
+		if round < 2 {
+			// As if their jobs were placed again by an earlier step:
+			// here, each waits; put them back in flight to end again.
+			for _, i := range []int{2, 3} {
+				a.s.Shards[i].Phase, a.s.Shards[i].Waiting = ShardInFlight, false
+				f.seen[i] = ShardSeen{}
+			}
+		}
+	}
+	if n := len(a.s.Shards[2].Failures); n != 0 {
+		t.Fatalf("shard 2 counted %d failures for a full book", n)
+	}
+	// Shard 0 completes: one waiting shard (the lowest) goes again.
+	f.end(0, ShardSeen{Completed: true, Provider: "p"})
+	acts := f.step(0)
+	if len(acts) != 1 || acts[0].Shard != 2 {
+		t.Fatalf("after one sibling's end: %+v, want shard 2 alone", acts)
+	}
+	// Shard 1 completes: shard 3 goes again.
+	f.end(1, ShardSeen{Completed: true, Provider: "p"})
+	if acts := f.step(0); len(acts) != 1 || acts[0].Shard != 3 {
+		t.Fatalf("after the second sibling's end: %+v, want shard 3", acts)
+	}
+}
