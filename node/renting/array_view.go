@@ -34,6 +34,10 @@ type ShardView struct {
 	Provider string `json:"provider,omitempty"`
 	Attempts int    `json:"attempts"`
 	Outputs  string `json:"outputs,omitempty"`
+	// Input and Files: with array.split, the directory of the shard's
+	// files that its spec names in the split input's place, and how many.
+	Input string `json:"input,omitempty"`
+	Files int    `json:"files,omitempty"`
 }
 
 // Line is the progress in one line, as `gleaner job status` prints it.
@@ -57,6 +61,9 @@ func (r *Jobs) arrayView(run *arrayRun) *JobRecord {
 	}
 	for i, sh := range snap.Shards {
 		sv := ShardView{Index: i, Phase: sh.Phase, Job: sh.Job, Attempts: sh.Attempts}
+		if i < len(rec.Split) {
+			sv.Input, sv.Files = rec.Split[i].CID, rec.Split[i].Files
+		}
 		if sh.Attempts > 1 {
 			v.Retries += sh.Attempts - 1
 		}
