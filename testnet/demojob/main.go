@@ -3,10 +3,10 @@
 // and can be told to sleep, fail or checkpoint.
 //
 //	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data] [-write /outputs]
+//	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 //
 // With -read and -write, the listing -read prints is also written to
 // inputs.txt among the results.
-//	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 package main
 
 import (
