@@ -2,11 +2,14 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-net/gleaner/node/renting"
 )
 
 // splitCorpus is an input of seven files of very different sizes, some
@@ -68,11 +71,26 @@ func TestJobArraySplitGivesEachShardItsFiles(t *testing.T) {
 		t.Fatalf("the refused array was recorded:\n%s", ls.stdout)
 	}
 
-	r := rn.cli(t, "job", "run", splitSpec(t, dir, "split", 3))
-	mustOK(t, r, "job run split.yaml\n"+tails(all))
-	id := strings.TrimSpace(r.stdout)
-	v := arrayStatus(t, rn, id).ArrayView
-	if v.Done != 3 {
+	// job run --json streams the progress, an object a line, the last
+	// the final state with the array's record.
+	r := rn.cli(t, "job", "run", "--json", splitSpec(t, dir, "split", 3))
+	mustOK(t, r, "job run --json split.yaml\n"+tails(all))
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var last ArrayProgress
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("job run --json, line %d: %v: %q", i, err, l)
+		}
+		if (last.Type == "final") != (i == len(lines)-1) {
+			t.Fatalf("line %d of %d is of type %s", i, len(lines), last.Type)
+		}
+	}
+	if last.Array == nil || last.State != renting.StateCompleted || last.Done != 3 {
+		t.Fatalf("the final object: %+v", last)
+	}
+	id := last.ID
+	v := last.Array.ArrayView
+	if v.Done != 3 || len(v.ShardJobs) != 3 {
 		t.Fatalf("array %s: %s", id, v.Line())
 	}
 	out := filepath.Join(t.TempDir(), "results")
