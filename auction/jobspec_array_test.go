@@ -172,4 +172,14 @@ func TestArrayExampleParses(t *testing.T) {
 	if s.Array == nil || s.Array.Shards != 100 || s.Array.MaxParallel != 20 {
 		t.Fatalf("array %+v", s.Array)
 	}
+	b, err = os.ReadFile("../docs/examples/array-split.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = ParseJobSpec(b); err != nil {
+		t.Fatal(err)
+	}
+	if s.SplitInput() != 0 || s.Array.Split.By != SplitByFile || s.Array.Shards != 8 {
+		t.Fatalf("array-split.yaml: %+v, split input %d", s.Array, s.SplitInput())
+	}
 }
