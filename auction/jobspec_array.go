@@ -3,6 +3,7 @@ package auction
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -12,9 +13,23 @@ import (
 // flight at once. The renter's node places each shard as a job of its
 // own (node/renting/array.go).
 type ArraySpec struct {
-	Shards      int // shards: 1..MaxShards
-	MaxParallel int // max_parallel: 1..Shards; defaults to min(Shards, DefaultMaxParallel)
+	Shards      int         // shards: 1..MaxShards
+	MaxParallel int         // max_parallel: 1..Shards; defaults to min(Shards, DefaultMaxParallel)
+	Split       *ArraySplit // split: deal an input's files over the shards; nil: every shard sees every input whole
 }
+
+// ArraySplit deals the files of one of the spec's inputs over the
+// shards: the renter's node gives each shard's spec, in that input's
+// place, a directory holding only the shard's files (node/renting,
+// array_split.go), so that the shards together read the input once.
+type ArraySplit struct {
+	Input string // input: the path of one of the spec's inputs
+	By    string // by: SplitByFile, the one way there is
+}
+
+// SplitByFile deals whole files: a shard sees each of its files at the
+// same path below the input as the whole input has it.
+const SplitByFile = "file"
 
 // ShardOf marks one shard's spec: the renter's node writes it into the
 // spec it sends for shard Index of an array of Count, and the provider
@@ -67,10 +82,43 @@ var arraySchema = []specField{
 		set: setShards},
 	{name: "max_parallel", typ: "integer", def: "min(shards, 20)", help: "at most this many shards in flight (submitted and not ended) at once, 1..shards",
 		set: setMaxParallel},
-	{name: "split", typ: "mapping", def: "none", help: "not yet supported: dealing an input's files over the shards; each shard reads GLEANER_SHARD_INDEX and picks its part itself",
-		set: func(d *specDecoder, path string, n *yaml.Node) error {
-			return specErr(n, path, "not yet supported: give every shard the whole input and have it take its part by GLEANER_SHARD_INDEX")
-		}},
+	{name: "split", typ: "mapping", def: "none (every shard sees every input whole)", help: "deal one input's files over the shards: each shard sees at that input's path only its files, and together they cover it once", sub: splitSchema},
+}
+
+var splitSchema = []specField{
+	{name: "input", typ: "path", required: true, help: "the path of one of inputs, such as /data",
+		set: strVal(func(s *JobSpec) *string { return &splitOf(s).Input }, func(v string) (string, error) { return v, nil })},
+	{name: "by", typ: "string", def: "file", help: "file: whole files, balanced by size (largest first onto the lightest shard); needs at least as many files as shards",
+		set: strVal(func(s *JobSpec) *string { return &splitOf(s).By }, validSplitBy)},
+}
+
+func splitOf(s *JobSpec) *ArraySplit {
+	a := arr(s)
+	if a.Split == nil {
+		a.Split = &ArraySplit{}
+	}
+	return a.Split
+}
+
+func validSplitBy(v string) (string, error) {
+	if v != SplitByFile {
+		return "", fmt.Errorf("%q: the one way to split is file (whole files)", v)
+	}
+	return v, nil
+}
+
+// SplitInput is the index in Inputs of the input the array's split
+// deals, -1 when the spec has no split.
+func (s *JobSpec) SplitInput() int {
+	if s.Array == nil || s.Array.Split == nil {
+		return -1
+	}
+	for i, in := range s.Inputs {
+		if in.Path == s.Array.Split.Input {
+			return i
+		}
+	}
+	return -1
 }
 
 var shardSchema = []specField{
@@ -134,7 +182,29 @@ func (d *specDecoder) checkArray() error {
 	if a.MaxParallel > a.Shards {
 		return d.errAt("array.max_parallel", []string{"array.max_parallel"}, "array.max_parallel (%d) is more than array.shards (%d)", a.MaxParallel, a.Shards)
 	}
-	return nil
+	return d.checkSplit()
+}
+
+// checkSplit: split names one of the spec's inputs by its path.
+func (d *specDecoder) checkSplit() error {
+	sp := d.s.Array.Split
+	if sp == nil {
+		return nil
+	}
+	if sp.By == "" {
+		sp.By = SplitByFile
+	}
+	if d.s.SplitInput() >= 0 {
+		return nil
+	}
+	paths := make([]string, 0, len(d.s.Inputs))
+	for _, in := range d.s.Inputs {
+		paths = append(paths, in.Path)
+	}
+	if len(paths) == 0 {
+		return d.errAt("array.split.input", []string{"array.split.input", "array.split"}, "%s: the spec has no inputs; add {src: ./dir, path: %s} to inputs", sp.Input, sp.Input)
+	}
+	return d.errAt("array.split.input", []string{"array.split.input", "array.split"}, "%s is not the path of any input (inputs' paths: %s)", sp.Input, strings.Join(paths, ", "))
 }
 
 // encodeArray writes array and shard with every default spelled out.
@@ -144,6 +214,12 @@ func encodeArray(root *yaml.Node, s *JobSpec) {
 		m.Style = yaml.FlowStyle
 		yAdd(m, "shards", yInt(a.Shards))
 		yAdd(m, "max_parallel", yInt(a.MaxParallel))
+		if sp := a.Split; sp != nil {
+			sm := yMap()
+			yAdd(sm, "input", yStr(sp.Input))
+			yAdd(sm, "by", yStr(sp.By))
+			yAdd(m, "split", sm)
+		}
 		yAdd(root, "array", m)
 	}
 	if sh := s.Shard; sh != nil {

@@ -81,6 +81,37 @@ func TestShardSpecCarriesIndexAndEnv(t *testing.T) {
 	}
 }
 
+// A split names an input by its path; by defaults to file and is written
+// out; a shard's spec carries no split (the renter's node has put the
+// shard's own directory in that input's place).
+func TestArraySplitParsesAndRoundTrips(t *testing.T) {
+	s, err := ParseJobSpec([]byte(arrayBase + "inputs: [{cid: bafkqaaa, path: /w}, {src: ./corpus, path: /data}]\narray: {shards: 4, split: {input: /data}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Array.Split == nil || *s.Array.Split != (ArraySplit{Input: "/data", By: SplitByFile}) || s.SplitInput() != 1 {
+		t.Fatalf("split %+v, input %d", s.Array.Split, s.SplitInput())
+	}
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseJobSpec(b)
+	if err != nil || !reflect.DeepEqual(back, s) {
+		t.Fatalf("round trip: %v\n%s", err, b)
+	}
+	sh, err := s.ShardSpec(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Array != nil || sh.SplitInput() != -1 {
+		t.Fatalf("shard spec keeps the array: %+v", sh.Array)
+	}
+	if plain, _ := ParseJobSpec([]byte(arrayBase + "array: {shards: 4}\n")); plain.SplitInput() != -1 {
+		t.Fatal("an array without split has a split input")
+	}
+}
+
 func TestArraySpecBadInput(t *testing.T) {
 	for _, c := range []struct{ extra, field, msg string }{
 		{"array: {shards: 0}", "array.shards", "must be at least 1"},
@@ -90,7 +121,11 @@ func TestArraySpecBadInput(t *testing.T) {
 		{"array: {max_parallel: 2}", "array.shards", "required"},
 		{"array: {shards: 10, max_parallel: 30}", "array.max_parallel", "array.max_parallel (30) is more than array.shards (10)"},
 		{"array: {shards: 10, max_parallel: 0}", "array.max_parallel", "must be at least 1"},
-		{"array: {shards: 10, split: {input: /data, by: file}}", "array.split", "not yet supported"},
+		{"array: {shards: 10, split: {input: /data, by: file}}", "array.split.input", "the spec has no inputs"},
+		{"inputs: [{src: ./d, path: /data}, {src: ./w, path: /w}]\narray: {shards: 2, split: {input: /dat}}", "array.split.input", "/dat is not the path of any input (inputs' paths: /data, /w)"},
+		{"inputs: [{src: ./d, path: /data}]\narray: {shards: 2, split: {input: /data, by: line}}", "array.split.by", `"line": the one way to split is file`},
+		{"inputs: [{src: ./d, path: /data}]\narray: {shards: 2, split: {by: file}}", "array.split.input", "required"},
+		{"inputs: [{src: ./d, path: /data}]\narray: {shards: 2, split: {input: /data, bogus: 1}}", "array.split.bogus", "unknown field"},
 		{"array: {shards: 2, bogus: 1}", "array.bogus", "unknown field"},
 		{"array: {shards: 2}\nverify: {replicas: 2}", "array", "verify replicas"},
 		{"array: {shards: 2}\nshard: {index: 0, count: 2}", "shard", "never with array"},
@@ -136,5 +171,15 @@ func TestArrayExampleParses(t *testing.T) {
 	}
 	if s.Array == nil || s.Array.Shards != 100 || s.Array.MaxParallel != 20 {
 		t.Fatalf("array %+v", s.Array)
+	}
+	b, err = os.ReadFile("../docs/examples/array-split.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = ParseJobSpec(b); err != nil {
+		t.Fatal(err)
+	}
+	if s.SplitInput() != 0 || s.Array.Split.By != SplitByFile || s.Array.Shards != 8 {
+		t.Fatalf("array-split.yaml: %+v, split input %d", s.Array, s.SplitInput())
 	}
 }

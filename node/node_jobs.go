@@ -127,7 +127,7 @@ func (n *Node) startRenterJobs(context.Context) error {
 	}
 	rj, err := renting.New(renting.Deps{Bg: ctx, Market: n.market, Store: n.store, Key: key, Log: n.log.With("part", "renter-jobs"),
 		Journal: n.journal, Spawn: n.tasks.Go, Rep: n.rep, Billing: n.opts.BillingInterval, StopPayingAfter: n.opts.StopPayingAfter,
-		CanarySpec: canarySpec, CanaryMinRate: n.cfg.Trust.CanaryMinRate, Access: dataAccess{n}})
+		CanarySpec: canarySpec, CanaryMinRate: n.cfg.Trust.CanaryMinRate, Access: dataAccess{n}, Split: nodeSplit{n}})
 	if err != nil {
 		return err
 	}

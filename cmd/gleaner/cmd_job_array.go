@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -48,37 +49,27 @@ func printArray(w io.Writer, j renting.JobRecord) {
 	fmt.Fprintf(w, "shards:    gleaner job status %s --json lists each; gleaner job logs %s --shard N\n", j.ID, j.ID)
 }
 
-// followArray polls the array's progress until it ends: one rewritten
-// line on a terminal, a plain line per change otherwise (logs, CI).
+// followArray follows the array until it ends, showing its progress as
+// job run does (array_progress.go).
 func followArray(c *cli.Context, nc *nodeClient, id string) (renting.JobRecord, error) {
-	w := c.App.ErrWriter
-	tty := isTerminal(w)
-	last := ""
-	for {
-		var j renting.JobRecord
-		if err := nc.call(c.Context, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
-			return j, err
-		}
-		if line := j.ArrayView.Line(); line != last && !c.Bool("json") {
-			if tty {
-				fmt.Fprintf(w, "\r%s   ", line)
-			} else {
-				fmt.Fprintln(w, line)
-			}
-			last = line
-		}
-		if renting.Terminal(j.State) {
-			if tty && !c.Bool("json") {
-				fmt.Fprintln(w)
-			}
-			return j, nil
-		}
-		select {
-		case <-c.Context.Done():
-			return j, c.Context.Err()
-		case <-time.After(arrayPollEvery):
-		}
+	var w arrayWatcher
+	switch {
+	case c.Bool("json"):
+		w = newJSONWatcher(c.App.Writer)
+	case isTerminal(c.App.ErrWriter):
+		w = newBarWatcher(c.App.ErrWriter.(*os.File))
+	default:
+		w = &lineWatcher{w: c.App.ErrWriter}
 	}
+	poll := func(ctx context.Context) (renting.JobRecord, error) {
+		var j renting.JobRecord
+		err := nc.call(ctx, "job_status", node.JobIDParams{ID: id}, &j)
+		if err == nil && j.ArrayView == nil {
+			err = fmt.Errorf("job %s is no array", id)
+		}
+		return j, err
+	}
+	return watchArray(c.Context, poll, w, arrayPollEvery)
 }
 
 // arrayResult is job run's exit for an array: 0 once every shard
@@ -152,11 +143,12 @@ func isTerminal(w io.Writer) bool {
 // submittedArray is job run and job submit once the node took an array:
 // its ID on stdout, then (run) its progress to the end.
 func submittedArray(c *cli.Context, nc *nodeClient, j renting.JobRecord, follow bool) error {
-	if !follow || c.Bool("json") {
-		if err := emit(c, j, func(w io.Writer) { fmt.Fprintln(w, j.ID) }); err != nil || !follow {
+	switch {
+	case !follow:
+		if err := emit(c, j, func(w io.Writer) { fmt.Fprintln(w, j.ID) }); err != nil {
 			return err
 		}
-	} else {
+	case !c.Bool("json"): // with --json, the stream's objects name the ID
 		fmt.Fprintln(c.App.Writer, j.ID)
 	}
 	if !c.Bool("json") {
@@ -173,9 +165,7 @@ func submittedArray(c *cli.Context, nc *nodeClient, j renting.JobRecord, follow 
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		_ = emit(c, final, nil)
-	} else {
+	if !c.Bool("json") { // the stream's last object holds the record
 		printArray(c.App.ErrWriter, final)
 	}
 	return arrayResult(final)

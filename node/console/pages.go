@@ -49,7 +49,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, se *session) {
 		c.fail(w, r, se, "jobs", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "jobs", se, map[string]any{"Title": "Jobs", "Active": "jobs", "Jobs": jobs})
+	c.render(w, r, http.StatusOK, "jobs", se, map[string]any{"Title": "Jobs", "Active": "jobs", "Jobs": jobRows(jobs)})
 }
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
@@ -59,6 +59,10 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, se *session) {
 	p := map[string]string{"id": id}
 	if err := c.opts.Caller.Call(r.Context(), "job_status", p, &j); err != nil {
 		c.fail(w, r, se, "jobs", err)
+		return
+	}
+	if j.ArrayView != nil { // an array has no auction or output of its own: its shards do
+		c.array(w, r, se, j)
 		return
 	}
 	if err := c.opts.Caller.Call(r.Context(), "job_explain", p, &ex); err != nil {

@@ -13,7 +13,7 @@ import (
 
 // pageNames are the templates/<name>.html files, each rendered inside
 // layout.html.
-var pageNames = []string{"login", "overview", "gpus", "jobs", "job", "market", "earnings", "error", "services", "service", "spend", "offer", "calendar", "gpu", "reputation"}
+var pageNames = []string{"login", "overview", "gpus", "jobs", "job", "market", "earnings", "error", "services", "service", "spend", "offer", "calendar", "gpu", "reputation", "array"}
 
 func parsePages() map[string]*template.Template {
 	out := map[string]*template.Template{}

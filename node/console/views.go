@@ -104,6 +104,10 @@ type jobRecord struct {
 	Outputs   string           `json:"outputs"` // the outputs' CID, once there are some (outputs.go)
 	// PriceWhy is the clearing rule and numbers that set Price.
 	PriceWhy *renter.Clearing `json:"price_why"`
+	// Array is the array this job is a shard of; ArrayView is set on an
+	// array's own record instead (arrays.go).
+	Array     string     `json:"array"`
+	ArrayView *arrayView `json:"array_view"`
 }
 
 // explainCounts are an explain's counts that add up: Considered =

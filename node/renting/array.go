@@ -40,6 +40,9 @@ type ArrayRecord struct {
 	Pin         string               `json:"pin,omitempty"`
 	Secrets     bool                 `json:"secrets,omitempty"` // submitted with secrets or registry credentials, kept in memory only
 	Life        renter.ArraySnapshot `json:"array"`
+	// Split is each shard's part of the input array.split deals, by
+	// shard index (array_split.go); nil without a split.
+	Split []ShardInput `json:"split,omitempty"`
 }
 
 // arrayRun is one array's driver state.
@@ -63,13 +66,19 @@ func (r *Jobs) submitArray(spec *auction.JobSpec, specYAML []byte, secrets map[s
 	if opt.Canary || opt.Service != "" {
 		return nil, fmt.Errorf("%w: array: a canary or a service replica is one job", auction.ErrBadJobSpec)
 	}
+	// Dealt before the array is recorded: a split that cannot be made
+	// refuses the submit, and nothing is bought.
+	split, err := r.splitInput(spec)
+	if err != nil {
+		return nil, err
+	}
 	id := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
 	now := time.Now().UTC()
 	a := renter.NewArray(id, spec.Array.Shards, spec.Array.MaxParallel)
 	run := &arrayRun{a: a, spec: spec, secrets: secrets, auth: opt.RegistryAuth, wake: make(chan struct{}, 1),
 		rec: ArrayRecord{ID: id, Name: spec.Name, Spec: string(specYAML), Created: now, Updated: now,
 			Shards: spec.Array.Shards, MaxParallel: spec.Array.MaxParallel, Pin: opt.Provider,
-			Secrets: len(secrets) > 0 || opt.RegistryAuth != nil, Life: a.Snapshot()}}
+			Secrets: len(secrets) > 0 || opt.RegistryAuth != nil, Life: a.Snapshot(), Split: split}}
 	if err := r.saveArray(&run.rec); err != nil {
 		return nil, err
 	}
@@ -259,7 +268,7 @@ func (r *Jobs) providersFor(spec *auction.JobSpec) int {
 // submitShard records and starts the job act names: shard act.Shard of
 // run's array, with the shard's spec.
 func (r *Jobs) submitShard(run *arrayRun, act renter.ArrayAction) error {
-	ss, err := run.spec.ShardSpec(act.Shard)
+	ss, err := run.shardSpec(act.Shard)
 	if err != nil {
 		return err
 	}

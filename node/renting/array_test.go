@@ -111,7 +111,7 @@ func TestArrayThroughJobsAndARestart(t *testing.T) {
 		t.Fatalf("shard 1's second job avoids %v, want [pA]", j.Avoid)
 	}
 	v, _ := r.Get(id)
-	if got := v.ArrayView.Line(); got != "1/6 done, 1 running, 1 re-auctioning, 0 failed; spent 0 credits" {
+	if got := v.ArrayView.Line(); got != "1/6 done, 1 running, 1 re-auctioning, 0 failed; spent 0 credits; ETA <1m" {
 		t.Fatalf("status %q", got)
 	}
 

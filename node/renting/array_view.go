@@ -3,6 +3,7 @@ package renting
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
@@ -22,7 +23,11 @@ type ArrayView struct {
 	Retries      int             `json:"retries"`      // shard jobs beyond each shard's first
 	Spent        auction.Credits `json:"spent" doc:"micro-credits (auction.Credits) spent on every shard job so far"`
 	Reason       string          `json:"reason,omitempty"`
-	ShardJobs    []ShardView     `json:"shard_jobs"`
+	// ETASeconds is how long until every shard is done, estimated from
+	// the done shards' times (renter.ArrayETA); absent until a shard has
+	// finished and once the array has ended.
+	ETASeconds *int64      `json:"eta_s,omitempty"`
+	ShardJobs  []ShardView `json:"shard_jobs"`
 }
 
 // ShardView is one shard's current (or last) job.
@@ -34,21 +39,33 @@ type ShardView struct {
 	Provider string `json:"provider,omitempty"`
 	Attempts int    `json:"attempts"`
 	Outputs  string `json:"outputs,omitempty"`
+	// Input and Files: with array.split, the directory of the shard's
+	// files that its spec names in the split input's place, and how many.
+	Input string `json:"input,omitempty"`
+	Files int    `json:"files,omitempty"`
 }
 
 // Line is the progress in one line, as `gleaner job status` prints it.
 func (v *ArrayView) Line() string {
-	return fmt.Sprintf("%d/%d done, %d running, %d re-auctioning, %d failed; spent %s credits",
+	line := fmt.Sprintf("%d/%d done, %d running, %d re-auctioning, %d failed; spent %s credits",
 		v.Done, v.Shards, v.Running+v.Auction, v.Reauctioning, v.Failed, auction.FormatCredits(v.Spent))
+	if v.ETASeconds != nil {
+		line += "; ETA " + renter.FormatETA(time.Duration(*v.ETASeconds)*time.Second)
+	}
+	return line
 }
 
 // arrayView is the JobRecord that stands for run's array: its state,
 // spec and progress.
-func (r *Jobs) arrayView(run *arrayRun) *JobRecord {
+func (r *Jobs) arrayView(run *arrayRun) *JobRecord { return r.arrayViewAt(run, time.Now()) }
+
+// arrayViewAt is arrayView as of now, which the ETA is reckoned from.
+func (r *Jobs) arrayViewAt(run *arrayRun, now time.Time) *JobRecord {
 	run.mu.Lock()
 	snap, rec := run.a.Snapshot(), run.rec
 	run.mu.Unlock()
 	v := &ArrayView{Shards: rec.Shards, MaxParallel: rec.MaxParallel, Reason: snap.Reason}
+	var took, ages []time.Duration // done shards' times, in-flight shards' ages
 	r.mu.Lock()
 	for _, j := range r.jobs {
 		if j.Array == rec.ID {
@@ -57,11 +74,26 @@ func (r *Jobs) arrayView(run *arrayRun) *JobRecord {
 	}
 	for i, sh := range snap.Shards {
 		sv := ShardView{Index: i, Phase: sh.Phase, Job: sh.Job, Attempts: sh.Attempts}
+		if i < len(rec.Split) {
+			sv.Input, sv.Files = rec.Split[i].CID, rec.Split[i].Files
+		}
 		if sh.Attempts > 1 {
 			v.Retries += sh.Attempts - 1
 		}
 		if j := r.jobs[sh.Job]; j != nil {
 			sv.State, sv.Provider, sv.Outputs = j.State, j.Provider, j.Outputs
+		}
+		if j := r.jobs[sh.Job]; j != nil {
+			switch sh.Phase {
+			case renter.ShardDone:
+				end := j.Updated
+				if j.EndedAt != nil {
+					end = *j.EndedAt
+				}
+				took = append(took, end.Sub(j.Created))
+			case renter.ShardInFlight:
+				ages = append(ages, now.Sub(j.Created))
+			}
 		}
 		switch sh.Phase {
 		case renter.ShardDone:
@@ -86,6 +118,10 @@ func (r *Jobs) arrayView(run *arrayRun) *JobRecord {
 	r.mu.Unlock()
 	sort.Slice(v.ShardJobs, func(a, b int) bool { return v.ShardJobs[a].Index < v.ShardJobs[b].Index })
 	state := snap.State
+	if eta, ok := renter.ArrayETA(took, ages, v.Waiting, rec.MaxParallel); ok && state == renter.ArrayRunning {
+		secs := int64((eta + time.Second - 1) / time.Second)
+		v.ETASeconds = &secs
+	}
 	j := &JobRecord{ID: rec.ID, Name: rec.Name, State: state, Spec: rec.Spec, Created: rec.Created, Updated: rec.Updated,
 		EndedAt: rec.EndedAt, Error: snap.Reason, Paid: v.Spent, ArrayView: v}
 	return j

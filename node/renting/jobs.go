@@ -226,8 +226,9 @@ type Jobs struct {
 	// can have the provider give the award away first.
 	beforeStart func(jobID, provider string)
 
-	canary *canaryPlan // known-answer jobs this node schedules; nil: none
-	access InputAccess // grants a lease's provider the job's inputs; nil: none (unit tests)
+	canary *canaryPlan   // known-answer jobs this node schedules; nil: none
+	access InputAccess   // grants a lease's provider the job's inputs; nil: none (unit tests)
+	split  InputSplitter // deals an array's input over its shards; nil: none (unit tests)
 
 	// runShard starts a shard's job (nil: run, its auction and all);
 	// a test of arrays alone replaces it.
@@ -277,6 +278,9 @@ type Deps struct {
 	// Access grants a lease's provider the job's inputs (access.go); nil
 	// in unit tests.
 	Access InputAccess
+	// Split deals an array's input over its shards (array_split.go);
+	// nil: arrays with array.split are refused.
+	Split InputSplitter
 }
 
 // New is the renter's job manager, with the jobs of the last run loaded
@@ -288,7 +292,7 @@ func New(d Deps) (*Jobs, error) {
 	}
 	m := d.Market
 	r := &Jobs{m: m, store: d.Store, key: d.Key, log: d.Log, bg: d.Bg, journal: d.Journal, spawn: d.Spawn,
-		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary, access: d.Access,
+		billing: d.Billing, stopPayingAfter: d.StopPayingAfter, canary: canary, access: d.Access, split: d.Split,
 		jobs: map[string]*JobRecord{}, arrays: map[string]*arrayRun{}, gangs: map[string]*gangRun{}, logs: map[string]*jobLog{}, subs: map[string][]chan JobEvent{}, registryAuth: map[string]*wire.RegistryAuth{}}
 	if r.spawn == nil {
 		r.spawn = func(f func()) bool { go f(); return true }

@@ -5,6 +5,9 @@
 //	demojob [-sleep 2s] [-exit 0] [-lines 3] [-checkpoint /ckpt] [-read /data] [-write /outputs]
 //	demojob -answer 100000   (a known-answer job: prints only a checkable result)
 //	demojob -gang 2m         (a gang member: exchange with every rank of GLEANER_GANG_PEERS, docs/GANG_NETWORK.md)
+//
+// With -read and -write, the listing -read prints is also written to
+// inputs.txt among the results.
 package main
 
 import (
@@ -64,9 +67,18 @@ func main() {
 		fmt.Println("results written to", *write)
 	}
 	if *read != "" {
-		if err := readTree(*read); err != nil {
+		listing, err := readTree(*read)
+		if err != nil {
 			fmt.Println("read failed:", err)
 			os.Exit(1)
+		}
+		// With -write too, the listing is among the results, so that a
+		// test reads what each shard of an array saw from its outputs.
+		if *write != "" {
+			if err := os.WriteFile(filepath.Join(*write, "inputs.txt"), []byte(listing), 0o644); err != nil {
+				fmt.Println("write failed:", err)
+				os.Exit(1)
+			}
 		}
 	}
 	if *answer > 0 {
@@ -118,8 +130,10 @@ func main() {
 
 // readTree prints "input <rel> <sha256>" for each file under dir, in
 // name order, then whether a file could be created in any directory of
-// it: what a test compares against the files the renter gave.
-func readTree(dir string) error {
+// it: what a test compares against the files the renter gave. It
+// returns what it printed.
+func readTree(dir string) (string, error) {
+	var out strings.Builder
 	writable := []string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -137,18 +151,19 @@ func readTree(dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("input %s %x\n", rel, sha256.Sum256(b))
+		fmt.Fprintf(&out, "input %s %x\n", rel, sha256.Sum256(b))
 		return nil
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(writable) > 0 {
-		fmt.Printf("input writable: yes (%s)\n", strings.Join(writable, " "))
+		fmt.Fprintf(&out, "input writable: yes (%s)\n", strings.Join(writable, " "))
 	} else {
-		fmt.Println("input writable: no")
+		fmt.Fprintln(&out, "input writable: no")
 	}
-	return nil
+	fmt.Print(out.String())
+	return out.String(), nil
 }
 
 // runGang is the gang mode: 0 once every rank was reached and heard from.
