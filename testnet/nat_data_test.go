@@ -45,6 +45,7 @@ func TestNATJobDataOverRelay(t *testing.T) {
 // reset at its limit: the fetches dial the peer through the relay again
 // and go on (node/data/redial.go), and the job's stream re-attaches.
 func TestNATJobDataOutgrowsCircuits(t *testing.T) {
+	requireNATSoak(t)
 	requireNATNet(t)
 	requireDocker(t)
 	hs := startHomesWith(t, homesOpts{relays: 1, circuitMB: 1})
@@ -133,7 +134,20 @@ outputs: {path: /outputs, max_size: 16MiB}
 	if !res.Sealed || res.CID != j.Outputs {
 		t.Errorf("job fetch = %+v, want the sealed outputs %s opened", res, j.Outputs)
 	}
-	sameTree(t, got, demoimage.Results())
+	// The demo job also writes its listing of the inputs (inputs.txt) when
+	// it reads and writes: it must name every input file with its sha256.
+	want := demoimage.Results()
+	listing, err := os.ReadFile(filepath.Join(got, "inputs.txt"))
+	if err != nil {
+		t.Fatalf("the fetched outputs lack the job's listing: %v", err)
+	}
+	for rel, b := range inputs {
+		if line := fmt.Sprintf("input %s %x", rel, sha256.Sum256(b)); !strings.Contains(string(listing), line) {
+			t.Errorf("inputs.txt lacks %q:\n%s", line, listing)
+		}
+	}
+	want["inputs.txt"] = listing
+	sameTree(t, got, want)
 	return j
 }
 
