@@ -79,6 +79,13 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		// back first waits, spending nothing, for the book to catch up
 		// (the lifecycle's Policy says how long).
 		pol := life.Policy()
+		if rec.Array != "" && pol.Patience == 0 {
+			// A shard is most often placed the moment a sibling ended, on
+			// the GPUs that sibling freed, which the book shows busy until
+			// its provider republishes: the round waits for the book to
+			// catch up rather than end in no match at once.
+			pol.Patience = renter.DefaultPatience
+		}
 		pol.Progress = func(p renter.Progress) {
 			note := p.String()
 			if after := life.After(); after != "" {
