@@ -15,22 +15,8 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/wire"
-	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 )
-
-// gangHost is a libp2p host of the local network, closed with the test.
-func gangHost(t *testing.T, ctx context.Context) *p2p.Host {
-	t.Helper()
-	h, err := p2p.New(ctx, p2p.Network("local"), p2p.Logger(quietLog), p2p.DiscoveryInterval(0),
-		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DisableNATServices())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h
-}
 
 // memberSpec is member rank of a gang of size, as the renter's node
 // writes it.
@@ -48,7 +34,7 @@ func memberSpec(gang string, rank, size int) []byte {
 func TestGangMemberStartJoinsItsGangsNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hostA, hostB := gangHost(t, ctx), gangHost(t, ctx)
+	hostA, hostB := bareHost(t, ctx), bareHost(t, ctx)
 	if err := hostA.LibP2P().Connect(ctx, peer.AddrInfo{ID: hostB.ID(), Addrs: hostB.LibP2P().Addrs()}); err != nil {
 		t.Fatal(err)
 	}
