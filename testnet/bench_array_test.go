@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
+	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
 // BenchmarkArrayMakespan: a job array's makespan, from job_submit to the
@@ -39,36 +40,7 @@ func BenchmarkArrayMakespan(b *testing.B) {
 		arrayWork = d
 	}
 	requireDocker(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
-		if i < providers {
-			cfg.Provider.SimulateGPUs = fmt.Sprintf("%dxH100", gpusEach)
-		}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	waitPeers(b, c, 1, 30*time.Second)
-	want := map[string]bool{}
-	for i := range providers {
-		cl, err := c.Client(i)
-		if err != nil {
-			b.Fatal(err)
-		}
-		offerOn(b, cl, i, "0.40")
-		want[c.Nodes()[i].Host().ID().String()] = true
-	}
-	rc, err := c.Client(providers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !subset(want, bookOn(b, rc, providers, "")); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the renter does not see every offer after 30 s")
-		}
-	}
+	_, rc, ctx := benchOfferedMarket(b, providers, fmt.Sprintf("%dxH100", gpusEach))
 	gpus := providers * gpusEach
 	spec := jobSpec("arr", "bronze", "-sleep", arrayWork.String(), "-lines", "1") + fmt.Sprintf("array: {shards: %d, max_parallel: %d}\n", shards, gpus)
 	var makespan, ideal time.Duration
@@ -106,4 +78,43 @@ func BenchmarkArrayMakespan(b *testing.B) {
 	b.ReportMetric(makespan.Seconds()/float64(b.N), "makespan-s")
 	b.ReportMetric(ideal.Seconds()/float64(b.N), "ideal-s")
 	b.ReportMetric(float64(makespan)/float64(ideal), "x-ideal")
+}
+
+// benchOfferedMarket starts, in this process, providers nodes each selling
+// simulated GPUs (spec, e.g. "2xH100") at 0.40 and a renter that sees
+// every offer; it returns the cluster, the renter's client and a context
+// that ends with the benchmark.
+func benchOfferedMarket(b *testing.B, providers int, gpus string) (*Cluster, *rpc.Client, context.Context) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	c, err := NewCluster(ctx, ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
+		if i < providers {
+			cfg.Provider.SimulateGPUs = gpus
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	waitPeers(b, c, 1, 30*time.Second)
+	want := map[string]bool{}
+	for i := range providers {
+		cl, err := c.Client(i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		offerOn(b, cl, i, "0.40")
+		want[c.Nodes()[i].Host().ID().String()] = true
+	}
+	rc, err := c.Client(providers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !subset(want, bookOn(b, rc, providers, "")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the renter does not see every offer after 30 s")
+		}
+	}
+	return c, rc, ctx
 }

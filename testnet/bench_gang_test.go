@@ -8,7 +8,6 @@ import (
 
 	"github.com/gleaner-net/gleaner/node"
 	"github.com/gleaner-net/gleaner/node/renting"
-	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
 )
 
@@ -23,36 +22,7 @@ import (
 func BenchmarkGangStart(b *testing.B) {
 	const providers = 4
 	requireDocker(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
-		if i < providers {
-			cfg.Provider.SimulateGPUs = "1xH100"
-		}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	waitPeers(b, c, 1, 30*time.Second)
-	want := map[string]bool{}
-	for i := range providers {
-		cl, err := c.Client(i)
-		if err != nil {
-			b.Fatal(err)
-		}
-		offerOn(b, cl, i, "0.40")
-		want[c.Nodes()[i].Host().ID().String()] = true
-	}
-	rc, err := c.Client(providers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !subset(want, bookOn(b, rc, providers, "")); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the renter does not see every offer after 30 s")
-		}
-	}
+	c, rc, ctx := benchOfferedMarket(b, providers, "1xH100")
 	status := func(id string) renting.JobRecord {
 		var j renting.JobRecord
 		if err := rc.Call(ctx, "job_status", node.JobIDParams{ID: id}, &j); err != nil {
