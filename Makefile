@@ -14,7 +14,7 @@ build: ## build bin/gleaner
 
 test: lint ## lint, then every test (unit, 20-node network, RPC transcripts, CLI harness, the console in Chromium)
 	@command -v chromium >/dev/null || (echo "installing chromium for the console's browser test"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium (not root?): TestConsoleInChromium will skip, loudly"
-	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout 25m $(call longest_first,$(SLOW_TESTS)) $(PKGS)
 
 console-shots: ## regenerate docs/console/*.png: the console's pages in headless Chromium against real nodes
 	GLEANER_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'InChromium' ./node/console/
@@ -63,8 +63,25 @@ bench: build ## every benchmark; results go in docs/PERFORMANCE.md
 	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem -timeout 10m ./node/data
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 10m ./node/gangnet
 
+# Most tests wait on their own daemons and containers, not on the CPU:
+# those marked parallel (waitsOnItsOwnJobs, waitsApart) run this many at
+# once in a package, not GOMAXPROCS (two on a 2-core machine).
+TEST_PARALLEL ?= 4
+
+# go test starts packages in the order given (-p at a time): the slowest
+# go first, so that none starts last and runs alone. Only for the whole
+# tree; PKGS=./auction runs just that.
+SLOW_TESTS   := ./node ./cmd/gleaner ./testnet ./testnet/readme ./node/executor
+SLOW_BENCHES := ./testnet ./node
+longest_first = $(if $(filter ./...,$(PKGS)),$(1))
+
+# Two packages' benchmarks at once: each benchmark runs once, so its
+# figures are not the point here (`make bench` runs them alone), and the
+# testnet's Docker and NAT benchmarks wait more than they compute. The
+# soak runs 75 s of faults here (three kills and a partition with seed 1;
+# `make soak` runs the full one).
 bench-smoke: ## every benchmark once, so that a change that breaks one does not land (CI runs it)
-	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+	GLEANER_SOAK_DURATION=$${GLEANER_SOAK_DURATION:-75s} $(GO) test -count=1 -p 2 -run '^$$' -bench . -benchtime 1x -timeout 30m $(call longest_first,$(SLOW_BENCHES)) $(PKGS)
 
 DURATION ?= 10m
 SEED     ?= 1

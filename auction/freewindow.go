@@ -91,6 +91,13 @@ func (o *Offer) FreeFor(gpus int, from, to time.Time) bool {
 	return len(o.GPUs)-bookedPeak(o.Booked, from.Unix(), to.Unix()) >= gpus
 }
 
+// BookingsDiffer reports whether bookings a and b differ once both are
+// normalised for gpus GPUs over [from, to): a provider's test of whether
+// its scheduler's bookings have moved away from those it published.
+func BookingsDiffer(a, b []Booking, gpus int, from, to int64) bool {
+	return !slices.Equal(NormalizeBookings(a, gpus, from, to), NormalizeBookings(b, gpus, from, to))
+}
+
 // NormalizeBookings makes bs, counts of GPUs booked per instant, into what
 // an offer of gpus GPUs may carry for [from, to): sorted, clipped to the
 // span, counts capped at gpus, touching bookings of one count joined, and

@@ -73,10 +73,17 @@ type Rejection struct {
 // of offers. A large book is split among GOMAXPROCS stacks of the same
 // checkers, so env.RTT must be safe for concurrent use (a peerstore is).
 func Feasible(spec *JobSpec, offers []*Offer, env Env) (ok []*Offer, rejected []Rejection) {
-	// Most of a book is rejected for any one job; sizing for all of it
-	// once is cheaper than growing the slice through 100,000 appends.
-	rejected = make([]Rejection, 0, len(offers))
 	workers := min(runtime.GOMAXPROCS(0), len(offers)/parallelMin)
+	// Most of a large book is rejected for any one job; sizing for all of
+	// it once is cheaper than growing the slice through 100,000 appends.
+	// A book under parallelMin offers, as an indexed book hands a round
+	// (a few thousand at 10,000 providers, most of them feasible), grows
+	// it as rejections come: sizing it for every offer was most of what
+	// the simulator allocated (issue 33).
+	rejected = []Rejection{} // never nil, as before
+	if workers > 1 || len(offers) >= parallelMin {
+		rejected = make([]Rejection, 0, len(offers))
+	}
 	if workers <= 1 {
 		it := newFeasibilityStack(spec, env, &sliceIterator{offers: offers}, &rejected)
 		for o := it.Next(); o != nil; o = it.Next() {

@@ -85,6 +85,19 @@ type Prices struct {
 	Bronze Credits `cbor:"3,keyasint,omitempty" json:"bronze,omitempty"`
 }
 
+// Of is the floor for tier t; 0 when t is not offered (or not a tier).
+func (p Prices) Of(t Tier) Credits {
+	switch t {
+	case Gold:
+		return p.Gold
+	case Silver:
+		return p.Silver
+	case Bronze:
+		return p.Bronze
+	}
+	return 0
+}
+
 // Window is a half-open interval [Start, End) in unix seconds.
 type Window struct {
 	Start int64 `cbor:"1,keyasint" json:"start"`

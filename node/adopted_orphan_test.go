@@ -19,6 +19,7 @@ import (
 // and its GPU is free again: it does not hold the GPU for the patience
 // of a renter that is gone.
 func TestAnAdoptedJobWhoseRenterIsGoneIsStoppedWithinTheGrace(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	logs := newLogWatch()
 	r := newHostileRig(t, Options{Logger: logs.logger()}, nil)
 	const job = "orphan"

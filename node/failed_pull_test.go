@@ -194,6 +194,7 @@ func TestAnImageNoProviderCanPullFailsTheJobAfterTwoProviders(t *testing.T) {
 // and completes, having waited with notes that say so. Before, the
 // re-auction ended no-match 2 s after the preemption.
 func TestAPreemptedBronzeJobWaitsForTheBookToCatchUp(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -33,3 +33,12 @@ func (f *feeds) record(typ string, payload []byte) {
 	}
 	f.Feeds.Record(typ, payload)
 }
+
+// recordAll is record for several entries of one type, in one
+// transaction: the provider's group commit of awards.
+func (f *feeds) recordAll(typ string, payloads [][]byte) {
+	if f == nil {
+		return
+	}
+	f.Feeds.RecordAll(typ, payloads)
+}

@@ -284,3 +284,19 @@ func randomNonce() []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+// waitsOnItsOwnJobs marks a test that spends most of its time waiting on
+// its own jobs (containers sleeping through their steps, notices,
+// reservation windows, restarts) as parallel with the others so marked:
+// its daemons listen on ports of their own (tcp/0), keep their own repos,
+// and it finds its Docker objects by its nodes' labels or its jobs'
+// names, so two such tests cannot see each other. Go runs parallel tests
+// only after every serial one has ended, so a marked test never overlaps
+// a test that lists Docker objects globally, measures memory or listens
+// on a fixed port. Not marked either: a test bounding when a reservation
+// starts, a heartbeat arrives or a preempted job is back, whose clock is the shared Docker engine
+// or the scheduler. Test time only: every check of the test is unchanged.
+func waitsOnItsOwnJobs(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}

@@ -115,16 +115,17 @@ func TestAnAwardNeverStartedExpires(t *testing.T) {
 	r := newHostileRig(t, Options{StartDeadline: time.Second}, nil)
 	spec := hostileSpec("squat", "1s")
 	lease := r.lease("squat", spec)
-	// A newcomer's unstarted award holds the GPU but hides it from no
-	// quote: another award would displace it (auction/provider's
-	// newcomer rule).
+	// A newcomer's unstarted award holds the GPU, and hides it from
+	// quotes only for its start window (auction/provider's newcomer
+	// rule): a quote meanwhile is declined as held, to be asked again
+	// shortly, not as fully utilised.
 	if !r.prov.providerJobs.Holds("squat") {
 		t.Fatal("the award does not hold the GPU")
 	}
 	var rep wire.QuoteReply
 	r.exchange(wire.QuoteProto, wire.QuoteRequest{JobID: "honest", Nonce: randomNonce(), Spec: []byte(hostileSpec("honest", "1s"))}, &rep)
-	if rep.Decline != "" {
-		t.Fatalf("while a newcomer's unstarted award holds the GPU: declined %q, want a bid", rep.Decline)
+	if rep.Decline != auction.ReasonHeld {
+		t.Fatalf("while a newcomer's award of moments ago holds the GPU: declined %q, want %q", rep.Decline, auction.ReasonHeld)
 	}
 	waitFor(t, 10*time.Second, "the award to expire and free its GPU", func() bool {
 		held := r.prov.providerJobs.Holds("squat")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/attest"
+	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/data"
 	"github.com/gleaner-net/gleaner/node/gangnet"
@@ -365,6 +366,12 @@ func (n *Node) Repo() *repo.Repo { return n.repo }
 
 // Network is the name of the network the node is on.
 func (n *Node) Network() string { return n.cfg.Network }
+
+// Book is the offer book this node has gathered from the network, once
+// Start has returned. The node's market owns its contents; callers only
+// read it (Snapshot, Get), as testnet's central broker, the baseline the
+// market is measured against, picks its providers from it.
+func (n *Node) Book() *auction.Book { return n.market.Book() }
 
 // DialService opens a connection to jobID's service on provider, which
 // must be connected or dialable. ctx bounds the opening only; the

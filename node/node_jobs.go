@@ -41,7 +41,7 @@ func (n *Node) startProviderJobs(context.Context) error {
 		Key: key, Exec: exec, Data: nodeData{n}, InputFetchTimeout: time.Duration(n.cfg.Data.InputFetchTimeoutS) * time.Second,
 		OutputRetention: time.Duration(n.cfg.Data.OutputRetentionH) * time.Hour,
 		MaxJobInput:     int64(n.cfg.Data.MaxJobInputGiB) << 30, DiskReserve: int64(n.cfg.Data.DiskReserveGiB) << 30, FreeDisk: n.freeDisk(exec),
-		GPUs: n.gpus, Record: n.feeds.record, Tag: tag,
+		GPUs: n.gpus, Record: n.feeds.record, RecordAll: n.feeds.recordAll, Tag: tag,
 		StartDeadline: n.opts.StartDeadline, WrongAnswers: n.opts.WrongAnswers,
 		Spawn: func(f func()) { n.tasks.Go(f) }, OnService: n.services.Add, OnServiceEnd: n.services.Remove,
 		OnServiceDrain: n.services.Drain, Gangs: n.gangs, Log: n.log.With("part", "provider-jobs")})

@@ -150,6 +150,9 @@ func (n *Node) readMetrics(s *metrics.Snapshot) {
 	}
 	if d := n.data; d != nil {
 		s.HasData, s.DataUsedBytes, s.DataQuota = true, d.Used(), d.Quota()
+		if a := n.access; a != nil {
+			s.DataRefusedWants = a.Refused()
+		}
 	}
 	if n.rep != nil && n.host != nil {
 		// Counters of the proven settlements in the replicated ledger

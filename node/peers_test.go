@@ -207,6 +207,7 @@ func TestAProviderBackFromACrashReplacesItsOfferAtItsRenter(t *testing.T) {
 // peer): it finds the provider at the address it kept, attaches again,
 // and the job runs to its end.
 func TestARestartedRenterReachesItsProviderAtTheAddressItKept(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, nil)
 	rn := startTestNode(t, r.ctx, "", Options{})
 	if err := rn.Host().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {

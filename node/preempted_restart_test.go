@@ -19,6 +19,7 @@ import (
 // held the ended lease, so the restarted node tried to re-attach to it,
 // the provider no longer ran it, and the job failed ("resubmit the job").
 func TestARestartedRenterResumesItsWaitingPreemptedJob(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -63,6 +64,7 @@ func checkpointSpec(name, tier, sleep, lines string) []byte {
 // stopped: the record kept its lifecycle. Before, a re-attached job whose
 // run ended without completing failed ("resubmit the job").
 func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -90,6 +92,7 @@ func TestARestartedRenterReauctionsAReattachedJobThatIsPreempted(t *testing.T) {
 // after the restart, and the job runs once a provider comes. Before, it
 // failed: "this node restarted during the auction; resubmit the job".
 func TestARestartedRenterAuctionsAgainAJobInItsFirstAuction(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

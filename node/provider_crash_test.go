@@ -136,6 +136,7 @@ func providingCost(t *testing.T, j *renting.JobRecord, ran time.Duration) auctio
 // the whole run and within the vouchers, and the GPU's next lease
 // convicts nobody.
 func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -241,6 +242,7 @@ func TestAProviderKilledMidJobAdoptsItsContainer(t *testing.T) {
 // the voucher the provider kept with the lease, and its container is
 // removed.
 func TestAJobThatExitedWhileItsProviderWasDownIsSettledAndRemoved(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -276,6 +278,7 @@ func TestAJobThatExitedWhileItsProviderWasDownIsSettledAndRemoved(t *testing.T) 
 // the owner swapped the GPU while the daemon was down) leaves no
 // container: the start reconciles after Restore, with what Restore holds.
 func TestAReservationNotKeptAfterACrashLeavesNoContainer(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, goldProvider)
 	start := time.Now().Add(10 * time.Minute).Truncate(time.Second).UTC().Format(time.RFC3339)
 	spec := goldSpec("ahead", start, "1s")

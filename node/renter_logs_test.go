@@ -46,6 +46,7 @@ func checkLines(t *testing.T, out string, n int) {
 // and the running job's output goes on: each line once, although the
 // provider replays its retained tail on the attach.
 func TestJobLogsSurviveARenterRestart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
 	j, err := rn.renterJobs.Submit([]byte(linesSpec("logged", "16s", 8)), nil, renting.SubmitOptions{})

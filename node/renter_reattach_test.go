@@ -2,6 +2,7 @@ package node
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ func blockJobs(t *testing.T, prov, rn *Node) (unblock func()) {
 // one attempt, the vouchers going on, each log line once although the
 // provider replays its tail on the attach.
 func TestARenterReattachesToAProviderItLostForAWhile(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
 	j, err := rn.renterJobs.Submit([]byte(linesSpec("patient", "20s", 10)), nil, renting.SubmitOptions{})
@@ -89,6 +91,7 @@ func TestARenterReattachesToAProviderItLostForAWhile(t *testing.T) {
 // such lease: the renter auctions the job again at once, not after the
 // whole re-attach wait.
 func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
 	spec := strings.Replace(linesSpec("left", "40s", 4), "max_reauctions: 0", "max_reauctions: 1", 1)
@@ -130,8 +133,9 @@ func TestAProviderBackWithoutTheJobIsLeftAtOnce(t *testing.T) {
 // A renter that loses the provider of a short job and comes back only
 // after the job's end (a relay that died for a while) hears how the run
 // ended, not that the provider no longer holds the lease: the job is
-// completed on its lease, with its exit code and its whole output, and
-// settled once.
+// completed on its lease, with its exit code, its whole output (the
+// lines written while the renter was away too, each once) and settled
+// once.
 func TestARenterBackAfterTheJobsEndGetsItsExit(t *testing.T) {
 	r := newHostileRig(t, Options{}, nil)
 	rn := renterOf(t, r.ctx, r.prov)
@@ -159,4 +163,61 @@ func TestARenterBackAfterTheJobsEndGetsItsExit(t *testing.T) {
 	if n := r.settlements(first.LeaseCID); n != 1 {
 		t.Errorf("%d settlements of the lease, want 1", n)
 	}
+	// The lines the job wrote while its renter was away came with the
+	// exit (the lease's record keeps the output's tail): each once.
+	out, _ := rn.renterJobs.LogsOf(j.ID)
+	checkLines(t, string(out), 4)
+}
+
+// Issue 37: a job's stream lost while the provider still pulls its image
+// (a relay resetting the circuit the stream and the input fetch share)
+// comes back to the provider as a running job's does, and the provider
+// keeps pulling meanwhile. Lost again once the job runs, later than the
+// re-attach bound after that first loss, it comes back again: each loss
+// after the provider was heard again has its own bound. The job
+// completes on its lease, once (neither failed nor auctioned again),
+// with every line of its output once.
+func TestARenterReattachesToAJobLostWhilePulling(t *testing.T) {
+	waitsOnItsOwnJobs(t)
+	r := newHostileRig(t, Options{}, nil)
+	rn := renterOf(t, r.ctx, r.prov)
+	const bound = 15 * time.Second // renter.ReattachFor, shortened; ample for a redial on loopback under load
+	rn.renterJobs.InjectReattachFor(bound)
+	pulled := make(chan struct{}) // closed when the slow pull may end
+	var release sync.Once
+	done := func() { release.Do(func() { close(pulled) }) }
+	t.Cleanup(done)
+	r.prov.providerJobs.SetPullHook(func(string) {
+		select {
+		case <-pulled:
+		case <-r.ctx.Done():
+		}
+	})
+	j, err := rn.renterJobs.Submit([]byte(linesSpec("lost-pulling", "6s", 6)), nil, renting.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitJob(t, rn, j.ID, 60*time.Second, "pulling", func(j *renting.JobRecord) bool { return j.State == renting.StatePulling })
+	cut := func() { _ = rn.Host().LibP2P().Network().ClosePeer(r.prov.Host().ID()) }
+	cut()
+	lostAt := time.Now()
+	// Still pulling well past the bound from that loss: the renter came
+	// back and follows the pull.
+	time.Sleep(bound + 5*time.Second)
+	back, _ := rn.renterJobs.Get(j.ID)
+	if back.State != renting.StatePulling || back.Error != "" {
+		t.Fatalf("%v after the loss in the pull, the job is %s (%q), want pulling, followed again", time.Since(lostAt).Round(time.Second), back.State, back.Error)
+	}
+	done()
+	waitJob(t, rn, j.ID, 60*time.Second, "a step logged", func(*renting.JobRecord) bool {
+		b, _ := rn.renterJobs.LogsOf(j.ID)
+		return strings.Contains(string(b), "step 1/6 done")
+	})
+	cut()
+	end := waitJob(t, rn, j.ID, 90*time.Second, "ended", func(j *renting.JobRecord) bool { return renting.Terminal(j.State) })
+	if end.State != renting.StateCompleted || end.Attempts != 1 || end.LeaseCID != first.LeaseCID {
+		t.Fatalf("the job ended %s (%q) in %d attempts on %s, want completed once on its lease %s", end.State, end.Error, end.Attempts, end.LeaseCID, first.LeaseCID)
+	}
+	out, _ := rn.renterJobs.LogsOf(j.ID)
+	checkLines(t, string(out), 6)
 }

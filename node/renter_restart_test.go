@@ -12,6 +12,7 @@ import (
 // to its end instead of being paused and stopped as unpaid once what the
 // first stream paid for has run out (here after a few 2 s intervals).
 func TestARestartedRenterKeepsPaying(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, nil)
 	rn := startTestNode(t, r.ctx, "", Options{BillingInterval: 2 * time.Second})
 	if err := rn.Host().LibP2P().Connect(r.ctx, addrInfo(r.prov.Host())); err != nil {

@@ -72,6 +72,7 @@ func restartNodeAfter(t *testing.T, ctx context.Context, n *Node, between func()
 // renter can start it. A job that had launched when the provider crashed
 // is over: its lease is interrupted, cannot start again, and holds no GPU.
 func TestAProviderRestartKeepsTheLeasesThatHadNotLaunched(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, goldProvider)
 	running := hostileSpec("running", "60s")
 	runLease := r.lease("running", running)
@@ -311,6 +312,7 @@ func TestAReservationSurvivesItsProviderRestarting(t *testing.T) {
 // the provider frees the GPU and leaves no container (it had made the job
 // ready ahead), and nothing runs at the start.
 func TestCancellingAReservationBeforeItsWindow(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	r := newHostileRig(t, Options{}, goldProvider)
 	rn := renterOf(t, r.ctx, r.prov)
 	gold, err := rn.renterJobs.Submit([]byte(goldSpec("called-off", "+60s", "1s")), nil, renting.SubmitOptions{})

@@ -15,15 +15,27 @@ import (
 
 // The daemon's start inserts the service firewall rules when it runs as
 // root with Docker and iptables, each once however often it starts, and
-// leaves them alone with provider.service_firewall = "off". The host's
-// rules are left as found (see TestDockerServiceFirewall in
-// node/executor for why and how).
+// leaves them alone with provider.service_firewall = "off".
+//
+// iptables rules belong to a network namespace, and other packages' tests
+// start daemons that insert these rules in the host's namespace while this
+// one runs (a clean-clone CI run once saw a rule appear between "remove"
+// and "check"). So the test runs again as a child process in a network
+// namespace of its own (unshare --net), where no other daemon can touch
+// its rules, and the host's rules are never changed.
 func TestDaemonEnsuresServiceFirewall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: TestDaemonEnsuresServiceFirewall needs root to add the iptables rules")
 	}
 	if _, err := exec.LookPath("iptables"); err != nil {
 		t.Skip("SKIPPED: TestDaemonEnsuresServiceFirewall needs an iptables binary: " + err.Error())
+	}
+	if os.Getenv(firewallNetnsEnv) != "1" {
+		inOwnNetns(t)
+		return
+	}
+	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set lo up in the test's own network namespace: %v: %s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -55,23 +67,12 @@ func TestDaemonEnsuresServiceFirewall(t *testing.T) {
 			}
 		}
 	}
-	before := executor.CheckServiceFirewall(ctx)
+	// A fresh namespace starts with none of the rules; take them out
+	// anyway, so that the check below could not pass on a namespace
+	// that somehow had them.
 	for _, r := range executor.ServiceFirewallRules {
 		remove("iptables", r)
 	}
-	t.Cleanup(func() {
-		// Every rule back, then the ones that were missing out again.
-		executor.EnsureServiceFirewall(context.Background())
-		for _, r := range before {
-			if r.State != executor.FirewallMissing {
-				continue
-			}
-			for _, rule := range r.Rules {
-				remove(r.Tool, rule)
-			}
-		}
-	})
-
 	startNodeWith(t, ctx, func(c *repo.Config) { c.Provider.ServiceFirewall = "off" }, Options{})
 	if !absent() {
 		t.Fatal("a daemon with provider.service_firewall = off inserted a rule")
@@ -94,4 +95,23 @@ func TestDaemonEnsuresServiceFirewall(t *testing.T) {
 			t.Fatalf("%d copies of %q after two daemons started:\n%s", n, r.Listed(), out)
 		}
 	}
+}
+
+const firewallNetnsEnv = "GLEANER_TEST_FIREWALL_NETNS"
+
+// inOwnNetns runs t's test again in a new network namespace and fails t
+// with the child's output if the child did not pass.
+func inOwnNetns(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("%s needs unshare (util-linux) to run in a network namespace of its own: %v", t.Name(), err)
+	}
+	cmd := exec.Command("unshare", "--net", os.Args[0],
+		"-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=3m")
+	cmd.Env = append(os.Environ(), firewallNetnsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in its own network namespace: %v\n%s", t.Name(), err, out)
+	}
+	t.Logf("passed in its own network namespace:\n%s", out)
 }

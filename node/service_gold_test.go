@@ -20,6 +20,7 @@ import (
 // quotes and runs, instead of asking for the spec's start, which every
 // offer rejects as passed.
 func TestAGoldFloorReplicaIsReplacedAfterTheStart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -108,6 +108,7 @@ func TestServiceReplicaLostWithItsProviderIsReplaced(t *testing.T) {
 // image that ends after a second) is healed service.HealLimit times, with
 // back-off, and then no more replicas are bought: service_status says why.
 func TestServiceHealingStopsAfterReplicasThatNeverGetReady(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDemoImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -156,6 +157,7 @@ func serviceJobs(rn *Node, name string) (all, ran int) {
 // why in words that name the check, and nothing is left running on the
 // provider.
 func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -204,6 +206,7 @@ func TestServiceReplicasNeverReadyAreReleased(t *testing.T) {
 // error, and serves once a provider comes: no supply is the market's
 // doing, not the spec's.
 func TestServiceWithoutSupplyHealsOnceAProviderComes(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // jobs when it starts again: their providers free the GPUs, and the
 // service's own replica serves on.
 func TestServiceJobsNoRecordHoldsAreCancelledOnRestart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ import (
 //
 // GLEANER_BENCH_ARRAY=providers,gpus-each,shards,work sizes it otherwise:
 // the full size is 10,2,100,30s (about 3 minutes a run).
+// GLEANER_BENCH_LOG=file writes every node's log there, with times, to
+// see where a run's time goes (docs/PERFORMANCE.md).
 func BenchmarkArrayMakespan(b *testing.B) {
 	providers, gpusEach, shards, arrayWork := 3, 2, 12, 3*time.Second
 	if v := os.Getenv("GLEANER_BENCH_ARRAY"); v != "" {
@@ -88,11 +91,22 @@ func benchOfferedMarket(b *testing.B, providers int, gpus string) (*Cluster, *rp
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	c, err := NewCluster(ctx, ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
+	opts := ClusterOptions{Nodes: providers + 1, Configure: func(i int, cfg *repo.Config) {
 		if i < providers {
 			cfg.Provider.SimulateGPUs = gpus
 		}
-	}})
+	}}
+	if path := os.Getenv("GLEANER_BENCH_LOG"); path != "" {
+		// Every node's log, with times, for finding where a run's time
+		// goes (docs/PERFORMANCE.md's breakdowns).
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		opts.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	c, err := NewCluster(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

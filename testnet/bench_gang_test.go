@@ -14,9 +14,10 @@ import (
 // BenchmarkGangStart: the time from job_submit to every member of a
 // 4-member gang running, against one job's submit to running in the same
 // run, on the same four providers of one simulated GPU each and a renter,
-// in this process. A gang's members are awarded one after another and
-// started together once all hold an award, so its start is about its
-// members' awards plus one start. Needs Docker.
+// in this process. A gang's members are awarded together, in parallel
+// rounds over disjoint shares of the book, and started together once all
+// hold an award, so its start is about one round's award plus one start.
+// Needs Docker.
 //
 //	go test -run '^$' -bench GangStart -benchtime 3x ./testnet
 func BenchmarkGangStart(b *testing.B) {

@@ -2,7 +2,6 @@ package testnet
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ const (
 // circuit under it; the renter dials the provider through the relay
 // again, re-attaches, and the job completes with all its logs.
 func TestNATLongJobBothSymmetric(t *testing.T) {
-	requireNATSoak(t)
+	waitsApart(t)
 	requireNATNet(t)
 	requireDocker(t)
 	hs := startHomesWith(t, homesOpts{relays: 1, symRenter: true, circuitS: natShortCircuit})
@@ -93,22 +92,5 @@ func TestNATLongJobBothSymmetric(t *testing.T) {
 	}
 	if !strings.Contains(logs.Logs, "job finished") {
 		t.Errorf("the renter's logs lack the job's end:\n%s", logs.Logs)
-	}
-}
-
-// requireNATSoak skips, saying why, the NAT tests whose relay circuits are
-// cut to seconds on purpose, unless GLEANER_NAT_SOAK=1. They pass on a
-// quiet machine but not yet under CI's load, where each found a gap of
-// the product's rather than of the test's (docs/NAT.md, "Known gaps"):
-// a stream lost before the container runs (a slow pull while the circuit
-// is reset) fails the job instead of re-attaching, and log lines written
-// while the renter is away at the job's very end are not sent on the late
-// attach. Run them with:
-//
-//	GLEANER_NAT_SOAK=1 go test -count=1 -run 'TestNAT(LongJobBothSymmetric|JobDataOutgrowsCircuits)$' ./testnet
-func requireNATSoak(t *testing.T) {
-	t.Helper()
-	if os.Getenv("GLEANER_NAT_SOAK") != "1" {
-		t.Skip("SKIPPED: a NAT soak with relay circuits of seconds; run with GLEANER_NAT_SOAK=1 (not yet stable under CI's load, docs/NAT.md \"Known gaps\")")
 	}
 }

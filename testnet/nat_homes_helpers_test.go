@@ -148,7 +148,7 @@ func (hn *homeNet) home(t testing.TB, i int, kind natKind) home {
 	ipRun(t, "-n", h.ns, "link", "set", "eth0", "up")
 	ipRun(t, "-n", h.ns, "route", "add", "default", "via", fmt.Sprintf("192.168.%d.1", i))
 	nsRun(t, h.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	masq := []string{"iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan0", "-j", "MASQUERADE"}
+	masq := []string{"iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-o", "wan0", "-j", "MASQUERADE"}
 	if kind == natSymmetric {
 		masq = append(masq, "--random-fully")
 	}
@@ -160,7 +160,7 @@ func (hn *homeNet) home(t testing.TB, i int, kind natKind) home {
 	// very tuple a later hole punch needs: MASQUERADE would then pick
 	// another port, and the punch would miss.
 	for _, chain := range []string{"INPUT", "FORWARD"} {
-		nsRun(t, h.router, "iptables", "-A", chain, "-i", "wan0", "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP")
+		nsRun(t, h.router, "iptables", "-w", "-A", chain, "-i", "wan0", "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP")
 	}
 	return h
 }
@@ -361,8 +361,11 @@ func waitFor(t testing.TB, limit time.Duration, what string, ds []*natDaemon, ok
 	start := time.Now()
 	for !ok() {
 		if time.Since(start) > limit {
+			// The reason first: a CI log that keeps only the head and
+			// the tail of a long failure keeps it.
+			t.Errorf("%s: not after %v", what, limit)
 			dumpLogs(t, ds)
-			t.Fatalf("%s: not after %v", what, limit)
+			t.FailNow()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

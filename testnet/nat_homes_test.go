@@ -80,6 +80,7 @@ func waitSettled(t testing.TB, hs *homesNet) time.Duration {
 // a relay and a renter on the public segment, a provider behind a cone
 // NAT, a provider behind a symmetric NAT, and a renter behind a cone NAT.
 func TestNATHomes(t *testing.T) {
+	waitsApart(t)
 	requireNATNet(t)
 	requireDocker(t)
 	hs := startHomes(t)
@@ -312,6 +313,7 @@ func relayOf(addr string) string {
 // stream, dials the provider again through the other relay, re-attaches,
 // and the job completes.
 func TestNATRelayLostMidJob(t *testing.T) {
+	waitsApart(t)
 	requireNATNet(t)
 	requireDocker(t)
 	hs := startHomesRelays(t, 2)

@@ -120,6 +120,7 @@ func TestRenterThatStopsPayingIsPausedThenStopped(t *testing.T) {
 // renter paid for at most the interval in progress, re-auctions the job,
 // and the abandoning provider's score ends below the one that finished it.
 func TestProviderThatAbandonsAJob(t *testing.T) {
+	waitsApart(t)
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

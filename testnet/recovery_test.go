@@ -55,6 +55,7 @@ func waitLog(t *testing.T, c *Cluster, renter int, id, want string) {
 // gets SIGTERM, checkpoints, its checkpoint travels back to the renter, and
 // the re-auctioned job resumes from it on the other provider.
 func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
+	waitsApart(t)
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -86,6 +87,7 @@ func TestPreemptedBronzeJobResumesElsewhereFromItsCheckpoint(t *testing.T) {
 // completes on the other provider; stopping the dead provider leaves no
 // container behind.
 func TestJobSurvivesItsProviderDying(t *testing.T) {
+	waitsApart(t)
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -161,6 +163,7 @@ func TestSilverAwardPreemptsBronze(t *testing.T) {
 // job runs; the provider keeps running it, and the restarted node attaches
 // to it again and sees it complete.
 func TestRenterRestartFollowsItsJobAgain(t *testing.T) {
+	waitsApart(t)
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -11,8 +11,8 @@ import (
 )
 
 // BenchmarkFaultSoak runs the fault soak (see soak.go) once, for
-// GLEANER_SOAK_DURATION (default 2m, which `make bench-smoke`, and so CI,
-// runs) with GLEANER_SOAK_SEED (default 1), and fails on any violated end
+// GLEANER_SOAK_DURATION (default 2m; `make bench-smoke`, and so CI, runs
+// 75s) with GLEANER_SOAK_SEED (default 1), and fails on any violated end
 // check. `make soak DURATION=10m` runs the full one. The report goes to the
 // log and, as JSON, to GLEANER_SOAK_REPORT if set; its figures are the
 // benchmark's metrics.

@@ -35,6 +35,20 @@ import (
 // other newcomers' awards before it is started.
 const DefaultNewcomerGrace = 3 * time.Second
 
+// NewcomerStartWindow is how long after its claim a newcomer's unstarted
+// award is not named by quotes (but an established renter's, whose award
+// displaces it at once), whatever its grace: its renter is most
+// likely starting it (on a loaded renter, the start arrives a second or
+// two after the co-signed lease). A quote that finds no other GPU is
+// declined as held (ErrHeld) and its renter asks again shortly. Before
+// it, a burst that filled a provider with newcomers' awards (every
+// renter is one to most providers) had later quotes name those GPUs, and
+// their awards displace the honest renters' unstarted awards, or wait
+// out the grace and lose the race to the start: each a renter sent back
+// to auction, and the burst's tail (issue 33). A swarm of keys hides a
+// GPU for the window per award, as a quote hold hides it for its life.
+const NewcomerStartWindow = 2 * time.Second
+
 // MaxEstablished bounds the renters remembered as established: the least
 // recently paying are forgotten first.
 const MaxEstablished = 10_000
@@ -124,6 +138,17 @@ func (s *Scheduler) soft(l *lease) bool {
 	return !est
 }
 
+// starting: g carries, in span, a newcomer's unstarted award claimed less than
+// NewcomerStartWindow before now. Called with s.mu held.
+func (s *Scheduler) starting(g *gpu, span Span, now time.Time) bool {
+	for _, c := range g.commits {
+		if c.blocks(span, now) && s.soft(c.l) && now.Sub(c.l.claimed) < NewcomerStartWindow {
+			return true
+		}
+	}
+	return false
+}
+
 // displaceable: the claim of a renter (established or not) may take the
 // GPUs of l at now. Called with s.mu held.
 func (s *Scheduler) displaceable(l *lease, established bool, now time.Time) bool {
@@ -191,6 +216,17 @@ func (s *Scheduler) Displace(l *auction.Lease, gpus []int, now time.Time) []Acti
 		s.refresh(v)
 	}
 	return out
+}
+
+// Displaces reports whether Displace(l, gpus, now) would end any award:
+// a provider that commits several awards at once (node/providing's group
+// commit) makes the ones it has claimed durable first, so that none is
+// displaced before it was recorded.
+func (s *Scheduler) Displaces(l *auction.Lease, gpus []int, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone, until, ok := s.inWay(l, gpus, now)
+	return ok && until.IsZero() && len(gone) > 0
 }
 
 // GraceEnds is when the claim of l on gpus may displace the newcomers'

@@ -194,8 +194,18 @@ func TestPlanCountsSoftAwardsFree(t *testing.T) {
 	if _, err := claimAs(s, "a", "ra", t0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.Plan(1, auction.Silver, span, t0); err != nil || !slices.Equal(p, []int{0}) {
-		t.Fatalf("plan over a newcomer's award: %v %v", p, err)
+	// Not within its start window: its renter is most likely starting it.
+	if p, err := s.Plan(1, auction.Silver, span, t0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("plan over a newcomer's award of moments ago: %v %v, want held", p, err)
+	}
+	// Except to a renter that pays here: its award displaces it at once.
+	s.Establish("rpaid")
+	if p, _, err := s.PlanHeld(Holder{Renter: "rpaid", JobID: "p"}, 1, auction.Silver, span, t0); err != nil || !slices.Equal(p, []int{0}) {
+		t.Fatalf("an established renter's plan over a newcomer's award of moments ago: %v %v", p, err)
+	}
+	s.ReleaseHold(Holder{Renter: "rpaid", JobID: "p"}, t0)
+	if p, err := s.Plan(1, auction.Silver, span, at(NewcomerStartWindow)); err != nil || !slices.Equal(p, []int{0}) {
+		t.Fatalf("plan over a newcomer's award past its start window: %v %v", p, err)
 	}
 	if u := s.Utilisation(auction.Silver, t0); u != 0 {
 		t.Fatalf("utilisation %v with a newcomer's award, want 0", u)
@@ -216,6 +226,7 @@ func TestPlanCountsSoftAwardsFree(t *testing.T) {
 	if _, err := claimAs(s, "new", "r2", now, 1); err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(NewcomerStartWindow) // past new's start window, in its grace
 	for _, want := range [][]int{{2}, {0}, {1}} {
 		if p, err := s.Plan(1, auction.Silver, Span{now, at(time.Hour)}, now); err != nil || !slices.Equal(p, want) {
 			t.Fatalf("plan %v %v, want %v: free, then past its grace, then in it", p, err, want)
@@ -315,5 +326,27 @@ func TestGraceEnds(t *testing.T) {
 	mustStart(t, s, "a", at(time.Second))
 	if got := s.GraceEnds(mkLease("c", auction.Silver, 1, at(time.Second), time.Hour), []int{0}, at(time.Second)); !got.IsZero() {
 		t.Fatalf("a's lease started: %v, want nothing to wait for", got)
+	}
+}
+
+// The start window keeps a quote off a GPU only for a newcomer's award
+// in the span it asks: a newcomer's reservation of moments ago for a
+// later hour does not hide the GPU from a quote for now.
+func TestStartWindowCoversOnlyTheSpanAsked(t *testing.T) {
+	s := newSched(1)
+	if _, err := claimAs(s, "a", "ra", t0, 0); err != nil {
+		t.Fatal(err)
+	}
+	now := at(DefaultNewcomerGrace) // a's grace is over: displaceable
+	later := mkLease("g", auction.Gold, 1, at(2*time.Hour), time.Hour)
+	later.Renter = "rg"
+	if _, err := s.Claim(later, []int{0}, now); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Plan(1, auction.Silver, Span{now, at(time.Hour)}, now); err != nil || !slices.Equal(p, []int{0}) {
+		t.Fatalf("plan for the hour before a newcomer's reservation of moments ago: %v %v, want GPU 0", p, err)
+	}
+	if p, err := s.Plan(1, auction.Silver, Span{now, at(3 * time.Hour)}, now); !errors.Is(err, ErrHeld) {
+		t.Fatalf("plan over it: %v %v, want held", p, err)
 	}
 }

@@ -162,6 +162,7 @@ func (s *Scheduler) PlanHeld(h Holder, n int, tier auction.Tier, span Span, now 
 		s.dropHold(self) // a new round of the job: its old bid is void to it
 	}
 	hold := holdSpan(tier, span, now)
+	_, est := s.est[h.Renter] // a renter that pays here displaces newcomers at once: no start window for it
 	var promised [maxIndex + 1]bool
 	anyPromised := len(s.holds) > 0 && s.promisedTo(self, hold, &promised)
 	// The GPUs by standing live in one scratch array, reused by every plan.
@@ -180,8 +181,12 @@ func (s *Scheduler) PlanHeld(h Holder, n int, tier auction.Tier, span Span, now 
 			continue
 		}
 		if st := s.standing(gp, tier, hold, now, s.notice); st < held {
-			if anyPromised && promised[i] {
-				kept++ // could be sold, but a live quote was promised it
+			if anyPromised && promised[i] || !est && st >= open && s.starting(gp, hold, now) {
+				// Could be sold, but a live quote was promised it, or a
+				// newcomer's award of moments ago is most likely being
+				// started on it: asked again shortly, the quote finds a
+				// free GPU or this one past the start window.
+				kept++
 				continue
 			}
 			by[st] = append(by[st], i)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -32,6 +33,11 @@ type Request struct {
 	LastResort map[string]bool
 	// Pin, when set, is the only provider asked (a canary, `--provider`).
 	Pin string
+	// Only, when set, is the providers the round may ask: a gang
+	// member's share of the book in a placement's parallel rounds
+	// (GangShares), disjoint from its siblings', so that no two of them
+	// win one provider. Auction only reads it.
+	Only map[string]bool
 	// Group, when set, makes this a replica: siblings' auctions run one at
 	// a time, and none of them goes to a provider another holds.
 	Group *Group
@@ -98,6 +104,9 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		return res, &NoMatchError{Considered: len(book), Excluded: left}
 	}
 	ok, ex.Undisturbed = preferUndisturbed(ok, spec, env.Now, a.candidates)
+	if len(ok) == 0 {
+		return res, &NoMatchError{Considered: len(book), Excluded: left}
+	}
 	nonce := make([]byte, 16)
 	if _, err := a.nonces.Read(nonce); err != nil {
 		return res, fmt.Errorf("renter: quote nonce: %w", err)
@@ -135,9 +144,12 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 	// (held), and every award tried either lost a race too or went
 	// unanswered (a provider slow under a burst). Capacity may well be
 	// free, so Place asks again at once.
-	held := false
+	// unanswered: no provider answered at all (each timed out or its
+	// stream failed), as providers slow under a burst do; the same then.
+	held, unanswered := false, len(outcomes) > 0
 	for _, q := range outcomes {
 		held = held || q.Declined == auction.ReasonHeld
+		unanswered = unanswered && q.Error != "" && !strings.HasPrefix(q.Error, badBid)
 	}
 	raced, lostRace, tried := true, false, 0
 	for len(ranked) > 0 {
@@ -160,6 +172,15 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		}
 		ex.Winner, ex.ClearingPrice, ex.Rule = winner.Bid.Provider, price, rule
 		ex.Clearing = clearingOf(pool, winner, price, rule, spec.MaxPrice)
+		if tried == 0 {
+			// The losers' holds end before the award, not after it: the
+			// award's trip and the provider's durable write take longer
+			// than the quotes did, and in a burst other renters' rounds
+			// are declined for those GPUs meanwhile (issue 33). Should
+			// the winner refuse, the next bid's award may race, and the
+			// round is then asked again at once.
+			a.release(ctx, req.JobID, nonce, outcomes, winner.Bid.Provider)
+		}
 		lease, raw, out := a.award(ctx, req, spec, winner, price, rawBid[winner.Bid.Provider])
 		ex.Awards = append(ex.Awards, out)
 		tried++
@@ -168,7 +189,6 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 				req.Group.Hold(req.JobID, lease.Provider) // before the next sibling enters
 			}
 			res.Lease, res.Raw = lease, raw
-			a.release(ctx, req.JobID, nonce, outcomes, lease.Provider)
 			return res, nil
 		}
 		lostRace = lostRace || out.Raced
@@ -176,12 +196,16 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		ranked = dropProvider(ranked, winner.Bid.Provider)
 	}
 	ex.Winner, ex.ClearingPrice, ex.Rule, ex.Clearing, ex.SecondScore = "", 0, "", nil, 0
-	a.release(ctx, req.JobID, nonce, outcomes, "")
+	if tried == 0 {
+		a.release(ctx, req.JobID, nonce, outcomes, "")
+	} else {
+		a.releaseFirstAwarded(ctx, req.JobID, nonce, ex.Awards)
+	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
 	return res, &NoMatchError{Considered: len(book), Excluded: left, Feasible: len(ok),
-		Raced: raced && (lostRace || held), Held: held && !lostRace}
+		Raced: raced && (lostRace || held || unanswered), Held: held && !lostRace, Unanswered: unanswered}
 }
 
 // release tells the providers that quoted this round, but won (the
@@ -202,6 +226,15 @@ func (a *Auctioneer) release(ctx context.Context, jobID string, nonce []byte, ou
 	}
 }
 
+// releaseFirstAwarded releases the hold of the round's first winner, in a
+// round that leased nothing: a refusal or a lost answer may leave one
+// behind. Every other bidder was released before that first award.
+func (a *Auctioneer) releaseFirstAwarded(ctx context.Context, jobID string, nonce []byte, awards []AwardOutcome) {
+	if r, ok := a.transport.(Releaser); ok && len(awards) > 0 {
+		_ = r.Release(ctx, awards[0].Provider, jobID, nonce)
+	}
+}
+
 // eligible filters book in place: not excluded by the request, not a
 // sibling's provider, only the pin when one is set, and not convicted. The
 // conviction check is a call out of the package per offer, so it runs last.
@@ -214,7 +247,7 @@ func (a *Auctioneer) eligible(book []*auction.Offer, req Request, siblings map[s
 		switch {
 		case o != nil && req.Exclude[o.Provider] && (req.Pin == "" || o.Provider == req.Pin):
 			excluded++
-		case o == nil, req.Pin != "" && o.Provider != req.Pin, siblings[o.Provider]:
+		case o == nil, req.Pin != "" && o.Provider != req.Pin, siblings[o.Provider], req.Only != nil && !req.Only[o.Provider]:
 		case a.trust.Convicted(o.Provider):
 		default:
 			out = append(out, o)
@@ -231,14 +264,14 @@ func cheapest(ok []*auction.Offer, tier auction.Tier, k int, tiebreak func(strin
 	top := make([]*auction.Offer, 0, k+1)
 	// before: a is asked before b, by floor and then by the round's draw.
 	before := func(a, b *auction.Offer, fa auction.Credits) bool {
-		fb := tierFloor(b, tier)
+		fb := b.Prices.Of(tier)
 		if fa != fb || tiebreak == nil {
 			return fa < fb
 		}
 		return tiebreak(a.Provider) < tiebreak(b.Provider)
 	}
 	for _, o := range ok {
-		f := tierFloor(o, tier)
+		f := o.Prices.Of(tier)
 		if len(top) == k && !before(o, top[k-1], f) {
 			continue
 		}
@@ -252,16 +285,6 @@ func cheapest(ok []*auction.Offer, tier auction.Tier, k int, tiebreak func(strin
 		}
 	}
 	return top
-}
-
-func tierFloor(o *auction.Offer, t auction.Tier) auction.Credits {
-	switch t {
-	case auction.Gold:
-		return o.Prices.Gold
-	case auction.Silver:
-		return o.Prices.Silver
-	}
-	return o.Prices.Bronze
 }
 
 // filterLastResort is the bids of rs whose providers are (want true) or
@@ -295,8 +318,9 @@ func dropProvider(rs []auction.Ranked, p string) []auction.Ranked {
 // preferUndisturbed narrows the feasible offers to those where the job
 // would take no other job's GPUs and keep its own to its end
 // (auction.Undisturbed), when there are any; with none, every feasible
-// offer stays: a bronze job takes the risk of preemption, and a silver
-// one the bronze job's place, rather than wait. Decided from the offers
+// offer stays: a bronze job takes the risk of preemption (where its GPUs
+// are free now: freeNow), and a silver one the bronze job's place,
+// rather than wait. Decided from the offers
 // alone, before any quote, so the candidates asked are those first. It
 // also returns how many were undisturbed, for Explain.
 func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time, k int) ([]*auction.Offer, int) {
@@ -306,10 +330,32 @@ func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time
 			calm = append(calm, o)
 		}
 	}
+	if len(calm) == 0 && spec.Tier == auction.Bronze {
+		return freeNow(ok, spec, now), 0
+	}
 	if len(calm) == 0 {
 		return ok, 0
 	}
 	return tightest(calm, spec, now, k), len(calm)
+}
+
+// freeNow is the offers with the job's GPUs free now, less what bronze
+// jobs hold (auction.FreeNow): bronze preempts no one, so a provider
+// whose only free GPUs (for feasibility) run bronze jobs declines it as
+// fully utilised. Feasibility admits them, since a provider checks its
+// own offer, which may still show a bronze job that has ended; the
+// renter asks them no more, as its own view (OwnView) corrects the
+// offers of its own jobs' ends. Asking them cost a round of five
+// declines and a re-auction's wait for most bronze jobs at 1,000
+// providers (issue 33).
+func freeNow(ok []*auction.Offer, spec *auction.JobSpec, now time.Time) []*auction.Offer {
+	out := ok[:0:0]
+	for _, o := range ok {
+		if auction.FreeNow(o, now) >= spec.Resources.GPUs {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // tightest is best fit among offers that all leave the job undisturbed:
@@ -323,14 +369,25 @@ func preferUndisturbed(ok []*auction.Offer, spec *auction.JobSpec, now time.Time
 // left jobs waiting for the next round (0.966 of central-online's fill on
 // the Alibaba 2025 trace, against 0.986 with k).
 func tightest(calm []*auction.Offer, spec *auction.JobSpec, now time.Time, k int) []*auction.Offer {
-	spare := make(map[*auction.Offer]int, len(calm))
-	for _, o := range calm {
-		spare[o] = auction.FreeNow(o, now) - spec.Resources.GPUs
+	// Each offer beside its spare GPUs, computed once: a sort comparing
+	// through a map cost more than the feasibility checks at 10,000
+	// providers (issue 33).
+	type fit struct {
+		o     *auction.Offer
+		spare int
 	}
-	byFit := slices.SortedStableFunc(slices.Values(calm), func(a, b *auction.Offer) int { return cmp.Compare(spare[a], spare[b]) })
+	byFit := make([]fit, len(calm))
+	for i, o := range calm {
+		byFit[i] = fit{o, auction.FreeNow(o, now) - spec.Resources.GPUs}
+	}
+	slices.SortStableFunc(byFit, func(a, b fit) int { return cmp.Compare(a.spare, b.spare) })
 	n := 1
-	for n < len(byFit) && (n < k || spare[byFit[n]] == spare[byFit[n-1]]) {
+	for n < len(byFit) && (n < k || byFit[n].spare == byFit[n-1].spare) {
 		n++
 	}
-	return byFit[:n]
+	out := make([]*auction.Offer, n)
+	for i := range out {
+		out[i] = byFit[i].o
+	}
+	return out
 }

@@ -190,10 +190,18 @@ type NoMatchError struct {
 	// free GPUs were promised to other renters' live quotes
 	// (auction.ReasonHeld); Raced is set too, as the renter acts the same.
 	Held bool
+	// Unanswered: no provider answered the round's quotes in time (slow
+	// under a burst; a hold one may have placed was released). Raced is
+	// set too: capacity may well be free, and a backoff that spends a
+	// re-auction would end a burst's job without a match only because
+	// providers were slow (issue 33).
+	Unanswered bool
 }
 
 func (e *NoMatchError) Error() string {
 	switch {
+	case e.Raced && e.Unanswered:
+		return fmt.Sprintf("%v: %v: no provider answered in time", ErrNoMatch, ErrRaced)
 	case e.Raced && e.Held:
 		return fmt.Sprintf("%v: %v: the free GPUs were promised to other renters' quotes", ErrNoMatch, ErrRaced)
 	case e.Raced:

@@ -65,16 +65,19 @@ const (
 
 // GangSnapshot is a Gang's whole state, kept as JSON in the gang's record.
 type GangSnapshot struct {
-	ID            string       `json:"id"`
-	State         string       `json:"state"`
-	Reason        string       `json:"reason,omitempty"`
-	Placement     int          `json:"placement"`       // 1-based: the member jobs' generation
-	Failed        int          `json:"failed"`          // placements in a row that leased nothing
-	Preemptions   int          `json:"preemptions"`     // re-placements after a preemption
-	Reauctions    int          `json:"reauctions"`      // re-placements that spent a re-auction
-	MaxReauctions int          `json:"max_reauctions"`  // the spec's retry.max_reauctions
-	Avoid         []string     `json:"avoid,omitempty"` // providers every later member avoids
-	Members       []GangMember `json:"members"`
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	Placement     int    `json:"placement"`      // 1-based: the member jobs' generation
+	Failed        int    `json:"failed"`         // placements in a row that leased nothing
+	Preemptions   int    `json:"preemptions"`    // re-placements after a preemption
+	Reauctions    int    `json:"reauctions"`     // re-placements that spent a re-auction
+	MaxReauctions int    `json:"max_reauctions"` // the spec's retry.max_reauctions
+	// Together: the members of a placement are awarded in parallel
+	// rounds, each over its own share of the book (AwardTogether).
+	Together bool         `json:"together,omitempty"`
+	Avoid    []string     `json:"avoid,omitempty"` // providers every later member avoids
+	Members  []GangMember `json:"members"`
 }
 
 // GangMember is one rank's place in its gang.
@@ -89,6 +92,13 @@ type GangMember struct {
 	// more than one when an award was taken back before the start. Each
 	// is a job of its own: a provider refuses a job ID it has released.
 	Tries int `json:"tries,omitempty"`
+	// Shared: its round under way is one of a placement's parallel
+	// rounds, over its own share of the book (GangAction.Batch).
+	Shared bool `json:"shared,omitempty"`
+	// Solo: its parallel round leased nothing (or its award was taken
+	// back): for the rest of the placement it is awarded alone, over
+	// the whole book, once no other round is under way.
+	Solo bool `json:"solo,omitempty"`
 }
 
 // GangEvent is what came of one of the gang's actions, or a member's end.
@@ -121,6 +131,10 @@ const (
 	GangStart   = "start"   // start member Rank's job: every member holds an award
 	GangRelease = "release" // cancel member Rank's unstarted award: nothing ran, nothing is charged
 	GangStop    = "stop"    // cancel member Rank's running job, with its lease's notice
+	// GangFollow: follow member Rank's running job again, as any job's
+	// is after its renter restarted (its stream re-attached), and report
+	// its end as a run's (GangEnded).
+	GangFollow = "follow"
 )
 
 // GangAction is one thing the node must do for the gang.
@@ -137,6 +151,13 @@ type GangAction struct {
 	// their providers not yet republished), which the check at submit
 	// (GangFits) counts as able to hold a member.
 	Patient bool
+	// Batch, Share: a GangAward of a placement's parallel rounds
+	// (AwardTogether): Batch members are awarded at once, and this one's
+	// round may ask only the providers of share Share of the Batch
+	// disjoint shares the node deals the book into (GangShares), so that
+	// no two rounds can win the same provider. Batch 0: a round alone,
+	// over the whole book less Avoid.
+	Batch, Share int
 }
 
 // NewGang is a gang of size members, none placed; maxReauctions is the
@@ -148,6 +169,14 @@ func NewGang(id string, size, maxReauctions int) *Gang {
 	}
 	return &Gang{s: s}
 }
+
+// AwardTogether has the gang's placements award their members in
+// parallel rounds, each over its own share of the book, rather than one
+// after another: a placement takes about one round instead of one per
+// member. A round that leases nothing in its share does not fail the
+// placement: its member is then awarded alone, over the whole book, once
+// the other rounds are over. Call it before Begin.
+func (g *Gang) AwardTogether() { g.s.Together = true }
 
 // RestoreGang is the gang a snapshot kept.
 func RestoreGang(s GangSnapshot) *Gang {
@@ -199,11 +228,19 @@ func (g *Gang) Begin() []GangAction {
 	if g.s.State != GangPlacing {
 		return nil
 	}
+	var again []GangAction
 	for i := range g.s.Members {
 		if m := &g.s.Members[i]; m.Phase == MemberAwarding {
 			// The same job again: its round's answer was lost.
-			return []GangAction{{Kind: GangAward, Rank: i, Job: m.Job, Avoid: g.avoidFor(i), From: m.From}}
+			again = append(again, GangAction{Kind: GangAward, Rank: i, Job: m.Job, Avoid: g.avoidFor(i), From: m.From})
+			if !g.s.Together {
+				return again
+			}
 		}
+	}
+	if len(again) > 0 {
+		shareOut(again, g.s.Members)
+		return again
 	}
 	return g.next()
 }
@@ -227,7 +264,14 @@ func (g *Gang) Step(ev GangEvent) []GangAction {
 			m.Phase = MemberEnded
 			return []GangAction{{Kind: GangRelease, Rank: ev.Rank, Job: m.Job}}
 		}
-		m.Phase, m.Provider = MemberAwarded, ev.Provider
+		if g.heldByOther(ev.Rank, ev.Provider) {
+			// Two rounds won one provider (shares dealt from books that
+			// differed): this award goes, unstarted, and its member is
+			// awarded alone.
+			m.Phase, m.Solo, m.Shared = MemberPending, true, false
+			return append([]GangAction{{Kind: GangRelease, Rank: ev.Rank, Job: m.Job}}, g.next()...)
+		}
+		m.Phase, m.Provider, m.Shared = MemberAwarded, ev.Provider, false
 		return g.next()
 	case GangAwardFailed:
 		if m.Phase != MemberAwarding {
@@ -237,6 +281,15 @@ func (g *Gang) Step(ev GangEvent) []GangAction {
 		if g.s.State != GangPlacing {
 			return nil
 		}
+		if m.Shared {
+			// Its share held nothing it could lease: awarded alone over
+			// the whole book once the other rounds are over.
+			for _, p := range ev.Failed {
+				g.avoid(p)
+			}
+			m.Phase, m.Solo, m.Shared = MemberPending, true, false
+			return g.next()
+		}
 		return g.placementFailed(ev)
 	case GangEnded:
 		return g.ended(ev.Rank, ev)
@@ -245,12 +298,22 @@ func (g *Gang) Step(ev GangEvent) []GangAction {
 }
 
 // next awards the lowest pending rank or, once every member holds an
-// award, starts them all.
+// award, starts them all. A gang awarding together awards every pending
+// member at once, in parallel rounds over disjoint shares of the book,
+// unless one of them must be awarded alone; it waits for the rounds under
+// way before any round alone, which could win a provider one of them is
+// winning.
 func (g *Gang) next() []GangAction {
-	for i := range g.s.Members {
-		if g.s.Members[i].Phase == MemberPending {
-			g.s.Members[i].Phase = MemberAwarding
-			return []GangAction{g.awardAction(i)}
+	if g.s.Together {
+		if acts, waiting := g.nextTogether(); waiting || len(acts) > 0 {
+			return acts
+		}
+	} else {
+		for i := range g.s.Members {
+			if g.s.Members[i].Phase == MemberPending {
+				g.s.Members[i].Phase = MemberAwarding
+				return []GangAction{g.awardAction(i)}
+			}
 		}
 	}
 	for _, m := range g.s.Members {
@@ -265,6 +328,56 @@ func (g *Gang) next() []GangAction {
 		acts[i] = GangAction{Kind: GangStart, Rank: i, Job: g.s.Members[i].Job}
 	}
 	return acts
+}
+
+// nextTogether is next's awards for a gang awarding together; waiting:
+// rounds are under way, and nothing more is done until they are over.
+func (g *Gang) nextTogether() (acts []GangAction, waiting bool) {
+	var pending []int
+	solo := false
+	for i, m := range g.s.Members {
+		switch m.Phase {
+		case MemberAwarding:
+			return nil, true
+		case MemberPending:
+			pending = append(pending, i)
+			solo = solo || m.Solo
+		}
+	}
+	switch {
+	case len(pending) == 0:
+		return nil, false
+	case len(pending) == 1 || solo:
+		pending = pending[:1]
+	}
+	for _, i := range pending {
+		g.s.Members[i].Phase = MemberAwarding
+		g.s.Members[i].Shared = len(pending) > 1
+		acts = append(acts, g.awardAction(i))
+	}
+	if len(acts) > 1 {
+		shareOut(acts, g.s.Members)
+	}
+	return acts, false
+}
+
+// shareOut numbers the parallel rounds acts: one share of the book each.
+func shareOut(acts []GangAction, members []GangMember) {
+	for k := range acts {
+		if members[acts[k].Rank].Shared {
+			acts[k].Batch, acts[k].Share = len(acts), k
+		}
+	}
+}
+
+// heldByOther: a member other than rank holds an award on provider p.
+func (g *Gang) heldByOther(rank int, p string) bool {
+	for i, o := range g.s.Members {
+		if i != rank && o.Phase == MemberAwarded && o.Provider == p {
+			return true
+		}
+	}
+	return false
 }
 
 // awardAction is rank's award, avoiding the providers the gang avoids and
@@ -328,7 +441,8 @@ func (g *Gang) replace() {
 	g.s.State = GangPlacing
 	g.s.Placement++
 	for i := range g.s.Members {
-		g.s.Members[i].Phase, g.s.Members[i].Provider, g.s.Members[i].Tries = MemberPending, "", 0
+		m := &g.s.Members[i]
+		m.Phase, m.Provider, m.Tries, m.Shared, m.Solo = MemberPending, "", 0, false, false
 	}
 }
 
@@ -351,6 +465,11 @@ func (g *Gang) ended(rank int, ev GangEvent) []GangAction {
 			return nil
 		}
 		g.avoid(ev.Provider)
+		if g.s.Together {
+			// Alone, once no other round is under way.
+			m.Phase, m.Solo = MemberPending, true
+			return g.next()
+		}
 		m.Phase = MemberAwarding
 		return []GangAction{g.awardAction(rank)}
 	case MemberRunning, MemberStopping:
@@ -453,12 +572,14 @@ func (g *Gang) Cancel() []GangAction {
 }
 
 // Restarted is what to do when the renter's node restarts with the gang
-// unfinished. Its members' streams did not survive the restart, and a
-// member's run cannot be followed again without its secrets and its
-// place in the barrier, so every member that holds anything, or may
-// (its round was under way), is let go: released if unstarted, stopped
-// with notice if running. The gang is then placed again from its
-// checkpoints, spending nothing: the restart was the renter's.
+// unfinished. A gang that was running goes on running: every member was
+// started (the barrier is behind it), so each running member's job is
+// followed again (GangFollow), as any job's is after a restart, and its
+// end is the gang's to act on as before. A gang being placed lets its
+// awards go (their rounds' goroutines did not survive, so nothing would
+// start them) and is placed anew; one that was stopping its members for
+// a new placement stops them again. Neither spends anything: the
+// restart was the renter's.
 func (g *Gang) Restarted() []GangAction {
 	var acts []GangAction
 	switch g.s.State {
@@ -472,8 +593,16 @@ func (g *Gang) Restarted() []GangAction {
 		}
 		g.replace()
 		return append(acts, g.next()...)
-	case GangRunning, GangStopping:
-		g.s.State = GangStopping
+	case GangRunning:
+		for i, m := range g.s.Members {
+			if m.Phase == MemberRunning {
+				acts = append(acts, GangAction{Kind: GangFollow, Rank: i, Job: m.Job})
+			}
+		}
+		// Members done before the restart stay done; a gang whose
+		// last running member ended meanwhile settles now.
+		return append(acts, g.settle()...)
+	case GangStopping:
 		if g.s.Reason == "" {
 			g.s.Reason = "the renter's node restarted"
 		}

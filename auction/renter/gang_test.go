@@ -30,6 +30,9 @@ type gangRig struct {
 	stopped     []string
 	awards      []GangAction
 	onEvent     func(GangEvent) // sees each award's outcome before the gang does
+	// shares: the book dealt for the parallel rounds under way, as the
+	// node deals it when a batch of awards comes (GangShares).
+	shares [][]string
 }
 
 func newGangRig(t *testing.T, size int, floors ...auction.Credits) *gangRig {
@@ -47,6 +50,10 @@ func (r *gangRig) do(acts []GangAction) {
 		acts = acts[1:]
 		switch a.Kind {
 		case GangAward:
+			if a.Batch > 0 && a.Share == 0 {
+				env := auction.Env{Now: r.m.clock.Now(), Reputation: auction.NeutralReputation{}}
+				r.shares = GangShares(r.spec, r.m.book(), env, a.Avoid, a.Batch, nil)
+			}
 			r.awards = append(r.awards, a)
 			ev := r.award(a)
 			if r.onEvent != nil {
@@ -73,6 +80,12 @@ func (r *gangRig) award(a GangAction) GangEvent {
 	req.Exclude = map[string]bool{}
 	for _, p := range a.Avoid {
 		req.Exclude[p] = true
+	}
+	if a.Batch > 0 {
+		req.Only = map[string]bool{}
+		for _, p := range r.shares[a.Share] {
+			req.Only[p] = true
+		}
 	}
 	res, err := r.auc.Auction(context.Background(), req)
 	if err != nil {
@@ -385,29 +398,70 @@ func TestGangFitsNamesTheFieldWhenTheBookIsTooSmall(t *testing.T) {
 	}
 }
 
-// A renter restarted with its gang running stops every member and places
-// the gang again, spending nothing; one restarted while placing lets the
-// awards go and places it anew.
-func TestGangRestartedStopsAndPlacesAgain(t *testing.T) {
+// A renter restarted with its gang running follows every running member
+// again, on the same jobs, and the gang goes on: no stop, no new
+// placement, nothing spent; a member lost after the restart is acted on
+// as before. One restarted while stopping stops its members again; one
+// restarted while placing lets the awards go and places it anew.
+func TestGangRestartedFollowsItsRunningMembers(t *testing.T) {
 	r := newGangRig(t, 2, 1_000_000, 1_100_000, 1_200_000)
 	r.do(r.g.Begin())
+	running := []string{r.g.Snapshot().Members[0].Job, r.g.Snapshot().Members[1].Job}
 	r.g = RestoreGang(r.g.Snapshot())
-	r.do(r.g.Restarted())
-	if st, _ := r.g.State(); st != GangStopping || len(r.stopped) != 2 {
-		t.Fatalf("state %s, stopped %v", st, r.stopped)
+	acts := r.g.Restarted()
+	follows := func(a GangAction, rank int) bool {
+		return a.Kind == GangFollow && a.Rank == rank && a.Job == running[rank]
 	}
-	r.end(0, EndCancelled, "stopped with its gang")
-	r.end(1, EndCancelled, "stopped with its gang")
-	s := r.g.Snapshot()
-	if st, _ := r.g.State(); st != GangRunning || s.Placement != 2 || s.Reauctions != 0 || s.Preemptions != 0 {
-		t.Fatalf("state %s, %+v", st, s)
+	if len(acts) != 2 || !follows(acts[0], 0) || !follows(acts[1], 1) {
+		t.Fatalf("restarted while running: %+v, want a follow of %v", acts, running)
+	}
+	r.do(acts)
+	if st, _ := r.g.State(); st != GangRunning || len(r.stopped) != 0 || r.g.Snapshot().Placement != 1 {
+		t.Fatalf("state %s, stopped %v, placement %d", st, r.stopped, r.g.Snapshot().Placement)
+	}
+	r.end(0, EndCompleted, "")
+	r.end(1, EndLost, "provider lost")
+	if s := r.g.Snapshot(); s.Placement != 2 || s.Reauctions != 1 {
+		t.Fatalf("a member lost after the restart: %+v", s)
+	}
+
+	// Restarted with one member done and none running: completed.
+	d := newGangRig(t, 2, 1_000_000, 1_100_000)
+	d.do(d.g.Begin())
+	d.end(0, EndCompleted, "")
+	snap := d.g.Snapshot()
+	snap.Members[1].Phase = MemberDone // its end saved, the gang's step not
+	d.g = RestoreGang(snap)
+	if acts := d.g.Restarted(); len(acts) != 0 {
+		t.Fatalf("nothing left running: %+v", acts)
+	}
+	if st, _ := d.g.State(); st != GangCompleted {
+		t.Fatalf("every member done before the restart: %s", st)
+	}
+
+	// Restarted while stopping its members for a new placement.
+	p := newGangRig(t, 2, 1_000_000, 1_100_000, 1_200_000)
+	p.do(p.g.Begin())
+	p.end(0, EndPreempted, "preempted")
+	if len(p.stopped) != 1 {
+		t.Fatalf("stopped %v", p.stopped)
+	}
+	p.g = RestoreGang(p.g.Snapshot())
+	p.stopped = nil
+	p.do(p.g.Restarted())
+	if st, _ := p.g.State(); st != GangStopping || len(p.stopped) != 1 {
+		t.Fatalf("restarted while stopping: state %s, stopped %v", st, p.stopped)
+	}
+	p.end(1, EndCancelled, "stopped with its gang")
+	if s := p.g.Snapshot(); s.Placement != 2 || s.Reauctions != 0 || s.Preemptions != 1 {
+		t.Fatalf("after the stop: %+v", s)
 	}
 
 	g := NewGang("g", 2, 0)
 	a0 := g.Begin()[0]
 	g.Step(GangEvent{Kind: GangAwarded, Rank: 0, Job: a0.Job, Provider: "p0"})
 	g = RestoreGang(g.Snapshot())
-	acts := g.Restarted()
+	acts = g.Restarted()
 	if len(acts) != 3 || acts[0].Kind != GangRelease || acts[1].Kind != GangRelease || acts[2].Kind != GangAward || acts[2].Job != GangMemberJob("g", 0, 2, 1) {
 		t.Fatalf("restarted while placing: %+v", acts)
 	}

@@ -108,9 +108,10 @@ func (p Progress) String() string {
 
 // Place auctions until a lease is made or the policy gives up. After a
 // round lost only to races for GPUs it asks again at once, after a short
-// jitter, up to RaceRounds times without counting a re-auction (after
-// rounds declined because the GPUs are promised to other quotes, for
-// HeldPatience first); after a
+// jitter, up to RaceRounds times without counting a re-auction (a round
+// that no provider answered in time counts as one; after rounds declined
+// because the GPUs are promised to other quotes, for HeldPatience first);
+// after a
 // round without a match it backs off (1 s, 2 s, 4 s, ... at most 30 s by
 // default) and auctions again while re-auctions are left, except that
 // while the waits add up to less than Patience a round without a match

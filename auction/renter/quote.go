@@ -43,6 +43,10 @@ func (q quotedSpec) check(b *auction.Bid) error {
 	return nil
 }
 
+// badBid begins the outcome of a quote answered with a bid that failed
+// its checks: an answer, unlike a timeout.
+const badBid = "bad bid: "
+
 type signedBid struct {
 	bid auction.Bid
 	raw []byte
@@ -51,17 +55,43 @@ type signedBid struct {
 // errQuoteDeadline is the cause of a quote cut off by the deadline.
 var errQuoteDeadline = errors.New("no answer before the quote deadline")
 
+// errQuoteStraggled is the cause of a quote cut off because the round had
+// closed: a quorum had answered, and this provider was much slower.
+var errQuoteStraggled = errors.New("no answer before the round closed (a quorum had answered)")
+
+// A round stops waiting for slow providers once QuoteQuorum candidates
+// have answered, at least one of them with a bid, and the stragglers
+// have had as long again as those answers took, and at least
+// StragglerGrace: a provider that a burst has made slow (or that is far
+// away) answers within that, or loses this round, instead of holding
+// every renter's round up to the quote deadline while the GPUs the
+// faster quotes hold sit idle (issue 33: rounds of 3 s made the burst's
+// tail). Declines count as answers: in a burst most quotes are declined
+// as held, and the round's one bid then waited for the slowest provider.
+// A round without a bid waits for the deadline as before, so that a cut
+// never turns a round that would have leased into one without a match.
+const (
+	QuoteQuorum    = 2
+	StragglerGrace = 250 * time.Millisecond
+)
+
 // requestQuotes asks every candidate at once and waits at most the quote
-// deadline; silence is recorded as an error, never waited out. With a
-// Prober, each candidate's RTT is measured alongside its quote, within
-// rttWait, and probes[i] is cands[i]'s; nil without one. Outcomes and bids
-// are in the order of cands, so that a round is reproducible.
+// deadline, and once a quorum has answered, at most the straggler wait
+// (see QuoteQuorum); silence is recorded as an error, never waited out.
+// With a Prober, each candidate's RTT is measured alongside its quote,
+// within rttWait, and probes[i] is cands[i]'s; nil without one. Outcomes
+// and bids are in the order of cands, so that a round is reproducible.
 func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, specYAML []byte, sent quotedSpec, cands []*auction.Offer, rttWait time.Duration) ([]signedBid, []QuoteOutcome, []probe) {
 	ctx, cancel := withTimeout(a.clock, ctx, a.quoteWait, errQuoteDeadline)
 	defer cancel()
-	// Each goroutine writes only its own index of these.
+	qctx, closeRound := context.WithCancelCause(ctx) // the quotes' own: cut at the straggler wait
+	defer closeRound(context.Canceled)
+	start := a.clock.Now()
+	// Each goroutine writes only its own index of these, then sends it
+	// on answered.
 	got := make([]*signedBid, len(cands))
 	outcomes := make([]QuoteOutcome, len(cands))
+	answered := make(chan int, len(cands))
 	var probes []probe
 	if a.prober != nil {
 		probes = make([]probe, len(cands))
@@ -74,11 +104,12 @@ func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, spe
 			wg.Go(func() { probes[i] = a.measure(ctx, o.Provider, rttWait) })
 		}
 		wg.Go(func() {
+			defer func() { answered <- i }()
 			out := &outcomes[i]
 			out.Provider = o.Provider
-			raw, decline, err := a.transport.Quote(ctx, o.Provider, jobID, nonce, specYAML)
-			if cause := context.Cause(ctx); err != nil && cause != nil {
-				err = cause // the deadline, or the caller's reason, says more than the stream's error
+			raw, decline, err := a.transport.Quote(qctx, o.Provider, jobID, nonce, specYAML)
+			if cause := context.Cause(qctx); err != nil && cause != nil {
+				err = cause // the deadline, the round's close, or the caller's reason says more than the stream's error
 			}
 			switch {
 			case err != nil:
@@ -88,7 +119,7 @@ func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, spe
 			default:
 				b, err := a.checkBid(raw, o.Provider, jobID, nonce, sent)
 				if err != nil {
-					out.Error = "bad bid: " + err.Error()
+					out.Error = badBid + err.Error()
 					return
 				}
 				out.Bid = b.Price
@@ -96,6 +127,7 @@ func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, spe
 			}
 		})
 	}
+	a.awaitQuorum(ctx, answered, got, start, closeRound)
 	wg.Wait()
 	bids := make([]signedBid, 0, len(got))
 	for _, b := range got {
@@ -104,6 +136,39 @@ func (a *Auctioneer) requestQuotes(ctx context.Context, jobID string, nonce, spe
 		}
 	}
 	return bids, outcomes, probes
+}
+
+// awaitQuorum returns once every quote has answered (an index on
+// answered each; got[i] is set for a bid), or ctx ends, or a quorum has
+// answered (see QuoteQuorum) and the straggler wait has passed since:
+// then it closes the round (closeRound), which cuts the quotes still out.
+func (a *Auctioneer) awaitQuorum(ctx context.Context, answered <-chan int, got []*signedBid, start time.Time, closeRound context.CancelCauseFunc) {
+	var straggle <-chan struct{}
+	armed := false // the straggler wait is set once a round
+	for left, answers, bids := len(got), 0, 0; left > 0; {
+		select {
+		case i := <-answered:
+			left--
+			answers++
+			if got[i] != nil {
+				bids++
+			}
+			if answers >= QuoteQuorum && bids > 0 && left > 0 && !armed {
+				armed = true
+				wait := max(a.clock.Now().Sub(start), StragglerGrace)
+				sctx, stop := withTimeout(a.clock, ctx, wait, errQuoteStraggled)
+				defer stop()
+				straggle = sctx.Done()
+			}
+		case <-straggle:
+			if ctx.Err() == nil {
+				closeRound(errQuoteStraggled)
+			}
+			straggle = nil // the quotes cut now answer at once
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // checkBid admits a quote's bytes as a bid of this round: it decodes and

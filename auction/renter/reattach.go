@@ -68,14 +68,24 @@ func Refused(r Refusal, start, again bool, tier auction.Tier) (m RefusalMeaning,
 // How long a renter comes back to a lost provider's lease: a reservation
 // waiting for its window for ReserveRetry (a provider restarting keeps
 // it, and has time), a service's replica not at all (its service places
-// another at once), any other job for ReattachFor (a provider restarting
-// re-attaches to the container it left running). Never past the lease's
-// last notice; the waits between tries grow from a second to
-// MaxReconnectWait.
+// another at once) unless the stream it lost ran through a relay, any
+// other job for ReattachFor (a provider restarting re-attaches to the
+// container it left running). Never past the lease's last notice; the
+// waits between tries grow from a second to MaxReconnectWait.
+//
+// A replica reached through a relay (its provider behind a NAT that hole
+// punching cannot cross) loses its stream whenever the relay resets the
+// circuit at its limits (an hour, 64 MiB each way by default: p2p's
+// RelayResources), while the provider and its container are fine; with
+// no other provider to place it on, giving it up would take the service
+// down once an hour. So it is come back to, through the relay again,
+// for ReplicaRelayedFor: a new circuit takes a second or two, and a
+// provider really gone is given up that much later.
 const (
-	ReattachFor      = 60 * time.Second
-	ReserveRetry     = 2 * time.Minute
-	MaxReconnectWait = 10 * time.Second
+	ReattachFor       = 60 * time.Second
+	ReserveRetry      = 2 * time.Minute
+	ReplicaRelayedFor = 15 * time.Second
+	MaxReconnectWait  = 10 * time.Second
 	// maxFlips bounds how often the renter switches between a start and
 	// an attach on the provider's word, so two confused peers cannot
 	// loop.
@@ -84,9 +94,11 @@ const (
 
 // ReattachBound is how long a renter comes back to a lost provider for a
 // job: reserved (a reservation waiting for its window), replica (a
-// service's).
-func ReattachBound(reserved, replica bool) time.Duration {
+// service's), relayed (the stream lost ran over a relayed connection).
+func ReattachBound(reserved, replica, relayed bool) time.Duration {
 	switch {
+	case replica && relayed:
+		return ReplicaRelayedFor
 	case replica:
 		return 0
 	case reserved:
@@ -137,6 +149,11 @@ type TryEnd struct {
 	// Bound is how long to come back to the provider were this its
 	// first loss: ReattachBound for the job as it stands now.
 	Bound time.Duration
+	// Heard: the provider answered this try with the job's own events
+	// (its state, a heartbeat, output), not only a refusal: it was back,
+	// following the job, before the stream ended. The loss before it is
+	// over, and a loss after it is a new one, with its own bound.
+	Heard bool
 }
 
 // ReattachDo is what follows a try.
@@ -166,7 +183,17 @@ type ReattachStep struct {
 }
 
 // After decides what follows a try that ended as e, at now.
+//
+// The bound counts from a loss until the provider is heard again, not
+// from the run's first loss: a run whose stream a relay resets every few
+// minutes (its circuits' limit) is come back to after each reset, in
+// whichever phase the job is (reserved, fetching its inputs, pulling,
+// starting, running), and is given up only when the provider stays
+// silent for a whole bound.
 func (r *Reattach) After(now time.Time, e TryEnd) ReattachStep {
+	if e.Heard && !r.lostAt.IsZero() {
+		r.lostAt, r.deadline, r.wait, r.flips = time.Time{}, time.Time{}, time.Second, 0
+	}
 	switch {
 	case e.Refusal == RefusalStarted && r.flips < maxFlips:
 		r.attach, r.flips = true, r.flips+1 // the provider still has the first start: follow it

@@ -41,9 +41,15 @@ func TestRefusedMeaning(t *testing.T) {
 }
 
 func TestReattachBound(t *testing.T) {
-	if ReattachBound(false, false) != ReattachFor || ReattachBound(true, false) != ReserveRetry ||
-		ReattachBound(false, true) != 0 || ReattachBound(true, true) != 0 {
+	if ReattachBound(false, false, false) != ReattachFor || ReattachBound(true, false, false) != ReserveRetry ||
+		ReattachBound(false, true, false) != 0 || ReattachBound(true, true, false) != 0 {
 		t.Fatal("bounds: a job 60 s, a reservation 2 min, a replica none")
+	}
+	// A relayed connection changes nothing but a replica's: a relay's
+	// circuit reset is no sign of a lost provider.
+	if ReattachBound(false, false, true) != ReattachFor || ReattachBound(true, false, true) != ReserveRetry ||
+		ReattachBound(false, true, true) != ReplicaRelayedFor || ReattachBound(true, true, true) != ReplicaRelayedFor {
+		t.Fatal("bounds over a relay: a job 60 s, a reservation 2 min, a replica ReplicaRelayedFor")
 	}
 }
 
@@ -103,8 +109,46 @@ func TestReattachOnAManualClock(t *testing.T) {
 
 	t.Run("a replica is not come back to", func(t *testing.T) {
 		p := NewReattach(true, t0.Add(time.Hour))
-		if st := p.After(t0, TryEnd{Lost: true, Bound: ReattachBound(false, true)}); st.Do != ReattachReturnLost {
+		if st := p.After(t0, TryEnd{Lost: true, Bound: ReattachBound(false, true, false)}); st.Do != ReattachReturnLost {
 			t.Fatalf("%+v, want given up at once", st)
+		}
+	})
+
+	t.Run("a replica reached through a relay is come back to, briefly", func(t *testing.T) {
+		p := NewReattach(true, t0.Add(time.Hour))
+		b := ReattachBound(false, true, true)
+		if st := p.After(t0, TryEnd{Lost: true, Bound: b}); st.Do != ReattachAgain || st.Wait != time.Second || st.Left != ReplicaRelayedFor {
+			t.Fatalf("%+v, want a try a second later with %v left", st, ReplicaRelayedFor)
+		}
+		if st := p.After(t0.Add(ReplicaRelayedFor), TryEnd{Lost: true, Bound: b}); st.Do != ReattachReturnLost {
+			t.Fatalf("%+v, want given up %v after the loss", st, ReplicaRelayedFor)
+		}
+	})
+
+	t.Run("a loss after the provider was heard again has its own bound", func(t *testing.T) {
+		// A replica through a relay whose circuits last 15 s: lost at
+		// t0, re-attached (the provider sends the job's events), lost
+		// again at the next reset, 16 s later, past the first loss's
+		// bound: it is come back to again, from the second loss.
+		b := ReattachBound(false, true, true)
+		p := NewReattach(true, t0.Add(time.Hour))
+		if st := p.After(t0, TryEnd{Lost: true, Bound: b}); st.Do != ReattachAgain {
+			t.Fatalf("%+v, want a try", st)
+		}
+		again := t0.Add(ReplicaRelayedFor + time.Second)
+		st := p.After(again, TryEnd{Lost: true, Heard: true, Bound: b})
+		if st.Do != ReattachAgain || st.Wait != time.Second || st.Left != ReplicaRelayedFor {
+			t.Fatalf("%+v, want a try a second later with the whole %v left", st, ReplicaRelayedFor)
+		}
+		if at, lost := p.Lost(); !lost || !at.Equal(again) {
+			t.Fatalf("lost at %v (%v), want the second loss, %v", at, lost, again)
+		}
+		// Without the provider heard in between, the first loss's bound
+		// holds: a provider that keeps failing is given up.
+		p = NewReattach(true, t0.Add(time.Hour))
+		p.After(t0, TryEnd{Lost: true, Bound: b})
+		if st := p.After(again, TryEnd{Lost: true, Bound: b}); st.Do != ReattachReturnLost {
+			t.Fatalf("%+v, want given up: never heard since the first loss", st)
 		}
 	})
 
@@ -141,6 +185,51 @@ func TestReattachOnAManualClock(t *testing.T) {
 		}
 		if st := p.After(t0.Add(time.Second), TryEnd{Refusal: RefusalNoLease}); st.Do != ReattachReturnLost || !st.NoLease {
 			t.Fatalf("%+v, want given up with the first loss, the lease gone", st)
+		}
+	})
+
+	// Issue 37: a relay resets the stream every few seconds (its
+	// circuits' limit), from the image's pull to the job's end. Each
+	// loss after the provider was heard again has its own bound: the
+	// run is not given up a bound after its first loss while every
+	// re-attach succeeds.
+	t.Run("a loss after the provider was heard again is a new one", func(t *testing.T) {
+		p := NewReattach(true, t0.Add(time.Hour))
+		// Lost in the pull phase: the start sent again is refused as
+		// started, and the run attached to.
+		if st := p.After(t0, lost); st.Do != ReattachAgain || st.Left != ReattachFor {
+			t.Fatalf("the first loss: %+v", st)
+		}
+		if st := p.After(t0.Add(time.Second), TryEnd{Refusal: RefusalStarted}); st.Do != ReattachAgain || st.Wait != 0 || !p.Attach(2, false) {
+			t.Fatalf("%+v: 'started' should turn to attaching", st)
+		}
+		// Each attach is answered and followed until the next reset, 30 s
+		// later, for five minutes: each loss has the whole bound.
+		now := t0.Add(time.Second)
+		for i := range 10 {
+			now = now.Add(30 * time.Second)
+			st := p.After(now, TryEnd{Lost: true, Heard: true, Bound: ReattachFor})
+			if st.Do != ReattachAgain || st.Wait != time.Second || st.Left != ReattachFor {
+				t.Fatalf("loss %d, %v after the first: %+v, want a try a second later with the whole bound left", i+2, now.Sub(t0), st)
+			}
+			if at, _ := p.Lost(); !at.Equal(now) {
+				t.Fatalf("loss %d: lost at %v, want %v", i+2, at, now)
+			}
+			now = now.Add(st.Wait)
+		}
+		// Silent for a whole bound after it was last heard: given up.
+		for {
+			st := p.After(now, lost)
+			if st.Do == ReattachReturnLost {
+				break
+			}
+			if st.Do != ReattachAgain {
+				t.Fatalf("%+v, want tries until the bound", st)
+			}
+			now = now.Add(st.Wait)
+		}
+		if at, _ := p.Lost(); now.Sub(at) != ReattachFor {
+			t.Fatalf("given up %v after the last loss, want %v", now.Sub(at), ReattachFor)
 		}
 	})
 

@@ -13,7 +13,8 @@ import (
 // closes within the job's hour, another's GPU is taken by a bronze job
 // already, so the round awards the dearest provider, whose window and
 // GPUs leave the job undisturbed. Once that one is gone, the job still
-// runs where it would be preempted rather than wait.
+// runs where it would be preempted rather than wait, but is not sent to
+// the GPU another bronze job holds.
 func TestBronzeIsPlacedWhereItCanFinish(t *testing.T) {
 	m := newMarket(t, newManualClock(t0), 1, 1_000_000, 1_100_000, 1_500_000)
 	closing, bronzeTaken, calm := m.providers[0], m.providers[1], m.providers[2]
@@ -46,6 +47,13 @@ func TestBronzeIsPlacedWhereItCanFinish(t *testing.T) {
 	}
 	if res.Lease.Provider != closing.id {
 		t.Fatalf("with no undisturbed offer leased %s, want the cheapest feasible %s", res.Lease.Provider, closing.id)
+	}
+	// Bronze preempts no one: the provider whose only GPU a bronze job
+	// holds would decline it as fully utilised, so it is not asked.
+	for _, q := range res.Explain.Quotes {
+		if q.Provider == bronzeTaken.id {
+			t.Errorf("asked %s, whose only GPU a bronze job holds: %+v", q.Provider, res.Explain.Quotes)
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ func splitSpec(t *testing.T, dir, name string, shards int) string {
 // bytes intact, and more shards than files is refused at submit, naming
 // array.split, before anything is bought.
 func TestJobArraySplitGivesEachShardItsFiles(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	buildShardImage(t)
 	p := provider(t, "p1", "2xRTX4090") // two shards at once (max_parallel: 2)
 	rn := startRenter(t, p)

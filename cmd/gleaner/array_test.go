@@ -25,11 +25,9 @@ const shardImage = "gleaner-demojob-shards:1"
 func buildShardImage(t *testing.T) {
 	t.Helper()
 	requireDocker(t) // fails loudly without Docker, as every Docker test here
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := staticimage.Build(ctx, "../..", staticimage.Image{Package: "./testnet/demojob", Tag: shardImage}); err != nil {
-		t.Fatalf("build %s: %v", shardImage, err)
-	}
+	buildImageOnce(t, shardImage, func(ctx context.Context) error {
+		return staticimage.Build(ctx, "../..", staticimage.Image{Package: "./testnet/demojob", Tag: shardImage})
+	})
 }
 
 func arraySpec(t *testing.T, name, command string, shards, parallel int) string {
@@ -59,6 +57,7 @@ func arrayStatus(t *testing.T, rn *rnode, id string) renting.JobRecord {
 // reached through the array's ID; an array cancelled mid-run leaves no
 // container.
 func TestJobArrayEndToEnd(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	buildShardImage(t)
 	p1 := provider(t, "p1", "2xRTX4090")
 	p2 := provider(t, "p2", "2xRTX4090")
@@ -160,6 +159,7 @@ func jobContainers(t *testing.T, job string) int {
 // done shards stay done, running ones are followed to their end on their
 // first lease, pending ones are submitted; every shard runs once.
 func TestJobArrayResumesAfterRenterRestart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	buildShardImage(t)
 	p := provider(t, "provider", "2xRTX4090")
 	rn := startRenter(t, p)
@@ -227,6 +227,7 @@ func TestJobArrayCancelledWhileStartingLeavesNoContainer(t *testing.T) {
 // A provider killed while it runs shards: they are placed again (on the
 // provider left) and the array completes, each shard done once.
 func TestJobArrayOutlivesAKilledProvider(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	buildShardImage(t)
 	p1 := provider(t, "p1", "2xRTX4090")
 	p2 := provider(t, "p2", "2xRTX4090")

@@ -50,6 +50,9 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "supply", Usage: "canonical supply CSV instead of drawing from the traces"},
 			&cli.StringFlag{Name: "demand", Usage: "canonical demand CSV (docs/SIM.md) instead of sampling a trace"},
 			&cli.StringFlag{Name: "demand-trace", Value: sim.TraceAlibaba2023, Usage: "trace to sample demand from: alibaba-v2023 or alibaba-v2025"},
+			&cli.IntFlag{Name: "gang-width", Usage: "run every silver or bronze job wider than this many GPUs as a gang of members on distinct providers (0: none; 1..8)"},
+			&cli.IntFlag{Name: "array-split", Usage: "run every silver or bronze batch job longer than an hour as a job array of this many shards (0: none; 2..64)"},
+			&cli.IntFlag{Name: "array-parallel", Usage: "with --array-split: at most this many shards of an array placed at once (0: every shard)"},
 			&cli.StringFlag{Name: "availability", Value: sim.AvailMixed, Usage: "providers' idle windows: Microsoft99, Nd07cpu, mixed or always"},
 			&cli.StringFlag{Name: "adversaries", Usage: "shares of cheating nodes, e.g. skip=0.05,fake=0.05,abandon=0.05,refuse=0.05,nonpayer=0.1"},
 			&cli.StringFlag{Name: "baselines", Usage: "comma-separated baselines to run (default all: random,first-fit,greedy-cheapest,central-online)"},
@@ -92,6 +95,9 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 	set("supply", func() { o.SupplyFile = c.String("supply") })
 	set("demand", func() { o.DemandFile = c.String("demand") })
 	set("demand-trace", func() { o.DemandTrace = c.String("demand-trace") })
+	set("gang-width", func() { o.Demand.GangWidth = c.Int("gang-width") })
+	set("array-split", func() { o.Demand.ArraySplit = c.Int("array-split") })
+	set("array-parallel", func() { o.Demand.ArrayParallel = c.Int("array-parallel") })
 	set("availability", func() { o.Supply.Availability = c.String("availability") })
 	set("latency", func() { o.Market.Network.Latency = durationOf(c, "latency") })
 	set("loss", func() { o.Market.Network.Loss = c.Float64("loss") })
@@ -112,6 +118,12 @@ func simOptions(c *cli.Context) (sim.Options, error) {
 		return o, usagef("for example: gleaner sim --providers 1000", "--providers %d: use 1 to 200000", o.Supply.Providers)
 	case o.Demand.Renters < 1 || o.Demand.Renters > 100_000:
 		return o, usagef("for example: gleaner sim --renters 100", "--renters %d: use 1 to 100000", o.Demand.Renters)
+	case o.Demand.GangWidth < 0 || o.Demand.GangWidth > 8:
+		return o, usagef("for example: gleaner sim --gang-width 2", "--gang-width %d: use 0 (no gangs) to 8", o.Demand.GangWidth)
+	case o.Demand.ArraySplit < 0 || o.Demand.ArraySplit == 1 || o.Demand.ArraySplit > sim.MaxArraySplit:
+		return o, usagef("for example: gleaner sim --array-split 8", "--array-split %d: use 0 (no arrays) or 2 to %d", o.Demand.ArraySplit, sim.MaxArraySplit)
+	case o.Demand.ArrayParallel < 0 || o.Demand.ArrayParallel > max(o.Demand.ArraySplit, 0):
+		return o, usagef("for example: gleaner sim --array-split 8 --array-parallel 4", "--array-parallel %d: use 0 (every shard at once) to --array-split", o.Demand.ArrayParallel)
 	case o.Days <= 0 || o.Days > 366:
 		return o, usagef("for example: gleaner sim --days 7", "--days %v: use more than 0 and at most 366", o.Days)
 	case o.Demand.Load <= 0 || o.Demand.Load > 10:

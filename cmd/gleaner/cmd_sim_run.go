@@ -26,6 +26,7 @@ func runSim(c *cli.Context) error {
 	if err := warnUnused(c, o, progress); err != nil {
 		return err
 	}
+	simGC()
 	start := time.Now()
 	last := time.Time{}
 	// Ctrl-C or SIGTERM ends c.Context: the run stops at once and nothing
@@ -112,6 +113,41 @@ func stepName(part string) string {
 	return "baseline: " + part
 }
 
+// printGangs is the gangs' figures (issue 36) per strategy, when the
+// demand has gangs.
+func printGangs(w io.Writer, r *sim.Report) {
+	rows := [][]string{{"STRATEGY", "GANGS", "PLACED", "COMPLETED", "FILL", "WAIT P50", "P95", "PREEMPTED", "LOST GPU-H"}}
+	for _, sr := range r.Strategies {
+		if g := sr.Metrics.Gangs; g != nil {
+			rows = append(rows, []string{sr.Name, fmt.Sprintf("%d", g.Jobs), fmt.Sprintf("%d", g.Placed), fmt.Sprintf("%d", g.Completed),
+				pct(g.FillShare), secs(g.WaitP50Sec), secs(g.WaitP95Sec), fmt.Sprintf("%d", g.PreemptedPlacements),
+				fmt.Sprintf("%.1f", g.PreemptionLostGPUHours)})
+		}
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w, "\nGANGS: jobs run as members on distinct providers; wait is submit to every member running; lost is GPU-hours past the last checkpoint of placements a member's preemption stopped")
+	table(w, rows)
+}
+
+// printArrays is the job arrays' figures (issue 36) per strategy, when
+// the demand has arrays.
+func printArrays(w io.Writer, r *sim.Report) {
+	rows := [][]string{{"STRATEGY", "ARRAYS", "SHARDS", "COMPLETED", "MAKESPAN P50", "P95", "OVER IDEAL P50", "P95"}}
+	for _, sr := range r.Strategies {
+		if a := sr.Metrics.Arrays; a != nil {
+			rows = append(rows, []string{sr.Name, fmt.Sprintf("%d", a.Arrays), fmt.Sprintf("%d", a.Shards), fmt.Sprintf("%d", a.Completed),
+				secs(a.MakespanP50Sec), secs(a.MakespanP95Sec), fmt.Sprintf("%.2fx", a.OverIdealP50), fmt.Sprintf("%.2fx", a.OverIdealP95)})
+		}
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w, "\nARRAYS: independent shards, at most max_parallel placed at once; makespan is submit to the last shard's end; ideal is the shards run max_parallel at a time from submit")
+	table(w, rows)
+}
+
 // printSim is the run at a glance: every strategy side by side, then the
 // goals, then what each strategy is and knows.
 func printSim(w io.Writer, res *sim.Result) {
@@ -144,6 +180,8 @@ func printSim(w io.Writer, res *sim.Result) {
 				sr.Name, all.PreemptedRuns, all.Returned, secs(all.ReturnP50Sec), secs(all.ReturnP95Sec))
 		}
 	}
+	printGangs(w, r)
+	printArrays(w, r)
 	fmt.Fprintln(w, "\nMAX PRICES: how much of the supply that could serve each tier's jobs their max prices exclude")
 	for _, pr := range r.Demand.PriceReach {
 		if pr.Jobs == 0 {

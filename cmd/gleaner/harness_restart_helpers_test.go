@@ -254,11 +254,7 @@ func terminalState(s string) bool {
 // Docker is missing, as the other harness tests do.
 func requireDocker(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
-		t.Fatalf("this test needs a running Docker engine: %v", err)
-	}
+	buildImageOnce(t, testnet.DemoImage, func(ctx context.Context) error { return testnet.BuildDemoImage(ctx, "../..") })
 }
 
 // containersOf lists the job containers, running or not, that the node
@@ -301,4 +297,18 @@ func removeContainersOf(peerID string) {
 			_ = exec.Command("docker", append([]string{kind, "rm"}, ids...)...).Run()
 		}
 	}
+}
+
+// waitsOnItsOwnJobs marks a test that spends most of its time waiting on
+// its own daemons' jobs (containers sleeping, restarts, re-auctions) as
+// parallel with the others so marked: its daemons keep their own repos,
+// listen on ports of their own (tcp/0, rpc :0), and it finds its
+// containers by its providers' peer IDs. Go runs parallel tests only
+// after every serial one has ended, so a marked test never overlaps one
+// that lists Docker objects or processes globally; a test that bounds how
+// soon something happens (an offer back within 15 s) is not marked. Test
+// time only: every check of the test is unchanged.
+func waitsOnItsOwnJobs(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

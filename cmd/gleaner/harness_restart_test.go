@@ -162,6 +162,7 @@ func TestRestartCase2CleanStopDoesNotPause(t *testing.T) {
 // stopping daemon, after which the job is auctioned again (a preemption
 // spends no re-auction) and waits for a GPU, saying why.
 func TestRestartCase3StopLeavesNoContainer(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
 	rn := startRenter(t, p)
@@ -202,6 +203,7 @@ func TestRestartCase4OfferBackAfterProviderRestart(t *testing.T) {
 // completes (before, it failed with "cannot reach the job's provider
 // again"), and the other can still be cancelled (before, "already ended").
 func TestRestartCase5JobSurvivesRenterRestart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDocker(t)
 	p := provider(t, "provider", "2xRTX4090")
 	rn := startRenter(t, p)
@@ -227,6 +229,7 @@ func TestRestartCase5JobSurvivesRenterRestart(t *testing.T) {
 // clean shutdown flushing the logs), and only the renter is started
 // again, so that no provider can replay the lines to it.
 func TestRestartCase6LogsKeptAcrossRenterRestart(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDocker(t)
 	p := provider(t, "provider", "1xRTX4090")
 	rn := startRenter(t, p)
@@ -251,6 +254,7 @@ func TestRestartCase6LogsKeptAcrossRenterRestart(t *testing.T) {
 // charged, and `job explain` says why. Both providers fail to pull here
 // (the registry on port 1 refuses), which fails the job naming the image.
 func TestRestartCase7UnpullableImageIsNotCharged(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDocker(t)
 	a := provider(t, "provider-a", "1xRTX4090")
 	b := provider(t, "provider-b", "1xRTX4090")
@@ -282,6 +286,7 @@ func TestRestartCase7UnpullableImageIsNotCharged(t *testing.T) {
 // bronze job) while provider b is busy; the job waits, and runs on b once
 // b is free. Before, it ended no-match about 2 s after the preemption.
 func TestRestartCase8PreemptedBronzeWaitsForOffers(t *testing.T) {
+	waitsOnItsOwnJobs(t)
 	requireDocker(t)
 	a := provider(t, "provider-a", "1xRTX4090")
 	b := provider(t, "provider-b", "1xRTX4090")

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -284,11 +283,7 @@ func TestJobSpecErrorsNameTheLine(t *testing.T) {
 // `gleaner job run`, then the renter inspects the job, its ledger, its
 // balance and the provider's reputation.
 func TestRentAndAuditFromTheCLI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
-		t.Fatalf("this test needs a running Docker engine: %v", err)
-	}
+	requireDocker(t)
 	prov, renter := initRepo(t), initRepo(t)
 	p := startDaemon(t, prov, "--simulate-gpus", "1xRTX4090")
 	startDaemon(t, renter, "--bootstrap", p.addrs[0])

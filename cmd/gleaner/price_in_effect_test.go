@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,11 +19,7 @@ import (
 // change that admits the most; a leased job's run and status say what
 // the lease costs and why.
 func TestPricesInEffectFromTheCLI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testnet.BuildDemoImage(ctx, "../.."); err != nil {
-		t.Fatalf("this test needs a running Docker engine: %v", err)
-	}
+	requireDocker(t)
 	// A peak from the last hour to three hours on, in UTC, around now:
 	// silver at 0.6 asks 1.2 now.
 	from := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)

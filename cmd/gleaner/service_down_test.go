@@ -11,7 +11,6 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/services"
-	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -21,9 +20,7 @@ import (
 // the replicas cancelled, not as they ran before.
 func TestServiceDownSaysWhatItCancels(t *testing.T) {
 	requireDocker(t)
-	if err := testnet.BuildModelImage(t.Context(), "../.."); err != nil {
-		t.Fatalf("model image: %v", err)
-	}
+	requireModelImage(t)
 	p1, p2 := provider(t, "p1", "1xRTX4090"), provider(t, "p2", "1xRTX4090")
 	for _, p := range []*rnode{p1, p2} {
 		mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), p.name+": offer set --workloads")

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/services"
-	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -47,11 +46,9 @@ func TestServiceUpListenFlagIsChecked(t *testing.T) {
 // line is served again; `service down` deletes the token.
 func TestServiceUpListenBeyondLoopbackFromTheCLI(t *testing.T) {
 	requireDocker(t)
+	requireModelImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := testnet.BuildModelImage(ctx, "../.."); err != nil {
-		t.Fatalf("model image: %v", err)
-	}
 	p := provider(t, "p", "1xRTX4090")
 	mustOK(t, p.cli(t, "offer", "set", "--workloads", "batch,service"), "offer set --workloads")
 	rn := startRenter(t, p)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/services"
-	"github.com/gleaner-net/gleaner/testnet"
 	"github.com/gleaner-net/gleaner/testnet/modelimage"
 )
 
@@ -27,11 +25,7 @@ import (
 // counted in `service status`, and `service down` leaves no container.
 func TestServiceUpServesThroughTheGateway(t *testing.T) {
 	requireDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := testnet.BuildModelImage(ctx, "../.."); err != nil {
-		t.Fatalf("model image: %v", err)
-	}
+	requireModelImage(t)
 	p1 := provider(t, "p1", "1xRTX4090")
 	p2 := provider(t, "p2", "1xRTX4090")
 	for _, p := range []*rnode{p1, p2} {

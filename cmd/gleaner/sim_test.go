@@ -96,6 +96,8 @@ func TestSimBadInput(t *testing.T) {
 	os.WriteFile(bad, []byte("submit_s,duration_s,gpus,gpu_models,tier,max_price,region,kind\n10,600,x,,silver,1,,batch\n"), 0o644)
 	unknown := filepath.Join(t.TempDir(), "demand.csv")
 	os.WriteFile(unknown, []byte("submit_s,duration_s,gpus,gpu_models,tier,max_price,region,kind\n10,600,1,B200,silver,1,,batch\n"), 0o644)
+	goldGang := filepath.Join(t.TempDir(), "demand.csv")
+	os.WriteFile(goldGang, []byte("submit_s,duration_s,gpus,gpu_models,tier,max_price,region,kind,id,renter,start_s,members\n10,600,1,,gold,1,,batch,g,0,900,2\n"), 0o644)
 	badCfg := filepath.Join(t.TempDir(), "sim.yaml")
 	os.WriteFile(badCfg, []byte("sed: 3\n"), 0o644)
 	for _, c := range []struct {
@@ -109,6 +111,10 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--demand", bad}, 1, "demand.csv:2:3: gpus"},
 		{[]string{"--demand", unknown, "--providers", "5"}, 1, "no provider has model B200"},
 		{[]string{"--config", badCfg}, 2, "field sed not found"},
+		{[]string{"--gang-width", "9"}, 2, "--gang-width 9: use 0 (no gangs) to 8"},
+		{[]string{"--demand", goldGang}, 1, `demand.csv:2:12: members: "2": a gang is silver or bronze`},
+		{[]string{"--array-split", "1"}, 2, "--array-split 1: use 0 (no arrays) or 2 to 64"},
+		{[]string{"--array-split", "4", "--array-parallel", "5"}, 2, "--array-parallel 5: use 0 (every shard at once) to --array-split"},
 	} {
 		args := append([]string{"sim", "--traces", traces, "--out", t.TempDir()}, c.args...)
 		r := gleaner(t, args...)

@@ -254,8 +254,10 @@ func entryLinks(n *merkledag.ProtoNode) (func(name string) bool, error) {
 // so what it sees is the DAG's shape by its shortest paths; Expand, run
 // on the whole DAG once it is here, checks the longest.
 type walkBound struct {
-	at      map[string]walkPos
-	entries int
+	at        map[string]walkPos
+	entries   int
+	maxBytes  int64 // the DAG's bytes, those already here counted
+	maxBlocks int   // and its blocks
 }
 
 type walkPos struct{ level, depth int }
@@ -330,7 +332,7 @@ func (x *Exchange) FetchWithin(ctx context.Context, root cid.Cid, sources []peer
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	ctx = context.WithValue(ctx, walkBoundKey{}, &walkBound{at: map[string]walkPos{}})
+	ctx = context.WithValue(ctx, walkBoundKey{}, &walkBound{at: map[string]walkPos{}, maxBytes: lim.MaxBytes, maxBlocks: lim.MaxBlocks})
 	res, err := x.FetchFrom(ctx, root, sources, func(p FetchProgress) {
 		switch {
 		case p.Bytes > lim.MaxBytes:
@@ -348,11 +350,26 @@ func (x *Exchange) FetchWithin(ctx context.Context, root cid.Cid, sources []peer
 		}
 		return res, err
 	}
-	// All of it was here already: no write, so no progress to stop it.
-	if res.Bytes > lim.MaxBytes {
-		return res, fmt.Errorf("fetch %s: %w", root, &SizeError{Root: root, Limit: lim.MaxBytes, Bytes: res.Bytes})
-	}
 	return res, nil
+}
+
+// walked is the last check of a bounded walk, before its root is pinned:
+// the bytes and blocks walked, fetched or already here, are within the
+// bounds. The
+// progress check alone cannot stop a walk whose last blocks were all
+// here (no write, so no progress), nor one that ended in the same
+// batch that crossed the bound; either would pin a root over it.
+// Nil-safe.
+func (w *walkBound) walked(root cid.Cid, bytes int64, blocks int) error {
+	switch {
+	case w == nil:
+		return nil
+	case bytes > w.maxBytes:
+		return &SizeError{Root: root, Limit: w.maxBytes, Bytes: bytes}
+	case blocks > w.maxBlocks:
+		return fmt.Errorf("%w: more than %d blocks", ErrTooLarge, w.maxBlocks)
+	}
+	return nil
 }
 
 // OutputLimits are the bounds on a job's outputs whose spec says

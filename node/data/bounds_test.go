@@ -317,6 +317,37 @@ func TestFetchWithinBoundsADAGAlreadyHere(t *testing.T) {
 	}
 }
 
+// A bounded fetch that finds the whole DAG over its bound already here
+// (blocks kept, unpinned, from an earlier fetch) fails, and pins nothing:
+// a pin would keep the blocks of a fetch its caller was told failed.
+// The same check covers a fetch whose last batch crossed the bound.
+func TestFetchWithinOverItsBoundPinsNothing(t *testing.T) {
+	b := newXNode(t, testPrefix, 64<<20)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"f.bin": noise(24, 8*ChunkSize)})
+	root, err := b.s.Add(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.Unpin(context.Background(), root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.x.FetchWithin(fetchCtx(t, time.Minute), root, nil, FetchLimits{MaxBytes: 1 << 20}, nil); !errors.As(err, new(*SizeError)) {
+		t.Fatalf("fetch: %v, want a SizeError", err)
+	}
+	noPins(t, b.s)
+	if _, err := b.x.FetchWithin(fetchCtx(t, time.Minute), root, nil, FetchLimits{MaxBytes: 16 << 20, MaxBlocks: 3}, nil); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("fetch of a DAG of more than 3 blocks within 3: %v, want ErrTooLarge", err)
+	}
+	noPins(t, b.s)
+	if _, err := b.x.FetchWithin(fetchCtx(t, time.Minute), root, nil, FetchLimits{MaxBytes: 16 << 20}, nil); err != nil {
+		t.Fatalf("fetch within a bound it fits: %v", err)
+	}
+	if pins, err := b.s.Pins(context.Background()); err != nil || len(pins) != 1 {
+		t.Fatalf("pins %v (%v), want the root", pins, err)
+	}
+}
+
 // The second guard: the tar stream that fills a volume stops at the
 // bound it was given (the measured size), counting the repeated leaf
 // each time it is written.

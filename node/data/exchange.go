@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-net/gleaner/p2p"
@@ -63,6 +64,12 @@ const (
 // several peers busy (256 KiB chunks, so up to 32 MiB in flight), small
 // enough that the blocks received but not yet written stay bounded.
 const fetchWindow = 128
+
+// rewantStall is how long a fetch that redialled a source waits for a
+// block before it wants its missing blocks again (redial.go): far less
+// than bitswap's own rebroadcast (30 to 45 s), far more than a block
+// takes to cross a relay.
+const rewantStall = 3 * time.Second
 
 // putBatch is how many received blocks one store write takes at most:
 // each write is one flatfs batch (8 MiB of 256 KiB chunks), whose files
@@ -127,6 +134,16 @@ type Exchange struct {
 	// recent: blocks no fetch wants any more, by key, and when they stopped
 	// being wanted (rememberWanted); guarded by mu.
 	recent map[string]time.Time
+
+	// noRewant turns off the re-want after a redial (redial.go), for the
+	// tests and the benchmark that measure what it saves; set before any
+	// Fetch.
+	noRewant bool
+	// rewants counts the re-wants sent after redials, for the tests.
+	rewants atomic.Int64
+	// restarts counts the failed fetches whose wants outlived their
+	// sessions (withdraw.go), for the tests.
+	restarts atomic.Int64
 }
 
 // NewExchange starts bitswap on cfg.Host. ctx bounds bitswap's background
@@ -307,10 +324,14 @@ func (x *Exchange) Fetch(ctx context.Context, root cid.Cid, progress func(FetchP
 		empty:    map[cid.Prefix]cid.Cid{},
 		bound:    boundOf(ctx),
 	}
-	defer f.forget()
 	err := x.store.fillAndPin(ctx, root, f.run)
+	f.forget()
 	res := FetchResult{Root: root, Blocks: f.blocks, Bytes: f.bytes, Peers: len(f.peers)}
 	if err != nil {
+		// The caller may fetch again at once (a retried job fetch):
+		// that fetch must not start before bitswap has withdrawn this
+		// one's wants (withdrawn).
+		f.withdrawn()
 		return res, fmt.Errorf("fetch %s: %w", root, err)
 	}
 	return res, nil
@@ -331,8 +352,12 @@ type fetch struct {
 	empty   map[cid.Prefix]cid.Cid // the CID of no bytes, by prefix
 	bound   *walkBound             // FetchWithin's depth and entry bounds (bounds.go); nil: none
 	sources *redialer              // redials the peers that sent blocks when they drop (redial.go)
-	blocks  int
-	bytes   int64
+	// rewanted counts the re-wants after redials; lastBlock and
+	// lastRewant are when a wanted block last came and the last re-want.
+	rewanted              int
+	lastBlock, lastRewant time.Time
+	blocks                int
+	bytes                 int64
 }
 
 // event is a block from a want batch, or (blk nil) the end of the batch.
@@ -346,7 +371,7 @@ func (f *fetch) run(ctx context.Context) error {
 	defer cancel() // ends the session and the batch forwarders
 	f.sources = f.x.watchSources(ctx)
 	defer f.sources.stop()
-	sess := f.x.bs.NewSession(ctx)
+	var sess exchange.Fetcher = f.x.bs.NewSession(ctx)
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
 	// goes on wanting: the network is not idle while a batch's files are
@@ -363,9 +388,16 @@ func (f *fetch) run(ctx context.Context) error {
 		}
 	}()
 	pending := 0 // batches handed to the writer and not yet reported
+	var stallTick <-chan time.Time
+	if !f.x.noRewant {
+		t := time.NewTicker(rewantStall / 2)
+		defer t.Stop()
+		stallTick = t.C
+	}
 	if err := f.enqueue(f.root); err != nil {
 		return err
 	}
+	f.lastBlock = time.Now() // the stall check counts from the start
 	for {
 		// A cancelled fetch stops here, before blocks already received
 		// are written: otherwise the select below picks at random
@@ -395,7 +427,7 @@ func (f *fetch) run(ctx context.Context) error {
 			}
 		}
 		if len(f.wanting) == 0 && len(f.queue) == 0 && pending == 0 {
-			return nil
+			return f.bound.walked(f.root, f.bytes, f.blocks)
 		}
 		select {
 		case ev := <-events:
@@ -453,6 +485,31 @@ func (f *fetch) run(ctx context.Context) error {
 			pending--
 			if err := f.wrote(r); err != nil {
 				return err
+			}
+		case <-f.sources.redialled:
+			// A source is back on a new connection; what this fetch
+			// still wants goes to it now (redial.go).
+			if err := f.rewant(ctx, &sess, events); err != nil {
+				return err
+			}
+		case <-stallTick:
+			// After a redial, wants that still go unanswered are sent
+			// again: bitswap may hold them as sent on a stream that broke
+			// (redial.go). So are wants for blocks a fetch that ended
+			// lately had wanted: bitswap may hold them as sent for that
+			// fetch (withdraw.go).
+			if len(f.wanting) > 0 && time.Since(f.lastBlock) > rewantStall && time.Since(f.lastRewant) > rewantStall {
+				switch {
+				case f.rewanted > 0:
+					f.sources.kick()
+				case f.x.stoppedWanting(f.wanting, time.Now().Add(-staleWants)):
+					f.x.restartConnected()
+				default:
+					continue
+				}
+				if err := f.rewant(ctx, &sess, events); err != nil {
+					return err
+				}
 			}
 		case <-ctx.Done():
 			return f.missing(ctx.Err())
@@ -515,6 +572,26 @@ func (f *fetch) want(ctx context.Context, sess exchange.Fetcher, batch []cid.Cid
 		case <-ctx.Done():
 		}
 	}()
+	return nil
+}
+
+// rewant wants every block still missing again, in a new session that
+// becomes the fetch's: its first wants go to every connected peer.
+func (f *fetch) rewant(ctx context.Context, sess *exchange.Fetcher, events chan<- event) error {
+	if f.x.noRewant || len(f.wanting) == 0 {
+		return nil
+	}
+	*sess = f.x.bs.NewSession(ctx)
+	batch := make([]cid.Cid, 0, len(f.wanting))
+	for _, c := range f.wanting {
+		batch = append(batch, c)
+	}
+	if err := f.want(ctx, *sess, batch, events); err != nil {
+		return err
+	}
+	f.rewanted++
+	f.lastRewant = time.Now()
+	f.x.rewants.Add(1)
 	return nil
 }
 
@@ -620,6 +697,7 @@ func (f *fetch) received(got []blocks.Block) ([]blocks.Block, error) {
 			continue // not asked for by this fetch, or already here
 		}
 		delete(f.wanting, k)
+		f.lastBlock = time.Now()
 		if err := f.links(b); err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ const testPrefix protocol.ID = "/gleaner/test"
 // xnode is one peer of an exchange test: a libp2p host on loopback TCP,
 // a store and an exchange.
 type xnode struct {
-	t    *testing.T
+	t    testing.TB
 	h    host.Host
 	dir  string
 	s    *Store

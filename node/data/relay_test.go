@@ -27,7 +27,7 @@ type relayedPair struct {
 	resets        *atomic.Int32
 }
 
-func newRelayedPair(t *testing.T, res relayv2.Resources) relayedPair {
+func newRelayedPair(t testing.TB, res relayv2.Resources) relayedPair {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -132,7 +132,7 @@ func TestExchangeFetchOutgrowsACircuit(t *testing.T) {
 }
 
 // newXNodeOn is newXNode on a host made by the caller.
-func newXNodeOn(t *testing.T, h host.Host) *xnode {
+func newXNodeOn(t testing.TB, h host.Host) *xnode {
 	t.Helper()
 	n := &xnode{t: t, h: h, dir: filepath.Join(t.TempDir(), "blocks"), logs: &syncBuffer{}}
 	n.s = openStore(t, n.dir, 64<<20)

@@ -213,12 +213,18 @@ func (s *Store) Pin(ctx context.Context, c cid.Cid) error {
 // fillAndPin runs fill, which writes the blocks of root's DAG (a fetch from
 // peers), and then pins root, with GC held off from the first block to the
 // pin, as Add does: a partly written DAG is never swept just before its pin
-// would have kept it. Nothing is pinned if fill fails.
+// would have kept it. Nothing is pinned if fill fails or ctx ended.
 func (s *Store) fillAndPin(ctx context.Context, root cid.Cid, fill func(context.Context) error) error {
 	s.gcMu.RLock()
 	defer s.gcMu.RUnlock()
 	if err := fill(ctx); err != nil {
 		return err
+	}
+	// A fill that finished just as its caller gave up (a bound crossed
+	// in its last batch, a cancel) pins nothing: the caller is told it
+	// failed, so a pin would hold blocks nobody will unpin.
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return s.pin(ctx, root)
 }

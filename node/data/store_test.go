@@ -14,7 +14,7 @@ import (
 	"github.com/ipfs/go-cid"
 )
 
-func openStore(t *testing.T, dir string, quota int64) *Store {
+func openStore(t testing.TB, dir string, quota int64) *Store {
 	t.Helper()
 	s, err := OpenStore(dir, quota)
 	if err != nil {

@@ -52,9 +52,15 @@ func ackSink(b *testing.B, per int) net.Addr {
 // benchPaths are two persistent connections to one sink: direct, and
 // through rank 0's listener for rank 1, its stream and rank 1's provider.
 func benchPaths(b *testing.B, per int) (direct, forwarded net.Conn) {
+	direct, forwarded, _ = benchRigPaths(b, per)
+	return direct, forwarded
+}
+
+// benchRigPaths is benchPaths, with the rig whose providers forward.
+func benchRigPaths(b *testing.B, per int) (direct, forwarded net.Conn, rig *gangRig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	b.Cleanup(cancel)
-	rig := newGangRig(b, ctx, "bench", 2, DefaultLimits())
+	rig = newGangRig(b, ctx, "bench", 2, DefaultLimits())
 	sink := ackSink(b, per)
 	idle := ackSink(b, per)
 	m0, err := rig.provs[0].net.Join(Local{Roster: rig.roster, Rank: 0, Lease: leaseOf(0), ListenIP: loopback, Container: At(idle.(*net.TCPAddr).AddrPort())})
@@ -76,7 +82,7 @@ func benchPaths(b *testing.B, per int) (direct, forwarded net.Conn) {
 			forwarded = c
 		}
 	}
-	return direct, forwarded
+	return direct, forwarded, rig
 }
 
 // sendChunk writes per bytes from buf and waits for the sink's ack.
@@ -103,6 +109,12 @@ func sendChunk(b *testing.B, c net.Conn, buf []byte, per int) time.Duration {
 // "ratio" is forwarded throughput over direct.
 func BenchmarkGangForwardThroughput(b *testing.B) {
 	direct, fwd := benchPaths(b, benchChunk)
+	throughput(b, direct, fwd)
+}
+
+// throughput sends b.N chunks on each path in turn and reports both
+// rates and their ratio.
+func throughput(b *testing.B, direct, fwd net.Conn) {
 	buf := make([]byte, 256<<10)
 	// One chunk each first: TCP's and yamux's windows open, as they would
 	// have in a running job.

@@ -99,6 +99,12 @@ type Membership struct {
 	streams map[network.Stream]struct{}
 }
 
+// ErrAlreadyJoined: a member of the gang is joined on this provider, and
+// a provider holds one member of a gang at a time. A member of the
+// gang's last placement that is ending leaves soon; any other is a
+// second start.
+var ErrAlreadyJoined = errors.New("already joined on this provider")
+
 // Join starts forwarding for the local member of l.Roster: call it before
 // the member's container starts, and give the container Env (through the
 // executor's Spec.Provided). It fails for an invalid roster, a roster
@@ -156,7 +162,7 @@ func (n *Net) Join(l Local) (*Membership, error) {
 		if closed {
 			return nil, fmt.Errorf("gang %q: the gang network is closed", r.Gang)
 		}
-		return nil, fmt.Errorf("gang %q: already joined on this provider", r.Gang)
+		return nil, fmt.Errorf("gang %q: %w", r.Gang, ErrAlreadyJoined)
 	}
 	n.gangs[r.Gang] = m
 	n.mu.Unlock()

@@ -46,6 +46,10 @@ type Snapshot struct {
 	// Data is the block store's fill; HasData false leaves it out.
 	HasData                  bool
 	DataUsedBytes, DataQuota int64
+	// DataRefusedWants is how many block wants this node refused since
+	// it started (data.Access.Refused, what data ls shows): peers asking
+	// for private data they were not granted.
+	DataRefusedWants int64
 
 	// GPUs counts this node's GPUs by what the owner's rules allow:
 	// available, withdrawn, stopped. Nil: the node has none to sell.
@@ -88,7 +92,7 @@ type Collector struct {
 	offers, offerPublished           *prometheus.Desc
 	jobs, jobLeases                  *prometheus.Desc
 	leases, leasesActive             *prometheus.Desc
-	data                             *prometheus.Desc
+	data, dataRefused                *prometheus.Desc
 	gpus, gpuTemp, gpuPower, gpuUtil *prometheus.Desc
 	gpuMem, gpuFaults                *prometheus.Desc
 	earned, spent, balance           *prometheus.Desc
@@ -116,6 +120,7 @@ func NewCollector(read func(*Snapshot)) *Collector {
 	c.leases = d("leases", "The provider's lease records by state.", "state")
 	c.leasesActive = d("leases_active", "Leases holding this provider's GPUs now.")
 	c.data = d("data_store_bytes", "The block store: bytes used, and its quota.", "kind")
+	c.dataRefused = d("data_refused_wants_total", "Block wants refused since the node started: peers asking for private data they were not granted.")
 	c.gpus = d("gpus", "This node's GPUs by what the owner's rules allow (available, withdrawn, stopped).", "state")
 	c.gpuTemp = d("gpu_temperature_celsius", "GPU temperature.", "index", "model")
 	c.gpuPower = d("gpu_power_watts", "GPU power draw.", "index", "model")
@@ -168,6 +173,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if s.HasData {
 		g(c.data, float64(s.DataUsedBytes), "used")
 		g(c.data, float64(s.DataQuota), "quota")
+		ch <- prometheus.MustNewConstMetric(c.dataRefused, prometheus.CounterValue, float64(s.DataRefusedWants))
 	}
 	for state, v := range s.GPUs {
 		g(c.gpus, float64(v), state)

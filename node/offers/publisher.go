@@ -202,8 +202,7 @@ func (p *Publisher) bookingsChanged() bool {
 		if source == nil {
 			return false
 		}
-		fresh := auction.NormalizeBookings(source(now), len(p.current.GPUs), from, to)
-		return !slices.Equal(fresh, auction.NormalizeBookings(published, len(p.current.GPUs), from, to))
+		return auction.BookingsDiffer(source(now), published, len(p.current.GPUs), from, to)
 	}
 	return changed(p.bookings, p.current.Booked) || changed(p.bronze, p.current.Bronze)
 }

@@ -77,6 +77,7 @@ func (pj *Provider) adopt(jobID string, rec Record, now time.Time) bool {
 		return false
 	}
 	pj.running(al, job, m, started)
+	pj.rejoinGang(ctx, al, rec.Gang, job)
 	if job.Paused() {
 		// Frozen by the last run for want of a voucher: the scheduler
 		// decides again, by the vouchers it has now.
@@ -91,6 +92,7 @@ func (pj *Provider) adopt(jobID string, rec Record, now time.Time) bool {
 	pj.spawn(func() {
 		hb := pj.heartbeats(al.hub.send)
 		defer hb.stop()
+		defer pj.leaveGang(al) // rejoined above, if a gang member
 		fctx, fcancel := context.WithDeadline(pj.bg, time.Unix(l.End, 0))
 		defer fcancel()
 		pj.follow(fctx, al, job, m)

@@ -114,13 +114,14 @@ type fakeExec struct {
 	hold     chan struct{}
 	outputs  []byte
 	kind     string // Kind's answer; "" is "fake"
+	netns    string // set: its jobs run "in" this network namespace (netnsJob)
 
 	mu      sync.Mutex
-	orphans map[string]*fakeJob // by executor job ID: what Adopt finds
+	orphans map[string]executor.Adopted // by executor job ID: what Adopt finds
 }
 
 func newFakeExec() *fakeExec {
-	return &fakeExec{started: make(chan *fakeJob, 8), orphans: map[string]*fakeJob{}}
+	return &fakeExec{started: make(chan *fakeJob, 8), orphans: map[string]executor.Adopted{}}
 }
 
 func (e *fakeExec) Kind() string {
@@ -148,8 +149,20 @@ func (e *fakeExec) Start(ctx context.Context, spec executor.Spec, _ executor.Hoo
 	j := newFakeJob(spec, time.Now())
 	j.outputs = e.outputs
 	e.started <- j
+	if e.netns != "" {
+		return &netnsJob{j, e.netns}, nil
+	}
 	return j, nil
 }
+
+// netnsJob is a fakeJob whose "container" has the network namespace at
+// path, as a Docker job's has (executor.Netnser).
+type netnsJob struct {
+	*fakeJob
+	path string
+}
+
+func (j *netnsJob) Netns(context.Context) (string, error) { return j.path, nil }
 
 // Adopt takes over an orphan the test left with the executor.
 func (e *fakeExec) Adopt(_ context.Context, jobID string) (executor.Adopted, error) {

@@ -1,9 +1,11 @@
 package providing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/executor"
@@ -63,11 +65,19 @@ func (pj *Provider) joinGang(al *activeLease, req wire.JobRequest, spec *auction
 		// made there once it runs (openGang).
 		local = gangnet.Local{Roster: ro, Rank: g.Rank, Lease: wire.LeaseCID(al.raw), InContainer: true}
 	}
-	m, err := pj.gangs.Join(local)
+	m, err := pj.joinOnceFree(local)
 	if err != nil {
 		return err
 	}
 	al.gang = m
+	if local.InContainer {
+		// Its entries are fixed ports on the container's loopback, so a
+		// provider that adopts the container after a crash can give it
+		// the same GLEANER_GANG_PEERS again (rejoinGang).
+		if err := pj.saveGang(al, GangPlace{Roster: req.Gang, Rank: g.Rank}); err != nil {
+			pj.log.Warn("gang place not saved: after a crash the member could not rejoin its gang", "job", al.lease.JobID, "err", err)
+		}
+	}
 	if es.Provided == nil {
 		es.Provided = map[string]string{}
 	}
@@ -75,6 +85,29 @@ func (pj *Provider) joinGang(al *activeLease, req wire.JobRequest, spec *auction
 		es.Provided[k] = v
 	}
 	return nil
+}
+
+// joinWait bounds how long a member's start waits for the member of its
+// gang's last placement to leave this provider.
+const joinWait = 10 * time.Second
+
+// joinOnceFree joins local's gang, waiting up to joinWait while a member
+// of the gang's last placement is still joined here: its run has ended
+// (the renter placed the gang again only once every member had), but its
+// goroutine may not have left the gang's network yet.
+func (pj *Provider) joinOnceFree(local gangnet.Local) (*gangnet.Membership, error) {
+	deadline := time.Now().Add(joinWait)
+	for {
+		m, err := pj.gangs.Join(local)
+		if !errors.Is(err, gangnet.ErrAlreadyJoined) || time.Now().After(deadline) {
+			return m, err
+		}
+		select {
+		case <-pj.bg.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // leaveGang ends the member's place in its gang's network: its listeners
@@ -104,4 +137,52 @@ func (pj *Provider) openGang(ctx context.Context, al *activeLease, job executor.
 	if err != nil {
 		pj.log.Warn("gang member's network not opened: it cannot reach the other members", "job", al.lease.JobID, "err", err)
 	}
+}
+
+// saveGang keeps the member's gang place in its lease's record, from
+// which rejoinGang joins the gang again after a crash.
+func (pj *Provider) saveGang(al *activeLease, place GangPlace) error {
+	if pj.crashed() {
+		return errCrashed
+	}
+	return pj.store.Update(func(tx Tx) error {
+		var rec Record
+		if err := tx.Get(al.lease.JobID, &rec); err != nil {
+			return err
+		}
+		if !bytes.Equal(rec.Lease, al.raw) {
+			return nil // another lease of this job ID's
+		}
+		rec.Gang = &place
+		return tx.Put(al.lease.JobID, rec)
+	})
+}
+
+// rejoinGang puts an adopted gang member back in its gang's network, as
+// its start did before the crash: the same roster, rank and lease, and
+// the same fixed entries on the container's loopback, which its
+// GLEANER_GANG_PEERS still names; the listeners the crash closed are
+// made again inside the running container. Connections the member had
+// open through the crashed daemon were cut with it; a member that dials
+// again (a rendezvous's retry) reaches the others. A member that cannot
+// rejoin runs on without its gang, which its job's own rendezvous shows
+// and the gang's renter handles as a member's failure.
+func (pj *Provider) rejoinGang(ctx context.Context, al *activeLease, place *GangPlace, job executor.Job) {
+	if place == nil {
+		return
+	}
+	if pj.gangs == nil {
+		pj.log.Warn("adopted gang member not rejoined: no gang network on this node", "job", al.lease.JobID)
+		return
+	}
+	ro, err := gangnet.DecodeRoster(place.Roster)
+	if err == nil {
+		al.gang, err = pj.gangs.Join(gangnet.Local{Roster: ro, Rank: place.Rank, Lease: wire.LeaseCID(al.raw), InContainer: true})
+	}
+	if err != nil {
+		pj.log.Warn("adopted gang member not rejoined: it cannot reach the other members", "job", al.lease.JobID, "err", err)
+		return
+	}
+	pj.openGang(ctx, al, job)
+	pj.log.Info("adopted gang member rejoined its gang's network", "job", al.lease.JobID, "gang", ro.Gang, "rank", place.Rank)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/wire"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // memberSpec is member rank of a gang of size, as the renter's node
@@ -34,37 +33,12 @@ func memberSpec(gang string, rank, size int) []byte {
 func TestGangMemberStartJoinsItsGangsNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hostA, hostB := bareHost(t, ctx), bareHost(t, ctx)
-	if err := hostA.LibP2P().Connect(ctx, peer.AddrInfo{ID: hostB.ID(), Addrs: hostB.LibP2P().Addrs()}); err != nil {
-		t.Fatal(err)
-	}
-	netA, netB := gangnet.New(hostA, gangnet.DefaultLimits(), quietLog), gangnet.New(hostB, gangnet.DefaultLimits(), quietLog)
-	t.Cleanup(netA.Close)
-	t.Cleanup(netB.Close)
-	hostA.LibP2P().SetStreamHandler(hostA.ProtocolID(gangnet.Proto), netA.Handle)
-	hostB.LibP2P().SetStreamHandler(hostB.ProtocolID(gangnet.Proto), netB.Handle)
+	hostA, hostB := gangHosts(t, ctx)
+	netA, netB := gangNetOn(t, hostA), gangNetOn(t, hostB)
 
 	// Rank 1's "container": an echo server on the gang port, which its
 	// provider (B) reaches on 127.0.0.1.
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				_, _ = c.Write([]byte("echo " + line))
-			}()
-		}
-	}()
-	port := echo.Addr().(*net.TCPAddr).Port
+	port := echoServer(t)
 
 	exec := newFakeExec()
 	exec.kind = "process"
@@ -170,3 +144,51 @@ func TestGangMemberStartJoinsItsGangsNetwork(t *testing.T) {
 func loopbackAddr() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 1}) }
 
 func echoAddr(port int) netip.AddrPort { return netip.AddrPortFrom(loopbackAddr(), uint16(port)) }
+
+// A member of a gang's next placement may be started on a provider
+// whose member of the last placement has ended but not yet left the
+// gang's network: the start waits for it to leave rather than fail the
+// whole gang with "already joined".
+func TestGangMemberStartWaitsForTheLastPlacementsMemberToLeave(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hostA, hostB := bareHost(t, ctx), bareHost(t, ctx)
+	netA := gangnet.New(hostA, gangnet.DefaultLimits(), quietLog)
+	t.Cleanup(netA.Close)
+	exec := newFakeExec()
+	exec.kind = "process"
+	key0, _ := testKey(t)
+	r := newRigOver(t, 3, key0, newMemStore(), exec, func(c *Config) { c.Gangs = netA })
+	rt := r.renter()
+	const gang = "train-5c5c"
+	key := gangnet.Key(gang, rt.id)
+	solo := func(lease string) gangnet.Roster {
+		return gangnet.Roster{Gang: key, Size: 2, Port: 29500, Members: []gangnet.Member{
+			{Rank: 0, Peer: hostA.ID(), Lease: lease}, {Rank: 1, Peer: hostB.ID(), Lease: "bafyrank1lease"}}}
+	}
+	// The last placement's member, still joined.
+	old, err := netA.Join(gangnet.ProcessLocal(solo("bafyoldlease"), 0, "bafyoldlease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(300*time.Millisecond, old.Leave)
+
+	sp := fmt.Appendf(spec("member-next", auction.Silver), "gang_of: {id: %s, rank: 0, size: 2}\n", gang)
+	raw := rt.lease("member-next", sp)
+	b, err := json.Marshal(solo(wire.LeaseCID(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rt.request(wire.JobRequest{Kind: "start", Lease: raw, Spec: sp, Gang: b})
+	defer f.close()
+	select {
+	case job := <-exec.started:
+		if job.spec.Provided[gangnet.EnvRank] != "0" {
+			t.Fatalf("started without its gang env: %v", job.spec.Provided)
+		}
+		job.exit(0, false)
+	case <-ctx.Done():
+		t.Fatal("the member never started: its start did not wait for the last placement's member to leave")
+	}
+	f.until(t, "the exit", isType(wire.EventExit))
+}

@@ -95,6 +95,20 @@ type Record struct {
 	// provider's failure. Absent from records of older versions, and of
 	// leases whose job never ran.
 	Final *wire.Event `json:"final,omitempty"`
+	// Gang is a gang member's place in its gang's network, kept once its
+	// start joined it (gang_start.go): a provider that crashed while the
+	// member ran joins the gang's network again when it adopts the
+	// container (rejoinGang), so that the other members reach it again.
+	// Absent for other jobs and from records of older versions.
+	Gang *GangPlace `json:"gang,omitempty"`
+}
+
+// GangPlace is what a provider needs to join a member's gang network
+// again: the roster the renter sent with the start, as checked then, and
+// the member's rank.
+type GangPlace struct {
+	Roster []byte `json:"roster"`
+	Rank   int    `json:"rank"`
 }
 
 // ReadRecord reads a stored record, in either form older versions wrote:
@@ -129,27 +143,54 @@ func (pj *Provider) saveEnded(jobID string, raw []byte, final wire.Event) error 
 }
 
 func (pj *Provider) saveRecord(jobID string, raw []byte, state RecordState, final *wire.Event) error {
+	return pj.saveRecords([]savedLease{{jobID, raw}}, state, final)
+}
+
+// savedLease is one lease record to write: its job and co-signed lease.
+type savedLease struct {
+	jobID string
+	raw   []byte
+}
+
+// saveLeases records the leases' state in one transaction (one fsync:
+// the awards of a group commit, awardbatch.go).
+func (pj *Provider) saveLeases(ls []savedLease, state RecordState) error {
+	return pj.saveRecords(ls, state, nil)
+}
+
+func (pj *Provider) saveRecords(ls []savedLease, state RecordState, final *wire.Event) error {
 	if pj.crashed() {
 		return errCrashed
 	}
-	rec := Record{Lease: raw, State: state, Updated: time.Now().UTC(), Final: final}
-	var from RecordState
+	from := make([]RecordState, len(ls))
 	err := pj.store.Update(func(tx Tx) error {
-		var old Record
-		if tx.Get(jobID, &old) == nil && bytes.Equal(old.Lease, raw) {
-			rec.Voucher, from = old.Voucher, old.State
-			if rec.Final == nil {
-				rec.Final = old.Final
+		for i, l := range ls {
+			rec := Record{Lease: l.raw, State: state, Updated: time.Now().UTC(), Final: final}
+			from[i] = ""
+			var old Record
+			if tx.Get(l.jobID, &old) == nil && bytes.Equal(old.Lease, l.raw) {
+				rec.Voucher, rec.Gang, from[i] = old.Voucher, old.Gang, old.State
+				if rec.Final == nil {
+					rec.Final = old.Final
+				}
+			}
+			if err := tx.Put(l.jobID, rec); err != nil {
+				return err
 			}
 		}
-		return tx.Put(jobID, rec)
+		return nil
 	})
-	if err == nil && from != state {
-		// One line per transition in the daemon's log (a state written
-		// again is not one).
-		pj.log.Info("lease state", "job", jobID, "from", from, "to", state)
+	if err != nil {
+		return err
 	}
-	return err
+	for i, l := range ls {
+		if from[i] != state {
+			// One line per transition in the daemon's log (a state
+			// written again is not one).
+			pj.log.Info("lease state", "job", l.jobID, "from", from[i], "to", state)
+		}
+	}
+	return nil
 }
 
 // saveVoucher keeps v, the best voucher so far of the lease raw's run,

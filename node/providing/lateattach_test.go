@@ -1,13 +1,17 @@
 package providing
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
+	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/wire"
 )
 
@@ -203,5 +207,116 @@ func TestRecordWithoutAFinalEventReads(t *testing.T) {
 	rec, err := ReadRecord([]byte(`{"lease":"AQID","state":"ended","updated":"2026-01-02T03:04:05Z"}`))
 	if err != nil || rec.State != LeaseEnded || rec.Final != nil {
 		t.Fatalf("%+v, %v", rec, err)
+	}
+}
+
+// The lines a job writes at its very end, while its renter is away, reach
+// the renter that attaches again after the run's end and release: the
+// provider keeps the output's tail, with the offsets the renter
+// de-duplicates by, so that what it had before and what it hears now
+// make the job's output once, in order.
+func TestAttachAfterTheEndGetsTheLinesWrittenWhileAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1)
+		defer r.stop()
+		rt := r.renter()
+		sp := spec("late-1", auction.Silver)
+		raw := rt.lease("late-1", sp)
+		f := rt.start(raw, sp)
+		j := <-r.exec.started
+		f.until(t, "running", isStatus(wire.StatusRunning))
+		_, _ = j.logs.Write([]byte("line 1\n"))
+		ev := f.until(t, "the first line", isType(wire.EventLog))
+		if ev.Offset == nil || *ev.Offset != 0 || string(ev.Log) != "line 1\n" {
+			t.Fatalf("the first line: %+v", ev)
+		}
+		had := []byte("line 1\n") // what the renter kept before it lost the stream
+		f.close()
+		synctest.Wait()
+
+		var want strings.Builder
+		want.WriteString("line 1\n")
+		for i := 2; i <= 5; i++ {
+			line := fmt.Sprintf("line %d\n", i)
+			_, _ = j.logs.Write([]byte(line))
+			want.WriteString(line)
+		}
+		j.exit(0, false)
+		synctest.Wait()
+		if st, _ := r.pj.LeaseState("late-1"); st != LeaseEnded || r.pj.Holds("late-1") {
+			t.Fatalf("after the exit: state %q, held %v", st, r.pj.Holds("late-1"))
+		}
+
+		g := rt.request(wire.JobRequest{Kind: "attach", Lease: raw})
+		defer g.close()
+		var last wire.Event
+		for ev := range g.events {
+			switch ev.Type {
+			case wire.EventHeartbeat:
+				continue
+			case wire.EventLog:
+				if last.Type == wire.EventExit {
+					t.Fatalf("a log event after the exit: %+v", ev)
+				}
+				if ev.Offset == nil || *ev.Offset > int64(len(had)) {
+					t.Fatalf("a log event without its offset, or past what the renter had (%d): %+v", len(had), ev)
+				}
+				// As the renter keeps it: only what lies past what it had.
+				if skip := int64(len(had)) - *ev.Offset; skip < int64(len(ev.Log)) {
+					had = append(had, ev.Log[skip:]...)
+				}
+			}
+			last = ev
+		}
+		if last.Type != wire.EventExit || last.Status != wire.StatusCompleted {
+			t.Fatalf("the attach ended with %+v, want the exit", last)
+		}
+		if string(had) != want.String() {
+			t.Fatalf("the renter's output after the late attach is %q, want %q", had, want.String())
+		}
+	})
+}
+
+// The kept tail is bounded (endTailBytes): a job that printed more keeps
+// its last bytes, with the offset they begin at.
+func TestTheKeptTailIsBounded(t *testing.T) {
+	logs := executor.NewLogBuffer(1 << 20)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (endTailBytes+4096)/16)
+	_, _ = logs.Write(big)
+	tail := tailOf(logs, endTailBytes, "run")
+	if len(tail.Data) != endTailBytes || tail.Offset != int64(len(big)-endTailBytes) || !bytes.Equal(tail.Data, big[len(big)-endTailBytes:]) {
+		t.Fatalf("tail of %d bytes at %d, want the last %d at %d", len(tail.Data), tail.Offset, endTailBytes, len(big)-endTailBytes)
+	}
+}
+
+// The tails kept are bounded in number (maxEndTails, the oldest dropped
+// first) and in time (a lease's last notice and the minute after, when
+// no renter follows it any more), and are the lease's only.
+func TestTheKeptTailsAreBounded(t *testing.T) {
+	var e endTails
+	t0 := time.Now()
+	for i := range maxEndTails + 5 {
+		e.keep(fmt.Sprintf("job-%d", i), "lease", t0.Add(time.Hour), LogTail{Data: []byte("x"), Offset: int64(i)}, t0)
+	}
+	if len(e.byJob) != maxEndTails || len(e.order) != maxEndTails {
+		t.Fatalf("%d tails kept (%d in order), want %d", len(e.byJob), len(e.order), maxEndTails)
+	}
+	if got := e.of("job-4", "lease", t0); got.Data != nil {
+		t.Fatalf("the oldest tails were kept: %+v", got)
+	}
+	last := fmt.Sprintf("job-%d", maxEndTails+4)
+	if got := e.of(last, "lease", t0); got.Offset != maxEndTails+4 || string(got.Data) != "x" {
+		t.Fatalf("the newest tail: %+v", got)
+	}
+	if got := e.of(last, "another lease", t0); got.Data != nil {
+		t.Fatalf("another lease's attach got %+v", got)
+	}
+	if got := e.of(last, "lease", t0.Add(time.Hour)); got.Data != nil {
+		t.Fatalf("a tail past its time: %+v", got)
+	}
+	// Once their time is over, kept tails go at the next keep.
+	e.keep("late", "lease", t0.Add(3*time.Hour), LogTail{Data: []byte("y")}, t0.Add(2*time.Hour))
+	if len(e.byJob) != 1 || e.of("late", "lease", t0.Add(2*time.Hour)).Data == nil {
+		t.Fatalf("%d tails kept after the others' time, want the new one only", len(e.byJob))
 	}
 }

@@ -64,3 +64,22 @@ func (pj *Provider) launchedHook(jobID string) {
 		(*f)(jobID)
 	}
 }
+
+// SetPullHook is for tests: f runs in every run whose job is started
+// (its image pulled, its container made) once the renter was told it is
+// pulling, before the executor starts it, so that a test can make the
+// pull as slow as a busy registry or engine; nil removes it.
+func (pj *Provider) SetPullHook(f func(jobID string)) {
+	if f == nil {
+		pj.pullHook.Store(nil)
+		return
+	}
+	pj.pullHook.Store(&f)
+}
+
+// pulling runs the test's pull hook, if any (SetPullHook).
+func (pj *Provider) pulling(jobID string) {
+	if f := pj.pullHook.Load(); f != nil {
+		(*f)(jobID)
+	}
+}

@@ -74,8 +74,8 @@ func (pj *Provider) loadEstablished() {
 // before l is claimed and journaled: in this node's feed the displaced
 // lease is closed before the next one on its GPUs is signed, as every
 // node's fraud scan requires of an exclusive lease.
-func (pj *Provider) displace(l *auction.Lease, gpus []int) {
-	pj.do(pj.sched.Displace(l, gpus, time.Now()))
+func (pj *Provider) displace(l *auction.Lease, gpus []int, now time.Time) {
+	pj.do(pj.sched.Displace(l, gpus, now))
 }
 
 // maxGraceWait bounds awaitGrace: well inside the award stream's 10 s.
@@ -87,7 +87,7 @@ const maxGraceWait = 5 * time.Second
 // is never started, however the attacker's awards fall between its
 // renter's quick re-quotes (a few, within about two seconds). It stops
 // waiting as soon as one of those awards starts or goes, and is done
-// before accept takes claimMu, so that it holds up no other award.
+// before accept queues the award, so that it holds up no other award.
 func (pj *Provider) awaitGrace(l *auction.Lease, gpus []int) {
 	deadline := time.Now().Add(maxGraceWait)
 	for {

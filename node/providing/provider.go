@@ -16,7 +16,6 @@ import (
 	"github.com/gleaner-net/gleaner/attest"
 	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
-	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/node/executor"
 	"github.com/gleaner-net/gleaner/node/gangnet"
 	"github.com/gleaner-net/gleaner/node/offers"
@@ -55,23 +54,21 @@ type Provider struct {
 	tag          string                           // prefixes this node's executor job IDs
 	gpus         attest.Source                    // read for telemetry; nil when the node has no GPUs
 	record       func(typ string, payload []byte) // journals to this node's ledger feed
-	kick         chan struct{}                    // wakes the tick loop (a voucher arrived, a lease ended)
-	spawn        func(func())                     // runs a lease's follower where the node's Stop waits for it
+	recordAll    func(typ string, payloads [][]byte)
+	awards       awardQueue    // accept's group commit (awardbatch.go)
+	kick         chan struct{} // wakes the tick loop (a voucher arrived, a lease ended)
+	spawn        func(func())  // runs a lease's follower where the node's Stop waits for it
 	onService    func(jobID string, renter peer.ID, addr netip.AddrPort)
 	onServiceEnd func(jobID string)
 	// onServiceDrain: Config.OnServiceDrain, nil when not set.
 	onServiceDrain func(jobID string)
 	dead           atomic.Bool // SimulateCrash: write nothing, touch no container
-	// claimMu: awards are displaced, claimed, recorded and journaled one
-	// at a time (accept, supersede), so that no displacement ends a lease
-	// another award has claimed but not yet recorded, and this node's
-	// feed closes a lease before it signs the next on its GPUs. It orders
-	// those steps; it guards no field.
-	claimMu sync.Mutex
 	// stopping: Shutdown has begun; no more quotes, awards or launches.
 	// Set under mu, where launches begin (see launching.go).
 	stopping   atomic.Bool
 	launchHook atomic.Pointer[func(jobID string)] // SetLaunchHook, for tests
+	pullHook   atomic.Pointer[func(jobID string)] // SetPullHook, for tests
+	tails      endTails                           // the output's tail of runs that ended, for a late attach (endtail.go)
 
 	// The lease state has one owner, the scheduler (sched): whether a
 	// lease is held, awarded, started, launched, running, paused, ending
@@ -152,6 +149,9 @@ type Config struct {
 	// Record appends to this node's ledger feed, logging rather than
 	// failing when it cannot.
 	Record func(typ string, payload []byte)
+	// RecordAll is Record for several entries of one type in one write
+	// (the awards of one group commit, awardbatch.go); nil: Record each.
+	RecordAll func(typ string, payloads [][]byte)
 	// Tag prefixes this node's executor job IDs (node's execTag), so that
 	// nodes sharing one Docker engine never reconcile away each other's jobs.
 	Tag string
@@ -245,6 +245,17 @@ func New(bg context.Context, c Config) (*Provider, error) {
 	pj.record = func(typ string, payload []byte) {
 		if !pj.crashed() {
 			c.Record(typ, payload)
+		}
+	}
+	pj.recordAll = func(typ string, payloads [][]byte) {
+		switch {
+		case pj.crashed():
+		case c.RecordAll != nil:
+			c.RecordAll(typ, payloads)
+		default:
+			for _, p := range payloads {
+				c.Record(typ, p)
+			}
 		}
 	}
 	if pj.spawn == nil {
@@ -341,7 +352,8 @@ func (pj *Provider) HandleAward(s network.Stream) {
 
 // accept checks an award against the provider's own bid, has the
 // scheduler claim its GPUs and counter-signs. The lease is durable and
-// journaled before the renter hears of it.
+// journaled before the renter hears of it: concurrent awards are claimed
+// one at a time and made durable together (awardbatch.go).
 func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	if pj.stopping.Load() {
 		return nil, errStopping
@@ -350,54 +362,65 @@ func (pj *Provider) accept(proposal []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, sl, want := aw.Lease, aw.Signed, aw.GPUs
-	pj.awaitGrace(l, want) // a newcomer's award in a newcomer's grace: wait it out
-	// One award at a time from here: no displacement (below) may end a
-	// lease another award has claimed but not yet recorded and
-	// journaled, or one being superseded.
-	pj.claimMu.Lock()
-	defer pj.claimMu.Unlock()
+	pj.awaitGrace(aw.Lease, aw.GPUs) // a newcomer's award in a newcomer's grace: wait it out
+	return pj.commitAward(&pendingAward{l: aw.Lease, sl: aw.Signed, want: aw.GPUs})
+}
+
+// claim is one award's turn in its group (commitGroup): the same award again gets
+// its lease (ok false: nothing to write); otherwise it supersedes the
+// renter's unstarted award of the job, displaces newcomers' awards in
+// the way and claims the GPUs. flush makes the awards claimed so far in
+// this batch durable: claim calls it before any step that could end or
+// return one of them.
+func (pj *Provider) claim(p *pendingAward, flush func()) (ok bool) {
+	l, sl, want := p.l, p.sl, p.want
+	if pj.lookup(l.JobID) != nil {
+		flush() // it may be this batch's, not recorded yet
+	}
 	// The same award again (a renter whose reply was lost) gets the same
 	// lease; any other award for this job is refused by the claim.
 	if al := pj.lookup(l.JobID); al != nil {
 		if _, held, err := auction.ReadLease(al.raw); err == nil && bytes.Equal(held.Body, sl.Body) {
-			return al.raw, nil
+			p.raw = al.raw
+			return false
 		}
 		if !pj.supersede(al, l) {
-			return nil, errors.New("a lease for this job exists already")
+			p.err = errors.New("a lease for this job exists already")
+			return false
 		}
 	}
-	if err := sl.CounterSign(pj.key); err != nil {
-		return nil, err
+	if p.err = sl.CounterSign(pj.key); p.err != nil {
+		return false
 	}
 	raw, err := sl.Marshal()
 	if err != nil {
-		return nil, err
+		p.err = err
+		return false
 	}
 	// Newcomers' unstarted awards in the way, past their grace (or any,
-	// for a renter that has paid us), are settled and freed first.
-	pj.displace(l, want)
+	// for a renter that has paid us), are settled and freed first: after
+	// this batch's claims are recorded, since one of them may be in the
+	// way.
+	now := time.Now()
+	if pj.sched.Displaces(l, want, now) {
+		flush()
+		now = time.Now()
+	}
+	pj.displace(l, want, now)
 	victims, err := pj.sched.Claim(l, want, time.Now())
 	if errors.Is(err, sched.ErrRaced) {
-		return nil, errors.New(auction.RefusedRaced)
+		p.err = errors.New(auction.RefusedRaced)
+		return false
 	}
 	if err != nil {
-		return nil, err
+		p.err = err
+		return false
 	}
-	al := newActiveLease(l, raw)
 	pj.mu.Lock()
-	pj.leases[l.JobID] = al
+	pj.leases[l.JobID] = newActiveLease(l, raw)
 	pj.mu.Unlock()
-	if err := pj.saveLease(l.JobID, raw, LeaseAwarded); err != nil {
-		pj.forget(l.JobID)
-		return nil, err
-	}
-	// Journaled before the renter hears of it, and in order with this
-	// node's settlements (see settle).
-	pj.record(ledger.TypeLease, raw)
-	pj.do(victims)
-	pj.p.Refresh() // the offer advertises the booking (rate-limited)
-	return raw, nil
+	p.raw, p.victims = raw, victims
+	return true
 }
 
 // lookup is the adapter's record of a lease, nil if none.

@@ -58,7 +58,9 @@ func (pj *Provider) serveJob(s Stream, from string) {
 				// Its time stays the run's end: the renter's record of
 				// when the job ended.
 				if final, ok := pj.finalOf(l.JobID, head.Lease); ok {
-					_ = wire.Write(s, final)
+					if writeTail(s, pj.tails.of(l.JobID, wire.LeaseCID(head.Lease), time.Now())) == nil {
+						_ = wire.Write(s, final)
+					}
 					return
 				}
 			}
@@ -333,6 +335,7 @@ func (pj *Provider) launchJob(ctx context.Context, al *activeLease, req wire.Job
 	}
 	if job == nil {
 		_ = send(wire.Event{Type: wire.EventStatus, Status: wire.StatusPulling})
+		pj.pulling(al.lease.JobID)
 		job, err = pj.exec.Start(ctx, es, pullHooks(send))
 	}
 	if err != nil && (pj.bg.Err() != nil || calledOff(ctx)) {
@@ -445,6 +448,9 @@ func (pj *Provider) follow(ctx context.Context, al *activeLease, job executor.Jo
 		// its last event; removing the container can take a second and must
 		// not hold them (a renter submitting again at once would be told
 		// the provider is full).
+		// Out of its gang's network before the GPUs are free: the
+		// gang's next placement may start a member here at once.
+		pj.leaveGang(al)
 		al.hub.flush(drainWait)
 		pj.release(al.lease.JobID)
 		// Not pj.bg alone: on shutdown it is already cancelled, and the
@@ -578,7 +584,9 @@ loop:
 	}
 	final.Time = time.Now()
 	save := func() error { return pj.saveEnded(al.lease.JobID, al.raw, final) }
+	keepTail := true
 	if pj.stopping.Load() || pj.bg.Err() != nil {
+		keepTail = false
 		// Stopped because this node stops (Shutdown's preemption, or the
 		// node's context): the job did not end, this provider gave it up.
 		// A renter that comes back after the restart hears, as before,
@@ -589,6 +597,14 @@ loop:
 		pj.log.Warn("lease state not saved", "job", al.lease.JobID, "err", err)
 	}
 	<-logsDone
+	if keepTail {
+		// Once all the output is read: the lines written last, maybe
+		// while the renter was away, for its attach after the release.
+		// Kept as long as the renter may come back: it follows a lease
+		// until a minute past its last notice (node/renting's followOnce).
+		over := time.Unix(al.lease.End, 0).Add(time.Duration(al.lease.NoticeSec)*time.Second + time.Minute)
+		pj.tails.keep(al.lease.JobID, wire.LeaseCID(al.raw), over, tailOf(job.Logs(), endTailBytes, al.logRun), time.Now())
+	}
 	if preempted != "" && w.err == nil {
 		pj.shipCheckpoint(job, send)
 	}
@@ -715,20 +731,10 @@ func (pj *Provider) attach(s Stream, al *activeLease) {
 		pj.attachWaiting(s, al)
 		return
 	}
-	// The retained tail, with the offset it begins at (taken while no
-	// write moved it), so the renter keeps only what it has not had.
-	logs := job.Logs()
-	tail, end := logs.Bytes(), logs.Written()
-	for try := 0; try < 10 && end != logs.Written(); try++ {
-		end = logs.Written()
-		tail = logs.Bytes()
-	}
-	for at := end - int64(len(tail)); len(tail) > 0; {
-		n, off := min(len(tail), wire.MaxLogChunk), at
-		if err := wire.Write(s, wire.Event{Type: wire.EventLog, Log: tail[:n], Offset: &off, LogRun: al.logRun, Time: time.Now()}); err != nil {
-			return
-		}
-		tail, at = tail[n:], at+int64(n)
+	// The retained tail, with the offset it begins at, so the renter
+	// keeps only what it has not had.
+	if writeTail(s, tailOf(job.Logs(), executor.DefaultLogBytes, al.logRun)) != nil {
+		return
 	}
 	// The run has ended, its lease not released yet (its last event may
 	// have gone to the followers already): the renter is told how it

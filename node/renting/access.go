@@ -33,7 +33,10 @@ func inputCIDs(spec *auction.JobSpec) []cid.Cid {
 // lease is over, and returns the revocation for when its run ends here.
 // The grant is made before the start is sent, so the provider's first
 // want is served; made again on a re-attach, it covers a job started by a
-// node from before access control, whose grant was never recorded.
+// node from before access control, whose grant was never recorded. A run
+// that ends because this node is stopping does not revoke: the lease goes
+// on, and the restarted node must serve the provider from its first
+// moment (the grant is in node.db), not only once it has re-attached.
 func (r *Jobs) grantInputs(id string, spec *auction.JobSpec, l *auction.Lease) func() {
 	ins := inputCIDs(spec)
 	if r.access == nil || len(ins) == 0 {
@@ -47,6 +50,9 @@ func (r *Jobs) grantInputs(id string, spec *auction.JobSpec, l *auction.Lease) f
 		r.log.Warn("the job's inputs are not granted to its provider: it cannot fetch them", "job", id, "provider", l.Provider, "err", err)
 	}
 	return func() {
+		if r.bg.Err() != nil {
+			return // stopping, not the lease's end: the grant lapses with the lease
+		}
 		if err := r.access.RevokeInputs(id, pid, ins); err != nil {
 			r.log.Warn("the grant of the job's inputs was not revoked; it lapses at the lease's end", "job", id, "err", err)
 		}

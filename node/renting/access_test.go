@@ -1,6 +1,7 @@
 package renting
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -34,13 +35,16 @@ func (a *recordedAccess) RevokeInputs(job string, p peer.ID, ins []cid.Cid) erro
 
 // TestLeaseGrantsItsInputs: a lease's provider is granted exactly the
 // spec's input CIDs until the lease's last notice is over, and the grant
-// is revoked when the run on it ends; a spec without inputs grants
-// nothing.
+// is revoked when the run on it ends, but not when it ends because the
+// node is stopping (the lease goes on: the restarted node serves it from
+// node.db); a spec without inputs grants nothing.
 func TestLeaseGrantsItsInputs(t *testing.T) {
 	const in1, in2 = "bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi", "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
 	prov := "12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp"
 	acc := &recordedAccess{}
-	r := &Jobs{access: acc, log: slog.Default()}
+	bg, stop := context.WithCancel(context.Background())
+	defer stop()
+	r := &Jobs{access: acc, log: slog.Default(), bg: bg}
 	spec := &auction.JobSpec{Inputs: []auction.Input{{CID: in1, Path: "/a"}, {CID: in2, Path: "/b"}}}
 	l := &auction.Lease{Provider: prov, End: time.Now().Add(time.Hour).Unix(), NoticeSec: 120}
 	revoke := r.grantInputs("job-1", spec, l)
@@ -56,6 +60,14 @@ func TestLeaseGrantsItsInputs(t *testing.T) {
 	revoke()
 	if !slices.Equal(acc.revoked, []string{in1, in2}) {
 		t.Errorf("revoked %v at the run's end, want both inputs", acc.revoked)
+	}
+	stopping := &recordedAccess{}
+	r.access = stopping
+	revoke = r.grantInputs("job-3", spec, l)
+	stop()
+	revoke()
+	if len(stopping.granted) != 2 || len(stopping.revoked) != 0 {
+		t.Errorf("a run ended by the node's stop: granted %v, revoked %v; want the grant kept", stopping.granted, stopping.revoked)
 	}
 	none := &recordedAccess{}
 	r.access = none

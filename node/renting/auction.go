@@ -88,6 +88,7 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		}
 		pol.Progress = func(p renter.Progress) {
 			note := p.String()
+			r.log.Debug("round without a match", "job", id, "note", note, "quotes", quoteNotes(p.Explain))
 			if after := life.After(); after != "" {
 				note = fmt.Sprintf("%s (auctioned again after: %s)", note, after)
 			}
@@ -112,6 +113,9 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 			return
 		}
 		life.Placed(res)
+		if rec.Array != "" && r.own != nil {
+			r.own.Took(res.Lease) // until its provider's offer shows it
+		}
 		snap := life.Snapshot() // a restarted node that re-attaches goes on from it (reattach)
 		lease, raw := res.Lease, res.Raw
 		cid := wire.LeaseCID(raw)
@@ -137,6 +141,12 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		out := r.follow1(id, spec, lease, raw, specYAML, secrets, life.Checkpoint())
 		if r.bg.Err() != nil {
 			return // this node is stopping: the record stays leased and is followed again after a restart
+		}
+		if rec.Array != "" && r.own != nil {
+			// Before runEnded records the end, which wakes the array: its
+			// next shard's round sees these GPUs free at once, not once
+			// the provider republishes (issue 36's makespan).
+			r.own.Freed(lease)
 		}
 		if r.runEnded(id, spec, life, lease, cid, ex, out) {
 			return
@@ -190,6 +200,26 @@ func (r *Jobs) runEnded(id string, spec *auction.JobSpec, life *renter.Lifecycle
 	return false
 }
 
+// quoteNotes is how each provider a round asked answered, for the debug
+// log: "provider: declined reason" (or the error, or the bid's price).
+func quoteNotes(ex *renter.Explain) string {
+	if ex == nil {
+		return ""
+	}
+	var out []string
+	for _, q := range ex.Quotes {
+		switch {
+		case q.Declined != "":
+			out = append(out, q.Provider+": declined "+q.Declined)
+		case q.Error != "":
+			out = append(out, q.Provider+": "+q.Error)
+		default:
+			out = append(out, q.Provider+": bid "+auction.FormatCredits(q.Bid))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // outcomeState is a job record's state for each typed outcome.
 var outcomeState = map[renter.Outcome]string{renter.OutcomeCompleted: StateCompleted, renter.OutcomeFailed: StateFailed,
 	renter.OutcomeCancelled: StateCancelled, renter.OutcomeNoMatch: StateNoMatch}
@@ -240,8 +270,9 @@ func withFailedStart(ex *renter.Explain, provider, why string) *renter.Explain {
 // (peers.Prober): the peerstore alone knows only the peers that DHT traffic
 // or a ping happened to reach.
 func (r *Jobs) newAuctioneer() error {
+	r.own = renter.NewOwnView(r.m.Book(), nil)
 	auc, err := renter.New(renter.Identity{Peer: r.m.Host().ID().String(), Network: r.m.Host().Network(), Key: r.key},
-		auctionTransport{r}, r.m.Book(), renter.WithTrust(auctionTrust{r}),
+		auctionTransport{r}, r.own, renter.WithTrust(auctionTrust{r}),
 		renter.WithProber(peers.NewProber(r.m.Host().LibP2P(), 0), 0))
 	r.auc = auc
 	return err

@@ -33,6 +33,13 @@ type runEnd struct {
 	// when it refused one: followLease acts on no-lease, started and
 	// not-running.
 	code wire.Code
+	// relayed: the stream ran over a relayed (limited) connection, which
+	// the relay resets at its circuit limits (renter.ReattachBound).
+	relayed bool
+	// heard: the provider answered on the stream with the job's own
+	// events (not only a refusal): a loss after it is a new one
+	// (renter.TryEnd.Heard).
+	heard bool
 }
 
 // notStarted: the provider could not start the job, so nothing ran and
@@ -102,7 +109,11 @@ func (r *Jobs) followStart(id string, spec *auction.JobSpec, l *auction.Lease, l
 func (r *Jobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, leaseRaw []byte, start *wire.JobRequest, restarted bool) runEnd {
 	defer r.grantInputs(id, spec, l)()
 	policy := renter.NewReattach(start != nil, leaseOver(l))
-	var lost runEnd // how the provider was first lost
+	var lost runEnd // how the provider was lost, at the current loss's start
+	// The tries since the current loss began, for the job's note: a loss
+	// after the provider was heard again counts its own.
+	var lossAt time.Time
+	lossTries := 0
 	for try := 0; ; try++ {
 		req := start
 		if policy.Attach(try, r.begun(id)) {
@@ -112,10 +123,10 @@ func (r *Jobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, l
 		if r.bg.Err() != nil {
 			return out
 		}
-		if _, was := policy.Lost(); !was && out.lost() {
-			lost = out
+		if _, was := policy.Lost(); out.lost() && (!was || out.heard) {
+			lost = out // a first loss, or the first after the provider was heard again
 		}
-		step := policy.After(time.Now(), renter.TryEnd{Refusal: renter.Refusal(out.code), Lost: out.lost(), Bound: r.reconnectBound(id)})
+		step := policy.After(time.Now(), renter.TryEnd{Refusal: renter.Refusal(out.code), Lost: out.lost(), Bound: r.reconnectBound(id, out.relayed), Heard: out.heard})
 		switch step.Do {
 		case renter.ReattachReturn:
 			return out
@@ -139,7 +150,11 @@ func (r *Jobs) followLease(id string, spec *auction.JobSpec, l *auction.Lease, l
 			what = "starting the job again"
 		}
 		lostAt, _ := policy.Lost()
-		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, try+1, step.Left.Round(time.Second), out.why)
+		if !lostAt.Equal(lossAt) {
+			lossAt, lossTries = lostAt, 0
+		}
+		lossTries++
+		note := fmt.Sprintf("provider lost at %s; %s (try %d, %s left): %s", lostAt.Format(time.TimeOnly), what, lossTries, step.Left.Round(time.Second), out.why)
 		r.update(id, note, func(j *JobRecord) {
 			if !Terminal(j.State) && j.State != StateCancelled {
 				j.Error = note
@@ -160,13 +175,17 @@ func leaseOver(l *auction.Lease) time.Time {
 }
 
 // reconnectBound is how long the renter comes back to job id's lost
-// provider (renter.ReattachBound).
-func (r *Jobs) reconnectBound(id string) time.Duration {
+// provider (renter.ReattachBound); relayed: the lost stream ran through a
+// relay.
+func (r *Jobs) reconnectBound(id string, relayed bool) time.Duration {
 	j, err := r.Get(id)
 	if err != nil {
 		return renter.ReattachFor
 	}
-	return renter.ReattachBound(j.State == StateReserved, j.Service != "")
+	if b := renter.ReattachBound(j.State == StateReserved, j.Service != "", relayed); b == 0 || r.reattachFor == 0 {
+		return b
+	}
+	return r.reattachFor
 }
 
 // begun: the job's container has run on its current lease (not a
@@ -217,8 +236,9 @@ func (r *Jobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, le
 			}
 		}
 	}
+	relayed := s.Conn().Stat().Limited
 	if err := wire.WriteJobRequest(s, req); err != nil {
-		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
+		return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost, relayed: relayed}
 	}
 	first := uint64(1)
 	if j, err := r.Get(id); (again || req.Kind == "attach") && err == nil && j.BilledLease == wire.LeaseCID(leaseRaw) {
@@ -226,6 +246,7 @@ func (r *Jobs) followOnce(id string, spec *auction.JobSpec, l *auction.Lease, le
 	}
 	r.startPaying(ctx, id, s, l, leaseRaw, first)
 	out := r.followStream(id, spec, s, tel, wire.LeaseCID(leaseRaw), again)
+	out.relayed = relayed
 	if tel != nil {
 		r.recordTelemetry(tel)
 	}
@@ -277,8 +298,10 @@ func (r *Jobs) recordTelemetry(t *telemetry) {
 // lease is the run's lease CID, which its log offsets count in;
 // reconnected: the stream comes back to a lost provider, and its first
 // event clears the note that said so.
-func (r *Jobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry, lease string, reconnected bool) runEnd {
+func (r *Jobs) followStream(id string, spec *auction.JobSpec, s network.Stream, tel *telemetry, lease string, reconnected bool) (out runEnd) {
 	var shipped []byte
+	heard := false
+	defer func() { out.heard = heard }()
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(lostAfter))
 		var ev wire.Event
@@ -288,6 +311,7 @@ func (r *Jobs) followStream(id string, spec *auction.JobSpec, s network.Stream, 
 			}
 			return runEnd{result: ledger.OutcomeAbandoned, why: "lost the provider: " + err.Error(), end: renter.EndLost}
 		}
+		heard = heard || ev.Type != wire.EventError
 		if reconnected && ev.Type != wire.EventError {
 			reconnected = false
 			r.update(id, "the provider is back: following the job again", func(j *JobRecord) {
@@ -455,12 +479,7 @@ func (r *Jobs) reattach(id string) {
 		// However this ends (even unreachable), the group is decided.
 		defer r.compareReplicas(j.Group)
 	}
-	spec, err := auction.ParseJobSpec([]byte(j.Spec))
-	if err != nil {
-		r.fail(id, err)
-		return
-	}
-	l, _, err := auction.DecodeSignedLease(j.Lease, true)
+	spec, l, err := leased(j)
 	if err != nil {
 		r.fail(id, err)
 		return
@@ -485,6 +504,20 @@ func (r *Jobs) reattach(id string) {
 			j.State, j.Error = out.state, out.why
 		}
 	})
+}
+
+// leased is the spec and the lease a leased job's record holds, for
+// following it again after a restart.
+func leased(j *JobRecord) (*auction.JobSpec, *auction.Lease, error) {
+	spec, err := auction.ParseJobSpec([]byte(j.Spec))
+	if err != nil {
+		return nil, nil, err
+	}
+	l, _, err := auction.DecodeSignedLease(j.Lease, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return spec, l, nil
 }
 
 // dialProvider opens a job stream to a provider, looking its addresses

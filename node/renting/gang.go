@@ -88,6 +88,7 @@ func (r *Jobs) submitGang(spec *auction.JobSpec, specYAML []byte, secrets map[st
 	id := spec.Name + "-" + hex.EncodeToString(randomNonce()[:6])
 	now := time.Now().UTC()
 	g := renter.NewGang(id, spec.Gang.Members, spec.Retry.MaxReauctions)
+	g.AwardTogether() // one round's time to place, not one per member (gangShares)
 	run := &gangRun{g: g, spec: spec, secrets: secrets, auth: opt.RegistryAuth, events: make(chan renter.GangEvent, 4*renter.MaxGangPlacements*auction.MaxGangMembers),
 		members: map[string]*memberSignal{},
 		rec: GangRecord{ID: id, Name: spec.Name, Spec: string(specYAML), Created: now, Updated: now, Members: spec.Gang.Members,
@@ -126,12 +127,13 @@ func (r *Jobs) loadGangs() error {
 	})
 }
 
-// resumeGangs drives again the gangs that had not ended. Their members'
-// streams did not survive the restart, so a gang goes on by being placed
-// again: the members that held anything are stopped (their providers
-// told, with notice) and the gang placed from its checkpoints, spending
-// no re-auction (renter.Gang.Restarted). One submitted with secrets
-// cannot be placed again: they were never stored.
+// resumeGangs drives again the gangs that had not ended
+// (renter.Gang.Restarted): a running gang's members are followed again,
+// their streams re-attached as any job's are (followMember); a gang
+// being placed lets its awards go and is placed anew from its
+// checkpoints, spending no re-auction. One submitted with secrets is
+// ended: whatever would follow (a member lost, a new placement) needs
+// them, and they were never stored.
 func (r *Jobs) resumeGangs() {
 	r.mu.Lock()
 	var runs []*gangRun
@@ -210,10 +212,23 @@ func (r *Jobs) gangActs(run *gangRun, acts []renter.GangAction) {
 		r.log.Error("gang record not saved", "gang", run.rec.ID, "err", err)
 	}
 	var roster []byte // built at the first start: every member holds an award then
+	var shares [][]string
 	for _, a := range acts {
 		switch a.Kind {
 		case renter.GangAward:
-			if err := r.awardMember(run, a); err != nil {
+			var only map[string]bool
+			if a.Batch > 0 {
+				if a.Share == 0 || shares == nil {
+					shares = r.gangShares(run, a)
+				}
+				if only = toSet(shares[a.Share]); len(only) == 0 {
+					// Fewer providers can run a member now than there
+					// are rounds: this one is awarded alone after them.
+					r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: a.Job, Why: "no provider left in its share of the book"})
+					continue
+				}
+			}
+			if err := r.awardMember(run, a, only); err != nil {
 				r.log.Error("gang member not placed", "gang", run.rec.ID, "rank", a.Rank, "err", err)
 				r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: a.Job, Why: err.Error()})
 			}
@@ -222,6 +237,15 @@ func (r *Jobs) gangActs(run *gangRun, acts []renter.GangAction) {
 				roster = r.gangRoster(run)
 			}
 			r.signalMember(run, a.Job, func(m *memberSignal) { m.goAheadWith(roster) })
+		case renter.GangFollow:
+			// Registered before the spawn, so that a stop decided
+			// meanwhile finds the member's signal.
+			sig := &memberSignal{start: make(chan struct{}), release: make(chan struct{})}
+			sig.goAhead()
+			run.mu.Lock()
+			run.members[a.Job] = sig
+			run.mu.Unlock()
+			r.spawn(func() { r.followMember(run, a, sig) })
 		case renter.GangRelease, renter.GangStop:
 			if !r.signalMember(run, a.Job, (*memberSignal).letGo) {
 				// No goroutine holds it (this node restarted): tell
@@ -319,4 +343,25 @@ func (r *Jobs) stopOrphanMember(run *gangRun, a renter.GangAction) {
 		provider = j.Provider
 	}
 	r.gangEvent(run, renter.GangEvent{Kind: renter.GangEnded, Rank: a.Rank, Job: a.Job, Provider: provider, End: renter.EndCancelled, Why: "stopped with its gang"})
+}
+
+// gangShares deals the book for a placement's parallel rounds (a's
+// batch): disjoint shares, so that no two members' rounds ask, or win,
+// one provider. The order of equal floors is drawn anew each time, so
+// that renters placing gangs at once do not all begin with one provider.
+func (r *Jobs) gangShares(run *gangRun, a renter.GangAction) [][]string {
+	ms, err := run.spec.MemberSpec(run.rec.ID, a.Rank)
+	if err != nil {
+		return make([][]string, a.Batch) // every round then fails, and is tried alone
+	}
+	env := auction.Env{Now: time.Now(), RTT: r.rtt, Reputation: r.rep}
+	return renter.GangShares(ms, r.m.Book().Snapshot(), env, a.Avoid, a.Batch, auction.TiebreakOf(randomNonce()))
+}
+
+func toSet(ps []string) map[string]bool {
+	m := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		m[p] = true
+	}
+	return m
 }

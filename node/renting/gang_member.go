@@ -15,7 +15,9 @@ import (
 
 // awardMember records member a.Rank's job and starts its goroutine,
 // which wins it an award and holds it until the gang says go.
-func (r *Jobs) awardMember(run *gangRun, a renter.GangAction) error {
+// only, when set, is the providers its round may ask: its share of the
+// book in a placement's parallel rounds.
+func (r *Jobs) awardMember(run *gangRun, a renter.GangAction, only map[string]bool) error {
 	ms, err := run.spec.MemberSpec(run.rec.ID, a.Rank)
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func (r *Jobs) awardMember(run *gangRun, a renter.GangAction) error {
 	run.mu.Lock()
 	run.members[j.ID] = sig
 	run.mu.Unlock()
-	if !r.spawn(func() { r.runMember(run, a, ms, y, sig) }) {
+	if !r.spawn(func() { r.runMember(run, a, ms, y, sig, only) }) {
 		return errStopping
 	}
 	return nil
@@ -54,7 +56,7 @@ func (r *Jobs) awardMember(run *gangRun, a renter.GangAction) error {
 // decides what follows a member that found no provider), the award held
 // unstarted until every member holds one, then the run, followed to its
 // end like any job's, which it reports to the gang rather than acting on.
-func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpec, specYAML []byte, sig *memberSignal) {
+func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpec, specYAML []byte, sig *memberSignal, only map[string]bool) {
 	id := a.Job
 	defer func() {
 		run.mu.Lock()
@@ -68,11 +70,16 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 	for _, p := range a.Avoid {
 		exclude[p] = true
 	}
-	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, BillingSec: int64(r.billing / time.Second)}
+	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: exclude, Only: only, BillingSec: int64(r.billing / time.Second)}
 	placed := time.Now()
 	var pol renter.Policy // one round, with re-quotes after lost races: the gang decides what follows
 	if a.Patient {
 		pol.Patience = renter.DefaultPatience
+		if a.Batch > 0 {
+			// Its siblings' rounds may hold awards meanwhile, which
+			// lapse unstarted after the providers' start deadline.
+			pol.Patience = renter.GangSharePatience
+		}
 	}
 	res, err := r.auc.Place(r.bg, req, pol)
 	r.observeAuction(placed, err)
@@ -82,7 +89,7 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 		}
 		msg := "gang member not placed: " + err.Error()
 		r.update(id, msg, func(j *JobRecord) { j.State, j.Error, j.Explain = StateNoMatch, msg, res.Explain })
-		r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: id, Failed: failedAwards(res.Explain), Why: err.Error()})
+		r.gangEvent(run, renter.GangEvent{Kind: renter.GangAwardFailed, Rank: a.Rank, Job: id, Failed: res.Explain.FailedAwards(), Why: err.Error()})
 		return
 	}
 	lease, raw := res.Lease, res.Raw
@@ -102,10 +109,19 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 	case <-r.bg.Done():
 		return
 	}
-	// A stop from the gang while the member runs is a cancel, which the
-	// provider carries out with the lease's notice.
+	defer r.cancelOnRelease(id, sig)()
+	out := r.followStart(id, spec, lease, raw, specYAML, run.secrets, r.memberCheckpoint(a.From), sig.roster)
+	if r.bg.Err() != nil {
+		return // stopping: the member is followed again after the restart
+	}
+	r.memberEnded(run, a, lease, cid, out)
+}
+
+// cancelOnRelease turns a stop from the gang while member id runs into a
+// cancel, which the provider carries out with the lease's notice, until
+// the returned func is called (the run's end).
+func (r *Jobs) cancelOnRelease(id string, sig *memberSignal) (stop func()) {
 	ran, stopWatch := context.WithCancel(r.bg)
-	defer stopWatch()
 	r.spawn(func() {
 		select {
 		case <-sig.release:
@@ -117,11 +133,39 @@ func (r *Jobs) runMember(run *gangRun, a renter.GangAction, spec *auction.JobSpe
 		case <-ran.Done():
 		}
 	})
-	out := r.followStart(id, spec, lease, raw, specYAML, run.secrets, r.memberCheckpoint(a.From), sig.roster)
-	if r.bg.Err() != nil {
-		return // stopping: the gang is placed again after the restart
+	return stopWatch
+}
+
+// followMember follows again, after this node restarted, member a.Rank's
+// job that was running (renter.GangFollow): its stream is re-attached as
+// any job's is (followLease, with no start to send), and its end goes to
+// the gang as a run's. A member whose record holds no lease to follow is
+// reported lost, which the gang acts on as on any member's loss.
+func (r *Jobs) followMember(run *gangRun, a renter.GangAction, sig *memberSignal) {
+	id := a.Job
+	defer func() {
+		run.mu.Lock()
+		delete(run.members, id)
+		run.mu.Unlock()
+	}()
+	var spec *auction.JobSpec
+	var lease *auction.Lease
+	j, err := r.Get(id)
+	if err == nil {
+		spec, lease, err = leased(j)
 	}
-	r.memberEnded(run, a, lease, cid, out)
+	if err != nil {
+		why := "this node restarted and cannot follow the member again: " + err.Error()
+		r.update(id, why, func(j *JobRecord) { j.State, j.Error = StateFailed, why })
+		r.gangEvent(run, renter.GangEvent{Kind: renter.GangEnded, Rank: a.Rank, Job: id, End: renter.EndLost, Why: why})
+		return
+	}
+	defer r.cancelOnRelease(id, sig)()
+	out := r.followLease(id, spec, lease, j.Lease, nil, true)
+	if r.bg.Err() != nil {
+		return // stopping again: followed after the next start
+	}
+	r.memberEnded(run, a, lease, j.LeaseCID, out)
 }
 
 // memberEnded records how a member's run ended (its charge when it never
@@ -195,20 +239,4 @@ func (r *Jobs) memberCheckpoint(from string) []byte {
 		r.log.Warn("gang member's checkpoint not read", "job", from, "err", err)
 	}
 	return ckpt
-}
-
-// failedAwards is the providers a round awarded that refused (not for a
-// lost race, which is nobody's fault) or failed to answer: the gang's
-// next placement avoids them.
-func failedAwards(ex *renter.Explain) []string {
-	if ex == nil {
-		return nil
-	}
-	var out []string
-	for _, aw := range ex.Awards {
-		if aw.Refused != "" && !aw.Raced || aw.Error != "" {
-			out = append(out, aw.Provider)
-		}
-	}
-	return out
 }

@@ -211,6 +211,10 @@ type Jobs struct {
 	// auc runs the auctions (auction/renter) over this node's streams,
 	// book and trust.
 	auc *renter.Auctioneer
+	// own is the book the auctions choose from: the market's, corrected
+	// by the array shards' own leases and exits before their providers
+	// republish (renter.OwnView); nil without a market.
+	own *renter.OwnView
 	// auctionGroups are the replica groups by name; guarded by mu.
 	auctionGroups map[string]*renter.Group
 
@@ -225,6 +229,9 @@ type Jobs struct {
 	// before a lease's first start is sent (nil: never), so that a test
 	// can have the provider give the award away first.
 	beforeStart func(jobID, provider string)
+	// reattachFor, when not 0, replaces the bounds of coming back to a
+	// lost provider (InjectReattachFor).
+	reattachFor time.Duration
 
 	canary *canaryPlan   // known-answer jobs this node schedules; nil: none
 	access InputAccess   // grants a lease's provider the job's inputs; nil: none (unit tests)

@@ -15,6 +15,12 @@ import (
 // the provider give the award away first.
 func (r *Jobs) InjectBeforeStart(f func(jobID, provider string)) { r.beforeStart = f }
 
+// InjectReattachFor replaces how long the renter comes back to a lost
+// provider (renter.ReattachFor, and renter.ReserveRetry for a
+// reservation), so that a test can see a run outlive the bound from its
+// first loss without waiting minutes; 0 restores them.
+func (r *Jobs) InjectReattachFor(d time.Duration) { r.reattachFor = d }
+
 // InjectRTT replaces where the auctioneer reads a provider's known RTT
 // (the peerstore's average), so that a test can make it unknown and have
 // the auction measure it.

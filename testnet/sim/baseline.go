@@ -91,6 +91,9 @@ func RunBaseline(name string, s *Supply, d *Demand, opt BaselineOptions) (Strate
 	if opt.Horizon <= 0 {
 		return Strategy{}, fmt.Errorf("baseline %s: horizon must be positive, got %d", name, opt.Horizon)
 	}
+	if err := d.checkGangs(); err != nil {
+		return Strategy{}, fmt.Errorf("baseline %s: %w", name, err)
+	}
 	if opt.HubFeeBP < 0 {
 		return Strategy{}, fmt.Errorf("baseline %s: negative hub fee %d bp", name, opt.HubFeeBP)
 	}

@@ -128,6 +128,7 @@ func (b *baselineSim) refitBronze(p int) {
 			r.stop = stop
 			r.ver++
 			b.push(blEvent{at: stop, kind: blRunEnd, run: id, ver: r.ver})
+			b.gangStopsWith(r.job, stop)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func (b *baselineSim) fitOn(job, p int) (blFit, bool) {
 		return f, f.spare >= 0
 	case auction.Silver:
 		w, ok := windowAt(pr, b.now)
-		natural := b.now + b.jobs[job].remaining/int64(g)
+		natural := b.now + b.jobs[job].remaining/int64(j.Width())
 		if !ok || natural > w.End {
 			return f, false
 		}
@@ -45,7 +45,7 @@ func (b *baselineSim) fitOn(job, p int) (blFit, bool) {
 		if !ok {
 			return f, false
 		}
-		natural := b.now + b.jobs[job].remaining/int64(g)
+		natural := b.now + b.jobs[job].remaining/int64(j.Width())
 		f.limit = min(w.End, b.opt.Horizon)
 		end := min(natural, f.limit)
 		f.stop = b.bronzeLimit(p, b.cals[p].bronze, b.now, g, end)
@@ -99,6 +99,9 @@ func (b *baselineSim) tryPlace(job int) bool {
 	if b.now >= b.opt.Horizon {
 		return false
 	}
+	if b.d.Jobs[job].Gang() {
+		return b.tryPlaceGang(job)
+	}
 	var fits []blFit
 	for _, p := range b.jobs[job].feas {
 		if f, ok := b.fitOn(job, p); ok {
@@ -125,7 +128,7 @@ func (b *baselineSim) arrive(job int) {
 	switch {
 	case b.central():
 		b.enqueue(job)
-		at := j.Submit + b.opt.Patience
+		at := b.jobs[job].since + b.opt.Patience
 		if j.Tier == auction.Gold {
 			at = b.goldStartAt(job)
 		}
@@ -148,12 +151,13 @@ func (b *baselineSim) retry(job int) {
 func (b *baselineSim) scheduleRetry(job int) {
 	deadline := b.opt.Horizon - 1
 	if !b.jobs[job].started {
-		deadline = min(deadline, b.d.Jobs[job].Submit+b.opt.Patience)
+		deadline = min(deadline, b.jobs[job].since+b.opt.Patience)
 	}
 	if next := b.now + b.opt.Retry; next <= deadline {
 		b.push(blEvent{at: next, kind: blRetry, job: job})
-	} else if !b.jobs[job].started && b.now+b.opt.Retry > b.d.Jobs[job].Submit+b.opt.Patience {
+	} else if !b.jobs[job].started && b.now+b.opt.Retry > b.jobs[job].since+b.opt.Patience {
 		b.out[job].Reason = "no capacity"
+		b.shardDone(job)
 	}
 }
 
@@ -178,6 +182,7 @@ func (b *baselineSim) giveUp(job int) {
 		b.out[job].Reason = "no capacity for the reservation"
 	} else {
 		b.out[job].Reason = "no capacity"
+		b.shardDone(job)
 	}
 }
 
@@ -221,6 +226,14 @@ func (b *baselineSim) dispatchProvider(p int) {
 			continue
 		}
 		if f, ok := b.fitOn(job, p); ok {
+			if b.d.Jobs[job].Gang() {
+				// p is one member's place; the others' are looked for
+				// over every provider, all free at once.
+				if b.tryPlaceGang(job) {
+					b.dequeue(job)
+				}
+				continue
+			}
 			b.dequeue(job)
 			b.place(job, f)
 		}

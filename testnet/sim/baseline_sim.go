@@ -61,7 +61,13 @@ type blJobState struct {
 	remaining int64 // GPU-seconds of work left
 	started   bool  // it ran (or its reservation was booked) at least once
 	queued    bool  // waiting in central-online's queue
-	feas      []int // providers that serve it, computed at arrival
+	// since is when the job was submitted to the baseline, its patience
+	// counted from then: its Submit, or when its array released it.
+	since int64
+	feas  []int // providers that serve it, computed at arrival
+	// runs is a gang's current runs (ids into active), one per member:
+	// they start together and stop together (baseline_gang.go).
+	runs []int
 }
 
 // baselineSim is one run of one baseline.
@@ -78,7 +84,8 @@ type baselineSim struct {
 	events blHeap
 	seq    int64
 	now    int64
-	queue  []int // central-online: waiting jobs, in blQueueBefore order
+	queue  []int               // central-online: waiting jobs, in blQueueBefore order
+	arrays map[string]*blArray // by Job.Array (baseline_array.go)
 }
 
 func newBaselineSim(name string, s *Supply, d *Demand, opt BaselineOptions) *baselineSim {
@@ -90,7 +97,8 @@ func newBaselineSim(name string, s *Supply, d *Demand, opt BaselineOptions) *bas
 		out:  make([]Outcome, len(d.Jobs)),
 	}
 	for i, j := range d.Jobs {
-		b.jobs[i].remaining = j.Duration * int64(j.GPUs)
+		b.jobs[i].remaining = j.Work()
+		b.jobs[i].since = j.Submit
 		b.out[i].Job = i
 	}
 	return b
@@ -134,7 +142,9 @@ func (b *baselineSim) run() {
 func (b *baselineSim) handle(e blEvent) {
 	switch e.kind {
 	case blArrive:
-		b.arrive(e.job)
+		if !b.holdShard(e.job) {
+			b.arrive(e.job)
+		}
 	case blRetry:
 		b.retry(e.job)
 	case blGoldStart:
@@ -161,7 +171,7 @@ func (b *baselineSim) goldStartAt(job int) int64 {
 func (b *baselineSim) startRun(job, p int, tier auction.Tier, stop, limit int64) {
 	j := &b.d.Jobs[job]
 	id := len(b.active)
-	natural := b.now + b.jobs[job].remaining/int64(j.GPUs)
+	natural := b.now + b.jobs[job].remaining/int64(j.Width())
 	b.active = append(b.active, blActive{job: job, prov: p, tier: tier, gpus: j.GPUs,
 		start: b.now, natural: natural, limit: limit, stop: stop})
 	switch tier {
@@ -171,6 +181,9 @@ func (b *baselineSim) startRun(job, p int, tier auction.Tier, stop, limit int64)
 		b.cals[p].bronze = append(b.cals[p].bronze, id)
 	}
 	b.jobs[job].started = true
+	if j.Gang() {
+		b.jobs[job].runs = append(b.jobs[job].runs, id)
+	}
 	b.push(blEvent{at: stop, kind: blRunEnd, run: id})
 }
 
@@ -188,7 +201,7 @@ func (b *baselineSim) goldStart(job, p int) {
 	if b.now >= b.opt.Horizon {
 		return
 	}
-	end := b.now + b.jobs[job].remaining/int64(b.d.Jobs[job].GPUs)
+	end := b.now + b.jobs[job].remaining/int64(b.d.Jobs[job].Width())
 	b.startRun(job, p, auction.Gold, min(end, b.opt.Horizon), b.opt.Horizon)
 }
 
@@ -226,9 +239,16 @@ func (b *baselineSim) endRun(id int) {
 	b.jobs[r.job].remaining -= useful
 	if b.jobs[r.job].remaining == 0 {
 		o.Completed, o.Finished = true, r.stop
+		b.shardDone(r.job)
 	}
 	if r.tier == auction.Gold {
 		o.Honoured = r.start-j.Start <= goldGrace && r.start >= j.Start
+	}
+	if j.Gang() {
+		// The gang waits again once its last member has stopped.
+		js := &b.jobs[r.job]
+		js.runs = slicesDelete(js.runs, id)
+		preempted = preempted && len(js.runs) == 0
 	}
 	if preempted && b.now < b.opt.Horizon {
 		b.waitAgain(r.job)

@@ -3,6 +3,7 @@ package sim
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
 )
@@ -20,20 +21,40 @@ type book struct {
 	all     []int
 	views   map[string][]int // cache: the candidate providers of a (models, region) key
 	sp      []Provider
-	cursor  []int // per provider, its first window not yet over (time only moves on)
-	now     func() int64
-	whole   bool // tests: hand every round the whole book
+	// open is every provider's windows with touching ones joined, as the
+	// auctioneer's calendar check joins them; cursor is per provider its
+	// first span not yet over (time only moves on). Both are kept apart
+	// from sp so that a round's scan of thousands stays in cache.
+	open   [][]Span
+	cursor []int
+	now    func() int64
+	whole  bool // tests: hand every round the whole book
 }
 
 func newBook(s *Supply, now func() int64) *book {
 	b := &book{offers: make([]*auction.Offer, len(s.Providers)), index: map[string]int{}, byModel: map[string][]int{},
-		views: map[string][]int{}, sp: s.Providers, cursor: make([]int, len(s.Providers)), now: now}
+		views: map[string][]int{}, sp: s.Providers, open: make([][]Span, len(s.Providers)), cursor: make([]int, len(s.Providers)), now: now}
 	for i, p := range s.Providers {
 		k := strings.ToLower(p.Model)
 		b.byModel[k] = append(b.byModel[k], i)
 		b.all = append(b.all, i)
+		b.open[i] = joined(p.Windows)
 	}
 	return b
+}
+
+// joined is ws (sorted, not overlapping) with the windows that touch or
+// overlap joined into one span, as auction's availableSecs reads them.
+func joined(ws []Span) []Span {
+	var out []Span
+	for _, w := range ws {
+		if n := len(out); n > 0 && w.Start <= out[n-1].End {
+			out[n-1].End = max(out[n-1].End, w.End)
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func (b *book) put(o *auction.Offer) {
@@ -54,20 +75,28 @@ func (b *book) view(spec *auction.JobSpec) *bookView {
 		b.views[key] = idx
 	}
 	// A job that starts now (silver, bronze) cannot use a provider
-	// outside its window, which the auctioneer's calendar check rejects
-	// anyway: the view leaves those out, so the check runs on fewer.
-	return &bookView{b: b, idx: idx, startsNow: spec.Tier != auction.Gold && !b.whole}
+	// outside its window, and a silver one none whose window ends before
+	// duration.max: the auctioneer's calendar check rejects those anyway
+	// (an offer's windows are the provider's, clipped to the offer's
+	// horizon, so never longer). The view leaves them out, so the checks
+	// run on fewer.
+	v := &bookView{b: b, idx: idx, startsNow: spec.Tier != auction.Gold && !b.whole}
+	if spec.Tier == auction.Silver {
+		v.need = int64(spec.Duration.Max / time.Second)
+	}
+	return v
 }
 
-// openNow reports whether provider i's windows hold the present second.
-func (b *book) openNow(i int) bool {
-	ws, now := b.sp[i].Windows, b.now()
+// openFor reports whether provider i's joined windows hold now and at
+// least need seconds from it.
+func (b *book) openFor(i int, now, need int64) bool {
+	ws := b.open[i]
 	c := b.cursor[i]
 	for c < len(ws) && ws[c].End <= now {
 		c++
 	}
 	b.cursor[i] = c
-	return c < len(ws) && ws[c].Start <= now
+	return c < len(ws) && ws[c].Start <= now && ws[c].End-now >= need
 }
 
 func (b *book) candidates(spec *auction.JobSpec) []int {
@@ -97,13 +126,15 @@ type bookView struct {
 	b         *book
 	idx       []int
 	startsNow bool
+	need      int64 // seconds the window must still hold from now (silver)
 }
 
 // Snapshot is renter.Offers': a fresh slice of the shared offers.
 func (v *bookView) Snapshot() []*auction.Offer {
 	out := make([]*auction.Offer, 0, len(v.idx))
+	now := v.b.now()
 	for _, i := range v.idx {
-		if o := v.b.offers[i]; o != nil && (!v.startsNow || v.b.openNow(i)) {
+		if o := v.b.offers[i]; o != nil && (!v.startsNow || v.b.openFor(i, now, v.need)) {
 			out = append(out, o)
 		}
 	}

@@ -67,7 +67,7 @@ func UpperBound(s *Supply, d *Demand, horizon, slot int64) Bound {
 			members[key] = cl.setOf(j)
 		}
 		sub := max(j.Submit, 0)
-		g := int64(j.GPUs)
+		g := int64(j.Width()) // a gang's members relaxed to independent work: still a bound
 		total := min(j.Duration, horizon-sub) * g
 		k := int(sub / slot)
 		partial := min(total, (min(int64(k+1)*slot, horizon)-sub)*g)

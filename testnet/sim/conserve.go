@@ -110,7 +110,7 @@ func checkOutcome(s *Supply, d *Demand, name string, i int, o Outcome, horizon i
 		}
 		done += r.Useful
 	}
-	work := j.Duration * int64(j.GPUs)
+	work := j.Work()
 	switch {
 	case o.Done != done:
 		return fmt.Errorf("%s: job %s: done %d != %d, the sum of its runs' useful GPU-seconds", name, j.ID, o.Done, done)

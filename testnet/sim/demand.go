@@ -36,6 +36,16 @@ type DemandConfig struct {
 	NonPayerShare        float64                `json:"nonpayershare"`         // share of renters that are NonPayer
 	MaxDuration          int64                  `json:"maxduration,omitempty"` // cap on a sampled job's duration, seconds; default 86400
 	Seed                 uint64                 `json:"seed"`
+	// GangWidth, when above 0, runs every silver or bronze job wider than
+	// that many GPUs as a gang (GangsWiderThan, issue 36), sampled or
+	// read from a demand CSV, before the demand is checked; 0..8.
+	GangWidth int `json:"gangwidth,omitempty"`
+	// ArraySplit, when above 1, runs every silver or bronze batch job
+	// longer than ArraySplitOver (an hour) as a job array of that many
+	// shards (ArraysLongerThan, issue 36), at most ArrayParallel at once
+	// (0: every shard), sampled or read from a demand CSV; 0 or 2..64.
+	ArraySplit    int `json:"arraysplit,omitempty"`
+	ArrayParallel int `json:"arrayparallel,omitempty"`
 	// RentersFrom says, in the report, what decided each job's renter:
 	// RentersDrawn, RentersDealt or RentersColumn. Not an option.
 	RentersFrom string `yaml:"-" json:"renters_from,omitempty"`
@@ -155,7 +165,7 @@ func SampleDemand(base *Demand, s *Supply, cfg DemandConfig) (*Demand, error) {
 		j := pool[rJobs.IntN(len(pool))]
 		j.Models = append([]string(nil), j.Models...)
 		j.Duration = min(j.Duration, cfg.MaxDuration)
-		w := float64(j.Duration * int64(j.GPUs))
+		w := float64(j.Work())
 		if demanded+w > target && target-demanded < demanded+w-target {
 			break // stopping short is closer to the target
 		}

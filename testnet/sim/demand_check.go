@@ -118,6 +118,9 @@ type demandChecker struct {
 type modelReach struct {
 	modelFound, regionFound bool
 	most                    int // GPUs of the largest such provider
+	// atLeast[g] is how many such providers have g GPUs or more, 1..8:
+	// a gang needs its members on as many distinct providers.
+	atLeast [9]int
 }
 
 func newDemandChecker(s *Supply) *demandChecker {
@@ -218,6 +221,10 @@ func (c *demandChecker) feasible(j *Job) (rowProblem, bool) {
 	case j.GPUs > r.most:
 		return rowProblem{fmt.Sprintf("gpus %d %s", j.GPUs, key), fmt.Sprintf(
 			"gpus %d: larger than any provider: the most GPUs any provider of %s %s has is %d", j.GPUs, models, where, r.most)}, false
+	case j.Gang() && j.GPUs <= 8 && r.atLeast[j.GPUs] < j.Members:
+		return rowProblem{fmt.Sprintf("members %d %d %s", j.Members, j.GPUs, key), fmt.Sprintf(
+			"members %d: a gang needs as many distinct providers with gpus %d of %s %s; the supply has %d",
+			j.Members, j.GPUs, models, where, r.atLeast[j.GPUs])}, false
 	}
 	return rowProblem{}, true
 }
@@ -235,6 +242,9 @@ func reachOf(s *Supply, models []string, region string) modelReach {
 		r.modelFound, r.regionFound = r.modelFound || mOK, r.regionFound || rOK
 		if mOK && rOK {
 			r.most = max(r.most, p.GPUs)
+			for g := 1; g <= min(p.GPUs, 8); g++ {
+				r.atLeast[g]++
+			}
 		}
 	}
 	return r

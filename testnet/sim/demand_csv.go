@@ -7,7 +7,10 @@ package sim
 //	submit_s,duration_s,gpus,gpu_models,tier,max_price,region,kind
 //
 // optionally followed by the trailing columns id, then id,renter, then
-// id,renter,start_s (WriteDemandCSV always writes all eleven):
+// id,renter,start_s, then id,renter,start_s,members, then
+// ...,members,shards, then ...,members,shards,max_parallel (WriteDemandCSV
+// writes eleven, twelve when some job is a gang, fourteen when some job
+// is an array):
 //
 //	submit_s    whole seconds from the simulator's epoch (a Monday 00:00 UTC), 0..315360000
 //	duration_s  whole seconds of work on the GPUs, 1..315360000
@@ -29,6 +32,14 @@ package sim
 //	            jobs over sim.DemandConfig.Renters in turn instead (DealRenters)
 //	start_s     gold only: the reserved window's start, not before submit_s; absent or
 //	            0: submit_s plus the configured lead (sim.DemandConfig.GoldLead)
+//	members     a gang (issue 36): 2..8 members, each running gpus GPUs on its own
+//	            provider, placed, started and stopped together; absent or 1: not a
+//	            gang. Silver or bronze only (a gang's reservation is not modelled).
+//	shards      a job array (issue 36): 2..10000 independent shards, each a job of
+//	            duration_s on gpus GPUs, placed and retried one by one; absent or 1:
+//	            not an array. Silver or bronze, not a gang.
+//	max_parallel at most this many of the array's shards placed at once, 1..shards;
+//	            absent or 0: every shard at once. 0 unless the row is an array.
 //
 // Rows may come in any order; jobs are sorted by submit_s (stably). At most
 // 5,000,000 rows, fields at most 1 KiB. An error names file:line:column
@@ -50,7 +61,7 @@ import (
 
 const (
 	demandHeader  = "submit_s,duration_s,gpus,gpu_models,tier,max_price,region,kind"
-	demandTrailer = "id,renter,start_s"
+	demandTrailer = "id,renter,start_s,members,shards,max_parallel"
 	maxDemandRows = 5_000_000
 	maxSeconds    = 10 * 365 * 86400 // ten years of virtual time
 	maxRenters    = 1_000_000
@@ -152,9 +163,25 @@ func readDemandCSV(r io.Reader, name string) (*Demand, *demandRows, error) {
 	return d, rows, nil
 }
 
-// WriteDemandCSV writes d with all eleven columns. It refuses a job that
-// ReadDemandCSV would not read back as the same job.
-func WriteDemandCSV(w io.Writer, d *Demand) error { return writeDemandCSV(w, d, 11) }
+// WriteDemandCSV writes d with eleven columns, twelve (members) when
+// some job is a gang, fourteen (shards, max_parallel) when some job is an
+// array (an expanded array's shards written back as its row), so that a
+// demand without gangs or arrays is written as it was before them. It refuses a job that ReadDemandCSV would not read
+// back as the same job.
+func WriteDemandCSV(w io.Writer, d *Demand) error {
+	d = collapseArrays(d) // an expanded array is written as its row
+	cols := 11
+	for i := range d.Jobs {
+		if d.Jobs[i].IsArray() {
+			cols = 14
+			break
+		}
+		if d.Jobs[i].Gang() {
+			cols = 12
+		}
+	}
+	return writeDemandCSV(w, d, cols)
+}
 
 // WriteDemandCSVNoRenters writes d's jobs without the renter and start_s
 // columns (nine columns, through id), for a demand that does not say who
@@ -172,7 +199,8 @@ func writeDemandCSV(w io.Writer, d *Demand, cols int) error {
 		rec := []string{
 			strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs),
 			strings.Join(j.Models, "|"), string(j.Tier), auction.FormatCredits(j.MaxPrice), j.Region, j.Kind,
-			j.ID, strconv.Itoa(j.Renter), strconv.FormatInt(j.Start, 10),
+			j.ID, strconv.Itoa(j.Renter), strconv.FormatInt(j.Start, 10), strconv.Itoa(j.Ranks()),
+			strconv.Itoa(max(j.Shards, 1)), strconv.Itoa(j.MaxParallel),
 		}
 		back, bad := parseJob(rec[:cols])
 		if bad != nil {
@@ -182,6 +210,18 @@ func writeDemandCSV(w io.Writer, d *Demand, cols int) error {
 			back.Renter, back.Start = j.Renter, j.Start
 			if j.Renter != 0 || j.Start != 0 {
 				return fmt.Errorf("job %d (%s): has a renter or a start, which %d columns cannot hold", i, j.ID, cols)
+			}
+		}
+		if cols < 12 {
+			back.Members = j.Members
+			if j.Gang() {
+				return fmt.Errorf("job %d (%s): is a gang of %d, which %d columns cannot hold", i, j.ID, j.Members, cols)
+			}
+		}
+		if cols < 14 {
+			back.Shards, back.MaxParallel = j.Shards, j.MaxParallel
+			if j.IsArray() {
+				return fmt.Errorf("job %d (%s): is an array of %d shards, which %d columns cannot hold", i, j.ID, j.Shards, cols)
 			}
 		}
 		if !sameJob(back, j) {
@@ -200,6 +240,8 @@ func sameJob(a, b Job) bool {
 	if len(a.Models) == 0 && len(b.Models) == 0 {
 		a.Models, b.Models = nil, nil
 	}
+	a.Members, b.Members = a.Ranks(), b.Ranks() // 0 and 1 both say: not a gang
+	a.Shards, b.Shards = max(a.Shards, 1), max(b.Shards, 1)
 	return reflect.DeepEqual(a, b)
 }
 
@@ -213,7 +255,7 @@ func bad(col int, format string, args ...any) *badField {
 	return &badField{col, fmt.Sprintf(format, args...)}
 }
 
-// parseJob reads one row of 8 to 11 fields.
+// parseJob reads one row of 8 to 14 fields.
 func parseJob(f []string) (Job, *badField) {
 	var j Job
 	var ok bool
@@ -278,6 +320,43 @@ func parseJob(f []string) (Job, *badField) {
 		if j.Start != 0 && j.Start < j.Submit {
 			return j, bad(10, "%q is before submit_s %d", f[10], j.Submit)
 		}
+	}
+	if len(f) > 11 {
+		m, ok := wholeIn(f[11], 1, auction.MaxGangMembers)
+		if !ok {
+			return j, bad(11, "%q is not a whole number 1..%d (1: not a gang)", f[11], auction.MaxGangMembers)
+		}
+		if m > 1 && j.Tier == auction.Gold {
+			return j, bad(11, "%q: a gang is silver or bronze (a gang's reservation is not modelled)", f[11])
+		}
+		if m > 1 {
+			j.Members = int(m)
+		}
+	}
+	if len(f) > 12 {
+		n, ok := wholeIn(f[12], 1, auction.MaxShards)
+		switch {
+		case !ok:
+			return j, bad(12, "%q is not a whole number 1..%d (1: not an array)", f[12], auction.MaxShards)
+		case n > 1 && j.Tier == auction.Gold:
+			return j, bad(12, "%q: an array is silver or bronze (a reservation of shards is not modelled)", f[12])
+		case n > 1 && j.Gang():
+			return j, bad(12, "%q: a shard is one job, not a gang (members %d)", f[12], j.Members)
+		case n > 1:
+			j.Shards = int(n)
+		}
+	}
+	if len(f) > 13 {
+		p, ok := wholeIn(f[13], 0, auction.MaxShards)
+		switch {
+		case !ok:
+			return j, bad(13, "%q is not a whole number 0..%d (0: every shard at once)", f[13], auction.MaxShards)
+		case p > 0 && !j.IsArray():
+			return j, bad(13, "%q: only an array has max_parallel (0 when shards is 1)", f[13])
+		case p > int64(j.Shards):
+			return j, bad(13, "%q is more than the array's %d shards", f[13], j.Shards)
+		}
+		j.MaxParallel = int(p)
 	}
 	return j, nil
 }

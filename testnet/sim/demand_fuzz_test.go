@@ -22,6 +22,14 @@ func FuzzReadDemandCSV(f *testing.F) {
 	f.Add([]byte(demandHeader + "\n0,60,1,,silver,,,batch\n"))
 	f.Add([]byte(demandHeader + ",id\n\"0\",\"60\",1,\"A10|T4\",gold,0.5,eu,serving,\"x\"\r\n"))
 	f.Add([]byte(demandHeader + "\n0,60,1,a\"b,silver,,,batch\n"))
+	// Gangs: the members column (1 is not a gang, gold gangs refused).
+	f.Add([]byte(demandHeader + ",id,renter,start_s,members\n0,60,2,,bronze,,,training,g,0,0,4\n5,60,1,,silver,,,batch,s,1,0,1\n"))
+	f.Add([]byte(demandHeader + ",id,renter,start_s,members\n0,60,2,,gold,,,training,g,0,100,2\n"))
+	// Arrays: the shards and max_parallel columns (gold, gang and
+	// max_parallel above shards refused).
+	f.Add([]byte(demandHeader + ",id,renter,start_s,members,shards,max_parallel\n0,60,1,,bronze,,,batch,a,0,0,1,6,2\n5,60,1,,silver,,,batch,s,1,0,1,1,0\n"))
+	f.Add([]byte(demandHeader + ",id,renter,start_s,members,shards\n0,60,1,,silver,,,batch,a,0,0,1,3\n"))
+	f.Add([]byte(demandHeader + ",id,renter,start_s,members,shards,max_parallel\n0,60,1,,silver,,,batch,a,0,0,1,3,4\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ReadDemandCSV(bytes.NewReader(data), "fuzz.csv")
 		if err != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 func TestReadDemandCSVErrors(t *testing.T) {
-	h, h11 := demandHeader+"\n", demandHeader+","+demandTrailer+"\n"
+	h, h11 := demandHeader+"\n", demandHeader+",id,renter,start_s\n"
+	h12 := demandHeader + ",id,renter,start_s,members\n"
 	good := "0,60,1,,silver,,,batch\n"
 	expect := fmt.Sprintf("expected %q optionally followed by %s", demandHeader, demandTrailer)
 	for _, c := range []struct{ body, want string }{
@@ -31,6 +32,11 @@ func TestReadDemandCSVErrors(t *testing.T) {
 		{h11 + "0,60,1,,silver,,,batch,j,abc,0\n", `d.csv:2:10: renter: "abc" is not a whole number 0..999999`},
 		{h11 + "0,60,1,,silver,,,batch,j,0,100\n", `d.csv:2:11: start_s: "100": only gold jobs have a start (0 for silver)`},
 		{h11 + "500,60,1,,gold,,,batch,j,0,100\n", `d.csv:2:11: start_s: "100" is before submit_s 500`},
+		{h12 + "0,60,1,,silver,,,batch,j,0,0,9\n", `d.csv:2:12: members: "9" is not a whole number 1..8 (1: not a gang)`},
+		{h12 + "0,60,1,,silver,,,batch,j,0,0,0\n", `d.csv:2:12: members: "0" is not a whole number 1..8`},
+		{h12 + "0,60,1,,silver,,,batch,j,0,0,two\n", `d.csv:2:12: members: "two" is not a whole number 1..8`},
+		{h12 + "500,60,1,,gold,,,batch,j,0,600,2\n", `d.csv:2:12: members: "2": a gang is silver or bronze`},
+		{h12 + "0,60,1,,silver,,,batch,j,0,0\n", `d.csv:2: 11 fields, expected 12 (` + demandHeader + ",id,renter,start_s,members" + `)`},
 		{h + "0,60,1,,silver,,batch\n", `d.csv:2: 7 fields, expected 8 (` + demandHeader + `)`},
 		{h11 + "0,60,1,,silver,,,batch," + strings.Repeat("a", 1025) + ",0,0\n", `d.csv:2:9: id: longer than 1024 bytes`},
 		{h + good + strings.Repeat("1", 20000) + "\n", `d.csv:3: a record longer than 16384 bytes`},

@@ -27,7 +27,8 @@ const (
 //   - useful work is what runs before the horizon;
 //   - at no instant does a provider run more GPUs than it has.
 //
-// It returns an error for more than 10 jobs, 4 providers or 48 slots.
+// It returns an error for more than 10 jobs, 4 providers or 48 slots,
+// or a gang.
 func ExactOptimum(s *Supply, d *Demand, horizon, slot int64) (int64, error) {
 	if slot <= 0 || horizon <= 0 {
 		return 0, fmt.Errorf("exact optimum: horizon %d and slot %d must be positive", horizon, slot)
@@ -40,6 +41,11 @@ func ExactOptimum(s *Supply, d *Demand, horizon, slot int64) (int64, error) {
 		return 0, fmt.Errorf("exact optimum: %d providers, at most %d", len(s.Providers), exactMaxProviders)
 	case slots > exactMaxSlots:
 		return 0, fmt.Errorf("exact optimum: %d slots, at most %d", slots, exactMaxSlots)
+	}
+	for i := range d.Jobs {
+		if d.Jobs[i].Gang() {
+			return 0, fmt.Errorf("exact optimum: job %s is a gang: not modelled here", d.Jobs[i].ID)
+		}
 	}
 	x := &exactSearch{placed: make([][]exactRun, len(s.Providers)), s: s}
 	for i := range d.Jobs {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sched "github.com/gleaner-net/gleaner/auction/provider"
@@ -129,7 +130,11 @@ const (
 
 // MarketStats are the market run's own counters, beside its Strategy.
 type MarketStats struct {
-	Rounds           int64 `json:"rounds"`
+	Rounds int64 `json:"rounds"`
+	// QuotesBusy counts quotes declined as fully utilised
+	// (auction.ReasonBusy): providers the renter's book showed with free
+	// GPUs that had none, a measure of how far offers lag the providers.
+	QuotesBusy       int64 `json:"quotes_declined_busy"`
 	StartFailed      int64 `json:"start_failed"`
 	UnpaidStops      int64 `json:"unpaid_stops"`
 	ReputationPasses int64 `json:"reputation_passes"`
@@ -159,6 +164,8 @@ type market struct {
 	renters    map[int]*simRenter // only those that submit a job
 	byPeer     map[string]*simProvider
 	jobs       map[string]*simJob
+	gangs      []*simGang  // gang jobs (Job.Members > 1), driven by srenter_gang.go
+	arrays     []*simArray // job arrays (Job.Array), driven by srenter_array.go
 	outcomes   []Outcome
 	book       *book
 	traffic    traffic
@@ -166,6 +173,7 @@ type market struct {
 	nRatings   int64
 	tracks     map[string]renter.TrackRecord
 	stats      MarketStats
+	quotesBusy atomic.Int64 // MarketStats.QuotesBusy: quotes run on goroutines of their own
 	continents []string
 	countries  []string
 	specs      specMemo

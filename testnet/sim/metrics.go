@@ -31,6 +31,10 @@ type Metrics struct {
 	MessagesPerJob           float64 `json:"messages_per_job"`
 	BytesPerJob              float64 `json:"bytes_per_job"`
 	GossipBytesPerNodePerSec float64 `json:"gossip_bytes_per_node_per_sec"`
+	// Gangs is the demand's gangs' figures; absent without gangs.
+	Gangs *GangMetrics `json:"gangs,omitempty"`
+	// Arrays is the demand's job arrays' figures; absent without arrays.
+	Arrays *ArrayMetrics `json:"arrays,omitempty"`
 }
 
 // TierMetrics is the renters' side of Metrics for one tier or "all".
@@ -192,6 +196,8 @@ func ComputeMetrics(s *Supply, d *Demand, st Strategy, horizon int64, boundGPUSe
 	m.BytesPerJob = shareOf(float64(st.Messages.Bytes), float64(len(d.Jobs)))
 	nodes := len(s.Providers) + renterCount(d)
 	m.GossipBytesPerNodePerSec = shareOf(float64(st.Messages.GossipBytes), float64(nodes)*float64(horizon))
+	m.Gangs = gangMetrics(d, st)
+	m.Arrays = arrayMetrics(d, st)
 	return m
 }
 
@@ -206,7 +212,7 @@ type jobFigures struct {
 
 func (t *tierTally) add(f jobFigures) {
 	t.jobs++
-	t.demanded += f.job.Duration * int64(f.job.GPUs)
+	t.demanded += f.job.Work()
 	t.sold += f.sold
 	t.useful += f.o.Done
 	t.lost += f.lost
@@ -217,8 +223,14 @@ func (t *tierTally) add(f jobFigures) {
 			continue
 		}
 		t.preempted++
-		if i+1 < len(f.o.Runs) {
-			t.returns = append(t.returns, f.o.Runs[i+1].Start-r.End)
+		// The job's next run: the next one for a job, the first that
+		// starts after this one ended for a gang (its siblings' runs
+		// overlap it).
+		for _, n := range f.o.Runs[i+1:] {
+			if !f.job.Gang() || n.Start >= r.End {
+				t.returns = append(t.returns, n.Start-r.End)
+				break
+			}
 		}
 	}
 	if f.o.Completed {

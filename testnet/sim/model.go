@@ -8,6 +8,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gleaner-net/gleaner/auction"
@@ -74,7 +75,48 @@ type Job struct {
 	Region   string          // continent code or ISO country; empty: anywhere
 	Kind     string          // training, batch, inference or serving
 	Renter   int             // which renter submits it, 0..M-1
+	// Members makes the job a gang (the spec's gang:, issue 36): that
+	// many members, each GPUs on its own provider, placed as a unit,
+	// started together and stopped together. 0 (or 1): not a gang.
+	Members int
+	// Shards makes the job an array (the spec's array:, issue 36): that
+	// many independent shards, each a job of Duration on GPUs, at most
+	// MaxParallel of them placed at once (0: every shard). 0 (or 1): not
+	// an array. ExpandArrays turns an array's row into its shards before
+	// a run; every strategy then sees each shard as a job.
+	Shards      int
+	MaxParallel int
+	// Array, set on a shard by ExpandArrays, names its array (the row's
+	// ID and index); Shard is its index in it.
+	Array string
+	Shard int
 }
+
+// IsArray reports whether the row is an array of two or more shards,
+// not yet expanded.
+func (j *Job) IsArray() bool { return j.Shards > 1 }
+
+// Parallel is how many shards of the array j belongs to run at once.
+func (j *Job) Parallel(shards int) int {
+	if j.MaxParallel <= 0 || j.MaxParallel > shards {
+		return shards
+	}
+	return j.MaxParallel
+}
+
+// Ranks is how many providers the job runs on at once: its gang's
+// members, or 1.
+func (j *Job) Ranks() int { return max(j.Members, 1) }
+
+// Gang reports whether the job is a gang of two or more members.
+func (j *Job) Gang() bool { return j.Members > 1 }
+
+// Width is the GPUs the job holds at once, over all its members.
+func (j *Job) Width() int { return j.GPUs * j.Ranks() }
+
+// Work is the job's GPU-seconds: its duration on every GPU of every
+// member.
+func (j *Job) Work() int64 { return j.Duration * int64(j.Width()) }
 
 // Demand is the jobs of a run, sorted by Submit.
 type Demand struct {
@@ -122,4 +164,22 @@ type Traffic struct {
 	Messages    int64 // quote requests, replies, awards, counter-signatures, vouchers
 	Bytes       int64 // their encoded sizes
 	GossipBytes int64 // offers and feed heads published, times the gossip fan-out
+}
+
+// checkGangs refuses a gang the simulator does not model: a gold one (a
+// gang's reservation) or one of more than auction.MaxGangMembers. The
+// demand CSV refuses them too; this guards demand built in code.
+func (d *Demand) checkGangs() error {
+	for i := range d.Jobs {
+		j := &d.Jobs[i]
+		switch {
+		case j.Members < 0 || j.Members > auction.MaxGangMembers:
+			return fmt.Errorf("job %s: members %d, expected 0..%d", j.ID, j.Members, auction.MaxGangMembers)
+		case j.IsArray():
+			return fmt.Errorf("job %s: an array of %d shards, not expanded into its shards (ExpandArrays)", j.ID, j.Shards)
+		case j.Gang() && j.Tier == auction.Gold:
+			return fmt.Errorf("job %s: a gang is silver or bronze (a gang's reservation is not modelled)", j.ID)
+		}
+	}
+	return nil
 }

@@ -174,7 +174,7 @@ func summariseDemand(d *Demand, s *Supply, horizon int64) DemandSummary {
 	kinds := map[string]int{}
 	kindHours := map[string]float64{}
 	for _, j := range d.Jobs {
-		h := gpuHours(j.Duration * int64(j.GPUs))
+		h := gpuHours(j.Work())
 		out.DemandedGPUHours += h
 		tiers[string(j.Tier)]++
 		tierHours[string(j.Tier)] += h

@@ -15,7 +15,8 @@ type StrategyAbout struct {
 const baselineKnows = "Everything, at once and for free: every provider's free GPUs, its windows (including when each closes) " +
 	"and its reservations, and each job's exact length, so a silver job needs only its work, no margin, to fit before its window closes. " +
 	"No latency, no messages, no losses. Cheating providers and non-paying renters act honestly under it (a hub is taken to vet them), " +
-	"so its adversary rows show what cheaters would earn, not what they would get away with."
+	"so its adversary rows show what cheaters would earn, not what they would get away with. " +
+	"A gang (a job on several providers) is placed once enough distinct providers are free at once, with no rendezvous."
 
 // AboutStrategy describes the strategy named name; hubFeeBP is the
 // baselines' hub fee. An unknown name gets an empty description.
@@ -27,7 +28,8 @@ func AboutStrategy(name string, hubFeeBP int64) StrategyAbout {
 		return StrategyAbout{
 			What: "The decentralised market: every provider and renter is a node of the real market code (auctioneer, provider's desk and " +
 				"scheduler, billing, reputation) over a simulated network with latency and loss. A renter auctions each job among up to " +
-				"market.candidates providers it picks from gossiped offers, re-auctions after losses, and gives up after market.patience.",
+				"market.candidates providers it picks from gossiped offers, re-auctions after losses, and gives up after market.patience. " +
+				"A gang's members are awarded one round each, held unstarted until all hold one, and stopped together (renter.Gang, as node's renter).",
 			Knows: "A renter knows its own job, length included, and asks for a lease of the work plus market.leasemargin (gold: plus a minute), " +
 				"so a silver job needs a window that much longer than its work, and places where its window and the offer's bookings " +
 				"(bronze jobs' included) leave it undisturbed when any such offer is feasible. It sees providers only through their offers (gossiped, " +

@@ -133,6 +133,47 @@ func metricSections(strategies []StrategyReport) []htmlSection {
 	perTier("lost to preemption (share of sold)", func(t *TierMetrics) string { return htmlShare(t.PreemptionLostShare) })
 	perTier("preempted runs / ran again", func(t *TierMetrics) string { return fmt.Sprintf("%d / %d", t.PreemptedRuns, t.Returned) })
 
+	if len(strategies) > 0 && strategies[0].Metrics.Gangs != nil {
+		section("gangs", "How do gangs fare?",
+			"A gang runs one job as members on distinct providers, placed and started together (issue 36). Its wait is from submit to "+
+				"every member running; its preemption loss is what the members of a placement a preemption stopped ran past the last checkpoint.")
+		gang := func(label string, value func(g *GangMetrics) string) {
+			add(label, func(m *Metrics) string {
+				if m.Gangs == nil {
+					return "–"
+				}
+				return value(m.Gangs)
+			})
+		}
+		gang("gangs / placed / completed", func(g *GangMetrics) string { return fmt.Sprintf("%d / %d / %d", g.Jobs, g.Placed, g.Completed) })
+		gang("fill (useful / demanded GPU-hours)", func(g *GangMetrics) string {
+			return fmt.Sprintf("%s (%s / %s)", htmlShare(g.FillShare), htmlHours(g.UsefulGPUHours), htmlHours(g.DemandedGPUHours))
+		})
+		gang("wait to every member running p50 / p95", func(g *GangMetrics) string { return htmlSecs(g.WaitP50Sec) + " / " + htmlSecs(g.WaitP95Sec) })
+		gang("preempted placements / GPU-hours lost", func(g *GangMetrics) string {
+			return fmt.Sprintf("%d / %s", g.PreemptedPlacements, htmlHours(g.PreemptionLostGPUHours))
+		})
+	}
+
+	if len(strategies) > 0 && strategies[0].Metrics.Arrays != nil {
+		section("arrays", "How fast do job arrays finish?",
+			"A job array's shards are independent jobs, at most max_parallel placed at once (issue 36). Its makespan is from submit to its "+
+				"last shard's end; its ideal is its shards run max_parallel at a time from submit, back to back.")
+		array := func(label string, value func(a *ArrayMetrics) string) {
+			add(label, func(m *Metrics) string {
+				if m.Arrays == nil {
+					return "–"
+				}
+				return value(m.Arrays)
+			})
+		}
+		array("arrays / shards / arrays completed", func(a *ArrayMetrics) string {
+			return fmt.Sprintf("%d / %d / %d", a.Arrays, a.Shards, a.Completed)
+		})
+		array("makespan p50 / p95", func(a *ArrayMetrics) string { return htmlSecs(a.MakespanP50Sec) + " / " + htmlSecs(a.MakespanP95Sec) })
+		array("makespan over ideal p50 / p95", func(a *ArrayMetrics) string { return fmt.Sprintf("%.2f / %.2f", a.OverIdealP50, a.OverIdealP95) })
+	}
+
 	section(sectionIncome, "What do providers earn?", "Income per GPU-hour a provider offered, sold or not.")
 	add("provider income per offered GPU-hour: mean (credits/GPU-h)", func(m *Metrics) string { return fmt.Sprintf("%.4f", m.Income.Mean) })
 	add("provider income per offered GPU-hour: p10 / p50 / p90 (credits/GPU-h)", func(m *Metrics) string {

@@ -5,9 +5,10 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/gleaner-net/gleaner/auction/renter"
 	"slices"
 	"time"
+
+	"github.com/gleaner-net/gleaner/auction/renter"
 )
 
 // wholeBook, set by a test, hands every round the whole offer book
@@ -25,6 +26,9 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 		return Strategy{}, MarketStats{}, errors.New("no providers")
 	}
 	if err := cfg.Validate(); err != nil {
+		return Strategy{}, MarketStats{}, err
+	}
+	if err := d.checkGangs(); err != nil {
 		return Strategy{}, MarketStats{}, err
 	}
 	stop := time.Duration(horizon) * time.Second
@@ -54,6 +58,7 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 	}
 	// A renter node exists for every renter that submits a job.
 	m.renters = map[int]*simRenter{}
+	arrays := map[string]*simArray{}
 	for i := range d.Jobs {
 		j := &d.Jobs[i]
 		if m.renters[j.Renter] == nil {
@@ -62,6 +67,28 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 				return Strategy{}, MarketStats{}, err
 			}
 			m.renters[j.Renter] = r
+		}
+		m.outcomes[i].Job = i
+		if j.Gang() {
+			sg := &simGang{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter], members: map[string]*simJob{}}
+			m.gangs = append(m.gangs, sg)
+			if j.Submit < horizon {
+				m.w.at(max(time.Duration(j.Submit)*time.Second, time.Minute), func() { sg.renter.submitGang(sg) })
+			}
+			continue
+		}
+		if j.Array != "" {
+			sa := arrays[j.Array]
+			if sa == nil {
+				sa = &simArray{id: j.Array, renter: m.renters[j.Renter]}
+				arrays[j.Array] = sa
+				m.arrays = append(m.arrays, sa)
+				if j.Submit < horizon {
+					m.w.at(arrayShardStart(j), func() { sa.renter.submitArray(sa) })
+				}
+			}
+			sa.shards = append(sa.shards, &simJob{idx: i, j: j, renter: sa.renter, shard: &arrayShard{arr: sa}})
+			continue
 		}
 		sj := &simJob{idx: i, j: j, id: fmt.Sprintf("%s#%d", j.ID, i), renter: m.renters[j.Renter]}
 		m.jobs[sj.id] = sj
@@ -82,6 +109,7 @@ func RunMarket(cfg Config, s *Supply, d *Demand, horizon int64, progress func(Pr
 		return Strategy{}, MarketStats{}, m.err
 	}
 	m.stats.Ratings = m.nRatings
+	m.stats.QuotesBusy = m.quotesBusy.Load()
 	m.stats.BusiestNodeGossip = m.busiestNode(horizon)
 	m.stats.Clearing = cfg.Clearing
 	st := Strategy{Name: MarketName, Outcomes: m.outcomes, Messages: m.trafficTotals()}
@@ -108,6 +136,14 @@ func (m *market) atHorizon(cancel context.CancelFunc) {
 	for _, j := range m.jobs {
 		if !j.settled {
 			j.renter.finish(j, "horizon")
+		}
+	}
+	for _, g := range m.gangs {
+		g.renter.finishGang(g, "horizon")
+	}
+	for _, sa := range m.arrays {
+		for _, sj := range sa.shards {
+			sa.renter.settleShard(sj, "horizon")
 		}
 	}
 }

@@ -24,14 +24,40 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 		want     []string
 	}{
 		{"node/providing/provider.go", "quote", []string{"pj.desk().Quote"}},
-		{"node/providing/provider.go", "accept", []string{"pj.desk().CheckAward", "pj.sched.Claim", "sl.CounterSign"}},
+		{"node/providing/provider.go", "accept", []string{"pj.desk().CheckAward", "pj.commitAward"}},
+		{"node/providing/provider.go", "claim", []string{"pj.sched.Claim", "sl.CounterSign"}}, // accept's, one award at a time (awardbatch.go)
 		{"node/providing/provider.go", "desk", []string{}},
 		{"node/renting/auction.go", "run", []string{"r.auc.Place", "renter.NewLifecycle", "life.Policy", "r.runEnded", "life.Unplaced"}},
 		{"node/renting/auction.go", "runEnded", []string{"life.Ended"}},
 		{"testnet/sim/sprovider.go", "quote", []string{"p.desk.Quote"}},
 		{"testnet/sim/sprovider.go", "award", []string{"p.desk.CheckAward", "p.sched.Claim", "aw.Signed.CounterSign"}},
-		{"testnet/sim/srenter.go", "place", []string{"renter.New", "a.Place", "renter.NewLifecycle", "j.life.Policy", "j.life.Unplaced"}},
+		{"testnet/sim/srenter.go", "place", []string{"r.auctioneer", "a.Place", "renter.NewLifecycle", "j.life.Policy", "j.life.Unplaced"}},
+		{"testnet/sim/srenter.go", "auctioneer", []string{"renter.New"}},
+		// Gangs (issue 36): both sides' drivers step renter.Gang, and
+		// each member is awarded by the auctioneer's Place.
+		{"node/renting/gang.go", "driveGang", []string{"run.g.Step"}},
+		{"node/renting/gang.go", "submitGang", []string{"renter.GangFits", "renter.NewGang", "g.AwardTogether"}},
+		{"node/renting/gang.go", "gangShares", []string{"renter.GangShares"}},
+		{"node/renting/gang_member.go", "runMember", []string{"r.auc.Place"}},
+		{"testnet/sim/srenter_gang.go", "submitGang", []string{"renter.NewGang", "sg.g.AwardTogether", "sg.g.Begin"}},
+		{"testnet/sim/srenter_gang.go", "gangShares", []string{"renter.GangShares"}},
+		{"testnet/sim/srenter_gang.go", "gangStep", []string{"sg.g.Step"}},
+		{"testnet/sim/srenter_gang.go", "gangFits", []string{"renter.GangFits"}},
+		{"testnet/sim/srenter_gang.go", "awardMember", []string{"auc.Place", "r.auctioneer"}},
 		{"testnet/sim/srenter_end.go", "next", []string{"j.life.Ended"}},
+		// Job arrays (issue 36): both sides' drivers step renter.Array
+		// with what their shards' jobs did, and place each shard's job
+		// as any job (the sim's through srenter.go's place).
+		{"node/renting/array.go", "stepArray", []string{"run.a.Step"}},
+		{"node/renting/array.go", "submitArray", []string{"renter.NewArray"}},
+		{"testnet/sim/srenter_array.go", "submitArray", []string{"renter.NewArray"}},
+		{"testnet/sim/srenter_array.go", "arrayStep", []string{"sa.a.Step", "r.place"}},
+		{"testnet/sim/srenter_end.go", "finish", []string{"r.shardEnded"}},
+		// Both auction a shard over the renter's own view of the book.
+		{"node/renting/auction.go", "newAuctioneer", []string{"renter.NewOwnView"}},
+		{"testnet/sim/srenter_array.go", "ownView", []string{"renter.NewOwnView"}},
+		{"testnet/sim/srenter_array.go", "offersFor", []string{"r.ownView"}},
+		{"testnet/sim/srenter.go", "place", []string{"r.offersFor"}},
 	}
 	for _, c := range cases {
 		calls, lits := callsIn(t, filepath.Join(root, c.file), c.fn)

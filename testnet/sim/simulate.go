@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/gleaner-net/gleaner/auction"
 )
 
 // Options is one `gleaner sim` run: where supply and demand come from,
@@ -281,11 +285,20 @@ func (o Options) loadDemand(s *Supply) (*Demand, error) {
 func (o Options) loadDemandRows(s *Supply) (*Demand, *demandRows, error) {
 	dc := o.Demand
 	dc.Seed, dc.Days = o.Seed, o.Days
+	if dc.GangWidth < 0 || dc.GangWidth > auction.MaxGangMembers {
+		return nil, nil, fmt.Errorf("demand.gangwidth %d: use 0 (no gangs) to %d GPUs", dc.GangWidth, auction.MaxGangMembers)
+	}
+	if dc.ArraySplit < 0 || dc.ArraySplit == 1 || dc.ArraySplit > MaxArraySplit || dc.ArrayParallel < 0 || dc.ArrayParallel > max(dc.ArraySplit, 0) {
+		return nil, nil, fmt.Errorf("demand.arraysplit %d, arrayparallel %d: use arraysplit 0 (no arrays) or 2..%d, arrayparallel 0 (every shard at once) to arraysplit",
+			dc.ArraySplit, dc.ArrayParallel, MaxArraySplit)
+	}
 	if o.DemandFile != "" {
 		d, rows, err := loadDemandCSV(o.DemandFile)
 		if err != nil {
 			return nil, nil, err
 		}
+		d = gangsOf(d, dc.GangWidth, s)
+		d, _ = ArraysLongerThan(d, dc.ArraySplit, dc.ArrayParallel, ArraySplitOver)
 		if err := checkDemand(s, d, rows); err != nil {
 			return nil, nil, err
 		}
@@ -295,7 +308,16 @@ func (o Options) loadDemandRows(s *Supply) (*Demand, *demandRows, error) {
 			}
 			DealRenters(d, dc.Renters)
 		}
-		return d, rows, ResolveDemand(d, s, dc)
+		if err := ResolveDemand(d, s, dc); err != nil {
+			return nil, nil, err
+		}
+		d, from := ExpandArrays(d)
+		lines := make([]int, len(from))
+		for k, i := range from {
+			lines[k] = rows.lines[i]
+		}
+		rows.lines = lines
+		return d, rows, nil
 	}
 	var base *Demand
 	var err error
@@ -321,7 +343,47 @@ func (o Options) loadDemandRows(s *Supply) (*Demand, *demandRows, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, nil, checkDemand(s, d, nil)
+	d = gangsOf(d, dc.GangWidth, s)
+	d, _ = ArraysLongerThan(d, dc.ArraySplit, dc.ArrayParallel, ArraySplitOver)
+	if err := checkDemand(s, d, nil); err != nil {
+		return nil, nil, err
+	}
+	d, _ = ExpandArrays(d)
+	return d, nil, nil
+}
+
+// gangsOf is d with its jobs wider than width run as gangs (width 0:
+// d as it is), the count named in its sources. A job whose gang s could
+// never hold (fewer distinct providers with its models, region and a
+// member's GPUs than members) stays whole, as a renter would submit it,
+// so that the option never makes a run fail its demand check; a gang
+// the demand CSV names itself is checked as it is.
+func gangsOf(d *Demand, width int, s *Supply) *Demand {
+	if width <= 0 {
+		return d
+	}
+	g, n := GangsWiderThan(d, width)
+	kept := 0
+	reach := map[string]modelReach{}
+	for i := range g.Jobs {
+		j := &g.Jobs[i]
+		if !j.Gang() || d.Jobs[i].Gang() {
+			continue
+		}
+		key := strings.Join(j.Models, "|") + "@" + j.Region
+		r, ok := reach[key]
+		if !ok {
+			r = reachOf(s, j.Models, j.Region)
+			reach[key] = r
+		}
+		if r.atLeast[j.GPUs] < j.Members {
+			g.Jobs[i] = d.Jobs[i]
+			n--
+			kept++
+		}
+	}
+	g.Sources = append(slices.Clone(d.Sources), fmt.Sprintf("gangs: %d silver and bronze jobs wider than %d GPUs run as gangs (demand.gangwidth); %d kept whole, too few distinct providers for their members", n, width, kept))
+	return g
 }
 
 // ran is o as the run used it, the report's configuration block: what
@@ -391,8 +453,8 @@ func addDemandNotes(r *Report, ran Options, rows *demandRows, d *Demand, horizon
 // addMarketNotes puts the market's own counters in the report.
 func addMarketNotes(r *Report, st MarketStats, jobs int) {
 	r.Notes = append(r.Notes,
-		fmt.Sprintf("Market: %d auction rounds for %d jobs (%.1f per job), %d starts refused, %d leases stopped unpaid, %d ratings, %d reputation passes.",
-			st.Rounds, jobs, float64(st.Rounds)/float64(max(jobs, 1)), st.StartFailed, st.UnpaidStops, st.Ratings, st.ReputationPasses),
+		fmt.Sprintf("Market: %d auction rounds for %d jobs (%.1f per job), %d quotes declined as fully utilised, %d starts refused, %d leases stopped unpaid, %d ratings, %d reputation passes.",
+			st.Rounds, jobs, float64(st.Rounds)/float64(max(jobs, 1)), st.QuotesBusy, st.StartFailed, st.UnpaidStops, st.Ratings, st.ReputationPasses),
 		fmt.Sprintf("Gossip: the busiest node (a renter subscribed to every offer shard) received %.1f KB/s; the gossip goal is judged on the average over all nodes.",
 			st.BusiestNodeGossip/1000))
 	if st.WinningBids > 0 {

@@ -102,9 +102,15 @@ func (p *simProvider) buildOffer() *auction.Offer {
 		Region: auction.Region{Country: p.sp.Country, Continent: p.sp.Continent}, Prices: p.sp.Floors, Windows: ws,
 		Booked: auction.NormalizeBookings(p.sched.Booked(now, offerHorizon), len(gpus), from, to),
 		Bronze: auction.NormalizeBookings(p.sched.BronzeHeld(now, offerHorizon), len(gpus), from, to),
-		Policy: auction.Policy{Workloads: []string{"batch", "service"}, PreemptNotice: int64(p.m.cfg.Notice / time.Second)},
+		Policy: auction.Policy{Workloads: offerWorkloads, PreemptNotice: int64(p.m.cfg.Notice / time.Second)},
 	}
 }
+
+// offerWorkloads is every offer's policy.workloads, one list that nothing
+// writes: a renter's policy check reads it from each of thousands of
+// offers a round, and one shared list stays in cache where a copy per
+// offer was a cache miss each (issue 33).
+var offerWorkloads = []string{"batch", "service"}
 
 // publish signs and gossips a fresh offer; renters' books see it after
 // the gossip delay. It is what the node does on a change (at most every
@@ -196,7 +202,28 @@ func (p *simProvider) start(jobID string) error {
 	}
 	p.do(acts)
 	p.reschedule()
+	// A newcomer's award is left out of the bookings until it starts
+	// (displaceable, auction/provider's newcomer rule): its start books
+	// the GPUs, which node's publisher sees on its next poll of the
+	// bookings. Without it the offer showed them free until the lease's
+	// end, and every quote asked there was declined as fully utilised.
+	if p.bookingsChanged() {
+		p.changed()
+	}
 	return nil
+}
+
+// bookingsChanged is node's publisher's test (node/offers): whether the
+// scheduler's bookings, bronze ones included, differ from those of the
+// offer published last, from now on to the offer's horizon.
+func (p *simProvider) bookingsChanged() bool {
+	if p.offer == nil {
+		return false
+	}
+	now := p.m.w.Now()
+	n, from, to := len(p.offer.GPUs), now.Truncate(time.Second).Unix(), now.Add(offerHorizon).Unix()
+	return auction.BookingsDiffer(p.sched.Booked(now, offerHorizon), p.offer.Booked, n, from, to) ||
+		auction.BookingsDiffer(p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze, n, from, to)
 }
 
 // paid takes a cumulative voucher.

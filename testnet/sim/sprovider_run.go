@@ -107,6 +107,7 @@ const (
 	endAbandoned                    // the provider walked away
 	endStopped                      // the renter stopped it
 	endHorizon                      // the simulation ended
+	endGangStop                     // the renter stopped a gang's member (or released its award) with its gang
 )
 
 func (k endKind) String() string {
@@ -127,6 +128,8 @@ func (k endKind) String() string {
 		return "stopped by the renter: no telemetry"
 	case endHorizon:
 		return "the simulation ended"
+	case endGangStop:
+		return "stopped with its gang"
 	}
 	return "ended"
 }

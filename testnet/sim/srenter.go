@@ -27,6 +27,9 @@ type simRenter struct {
 	trust     *simTrust
 	nonces    io.Reader
 	transport *transport
+	// own is the book corrected by the renter's own shards' leases and
+	// ends (renter.OwnView, as node's), one per book view its shards use.
+	own map[string]*renter.OwnView
 }
 
 // simJob is one job's life across leases.
@@ -46,6 +49,14 @@ type simJob struct {
 	// counts only from its holder (an award whose start failed may still
 	// expire there after the job moved on).
 	holder string
+	// gang, for a gang's member: its gang, whose driver (srenter_gang.go)
+	// acts on the member's award and end; rank is the member's.
+	gang    *simGang
+	rank    int
+	started bool // a member told to start
+	// shard, for an array's shard: its array, whose driver
+	// (srenter_array.go) decides what follows its job's end.
+	shard *arrayShard
 }
 
 func (j *simJob) work() time.Duration      { return time.Duration(j.j.Duration) * time.Second }
@@ -121,10 +132,7 @@ func (r *simRenter) place(j *simJob) {
 			r.m.fail(err)
 			return
 		}
-		a, err := renter.New(renter.Identity{Peer: r.id, Network: simNetwork, Key: r.key}, r.transport, r.m.book.view(spec),
-			renter.WithClock(r.m.w), renter.WithSpecParser(r.m.specs.parse, r.m.specs.hash), renter.WithTrust(r.trust), renter.WithNonces(r.nonces),
-			renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline),
-			renter.WithoutDiagnosis(), r.m.clearingOption())
+		a, err := r.auctioneer(spec, r.offersFor(j, spec))
 		if err != nil {
 			r.m.fail(err)
 			return
@@ -135,6 +143,11 @@ func (r *simRenter) place(j *simJob) {
 			// market.patience, as the baselines' jobs do.
 			j.life = renter.NewLifecycle(spec, "")
 			j.life.SetMaxReauctions(1 << 30)
+			if j.shard != nil {
+				for _, p := range j.shard.avoid {
+					j.life.Avoid(p, "its array spreads or retries the shard away from it") // as node's run does
+				}
+			}
 		}
 		j.attempts++
 		req := renter.Request{JobID: j.id, SpecYAML: specYAML, Spec: spec, Exclude: j.life.Exclude(), LastResort: j.life.LastResort(),
@@ -169,17 +182,40 @@ func (r *simRenter) place(j *simJob) {
 		j.life.Placed(res)
 		r.m.countClearing(res)
 		p := r.m.byPeer[res.Lease.Provider]
+		if j.settled {
+			// Its array failed while it was being placed: the lease is
+			// given up at once, as node's cancel of the shard's job.
+			r.m.w.after(r.m.rtt(r.continent, p.sp.Continent, j.id, p.id, nil)/2, func() { p.end(j.id, endStopped) })
+			return
+		}
 		j.holder = p.id
+		if j.shard != nil {
+			j.shard.last = p.id
+			r.ownView(spec).Took(res.Lease) // until its provider's offer shows it, as node's
+		}
 		r.m.feedAppend()
 		// The start follows the award by half a round trip.
 		r.m.w.after(r.m.rtt(r.continent, p.sp.Continent, j.id, p.id, nil)/2, func() {
 			if err := p.start(j.id); err != nil {
 				r.m.stats.StartFailed++
 				j.holder = ""
+				if j.shard != nil {
+					r.ownView(spec).Freed(res.Lease)
+				}
 				r.next(j, renter.RunEnd{End: renter.EndNotStarted, Cause: startCause(err, spec.Tier), Provider: p.id, Why: err.Error()})
 			}
 		})
 	})
+}
+
+// auctioneer is the real auctioneer of node's renter, over the sim's
+// transport, offers (the book, or the renter's own view of it) and
+// virtual clock.
+func (r *simRenter) auctioneer(spec *auction.JobSpec, offers renter.Offers) (*renter.Auctioneer, error) {
+	return renter.New(renter.Identity{Peer: r.id, Network: simNetwork, Key: r.key}, r.transport, offers,
+		renter.WithClock(r.m.w), renter.WithSpecParser(r.m.specs.parse, r.m.specs.hash), renter.WithTrust(r.trust), renter.WithNonces(r.nonces),
+		renter.WithCandidates(r.m.cfg.Candidates), renter.WithDeadlines(r.m.cfg.QuoteDeadline, r.m.cfg.AwardDeadline),
+		renter.WithoutDiagnosis(), r.m.clearingOption())
 }
 
 // running is the provider's word that the job's container runs: the

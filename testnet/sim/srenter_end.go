@@ -14,8 +14,19 @@ import (
 // auctions what is left from the last checkpoint, never again on this
 // provider (as node does after a preemption or a loss).
 func (r *simRenter) ended(j *simJob, st stint) {
+	if j.gang != nil {
+		r.memberEnded(j, st)
+		return
+	}
 	if j.holder != st.provider.id || j.settled {
 		return // a lease the job had already left
+	}
+	if j.shard != nil {
+		// Before the array hears of it: its next shard's round sees these
+		// GPUs free at once, as node's (renter.OwnView).
+		if _, spec, err := r.spec(j); err == nil {
+			r.ownView(spec).Freed(st.lease)
+		}
 	}
 	j.holder = ""
 	j.payGen++ // no more vouchers for this lease
@@ -123,11 +134,23 @@ func startCause(err error, tier auction.Tier) renter.StartCause {
 
 // finish records j's outcome.
 func (r *simRenter) finish(j *simJob, why string) {
+	if j.gang != nil {
+		r.finishGang(j.gang, why)
+		return
+	}
+	if j.shard != nil {
+		r.shardEnded(j, why)
+		return
+	}
 	if j.settled {
 		return
 	}
 	j.settled = true
-	o := j.out()
+	r.settle(j.out(), why)
+}
+
+// settle records a job's outcome, once: completed when why is "".
+func (r *simRenter) settle(o *Outcome, why string) {
 	o.Reason = why
 	if why == "" {
 		o.Completed, o.Finished = true, r.m.w.secs()

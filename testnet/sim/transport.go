@@ -83,6 +83,9 @@ func (t *transport) Quote(_ context.Context, provider, jobID string, nonce, spec
 		return nil, "", errLost
 	}
 	raw, decline := p.quote(specYAML, jobID, t.renter.id, nonce)
+	if decline == auction.ReasonBusy {
+		t.m.quotesBusy.Add(1)
+	}
 	t.m.traffic.add(int64(len(raw) + len(decline) + frameOverhead))
 	return raw, decline, nil
 }

@@ -1,0 +1,39 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/gleaner-net/gleaner/auction"
+)
+
+// A newcomer's award is left out of its provider's bookings until it
+// starts; the start must be published, as node's publisher does on its
+// next poll. Otherwise the offer shows the GPU free for the lease's whole
+// run and a job waiting behind it is quoted "fully utilised" every round.
+// Here one provider's only GPU runs a first renter's job for hours: the
+// second job must see no free GPU, so no quote is declined as busy.
+func TestAStartedNewcomersLeaseIsPublished(t *testing.T) {
+	od := auction.Credits(400_000)
+	s := &Supply{OnDemand: map[string]auction.Credits{"RTX4090": od}, Providers: []Provider{{
+		ID: "p000", Model: "RTX4090", VRAMMiB: 24576, GPUs: 1, Country: "DE", Continent: "eu",
+		Floors:  auction.Prices{Gold: od * 7 / 10, Silver: od * 6 / 10, Bronze: od * 3 / 10},
+		Windows: []Span{{0, 86400}},
+	}}}
+	job := func(id string, submit, dur int64, r int) Job {
+		return Job{ID: id, Submit: submit, Duration: dur, GPUs: 1, Models: []string{"RTX4090"}, Tier: auction.Silver,
+			Kind: "batch", Renter: r, MaxPrice: od}
+	}
+	// The horizon stays inside the offer's hourly re-announcement, which
+	// would publish the booking anyway.
+	d := &Demand{Renters: []Behaviour{Honest, Honest}, Jobs: []Job{job("first", 120, 4*3600, 0), job("waits", 600, 600, 1)}}
+	st, stats, err := RunMarket(DefaultConfig(), s, d, 50*60, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Outcomes[0].Runs) == 0 || st.Outcomes[0].Done == 0 || len(st.Outcomes[1].Runs) != 0 {
+		t.Fatalf("want the first job running to the horizon, the second waiting: %+v", st.Outcomes)
+	}
+	if stats.QuotesBusy != 0 {
+		t.Fatalf("%d quotes declined as fully utilised: the offer kept showing the running lease's GPU free", stats.QuotesBusy)
+	}
+}
