@@ -261,12 +261,12 @@ func (d *DockerNet) Close() error {
 		}
 		d.nodes = nil
 	}
-	if len(d.nets) > 0 {
-		if _, err := docker(ctx, append([]string{"network", "rm"}, d.nets...)...); err != nil {
+	for _, net := range d.nets {
+		if err := removeNetwork(ctx, net); err != nil {
 			errs = append(errs, err)
 		}
-		d.nets = nil
 	}
+	d.nets = nil
 	if _, err := docker(ctx, "image", "rm", "-f", d.image); err != nil && !strings.Contains(err.Error(), "No such image") {
 		errs = append(errs, err)
 	}
