@@ -145,6 +145,13 @@ func (p *simProvider) end(jobID string, why endKind) {
 	pl.ending = true
 	pl.gen++
 	now := p.m.w.now
+	if why == endPreempted && now >= p.m.stop {
+		// A window the supply clips at the horizon closes there, and
+		// the scheduler gives its notice before: that is the run's end,
+		// not an owner's reclaim. Cut by the horizon, as the baselines
+		// count a bronze run whose window ends with the horizon.
+		why = endHorizon
+	}
 	worked := pl.worked
 	if pl.running && !pl.paused {
 		worked += now - pl.since

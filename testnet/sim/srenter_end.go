@@ -50,7 +50,10 @@ func (r *simRenter) ended(j *simJob, st stint) {
 		if accepted {
 			score = 1 // undetected
 		}
-	case st.why == endExited:
+	case st.why == endExited || st.why == endHorizon:
+		// A run cut by the horizon keeps all it did, as the baselines
+		// and the bound count it: the simulation stops looking, the job
+		// is not stopped.
 		useful = min(work, j.remaining())
 		completed = useful >= j.remaining()
 	default:

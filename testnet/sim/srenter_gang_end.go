@@ -31,6 +31,9 @@ func (r *simRenter) memberEnded(mj *simJob, st stint) {
 	case st.why == endExited:
 		useful = min(st.worked, mj.remaining())
 		end = renter.EndCompleted
+	case st.why == endHorizon:
+		// Cut by the horizon: all it did counts, as in the baselines.
+		useful = min(st.worked, mj.remaining())
 	default:
 		useful = min(st.worked.Truncate(r.m.cfg.Checkpoint), mj.remaining())
 		if st.why == endAbandoned || st.why == endLeaseEnd {
