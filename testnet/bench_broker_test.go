@@ -13,11 +13,16 @@ package testnet
 //     the same cluster acting as a central broker (central_broker_test.go),
 //     which quotes the one provider it picked and awards, and answers
 //     with the lease; the broker then runs the job, so that both ways
-//     start the same containers and drain the same way.
+//     start the same containers and drain the same way;
+//   - durable broker: the same broker, which also commits the job when it
+//     arrives and its lease before it answers (brokerRequest.Durable), as
+//     the market's renter commits its job record at job_submit and its
+//     lease before the leased state: the two fsyncs a central scheduler
+//     that survives its own restart makes too.
 //
-// Every iteration runs one round of each (market first on even
-// iterations, broker first on odd ones), with the same renters, the same
-// spec and the same drain; the broker node takes no part as a renter.
+// Every iteration runs one round of each (each way first on every third
+// iteration), with the same renters, the same spec and the same drain;
+// the broker node takes no part as a renter.
 // Latencies are submit-to-lease:
 //
 //   - market-*: the renter node's own clock, from the job record's
@@ -32,13 +37,16 @@ package testnet
 //     job's wait is the queue.
 //
 // p50-ratio-N and p95-ratio-N are market / broker for N jobs at once
-// (1 and 10); the targets are p95-ratio-1 <= 1.2 and
-// p95-ratio-10 <= 1.5. A missed target is logged, not failed: the
-// numbers depend on the machine.
+// (1 and 10), p50-ratio-durable-N and p95-ratio-durable-N market /
+// durable broker; the targets are p95-ratio-1 <= 1.2 and
+// p95-ratio-10 <= 1.5 (against the broker that writes nothing, the
+// stricter). A missed target is logged, not failed: the numbers depend on
+// the machine.
 //
 //	go test -run '^$' -bench 'CentralBroker' -benchtime 20x -timeout 30m ./testnet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -51,6 +59,7 @@ import (
 	"github.com/gleaner-net/gleaner/node/renting"
 	"github.com/gleaner-net/gleaner/node/repo"
 	"github.com/gleaner-net/gleaner/node/rpc"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -71,7 +80,7 @@ func newVersus(b *testing.B) *versus {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	bn := m.c.Nodes()[brokerNode]
-	br, err := startBroker(ctx, bn)
+	br, err := startBroker(ctx, bn, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +93,7 @@ func newVersus(b *testing.B) *versus {
 	waitBrokerBook(b, bn, m, 30*time.Second)
 	// As the market's setup: one job per renter at once, so that the
 	// first streams to the broker and from it are not in a measured round.
-	v.brokerRound(b, v.renters)
+	v.brokerRound(b, v.renters, true)
 	m.drain(b)
 	return v
 }
@@ -121,7 +130,7 @@ func providerNodes(m *benchMarket) []int {
 // brokerRound sends one job from each of the given renters to the broker
 // at once, returns their submit-to-lease latencies, and waits until the
 // broker's runs of them have completed; any failure is fatal.
-func (v *versus) brokerRound(tb testing.TB, renters []int) []time.Duration {
+func (v *versus) brokerRound(tb testing.TB, renters []int, durable bool) []time.Duration {
 	out := make([]time.Duration, len(renters))
 	errs := make([]error, len(renters))
 	var wg sync.WaitGroup
@@ -133,7 +142,7 @@ func (v *versus) brokerRound(tb testing.TB, renters []int) []time.Duration {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			t0 := time.Now()
-			_, _, errs[k] = submitToBroker(ctx, from, v.brID, spec)
+			_, _, errs[k] = submitToBroker(ctx, from, v.brID, spec, durable)
 			out[k] = time.Since(t0)
 		})
 	}
@@ -162,7 +171,7 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 		b.Fatalf("%d concurrent jobs need as many renters; there are %d", concurrency, len(v.renters))
 	}
 	var market []jobSample
-	var broker []time.Duration
+	var broker, durable []time.Duration
 	v.br.placements() // the warm-up's
 	b.ResetTimer()
 	for it := range b.N {
@@ -170,11 +179,15 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 		for k := range renters {
 			renters[k] = v.renters[(it*concurrency+k)%len(v.renters)]
 		}
-		for way := range 2 {
-			if (it+way)%2 == 0 {
+		// The three ways in turn, each first on every third iteration.
+		for way := range 3 {
+			switch (it + way) % 3 {
+			case 0:
 				market = append(market, v.m.round(b, renting.StateLeased, renters)...)
-			} else {
-				broker = append(broker, v.brokerRound(b, renters)...)
+			case 1:
+				broker = append(broker, v.brokerRound(b, renters, false)...)
+			default:
+				durable = append(durable, v.brokerRound(b, renters, true)...)
 			}
 			b.StopTimer()
 			v.m.drain(b)
@@ -189,6 +202,9 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 	ratio := func(p float64, ds []time.Duration) float64 {
 		return float64(percentile(ds, p)) / float64(percentile(broker, p))
 	}
+	ratioDurable := func(p float64, ds []time.Duration) float64 {
+		return float64(percentile(ds, p)) / float64(percentile(durable, p))
+	}
 	b.ReportMetric(ms(percentile(node, 0.50)), "market-p50-ms")
 	b.ReportMetric(ms(percentile(node, 0.95)), "market-p95-ms")
 	b.ReportMetric(ms(percentile(client, 0.95)), "market-client-p95-ms")
@@ -200,6 +216,10 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 	b.ReportMetric(ratio(0.50, node), fmt.Sprintf("p50-ratio-%d", concurrency))
 	b.ReportMetric(ratio(0.95, node), fmt.Sprintf("p95-ratio-%d", concurrency))
 	b.ReportMetric(ratio(0.95, client), fmt.Sprintf("client-p95-ratio-%d", concurrency))
+	b.ReportMetric(ms(percentile(durable, 0.50)), "durable-broker-p50-ms")
+	b.ReportMetric(ms(percentile(durable, 0.95)), "durable-broker-p95-ms")
+	b.ReportMetric(ratioDurable(0.50, node), fmt.Sprintf("p50-ratio-durable-%d", concurrency))
+	b.ReportMetric(ratioDurable(0.95, node), fmt.Sprintf("p95-ratio-durable-%d", concurrency))
 	if r := ratio(0.95, node); b.N > 1 && r > p95Target {
 		b.Logf("TARGET MISSED: market p95 %v is %.2fx the broker's %v (target %.1fx; %d jobs each way)",
 			percentile(node, 0.95), r, percentile(broker, 0.95), p95Target, len(broker))
@@ -235,7 +255,7 @@ func TestCentralBrokerLeaseIsHeldByTheProvider(t *testing.T) {
 	}
 	offerOn(t, pc, 0, "0.4")
 	bn, rn := c.Nodes()[1], c.Nodes()[2]
-	br, err := startBroker(ctx, bn)
+	br, err := startBroker(ctx, bn, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +271,7 @@ func TestCentralBrokerLeaseIsHeldByTheProvider(t *testing.T) {
 
 	// A job that stays running, so that the lease is active when looked
 	// up: the provider holds its GPU.
-	l, raw, err := submitToBroker(ctx, rn, bn.Host().ID(), []byte(jobSpec("central", "bronze", "-sleep", "3s", "-lines", "0")))
+	l, raw, err := submitToBroker(ctx, rn, bn.Host().ID(), []byte(jobSpec("central", "bronze", "-sleep", "3s", "-lines", "0")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +294,12 @@ func TestCentralBrokerLeaseIsHeldByTheProvider(t *testing.T) {
 	}
 	if !held.Active || held.Lease.Renter != l.Renter || held.Lease.JobID != l.JobID {
 		t.Fatalf("the provider's record of the broker's lease: %+v", held)
+	}
+	// Asked to be durable, the broker committed the job and its lease to
+	// its own store before it answered.
+	var rec brokerRecord
+	if err := br.db.Get(store.BucketJobs, l.JobID, &rec); err != nil || !bytes.Equal(rec.Lease, raw) || rec.Received.IsZero() {
+		t.Fatalf("the durable broker's record of job %s: %+v, %v; want its lease", l.JobID, rec, err)
 	}
 	// The broker ran it there: it completed, and the provider let its
 	// GPU go.

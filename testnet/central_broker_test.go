@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-net/gleaner/auction"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/node"
+	"github.com/gleaner-net/gleaner/node/store"
 	"github.com/gleaner-net/gleaner/node/wire"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -64,6 +66,22 @@ const (
 
 type brokerRequest struct {
 	Spec []byte `json:"spec"` // the job spec's YAML, as a provider receives it
+	// Durable asks the broker to record the job when it arrives and its
+	// lease once placed, each committed (bbolt, fsync) before it goes on,
+	// as a central scheduler that survives its own restart must (Bacalhau's
+	// orchestrator keeps its jobs and executions in BoltDB, HTCondor's
+	// schedd logs its job queue): the two writes a market renter makes to
+	// its node.db on the same path (the job record at job_submit, the
+	// lease before the leased state). Without it the broker writes nothing.
+	Durable bool `json:"durable,omitempty"`
+}
+
+// brokerRecord is what a durable broker keeps of a job, in its own
+// node.db-like store (node/store: bbolt, fsync on commit).
+type brokerRecord struct {
+	Spec     []byte    `json:"spec"`
+	Received time.Time `json:"received"`
+	Lease    []byte    `json:"lease,omitempty"`
 }
 
 type brokerReply struct {
@@ -78,6 +96,7 @@ type centralBroker struct {
 	key  crypto.PrivKey
 	self string
 	bg   context.Context
+	db   *store.Store // a durable broker's records (brokerRequest.Durable)
 
 	place sync.Mutex // one placement at a time: the broker never races itself
 
@@ -90,13 +109,19 @@ type centralBroker struct {
 	running sync.WaitGroup  // dispatched jobs still running
 }
 
-// startBroker makes node n a central broker until ctx ends.
-func startBroker(ctx context.Context, n *node.Node) (*centralBroker, error) {
+// startBroker makes node n a central broker until ctx ends. Its records,
+// for durable requests, are kept in dir.
+func startBroker(ctx context.Context, n *node.Node, dir string) (*centralBroker, error) {
 	key, err := n.Repo().Identity()
 	if err != nil {
 		return nil, err
 	}
-	br := &centralBroker{n: n, key: key, self: n.Host().ID().String(), bg: ctx, leased: map[string]int{}}
+	db, err := store.Open(filepath.Join(dir, "broker.db"))
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { _ = db.Close() })
+	br := &centralBroker{n: n, key: key, self: n.Host().ID().String(), bg: ctx, db: db, leased: map[string]int{}}
 	lh := n.Host().LibP2P()
 	proto := n.Host().ProtocolID(brokerProto)
 	lh.SetStreamHandler(proto, br.serve)
@@ -112,7 +137,7 @@ func (br *centralBroker) serve(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	spec, l, raw, err := br.placeJob(req.Spec)
+	spec, l, raw, err := br.placeJob(req.Spec, req.Durable)
 	if err != nil {
 		_ = wire.Write(s, brokerReply{Error: err.Error()})
 		return
@@ -126,8 +151,9 @@ func (br *centralBroker) serve(s network.Stream) {
 }
 
 // placeJob validates specYAML and obtains a co-signed lease for it from
-// the cheapest provider that will run it.
-func (br *centralBroker) placeJob(specYAML []byte) (*auction.JobSpec, *auction.Lease, []byte, error) {
+// the cheapest provider that will run it; durable, it records the job
+// first and its lease before it answers.
+func (br *centralBroker) placeJob(specYAML []byte, durable bool) (*auction.JobSpec, *auction.Lease, []byte, error) {
 	spec, err := auction.ParseJobSpec(specYAML) // bounds the size first
 	if err != nil {
 		return nil, nil, nil, err
@@ -139,7 +165,31 @@ func (br *centralBroker) placeJob(specYAML []byte) (*auction.JobSpec, *auction.L
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	jobID := "central-" + hex.EncodeToString(id)
+	rec := brokerRecord{Spec: specYAML, Received: time.Now()}
+	if durable {
+		if err := br.record(jobID, rec); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	spec, l, raw, err := br.placeLocked(jobID, specYAML, spec, hash)
+	if err != nil || !durable {
+		return spec, l, raw, err
+	}
+	// Outside the one-at-a-time lock, so that it queues no placement
+	// behind it: the broker's most favourable order.
+	rec.Lease = raw
+	if err := br.record(jobID, rec); err != nil {
+		return nil, nil, nil, err
+	}
+	return spec, l, raw, nil
+}
 
+func (br *centralBroker) record(jobID string, rec brokerRecord) error {
+	return br.db.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, jobID, rec) })
+}
+
+// placeLocked is the placement itself, one at a time.
+func (br *centralBroker) placeLocked(jobID string, specYAML []byte, spec *auction.JobSpec, hash []byte) (*auction.JobSpec, *auction.Lease, []byte, error) {
 	br.place.Lock()
 	defer br.place.Unlock()
 	t0 := time.Now()
@@ -346,7 +396,7 @@ func (br *centralBroker) placements() []time.Duration {
 // submitToBroker is the renter's side: from sends specYAML to the broker
 // on from's own host and returns the lease it answers, verified: co-signed
 // by both, for the spec sent, naming the broker as its renter.
-func submitToBroker(ctx context.Context, from *node.Node, broker peer.ID, specYAML []byte) (*auction.Lease, []byte, error) {
+func submitToBroker(ctx context.Context, from *node.Node, broker peer.ID, specYAML []byte, durable bool) (*auction.Lease, []byte, error) {
 	s, err := from.Host().LibP2P().NewStream(ctx, broker, from.Host().ProtocolID(brokerProto))
 	if err != nil {
 		return nil, nil, err
@@ -355,7 +405,7 @@ func submitToBroker(ctx context.Context, from *node.Node, broker peer.ID, specYA
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
 	}
-	if err := wire.Write(s, brokerRequest{Spec: specYAML}); err != nil {
+	if err := wire.Write(s, brokerRequest{Spec: specYAML, Durable: durable}); err != nil {
 		return nil, nil, err
 	}
 	var rep brokerReply
