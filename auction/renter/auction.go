@@ -44,15 +44,6 @@ type Request struct {
 	// BillingSec is the billing interval the lease states; it must be
 	// positive.
 	BillingSec int64
-	// Ready, when set, is waited on before a round's first award: the
-	// round asks for quotes meanwhile, and awards nothing until Ready
-	// returns nil. A renter node commits a new job's record while its
-	// first round runs, rather than before it (the commit's fsync was
-	// about a third of a lone job's submit-to-lease, issue 33), and no
-	// lease is made for a job its node has not made durable. An error
-	// ends the round: every quote's hold is released and the error
-	// returned.
-	Ready func(context.Context) error
 }
 
 // Result is a round that leased: the lease, its co-signed wire bytes
@@ -181,12 +172,6 @@ func (a *Auctioneer) Auction(ctx context.Context, req Request) (Result, error) {
 		}
 		ex.Winner, ex.ClearingPrice, ex.Rule = winner.Bid.Provider, price, rule
 		ex.Clearing = clearingOf(pool, winner, price, rule, spec.MaxPrice)
-		if tried == 0 && req.Ready != nil {
-			if err := req.Ready(ctx); err != nil {
-				a.release(ctx, req.JobID, nonce, outcomes, "")
-				return res, fmt.Errorf("renter: job %s is not recorded, so nothing is awarded: %w", req.JobID, err)
-			}
-		}
 		if tried == 0 {
 			// The losers' holds end before the award, not after it: the
 			// award's trip and the provider's durable write take longer

@@ -292,7 +292,7 @@ func (r *Jobs) submitShard(run *arrayRun, act renter.ArrayAction) error {
 		r.registryAuth[j.ID] = run.auth
 	}
 	r.mu.Unlock()
-	start := func() { r.run(j.ID, ss, y, run.secrets, nil, nil) }
+	start := func() { r.run(j.ID, ss, y, run.secrets, nil) }
 	if r.runShard != nil {
 		start = func() { r.runShard(j.ID, ss, y, run.secrets) }
 	}

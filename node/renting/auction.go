@@ -34,7 +34,7 @@ const DefaultBillingInterval = 5 * time.Minute
 // life is nil for a new job; a job that waited in a re-auction when this
 // node restarted goes on with the lifecycle rebuilt from its record
 // (wait.go), which this loop keeps current there.
-func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle, saved *pendingSave) {
+func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets map[string]string, life *renter.Lifecycle) {
 	defer func() { // the credentials live as long as the job's auctions, in memory only
 		r.mu.Lock()
 		delete(r.registryAuth, id)
@@ -45,7 +45,6 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		return
 	}
 	if specYAML, err = forProvider(spec, specYAML); err != nil {
-		_ = saved.wait(r.bg) // the first record first, then this one
 		r.fail(id, err)
 		return
 	}
@@ -72,7 +71,7 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		}
 	}
 	req := renter.Request{JobID: id, SpecYAML: specYAML, Spec: spec, Exclude: life.Exclude(), LastResort: life.LastResort(), Pin: rec.Pin, Group: group,
-		BillingSec: int64(r.billing / time.Second), Ready: saved.wait}
+		BillingSec: int64(r.billing / time.Second)}
 	for {
 		// The auctioneer (auction/renter) runs the round and the
 		// re-auction policy: immediate re-quotes after lost races,
@@ -88,7 +87,6 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 			pol.Patience = renter.DefaultPatience
 		}
 		pol.Progress = func(p renter.Progress) {
-			_ = saved.wait(r.bg) // no record of a later state before the first
 			note := p.String()
 			r.log.Debug("round without a match", "job", id, "note", note, "quotes", quoteNotes(p.Explain))
 			if after := life.After(); after != "" {
@@ -101,7 +99,6 @@ func (r *Jobs) run(id string, spec *auction.JobSpec, specYAML []byte, secrets ma
 		placed := time.Now()
 		res, err := r.auc.Place(r.bg, req, pol)
 		r.observeAuction(placed, err)
-		_ = saved.wait(r.bg) // done once a round awarded; a round without a match may not have waited
 		ex := withLeft(res.Explain, life.Left(), life.Exclude())
 		if err != nil {
 			if r.bg.Err() != nil {

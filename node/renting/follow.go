@@ -490,7 +490,7 @@ func (r *Jobs) reattach(id string) {
 	}
 	if life := r.restored(j, spec); life != nil {
 		if !r.runEnded(id, spec, life, l, j.LeaseCID, j.Explain, out) {
-			r.run(id, spec, []byte(j.Spec), nil, life, nil)
+			r.run(id, spec, []byte(j.Spec), nil, life)
 		}
 		return
 	}

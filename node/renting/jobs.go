@@ -418,8 +418,7 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 		}
 	}
 	now := time.Now().UTC()
-	saves := make([]*pendingSave, len(ids))
-	for k, id := range ids {
+	for _, id := range ids {
 		j := &JobRecord{ID: id, Name: spec.Name, State: StateAuction, Spec: string(specYAML), Created: now, Updated: now,
 			GPUs: spec.Resources.GPUs, Pin: opt.Provider, Canary: opt.Canary,
 			Service: opt.Service, Avoid: opt.Avoid, Secrets: len(secrets) > 0 || opt.RegistryAuth != nil}
@@ -430,29 +429,19 @@ func (r *Jobs) Submit(specYAML []byte, secrets map[string]string, opt SubmitOpti
 		r.jobs[id] = j
 		r.logs[id] = &jobLog{}
 		r.mu.Unlock()
-		saves[k] = r.saveAsync(j)
+		if err := r.save(j); err != nil {
+			return nil, err
+		}
 	}
-	// Submit answers only once every record is durable, as before; the
-	// first rounds ask for quotes meanwhile (pendingSave).
-	var spawnErr error
-	for k, id := range ids {
+	for _, id := range ids {
 		if opt.RegistryAuth != nil {
 			r.mu.Lock()
 			r.registryAuth[id] = opt.RegistryAuth
 			r.mu.Unlock()
 		}
-		if !r.spawn(func() { r.run(id, spec, specYAML, secrets, nil, saves[k]) }) {
-			spawnErr = errStopping
-			break
+		if !r.spawn(func() { r.run(id, spec, specYAML, secrets, nil) }) {
+			return nil, errStopping
 		}
-	}
-	for _, p := range saves {
-		if err := p.wait(context.Background()); err != nil {
-			return nil, err
-		}
-	}
-	if spawnErr != nil {
-		return nil, spawnErr
 	}
 	return r.Get(ids[0])
 }
@@ -518,44 +507,6 @@ func (r *Jobs) update(id string, note string, f func(j *JobRecord)) {
 
 func (r *Jobs) save(j *JobRecord) error {
 	return r.store.Update(func(tx *store.Tx) error { return tx.Put(store.BucketJobs, j.ID, j) })
-}
-
-// pendingSave is a new job's first record being committed while its
-// first round asks for quotes: on this machine the commit's fsync was
-// about a third of a lone job's submit-to-lease (issue 33, against a
-// central broker that commits the same). The round awards nothing before
-// the commit is done (renter.Request.Ready), and the job's run writes its
-// record again only after it (so that no later state is overwritten by
-// the first), so a crash at any moment leaves either no record and no
-// lease, or the record.
-type pendingSave struct {
-	done chan struct{}
-	err  error
-}
-
-// saveAsync commits a copy of j in the background.
-func (r *Jobs) saveAsync(j *JobRecord) *pendingSave {
-	p := &pendingSave{done: make(chan struct{})}
-	c := *j
-	go func() {
-		p.err = r.save(&c)
-		close(p.done)
-	}()
-	return p
-}
-
-// wait is the commit's error once it is done, or ctx's; a nil
-// pendingSave (a job recorded before its run began) is done.
-func (p *pendingSave) wait(ctx context.Context) error {
-	if p == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // followQueue is how many events a follower (an RPC subscription) may

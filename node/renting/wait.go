@@ -64,7 +64,7 @@ func (r *Jobs) reauction(id string) {
 		// Still in its first auction: it starts over (run makes its
 		// lifecycle).
 		r.update(id, "this node restarted during the job's auction: auctioning it again", func(j *JobRecord) {})
-		r.run(id, spec, []byte(j.Spec), nil, nil, nil)
+		r.run(id, spec, []byte(j.Spec), nil, nil)
 		return
 	}
 	life, err := r.restore(j, spec)
@@ -73,7 +73,7 @@ func (r *Jobs) reauction(id string) {
 		return
 	}
 	r.update(id, "this node restarted while the job waited to be auctioned again: auctioning it again", func(j *JobRecord) {})
-	r.run(id, spec, []byte(j.Spec), nil, life, nil)
+	r.run(id, spec, []byte(j.Spec), nil, life)
 }
 
 // restore rebuilds j's lifecycle from its record and its checkpoint.
