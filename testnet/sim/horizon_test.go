@@ -41,18 +41,9 @@ func TestARunCutByTheHorizonKeepsAllItDid(t *testing.T) {
 			if len(o.Runs) != 1 {
 				t.Fatalf("want one run to the horizon, got %+v", o.Runs)
 			}
-			r := o.Runs[0]
-			if r.Preempted {
-				t.Fatalf("the run cut by the horizon is counted preempted: %+v", r)
-			}
-			if r.End != horizon {
-				t.Fatalf("the run ended at %d s, want the horizon (%d s): %+v", r.End, horizon, r)
-			}
-			// Run times are whole seconds, work is not: a second per GPU
-			// is rounding.
-			if ran := (r.End - r.Start) * int64(r.GPUs); r.Lost > int64(r.GPUs) || r.Useful < ran-int64(r.GPUs) || o.Done != r.Useful {
-				t.Fatalf("ran %d GPU-s; useful %d, lost %d, done %d: want all of it useful (the last checkpoint keeps only %d)",
-					ran, r.Useful, r.Lost, o.Done, ran/600*600)
+			cutByTheHorizon(t, o.Runs[0], horizon)
+			if o.Done != o.Runs[0].Useful {
+				t.Fatalf("done %d, want the run's useful %d", o.Done, o.Runs[0].Useful)
 			}
 		})
 	}
@@ -72,9 +63,24 @@ func TestAGangCutByTheHorizonKeepsAllItDid(t *testing.T) {
 		t.Fatalf("want one run per member to the horizon, got %+v", o.Runs)
 	}
 	for _, r := range o.Runs {
-		ran := (r.End - r.Start) * int64(r.GPUs)
-		if r.Preempted || r.End != h || r.Useful < ran-int64(r.GPUs) {
-			t.Fatalf("member run %+v: want it to the horizon (%d s), not preempted, all %d GPU-s useful", r, h, ran)
-		}
+		cutByTheHorizon(t, r, h)
+	}
+}
+
+// cutByTheHorizon fails t unless r ran to the horizon, is not counted
+// preempted and kept all its work: run times are whole seconds and work
+// is not, so a second per GPU is rounding (the last checkpoint alone
+// would keep whole 10 minutes).
+func cutByTheHorizon(t *testing.T, r Run, horizon int64) {
+	t.Helper()
+	ran := (r.End - r.Start) * int64(r.GPUs)
+	switch {
+	case r.Preempted:
+		t.Fatalf("the run cut by the horizon is counted preempted: %+v", r)
+	case r.End != horizon:
+		t.Fatalf("the run ended at %d s, want the horizon (%d s): %+v", r.End, horizon, r)
+	case r.Lost > int64(r.GPUs) || r.Useful < ran-int64(r.GPUs):
+		t.Fatalf("ran %d GPU-s; useful %d, lost %d: want all of it useful (the last checkpoint keeps only %d)",
+			ran, r.Useful, r.Lost, ran/600*600)
 	}
 }
