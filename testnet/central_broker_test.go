@@ -171,9 +171,12 @@ func (br *centralBroker) placeJob(specYAML []byte, durable bool) (*auction.JobSp
 			return nil, nil, nil, err
 		}
 	}
-	spec, l, raw, err := br.placeLocked(jobID, specYAML, spec, hash)
-	if err != nil || !durable {
-		return spec, l, raw, err
+	l, raw, err := br.placeLocked(jobID, specYAML, spec, hash)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !durable {
+		return spec, l, raw, nil
 	}
 	// Outside the one-at-a-time lock, so that it queues no placement
 	// behind it: the broker's most favourable order.
@@ -189,7 +192,7 @@ func (br *centralBroker) record(jobID string, rec brokerRecord) error {
 }
 
 // placeLocked is the placement itself, one at a time.
-func (br *centralBroker) placeLocked(jobID string, specYAML []byte, spec *auction.JobSpec, hash []byte) (*auction.JobSpec, *auction.Lease, []byte, error) {
+func (br *centralBroker) placeLocked(jobID string, specYAML []byte, spec *auction.JobSpec, hash []byte) (*auction.Lease, []byte, error) {
 	br.place.Lock()
 	defer br.place.Unlock()
 	t0 := time.Now()
@@ -205,9 +208,9 @@ func (br *centralBroker) placeLocked(jobID string, specYAML []byte, spec *auctio
 		br.placed++
 		br.held = append(br.held, time.Since(t0))
 		br.mu.Unlock()
-		return spec, l, raw, nil
+		return l, raw, nil
 	}
-	return nil, nil, nil, fmt.Errorf("no provider took the job (%d asked: %s)", len(tried), strings.Join(tried, "; "))
+	return nil, nil, fmt.Errorf("no provider took the job (%d asked: %s)", len(tried), strings.Join(tried, "; "))
 }
 
 // candidates are the feasible offers with enough GPUs free by the
