@@ -13,15 +13,19 @@ import (
 )
 
 // writeBlockFiles writes what r yields as 256 KiB block files under dir in
-// the store's write pattern (go-ds-flatfs's batch with sync on, as
-// Store.PutMany uses it), with nothing else: per batch of putBatch blocks,
-// each into a temporary file of the batch's own directory, written and
-// synced by up to 16 goroutines at once; then each renamed into its
-// shard directory (the next-to-last two characters of a base32 name, as
-// flatfs's next-to-last/2: up to 1,024 directories); then each shard
-// directory touched and the top directory synced once. A fresh buffer per
-// block, as a fetch has one per received block. It is the disk's ceiling
-// for what the store does, and the disk half of tcp-to-disk.
+// the store's write pattern (go-ds-flatfs's batch, as Store.PutMany uses
+// it, and putSettled's one sync), with nothing else: per batch of
+// putBatch blocks, each into a temporary file of the batch's own
+// directory, written by up to 16 goroutines at once (each file synced
+// too where flatfsSyncsEachFile); then each renamed into its shard
+// directory (the next-to-last two characters of a base32 name, as
+// flatfs's next-to-last/2: up to 1,024 directories); then the
+// filesystem synced once (syncFilesystem), or, where flatfs syncs each
+// file, each shard directory and the top one. A fresh buffer per block,
+// as a fetch has one per received block. It is the disk's ceiling for
+// what the store does, and the disk half of tcp-to-disk. The index's
+// record of the batch (putSettled's two small leveldb writes) is the
+// store's cost, not the disk's, so it is left out.
 func writeBlockFiles(dir string, r io.Reader) error {
 	if err := os.MkdirAll(filepath.Join(dir, ".temp"), 0o755); err != nil {
 		return err
@@ -64,7 +68,7 @@ func writeBlockFiles(dir string, r io.Reader) error {
 			wg.Add(1)
 			go func(data []byte) {
 				defer func() { <-gate; wg.Done() }()
-				err := writeSynced(filepath.Join(tmp, name+".data"), data)
+				err := writeBlockFile(filepath.Join(tmp, name+".data"), data)
 				if err != nil {
 					mu.Lock()
 					werr = err
@@ -92,12 +96,16 @@ func writeBlockFiles(dir string, r io.Reader) error {
 				return err
 			}
 		}
-		for shard := range shards {
-			if err := syncPath(shard); err != nil {
+		if flatfsSyncsEachFile {
+			for shard := range shards {
+				if err := syncPath(shard); err != nil {
+					return err
+				}
+			}
+			if err := top.Sync(); err != nil {
 				return err
 			}
-		}
-		if err := top.Sync(); err != nil {
+		} else if err := syncFilesystem(top); err != nil {
 			return err
 		}
 		if err := os.Remove(tmp); err != nil {
@@ -109,7 +117,9 @@ func writeBlockFiles(dir string, r io.Reader) error {
 	}
 }
 
-func writeSynced(path string, data []byte) error {
+// writeBlockFile writes data to a new file at path, synced where flatfs
+// syncs each file.
+func writeBlockFile(path string, data []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -118,9 +128,11 @@ func writeSynced(path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if flatfsSyncsEachFile {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }

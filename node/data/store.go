@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -33,9 +34,10 @@ var ErrQuota = errors.New("data store quota reached")
 //   - block data in go-ds-flatfs (kubo's block store) under dir/blocks: a
 //     file per block, in up to 1,024 directories named by the
 //     next-to-last two characters of its key; a write puts each block in
-//     a temporary file, syncs it and renames it into place, then syncs
-//     the directories once per batch, so a block is whole or absent after
-//     a crash, and every byte is written once;
+//     a temporary file and renames it into place, then syncs the
+//     filesystem once (putSettled: the blocks are recorded in the index
+//     first, and an open after a crash checks them), so a block is whole
+//     or absent after a crash, and every byte is written once;
 //   - the index in go-ds-leveldb at dir itself: pins, and the bytes the
 //     blocks take as of the last clean close (its absence after a crash
 //     means the count is taken again from the files).
@@ -45,9 +47,11 @@ var ErrQuota = errors.New("data store quota reached")
 type Store struct {
 	db     *leveldb.Datastore // the index: pins, and metaUsed
 	blocks *flatfs.Datastore  // block data, a file per block
-	bs     blockstore.Blockstore
-	dag    ipld.DAGService
-	quota  int64
+	// blocksDir is the blocks' directory, held open for syncBlocks.
+	blocksDir *os.File
+	bs        blockstore.Blockstore
+	dag       ipld.DAGService
+	quota     int64
 
 	// gcMu keeps GC out while something writes blocks it means to pin:
 	// Add holds it shared from the first block to the pin, GC holds it
@@ -89,16 +93,22 @@ func OpenStore(dir string, quota int64) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open data store %s: %w", dir, err)
 	}
-	// sync: each block's file is synced before it is renamed into place,
-	// and the directories it was renamed into before a write returns
-	// (kubo's default turns this off and risks empty block files after a
-	// power cut).
-	blocks, err := flatfs.CreateOrOpen(filepath.Join(dir, blocksDir), flatfs.NextToLast(2), true)
+	// flatfs's own sync (each block's file synced before its rename, the
+	// directories after) is off where the store syncs the filesystem
+	// once per write instead (putSettled). kubo turns it off with nothing
+	// in its place and risks empty block files after a power cut.
+	blocks, err := flatfs.CreateOrOpen(filepath.Join(dir, blocksDir), flatfs.NextToLast(2), flatfsSyncsEachFile)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open data store %s: blocks: %w", dir, err)
 	}
-	s := &Store{db: db, blocks: blocks, quota: quota}
+	blocksDirFile, err := os.Open(filepath.Join(dir, blocksDir))
+	if err != nil {
+		blocks.Close()
+		db.Close()
+		return nil, fmt.Errorf("open data store %s: blocks: %w", dir, err)
+	}
+	s := &Store{db: db, blocks: blocks, blocksDir: blocksDirFile, quota: quota}
 	// NoPrefix: flatfs keys are one path component, the block's base32
 	// multihash, and the directory is the blocks' alone. WriteThrough:
 	// quotaBlockstore.PutMany has already asked Has of every block it
@@ -107,6 +117,7 @@ func OpenStore(dir string, quota int64) (*Store, error) {
 	s.bs = &quotaBlockstore{Blockstore: blockstore.NewBlockstore(blocks, blockstore.NoPrefix(), blockstore.WriteThrough(true)), s: s}
 	s.dag = merkledag.NewDAGService(blockservice.New(s.bs, offline.Exchange(s.bs)))
 	if err := s.open(context.Background()); err != nil {
+		blocksDirFile.Close()
 		blocks.Close()
 		db.Close()
 		return nil, fmt.Errorf("open data store %s: %w", dir, err)
@@ -122,6 +133,9 @@ func OpenStore(dir string, quota int64) (*Store, error) {
 func (s *Store) open(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
+	}
+	if _, _, err := s.settle(ctx); err != nil {
+		return fmt.Errorf("check the blocks of a write cut short: %w", err)
 	}
 	v, err := s.db.Get(ctx, metaUsed)
 	if err == nil && len(v) == 8 {
@@ -170,7 +184,7 @@ func (s *Store) Close() error {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(s.used))
 	err := s.db.Put(context.Background(), metaUsed, b[:])
-	err = errors.Join(err, s.blocks.Close())
+	err = errors.Join(err, s.blocks.Close(), s.blocksDir.Close())
 	return errors.Join(err, s.db.Close())
 }
 
@@ -415,7 +429,7 @@ func (q *quotaBlockstore) PutMany(ctx context.Context, bs []blocks.Block) error 
 	if q.s.used+add > q.s.quota {
 		return fmt.Errorf("%w: %d bytes more would exceed %d (in use %d); run GC or raise the quota", ErrQuota, add, q.s.quota, q.s.used)
 	}
-	if err := q.Blockstore.PutMany(ctx, fresh); err != nil {
+	if err := q.s.putSettled(ctx, q.Blockstore, fresh); err != nil {
 		return err
 	}
 	q.s.used += add

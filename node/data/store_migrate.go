@@ -43,6 +43,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := fb.Commit(ctx); err != nil {
 			return fmt.Errorf("migrate blocks to flatfs: %w", err)
 		}
+		// Durable before leveldb lets them go. A crash before this sync
+		// may leave cut files; the next open moves the batch again,
+		// over them.
+		if err := s.syncBlocks(); err != nil {
+			return fmt.Errorf("migrate blocks to flatfs: %w", err)
+		}
 		if migrateHook != nil {
 			if err := migrateHook(moved); err != nil {
 				return err
