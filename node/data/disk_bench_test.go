@@ -85,7 +85,7 @@ func writeBlockFiles(dir string, r io.Reader) error {
 		}
 		shards := map[string]bool{}
 		for _, name := range names {
-			shard := filepath.Join(dir, name[len(name)-3:len(name)-1])
+			shard := filepath.Join(dir, shardOf(name))
 			if !shards[shard] {
 				if err := os.Mkdir(shard, 0o755); err != nil && !os.IsExist(err) {
 					return err
@@ -148,3 +148,7 @@ func syncPath(path string) error {
 	}
 	return nil
 }
+
+// shardOf is the directory flatfs's next-to-last/2 puts a block file
+// named name in: the name's next-to-last two characters.
+func shardOf(name string) string { return name[len(name)-3 : len(name)-1] }

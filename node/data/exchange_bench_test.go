@@ -71,8 +71,8 @@ func (r *fetchRates) reportKubo(b *testing.B, peers int, rate float64) {
 //     read and discarded (no disk);
 //   - disk: the same number of 256 KiB block files written from memory
 //     the way the store writes them (writeBlockFiles: a temporary file
-//     each, synced 16 at a time, renamed into next-to-last/2 shard
-//     directories, the directories synced once per 32-block batch), with
+//     each, 16 written at a time, renamed into next-to-last/2 shard
+//     directories, the filesystem synced once per 32-block batch), with
 //     no network, hashing or store code;
 //   - tcp-to-disk: both at once, a TCP copy whose receiver writes the
 //     blocks as disk does: the best a fetch over the network can do.

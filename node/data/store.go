@@ -38,9 +38,10 @@ var ErrQuota = errors.New("data store quota reached")
 //     filesystem once (putSettled: the blocks are recorded in the index
 //     first, and an open after a crash checks them), so a block is whole
 //     or absent after a crash, and every byte is written once;
-//   - the index in go-ds-leveldb at dir itself: pins, and the bytes the
-//     blocks take as of the last clean close (its absence after a crash
-//     means the count is taken again from the files).
+//   - the index in go-ds-leveldb at dir itself: pins, the record of a
+//     block write in progress (putSettled), and the bytes the blocks
+//     take as of the last clean close (its absence after a crash means
+//     the count is taken again from the files).
 //
 // A store written before the file-per-block layout kept its blocks in the
 // leveldb database too; OpenStore moves them out (migrate).
@@ -134,7 +135,7 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
-	if _, _, err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return fmt.Errorf("check the blocks of a write cut short: %w", err)
 	}
 	v, err := s.db.Get(ctx, metaUsed)

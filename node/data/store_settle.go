@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ipfs/boxo/datastore/dshelp"
@@ -40,12 +41,12 @@ var unsettledPrefix = ds.NewKey("/unsettled")
 // spends about twice the kernel time per block, and a fetch spends that
 // time on the cores it needs for the network (docs/PERFORMANCE.md,
 // "Fetch against its limits"). The caller holds s.mu.
-func (s *Store) putSettled(ctx context.Context, raw interface {
-	PutMany(context.Context, []blocks.Block) error
-}, fresh []blocks.Block) error {
+func (s *Store) putSettled(ctx context.Context, raw blockPutter, fresh []blocks.Block) error {
+	keys := make([][]byte, len(fresh))
 	intent := new(lvl.Batch)
-	for _, b := range fresh {
-		intent.Put(unsettledKey(b).Bytes(), nil)
+	for i, b := range fresh {
+		keys[i] = unsettledKey(b).Bytes()
+		intent.Put(keys[i], nil)
 	}
 	if err := s.db.DB.Write(intent, &opt.WriteOptions{Sync: true}); err != nil {
 		return fmt.Errorf("record %d blocks as unsettled: %w", len(fresh), err)
@@ -57,13 +58,20 @@ func (s *Store) putSettled(ctx context.Context, raw interface {
 		return fmt.Errorf("sync %d block files: %w", len(fresh), err)
 	}
 	settled := new(lvl.Batch)
-	for _, b := range fresh {
-		settled.Delete(unsettledKey(b).Bytes())
+	for _, k := range keys {
+		settled.Delete(k)
 	}
 	if err := s.db.DB.Write(settled, &opt.WriteOptions{Sync: false}); err != nil {
 		return fmt.Errorf("record %d blocks as settled: %w", len(fresh), err)
 	}
 	return nil
+}
+
+// blockPutter is the part of flatfs's blockstore putSettled writes
+// through (a test's stand-in can look at the record as the files are
+// written).
+type blockPutter interface {
+	PutMany(context.Context, []blocks.Block) error
 }
 
 func unsettledKey(b blocks.Block) ds.Key {
@@ -75,71 +83,61 @@ func unsettledKey(b blocks.Block) ds.Key {
 // cut) is deleted, so that the store never answers Has for bytes it does
 // not hold; one that does stays. Then the record is cleared. A clean
 // history costs one empty range scan.
-func (s *Store) settle(ctx context.Context) (checked, dropped int, err error) {
+func (s *Store) settle(ctx context.Context) error {
 	res, err := s.db.Query(ctx, query.Query{Prefix: unsettledPrefix.String(), KeysOnly: true})
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	var keys []ds.Key
 	for r := range res.Next() {
 		if r.Error != nil {
 			res.Close()
-			return 0, 0, r.Error
+			return r.Error
 		}
 		keys = append(keys, ds.RawKey(r.Key))
 	}
 	res.Close()
 	if len(keys) == 0 {
-		return 0, 0, nil
+		return nil
 	}
 	for _, k := range keys {
 		blockKey := ds.NewKey(k.BaseNamespace())
-		whole, err := s.blockIsWhole(ctx, blockKey)
-		if err != nil {
-			return checked, dropped, err
-		}
-		checked++
-		if !whole {
+		if !s.blockIsWhole(ctx, blockKey) {
 			if err := s.blocks.Delete(ctx, blockKey); err != nil {
-				return checked, dropped, fmt.Errorf("delete the cut block %s: %w", blockKey, err)
+				return fmt.Errorf("delete the cut block %s: %w", blockKey, err)
 			}
-			dropped++
 		}
 	}
 	if err := s.syncBlocks(); err != nil {
-		return checked, dropped, err
+		return err
 	}
 	clear := new(lvl.Batch)
 	for _, k := range keys {
 		clear.Delete(k.Bytes())
 	}
-	if err := s.db.DB.Write(clear, &opt.WriteOptions{Sync: true}); err != nil {
-		return checked, dropped, err
-	}
-	return checked, dropped, nil
+	return s.db.DB.Write(clear, &opt.WriteOptions{Sync: true})
 }
 
 // blockIsWhole reports whether the block file for key is absent (true:
-// nothing to drop) or holds bytes that hash to key's multihash.
-func (s *Store) blockIsWhole(ctx context.Context, key ds.Key) (bool, error) {
+// nothing to drop) or holds bytes that hash to key's multihash. A file
+// that cannot be read, or a key the store does not write, is not whole:
+// dropped, and fetched again if wanted.
+func (s *Store) blockIsWhole(ctx context.Context, key ds.Key) bool {
 	v, err := s.blocks.Get(ctx, key)
-	if err == ds.ErrNotFound {
-		return true, nil
+	if errors.Is(err, ds.ErrNotFound) {
+		return true
 	}
 	if err != nil {
-		return false, nil // unreadable: dropped, and fetched again if wanted
+		return false
 	}
 	want, err := dshelp.DsKeyToMultihash(key)
 	if err != nil {
-		return false, nil // not a key the store writes
+		return false
 	}
 	dec, err := mh.Decode(want)
 	if err != nil {
-		return false, nil
+		return false
 	}
 	got, err := mh.Sum(v, dec.Code, dec.Length)
-	if err != nil {
-		return false, nil
-	}
-	return bytes.Equal(got, want), nil
+	return err == nil && bytes.Equal(got, want)
 }

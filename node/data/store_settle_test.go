@@ -17,7 +17,7 @@ import (
 func blockFile(t *testing.T, dir string, c cid.Cid) string {
 	t.Helper()
 	name := dshelp.MultihashToDsKey(c.Hash()).String()[1:]
-	p := filepath.Join(dir, blocksDir, name[len(name)-3:len(name)-1], name+".data")
+	p := filepath.Join(dir, blocksDir, shardOf(name), name+".data")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("block file of %s: %v", c, err)
 	}
