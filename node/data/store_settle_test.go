@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -125,4 +126,99 @@ func TestStoreDropsBlocksAPowerCutLeftCut(t *testing.T) {
 			t.Fatalf("block %s written again: %v", b.Cid(), err)
 		}
 	}
+}
+
+// spyPutter stands in for flatfs's blockstore under putSettled: it notes
+// what the index records as unsettled when the files are written, then
+// writes them through to real, or fails the write with fail.
+type spyPutter struct {
+	t        *testing.T
+	s        *Store
+	real     blockPutter
+	fail     error
+	recorded []string
+}
+
+func (p *spyPutter) PutMany(ctx context.Context, bs []blocks.Block) error {
+	p.recorded = unsettled(p.t, p.s)
+	if p.fail != nil {
+		return p.fail
+	}
+	return p.real.PutMany(ctx, bs)
+}
+
+// The record comes first: by the time a block file is written, its key
+// is in the index as unsettled, so a power cut at any point after that
+// leaves the next open something to check.
+func TestStoreRecordsBlocksBeforeWritingThem(t *testing.T) {
+	s := openStore(t, t.TempDir(), 64<<20)
+	defer s.Close()
+	bs := []blocks.Block{blocks.NewBlock([]byte("one")), blocks.NewBlock([]byte("two"))}
+	spy := &spyPutter{t: t, s: s, real: s.bs.(*quotaBlockstore).Blockstore}
+	if err := s.putSettled(context.Background(), spy, bs); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{unsettledKey(bs[0]).String(), unsettledKey(bs[1]).String()}
+	if !sameSet(spy.recorded, want) {
+		t.Fatalf("recorded as unsettled while the files were written: %v, want %v", spy.recorded, want)
+	}
+	if keys := unsettled(t, s); len(keys) != 0 {
+		t.Fatalf("after the write, still recorded: %v", keys)
+	}
+}
+
+// A write that fails after its record (a full disk, a crash) leaves the
+// record: the next open checks those blocks, drops the cut one and keeps
+// the whole one, and clears the record.
+func TestStoreChecksAFailedWriteAtTheNextOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir, 64<<20)
+	whole, cut := blocks.NewBlock([]byte(noise(40, 4096))), blocks.NewBlock([]byte(noise(41, 4096)))
+	if err := s.Blockstore().PutMany(ctx, []blocks.Block{whole, cut}); err != nil {
+		t.Fatal(err)
+	}
+	spy := &spyPutter{t: t, s: s, fail: errors.New("no space left on device")}
+	if err := s.putSettled(ctx, spy, []blocks.Block{whole, cut}); err == nil {
+		t.Fatal("a failed write reported success")
+	}
+	if got := unsettled(t, s); len(got) != 2 {
+		t.Fatalf("after the failed write, recorded %v; want both blocks", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(blockFile(t, dir, cut.Cid()), 100); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, dir, 64<<20)
+	defer s.Close()
+	for _, c := range []struct {
+		b    blocks.Block
+		want bool
+	}{{whole, true}, {cut, false}} {
+		if has, err := s.Blockstore().Has(ctx, c.b.Cid()); err != nil || has != c.want {
+			t.Errorf("block %s after the reopen: Has = %v (%v), want %v", c.b.Cid(), has, err, c.want)
+		}
+	}
+	if keys := unsettled(t, s); len(keys) != 0 {
+		t.Errorf("the failed write's record outlived the reopen: %v", keys)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
 }
