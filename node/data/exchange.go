@@ -71,10 +71,11 @@ const fetchWindow = 128
 // takes to cross a relay.
 const rewantStall = 3 * time.Second
 
-// putBatch is how many received blocks one store write takes at most:
-// each write is one flatfs batch (8 MiB of 256 KiB chunks), whose files
-// are synced in parallel and whose directories are synced once, so a
-// directory's sync is paid per batch, not per block.
+// putBatch is how many received blocks one store write takes at most
+// (8 MiB of 256 KiB chunks): each write costs one filesystem sync
+// (putSettled), so a sync is paid per batch, not per block. It is also
+// how many blocks gather behind a busy writer before a fetch stops
+// taking more.
 const putBatch = 32
 
 // ExchangeConfig is what NewExchange needs.
@@ -375,10 +376,15 @@ func (f *fetch) run(ctx context.Context) error {
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
 	// goes on wanting: the network is not idle while a batch's files are
-	// synced. writes holds one batch waiting besides the one being
-	// written, so blocks received and not yet stored stay bounded
-	// (fetchWindow + 2*putBatch). The writer has finished before run
-	// returns, so every write is inside fillAndPin's hold on GC.
+	// synced. Blocks received while the writer is busy gather in unwritten
+	// and go to it together when it is free (a group commit): a store
+	// write costs a filesystem sync whatever its size, so handing over
+	// each block as it came made writes of one or two blocks, and the
+	// writer, not the network, set the pace. Once unwritten holds a
+	// batch, no more blocks are taken until the write ends, so blocks
+	// received and not yet stored stay bounded (fetchWindow + 3*putBatch).
+	// The writer has finished before run returns, so every write is
+	// inside fillAndPin's hold on GC.
 	writes := make(chan []blocks.Block, 1)
 	written := make(chan writeResult, 1)
 	go f.writer(ctx, writes, written)
@@ -387,7 +393,18 @@ func (f *fetch) run(ctx context.Context) error {
 		for range written {
 		}
 	}()
-	pending := 0 // batches handed to the writer and not yet reported
+	var unwritten []blocks.Block
+	writing := false // a batch is with the writer and not yet reported
+	// handOver gives the writer what has gathered, up to a batch, if it
+	// is free.
+	handOver := func() {
+		if writing || len(unwritten) == 0 {
+			return
+		}
+		n := min(len(unwritten), putBatch)
+		writes <- unwritten[:n:n] // never waits: the writer has taken every batch before
+		unwritten, writing = append([]blocks.Block(nil), unwritten[n:]...), true
+	}
 	var stallTick <-chan time.Time
 	if !f.x.noRewant {
 		t := time.NewTicker(rewantStall / 2)
@@ -426,11 +443,17 @@ func (f *fetch) run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(f.wanting) == 0 && len(f.queue) == 0 && pending == 0 {
+		if len(f.wanting) == 0 && len(f.queue) == 0 && !writing && len(unwritten) == 0 {
 			return f.bound.walked(f.root, f.bytes, f.blocks)
 		}
+		// A batch gathered behind a busy writer: take nothing more until
+		// the writer is free.
+		incoming := events
+		if writing && len(unwritten) >= putBatch {
+			incoming = nil
+		}
 		select {
-		case ev := <-events:
+		case ev := <-incoming:
 			// Take, without waiting, more received blocks for one store
 			// write, up to a batch's end, which is handled after the
 			// blocks before it.
@@ -459,33 +482,19 @@ func (f *fetch) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if len(plain) > 0 {
-			hand:
-				for {
-					select {
-					case writes <- plain:
-						pending++
-						break hand
-					case r := <-written:
-						pending--
-						if err := f.wrote(r); err != nil {
-							return err
-						}
-					case <-ctx.Done():
-						return f.missing(ctx.Err())
-					}
-				}
-			}
+			unwritten = append(unwritten, plain...)
+			handOver()
 			if ended != nil {
 				if err := f.ended(ctx, ended); err != nil {
 					return err
 				}
 			}
 		case r := <-written:
-			pending--
+			writing = false
 			if err := f.wrote(r); err != nil {
 				return err
 			}
+			handOver()
 		case <-f.sources.redialled:
 			// A source is back on a new connection; what this fetch
 			// still wants goes to it now (redial.go).

@@ -62,6 +62,10 @@ type Store struct {
 	// count it.
 	mu   sync.RWMutex
 	used int64 // bytes of block data stored, kept in step with Put and Delete
+
+	// beforeWrite, when set (by tests), runs at the start of every block
+	// write, with the number of blocks given: a slow disk stands in so.
+	beforeWrite func(blocks int)
 }
 
 // MaxBlockBytes is the largest block the store accepts: bitswap's own
@@ -399,6 +403,9 @@ func (q *quotaBlockstore) Put(ctx context.Context, b blocks.Block) error {
 }
 
 func (q *quotaBlockstore) PutMany(ctx context.Context, bs []blocks.Block) error {
+	if q.s.beforeWrite != nil {
+		q.s.beforeWrite(len(bs))
+	}
 	// Writes take the lock exclusively: two writers of the same new block
 	// would otherwise both count it.
 	q.s.mu.Lock()
