@@ -376,35 +376,27 @@ func (f *fetch) run(ctx context.Context) error {
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
 	// goes on wanting: the network is not idle while a batch's files are
-	// synced. Blocks received while the writer is busy gather in unwritten
-	// and go to it together when it is free (a group commit): a store
-	// write costs a filesystem sync whatever its size, so handing over
-	// each block as it came made writes of one or two blocks, and the
-	// writer, not the network, set the pace. Once unwritten holds a
-	// batch, no more blocks are taken until the write ends, so blocks
-	// received and not yet stored stay bounded (fetchWindow + 3*putBatch).
-	// The writer has finished before run returns, so every write is
-	// inside fillAndPin's hold on GC.
-	writes := make(chan []blocks.Block, 1)
-	written := make(chan writeResult, 1)
+	// synced. Each store write takes every block handed over since the
+	// last one began, up to a batch (a group commit, writer): a write
+	// costs a filesystem sync whatever its size, so writing each arrival
+	// as it came made writes of one or two blocks, and the writer, not
+	// the network, set the pace. No block is taken from the network
+	// while three batches are with the writer, so blocks received and
+	// not yet stored stay bounded (fetchWindow + 4*putBatch), and neither
+	// channel ever fills. Three, not two: with two, a 1-peer fetch of
+	// 1 GiB was slower than handing each arrival over had been
+	// (docs/PERFORMANCE.md, "Blocks gathered behind a busy writer"). The
+	// writer has finished before run returns, so every write is inside
+	// fillAndPin's hold on GC.
+	writes := make(chan []blocks.Block, 4*putBatch)
+	written := make(chan writeResult, 4*putBatch)
 	go f.writer(ctx, writes, written)
 	defer func() {
 		close(writes)
 		for range written {
 		}
 	}()
-	var unwritten []blocks.Block
-	writing := false // a batch is with the writer and not yet reported
-	// handOver gives the writer what has gathered, up to a batch, if it
-	// is free.
-	handOver := func() {
-		if writing || len(unwritten) == 0 {
-			return
-		}
-		n := min(len(unwritten), putBatch)
-		writes <- unwritten[:n:n] // never waits: the writer has taken every batch before
-		unwritten, writing = append([]blocks.Block(nil), unwritten[n:]...), true
-	}
+	unwritten := 0 // blocks handed to the writer and not yet reported
 	var stallTick <-chan time.Time
 	if !f.x.noRewant {
 		t := time.NewTicker(rewantStall / 2)
@@ -443,13 +435,13 @@ func (f *fetch) run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(f.wanting) == 0 && len(f.queue) == 0 && !writing && len(unwritten) == 0 {
+		if len(f.wanting) == 0 && len(f.queue) == 0 && unwritten == 0 {
 			return f.bound.walked(f.root, f.bytes, f.blocks)
 		}
-		// A batch gathered behind a busy writer: take nothing more until
-		// the writer is free.
+		// Three batches behind the writer: take nothing more until it has
+		// written one.
 		incoming := events
-		if writing && len(unwritten) >= putBatch {
+		if unwritten >= 3*putBatch {
 			incoming = nil
 		}
 		select {
@@ -482,19 +474,20 @@ func (f *fetch) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			unwritten = append(unwritten, plain...)
-			handOver()
+			if len(plain) > 0 {
+				writes <- plain
+				unwritten += len(plain)
+			}
 			if ended != nil {
 				if err := f.ended(ctx, ended); err != nil {
 					return err
 				}
 			}
 		case r := <-written:
-			writing = false
+			unwritten -= len(r.blocks)
 			if err := f.wrote(r); err != nil {
 				return err
 			}
-			handOver()
 		case <-f.sources.redialled:
 			// A source is back on a new connection; what this fetch
 			// still wants goes to it now (redial.go).
@@ -532,12 +525,39 @@ type writeResult struct {
 	err    error
 }
 
-// writer stores each batch from writes in one store write and reports it
-// on written, until writes is closed; then it closes written. Once ctx
+// writer stores the blocks handed to it on writes and reports each store
+// write on written, until writes is closed; then it closes written. Each
+// write takes, without waiting, everything handed over since the last
+// one began, up to putBatch blocks; the rest waits for the next. Once ctx
 // has ended it writes nothing more.
 func (f *fetch) writer(ctx context.Context, writes <-chan []blocks.Block, written chan<- writeResult) {
 	defer close(written)
-	for batch := range writes {
+	var carry []blocks.Block // handed over, beyond the last write's batch
+	for {
+		batch := carry
+		if len(batch) == 0 {
+			first, ok := <-writes
+			if !ok {
+				return
+			}
+			batch = first
+		}
+	gather:
+		for len(batch) < putBatch {
+			select {
+			case more, ok := <-writes:
+				if !ok {
+					break gather
+				}
+				batch = append(batch[:len(batch):len(batch)], more...)
+			default:
+				break gather
+			}
+		}
+		carry = nil
+		if len(batch) > putBatch {
+			batch, carry = batch[:putBatch:putBatch], batch[putBatch:]
+		}
 		if err := ctx.Err(); err != nil {
 			written <- writeResult{err: err}
 			continue
