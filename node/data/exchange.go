@@ -446,9 +446,9 @@ func (f *fetch) run(ctx context.Context) error {
 		}
 		select {
 		case ev := <-incoming:
-			// Take, without waiting, more received blocks for one store
-			// write, up to a batch's end, which is handled after the
-			// blocks before it.
+			// Take, without waiting, up to a batch of received blocks for
+			// the writer, and up to a want batch's end, which is handled
+			// after the blocks before it.
 			var got []blocks.Block
 			var ended []cid.Cid
 			for {
