@@ -73,10 +73,14 @@ const rewantStall = 3 * time.Second
 
 // putBatch is how many received blocks one store write takes at most
 // (8 MiB of 256 KiB chunks): each write costs one filesystem sync
-// (putSettled), so a sync is paid per batch, not per block. It is also
-// how many blocks gather behind a busy writer before a fetch stops
-// taking more.
+// (putSettled), so a sync is paid per batch, not per block.
 const putBatch = 32
+
+// maxUnwritten is how many bytes of received blocks a fetch lets wait
+// for its writer before it takes no more from bitswap: three batches of
+// chunks. Counted in bytes as well as blocks, so that a DAG of 2 MiB
+// blocks holds no more memory than one of chunks.
+const maxUnwritten = 3 * putBatch * ChunkSize
 
 // ExchangeConfig is what NewExchange needs.
 type ExchangeConfig struct {
@@ -145,6 +149,9 @@ type Exchange struct {
 	// restarts counts the failed fetches whose wants outlived their
 	// sessions (withdraw.go), for the tests.
 	restarts atomic.Int64
+	// handed counts the blocks fetches have handed to their writers, for
+	// the tests.
+	handed atomic.Int64
 }
 
 // NewExchange starts bitswap on cfg.Host. ctx bounds bitswap's background
@@ -376,27 +383,39 @@ func (f *fetch) run(ctx context.Context) error {
 	events := make(chan event, putBatch)
 	// Received blocks are written by one writer goroutine while this one
 	// goes on wanting: the network is not idle while a batch's files are
-	// synced. Each store write takes every block handed over since the
-	// last one began, up to a batch (a group commit, writer): a write
-	// costs a filesystem sync whatever its size, so writing each arrival
-	// as it came made writes of one or two blocks, and the writer, not
-	// the network, set the pace. No block is taken from the network
-	// while three batches are with the writer, so blocks received and
-	// not yet stored stay bounded (fetchWindow + 4*putBatch), and neither
-	// channel ever fills. Three, not two: with two, a 1-peer fetch of
-	// 1 GiB was slower than handing each arrival over had been
-	// (docs/PERFORMANCE.md, "Blocks gathered behind a busy writer"). The
-	// writer has finished before run returns, so every write is inside
-	// fillAndPin's hold on GC.
+	// synced. Each store write takes every block the walk has handed
+	// over since the last one began, up to a batch (a group commit,
+	// writer): a write costs a filesystem sync whatever its size, so
+	// writing each arrival as it came made writes of one or two blocks,
+	// and the writer, not the network, set the pace.
+	//
+	// The walk takes no more blocks from bitswap while three batches wait
+	// for the writer (3*putBatch blocks, or maxUnwritten bytes), so blocks
+	// received and not yet stored stay bounded: fetchWindow blocks, three
+	// batches and one take of putBatch blocks. Three, not two: with two,
+	// a 1-peer fetch of 1 GiB was slower than handing each arrival over
+	// had been (docs/PERFORMANCE.md, "Blocks gathered behind a busy
+	// writer"). Each slice on writes holds a block at least, so writes
+	// never fills, and the walk never waits to send while the writer
+	// waits to report. written holds one report, so the writer finishes
+	// at most the write it is in after the report that passes a
+	// FetchWithin bound, as the bound promises. The writer has finished
+	// before run returns, so every write is inside fillAndPin's hold on
+	// GC.
 	writes := make(chan []blocks.Block, 4*putBatch)
-	written := make(chan writeResult, 4*putBatch)
+	written := make(chan writeResult, 1)
 	go f.writer(ctx, writes, written)
 	defer func() {
+		// A walk that ends with blocks still queued (an error) does not
+		// write them: the writer starts no write once ctx has ended.
+		cancel()
 		close(writes)
 		for range written {
 		}
 	}()
-	unwritten := 0 // blocks handed to the writer and not yet reported
+	// Handed to the writer and not yet reported: blocks, and their bytes.
+	var unwritten int
+	var unwrittenBytes int64
 	var stallTick <-chan time.Time
 	if !f.x.noRewant {
 		t := time.NewTicker(rewantStall / 2)
@@ -438,10 +457,11 @@ func (f *fetch) run(ctx context.Context) error {
 		if len(f.wanting) == 0 && len(f.queue) == 0 && unwritten == 0 {
 			return f.bound.walked(f.root, f.bytes, f.blocks)
 		}
-		// Three batches behind the writer: take nothing more until it has
-		// written one.
+		// Enough behind the writer: take nothing more until it has
+		// written some.
 		incoming := events
-		if unwritten >= 3*putBatch {
+		paused := unwritten >= 3*putBatch || unwrittenBytes >= maxUnwritten
+		if paused {
 			incoming = nil
 		}
 		select {
@@ -475,8 +495,10 @@ func (f *fetch) run(ctx context.Context) error {
 				return err
 			}
 			if len(plain) > 0 {
-				writes <- plain
+				writes <- plain // never waits (see writes)
 				unwritten += len(plain)
+				unwrittenBytes += blockBytes(plain)
+				f.x.handed.Add(int64(len(plain)))
 			}
 			if ended != nil {
 				if err := f.ended(ctx, ended); err != nil {
@@ -485,6 +507,7 @@ func (f *fetch) run(ctx context.Context) error {
 			}
 		case r := <-written:
 			unwritten -= len(r.blocks)
+			unwrittenBytes -= blockBytes(r.blocks)
 			if err := f.wrote(r); err != nil {
 				return err
 			}
@@ -499,7 +522,13 @@ func (f *fetch) run(ctx context.Context) error {
 			// again: bitswap may hold them as sent on a stream that broke
 			// (redial.go). So are wants for blocks a fetch that ended
 			// lately had wanted: bitswap may hold them as sent for that
-			// fetch (withdraw.go).
+			// fetch (withdraw.go). A walk paused for its writer is
+			// waiting on the disk, not the network: the stall is counted
+			// from when it takes blocks again.
+			if paused {
+				f.lastBlock = time.Now()
+				break
+			}
 			if len(f.wanting) > 0 && time.Since(f.lastBlock) > rewantStall && time.Since(f.lastRewant) > rewantStall {
 				switch {
 				case f.rewanted > 0:
@@ -517,6 +546,15 @@ func (f *fetch) run(ctx context.Context) error {
 			return f.missing(ctx.Err())
 		}
 	}
+}
+
+// blockBytes is the bytes of bs's data.
+func blockBytes(bs []blocks.Block) int64 {
+	var n int64
+	for _, b := range bs {
+		n += int64(len(b.RawData()))
+	}
+	return n
 }
 
 // writeResult is what the writer reports of one batch.

@@ -63,8 +63,9 @@ type Store struct {
 	mu   sync.RWMutex
 	used int64 // bytes of block data stored, kept in step with Put and Delete
 
-	// beforeWrite, when set (by tests), runs at the start of every block
-	// write, with the number of blocks given: a slow disk stands in so.
+	// beforeWrite, when set (by tests, before the store is written to),
+	// runs at the start of every block write with the number of blocks
+	// given: a slow disk stands in so.
 	beforeWrite func(blocks int)
 }
 
