@@ -507,7 +507,7 @@ func (f *fetch) run(ctx context.Context) error {
 			}
 		case r := <-written:
 			unwritten -= len(r.blocks)
-			unwrittenBytes -= blockBytes(r.blocks)
+			unwrittenBytes -= r.bytes
 			if err := f.wrote(r); err != nil {
 				return err
 			}
@@ -560,6 +560,7 @@ func blockBytes(bs []blocks.Block) int64 {
 // writeResult is what the writer reports of one batch.
 type writeResult struct {
 	blocks []blocks.Block
+	bytes  int64 // of blocks' data, summed once by the writer
 	err    error
 }
 
@@ -608,7 +609,7 @@ func (f *fetch) writer(ctx context.Context, writes <-chan []blocks.Block, writte
 		// from us, hear of them now. Bitswap fails this only once it is
 		// closing, which the walk notices by itself.
 		_ = f.x.bs.NotifyNewBlocks(ctx, batch...)
-		written <- writeResult{blocks: batch}
+		written <- writeResult{blocks: batch, bytes: blockBytes(batch)}
 	}
 }
 
@@ -779,10 +780,8 @@ func (f *fetch) wrote(r writeResult) error {
 	if r.err != nil {
 		return r.err
 	}
-	for _, b := range r.blocks {
-		f.blocks++
-		f.bytes += int64(len(b.RawData()))
-	}
+	f.blocks += len(r.blocks)
+	f.bytes += r.bytes
 	if f.progress != nil {
 		f.progress(FetchProgress{Blocks: f.blocks, Bytes: f.bytes})
 	}
