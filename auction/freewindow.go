@@ -98,6 +98,31 @@ func BookingsDiffer(a, b []Booking, gpus int, from, to int64) bool {
 	return !slices.Equal(NormalizeBookings(a, gpus, from, to), NormalizeBookings(b, gpus, from, to))
 }
 
+// BookingsFreed reports whether bookings published show more GPUs booked
+// than actual at some instant of [from, to), both normalised for gpus
+// GPUs: a provider's test of whether the offer it published hides GPUs it
+// has since freed (a lease that ended early, a released award). Such an
+// offer costs the whole market, not only the provider: renters' books
+// rule those GPUs out, so no renter even asks for them.
+func BookingsFreed(actual, published []Booking, gpus int, from, to int64) bool {
+	a := NormalizeBookings(actual, gpus, from, to)
+	i := 0
+	for _, p := range NormalizeBookings(published, gpus, from, to) {
+		// Normalised bookings are sorted and do not overlap: walk the
+		// actual ones across p's span, and any gap or lower count in it
+		// is a GPU freed.
+		for t := p.Start; t < p.End; t = a[i].End {
+			for i < len(a) && a[i].End <= t {
+				i++
+			}
+			if i == len(a) || a[i].Start > t || a[i].GPUs < p.GPUs {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // NormalizeBookings makes bs, counts of GPUs booked per instant, into what
 // an offer of gpus GPUs may carry for [from, to): sorted, clipped to the
 // span, counts capped at gpus, touching bookings of one count joined, and

@@ -143,6 +143,61 @@ func TestNormalizeBookings(t *testing.T) {
 	}
 }
 
+func TestBookingsFreed(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		actual, published []Booking
+		want              bool
+	}{
+		{name: "the same", actual: []Booking{{10, 20, 2}}, published: []Booking{{10, 20, 2}}},
+		{name: "none either way"},
+		{name: "a lease ended early", actual: []Booking{{10, 15, 2}}, published: []Booking{{10, 20, 2}}, want: true},
+		{name: "a lease released", published: []Booking{{10, 20, 2}}, want: true},
+		{name: "fewer GPUs", actual: []Booking{{10, 20, 1}}, published: []Booking{{10, 20, 2}}, want: true},
+		{name: "a gap inside", actual: []Booking{{10, 14, 2}, {16, 20, 2}}, published: []Booking{{10, 20, 2}}, want: true},
+		{name: "a new lease only", actual: []Booking{{10, 20, 2}, {30, 40, 1}}, published: []Booking{{10, 20, 2}}},
+		{name: "a longer lease only", actual: []Booking{{10, 30, 2}}, published: []Booking{{10, 20, 2}}},
+		{name: "more GPUs only", actual: []Booking{{10, 20, 3}}, published: []Booking{{10, 20, 2}}},
+		{name: "covered by two", actual: []Booking{{5, 15, 2}, {15, 25, 3}}, published: []Booking{{10, 20, 2}}},
+		{name: "freed outside the span", actual: []Booking{{10, 20, 2}}, published: []Booking{{10, 20, 2}, {150, 160, 1}}},
+		{name: "one of two freed", actual: []Booking{{10, 20, 2}}, published: []Booking{{10, 20, 2}, {30, 40, 1}}, want: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := BookingsFreed(c.actual, c.published, 4, 0, 100); got != c.want {
+				t.Fatalf("BookingsFreed = %v, want %v", got, c.want)
+			}
+		})
+	}
+	// Against counting every instant, on random bookings.
+	r := rand.New(rand.NewSource(1))
+	random := func() []Booking {
+		var bs []Booking
+		for range r.Intn(5) {
+			s := r.Int63n(100)
+			bs = append(bs, Booking{s, s + 1 + r.Int63n(30), 1 + r.Intn(4)})
+		}
+		return bs
+	}
+	count := func(bs []Booking, t int64) int {
+		for _, b := range NormalizeBookings(bs, 4, 0, 100) {
+			if b.Start <= t && t < b.End {
+				return b.GPUs
+			}
+		}
+		return 0
+	}
+	for range 2000 {
+		a, p := random(), random()
+		want := false
+		for t := range int64(100) {
+			want = want || count(p, t) > count(a, t)
+		}
+		if got := BookingsFreed(a, p, 4, 0, 100); got != want {
+			t.Fatalf("BookingsFreed(%+v, %+v) = %v, want %v", a, p, got, want)
+		}
+	}
+}
+
 func TestOfferValidateBooked(t *testing.T) {
 	s := t0.Unix()
 	for _, c := range []struct {

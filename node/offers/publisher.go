@@ -176,35 +176,56 @@ const OfferHorizon = 7 * 24 * time.Hour
 
 // Bookings are compared at once when the job runner calls Refresh (after
 // a claim or a release), and by polling, which publishes what a Refresh
-// had to leave for later (inside bookingsGap) and coalesces a burst of
-// awards into one publication: an offer carries them within bookingsPoll
-// of a change, and never more often than every bookingsGap, which keeps a busy provider's gossip near the
-// hourly re-announcement rather than at the renters' flood limit. A
-// change that ends within bookingsSlack (a lease overrunning its end by a
-// second) is not worth an offer.
+// had to leave for later and coalesces a burst of awards into one
+// publication: an offer carries them within bookingsPoll of a change, and
+// never more often than every bookingsGap, which keeps a busy provider's
+// gossip near the hourly re-announcement rather than at the renters'
+// flood limit. A change that ends within bookingsSlack (a lease overrunning
+// its end by a second) is not worth an offer.
+//
+// GPUs freed (a lease that ended before the end it booked, a released
+// award) wait only freedGap. The two errors an offer can make do not cost
+// the same: one that shows GPUs free that are booked costs a renter one
+// declined quote ("fully utilised"), and it asks the others; one that
+// shows freed GPUs booked hides them from every renter's book, so none
+// asks, and jobs end in no match or back off for seconds while the GPUs
+// idle (issue 33's burst: a round of short jobs that ended left the
+// cheapest provider shown full, and the burst's tail waited 10 s for its
+// offer). freedGap is twice renters' flood limit (offerRate), so a
+// provider whose short jobs end every second stays within it.
 const (
 	bookingsPoll  = 2 * time.Second
 	bookingsGap   = 10 * time.Second
+	freedGap      = 2 * time.Second
 	bookingsSlack = time.Minute
 )
 
-// bookingsChanged reports whether the published offer's bookings differ
-// from the scheduler's from now+bookingsSlack to the offer's horizon.
-func (p *Publisher) bookingsChanged() bool {
+// compareBookings reports whether the published offer's bookings (bronze
+// ones included) differ from the scheduler's from now+bookingsSlack to
+// the offer's horizon, and whether they show GPUs booked that the
+// scheduler has freed.
+func (p *Publisher) compareBookings() (changed, freed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil {
-		return false
+		return false, false
 	}
 	now := p.now().Truncate(time.Second)
+	gpus := len(p.current.GPUs)
 	from, to := now.Add(bookingsSlack).Unix(), p.current.IssuedAt+int64(OfferHorizon/time.Second)
-	changed := func(source func(time.Time) []auction.Booking, published []auction.Booking) bool {
+	compare := func(source func(time.Time) []auction.Booking, published []auction.Booking) {
 		if source == nil {
-			return false
+			return
 		}
-		return auction.BookingsDiffer(source(now), published, len(p.current.GPUs), from, to)
+		actual := source(now)
+		if auction.BookingsDiffer(actual, published, gpus, from, to) {
+			changed = true
+			freed = freed || auction.BookingsFreed(actual, published, gpus, from, to)
+		}
 	}
-	return changed(p.bookings, p.current.Booked) || changed(p.bronze, p.current.Bronze)
+	compare(p.bookings, p.current.Booked)
+	compare(p.bronze, p.current.Bronze)
+	return changed, freed
 }
 
 // minPublishGap keeps an honest provider far below renters' flood limit and
@@ -308,12 +329,20 @@ func (p *Publisher) Run(ctx context.Context) {
 }
 
 // bookingsDue: the bookings changed and bookingsGap has passed since the
-// last publication (if not, the next poll looks again).
+// last publication, or freedGap where the change frees GPUs (if not, the
+// next poll looks again).
 func (p *Publisher) bookingsDue() bool {
 	p.publishMu.Lock()
-	recent := time.Since(p.lastPublish) < bookingsGap
+	since := time.Since(p.lastPublish)
 	p.publishMu.Unlock()
-	return !recent && (p.bookingsChanged() || p.datasetsChanged())
+	if since < freedGap {
+		return false
+	}
+	changed, freed := p.compareBookings()
+	if freed {
+		return true
+	}
+	return since >= bookingsGap && (changed || p.datasetsChanged())
 }
 
 // datasetsChanged reports whether the store's pins differ from the

@@ -66,22 +66,27 @@ func TestPublisherAdvertisesBookings(t *testing.T) {
 		t.Fatalf("renter's next free window %+v %v, want until the booking", free, ok)
 	}
 
-	if p.bookingsChanged() {
+	if changed, _ := p.compareBookings(); changed {
 		t.Fatal("unchanged bookings reported as changed")
 	}
 	// A change within bookingsSlack of now (a lease overrunning its end)
-	// is not worth an offer; one beyond it is.
+	// is not worth an offer; one beyond it is. Only a change that frees
+	// GPUs the offer shows booked counts as freeing them.
 	f.set(auction.Booking{Start: now, End: now + 30, GPUs: 1}, auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
-	if p.bookingsChanged() {
+	if changed, _ := p.compareBookings(); changed {
 		t.Fatal("a change within the slack reported")
 	}
 	f.set(auction.Booking{Start: now + 3600, End: now + 9000, GPUs: 1})
-	if !p.bookingsChanged() {
-		t.Fatal("a longer booking not reported")
+	if changed, freed := p.compareBookings(); !changed || freed {
+		t.Fatalf("a longer booking: changed %v, freed %v; want changed, nothing freed", changed, freed)
+	}
+	f.set(auction.Booking{Start: now + 3600, End: now + 5400, GPUs: 1})
+	if changed, freed := p.compareBookings(); !changed || !freed {
+		t.Fatalf("a booking ended early: changed %v, freed %v; want both", changed, freed)
 	}
 	f.set()
-	if !p.bookingsChanged() {
-		t.Fatal("a released booking not reported")
+	if changed, freed := p.compareBookings(); !changed || !freed {
+		t.Fatalf("a released booking: changed %v, freed %v; want both", changed, freed)
 	}
 
 	// What bronze leases hold is watched and carried the same way, as
@@ -93,8 +98,8 @@ func TestPublisherAdvertisesBookings(t *testing.T) {
 		t.Fatal(err)
 	}
 	bronze.set(auction.Booking{Start: now + 60, End: now + 5400, GPUs: 1})
-	if !p.bookingsChanged() {
-		t.Fatal("a new bronze lease not reported")
+	if changed, freed := p.compareBookings(); !changed || freed {
+		t.Fatalf("a new bronze lease: changed %v, freed %v; want changed, nothing freed", changed, freed)
 	}
 	if err := p.Publish(ctx); err != nil {
 		t.Fatal(err)
@@ -102,8 +107,12 @@ func TestPublisherAdvertisesBookings(t *testing.T) {
 	if got := p.Current().Bronze; len(got) != 1 || got[0].End != now+5400 {
 		t.Fatalf("offer bronze %+v, want the bronze lease", got)
 	}
-	if p.bookingsChanged() {
+	if changed, _ := p.compareBookings(); changed {
 		t.Fatal("unchanged bronze leases reported as changed")
+	}
+	bronze.set()
+	if changed, freed := p.compareBookings(); !changed || !freed {
+		t.Fatalf("a bronze lease ended: changed %v, freed %v; want both", changed, freed)
 	}
 
 	f.set(auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
@@ -148,6 +157,53 @@ func TestPublisherRepublishesBookings(t *testing.T) {
 		t.Fatalf("%d publications in %v, limit %d", n, elapsed, limit)
 	}
 	t.Logf("%d publications for 30 changes in %v", n, elapsed)
+}
+
+// GPUs freed (a lease that ended long before its booked end) reach the
+// offer within freedGap and a poll, not bookingsGap, even right after a
+// publication: otherwise every renter's book shows them booked and no
+// renter asks for them. A new booking right after still waits for
+// bookingsGap.
+func TestPublisherRepublishesFreedGPUsPromptly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for bookingsGap")
+	}
+	p, m, f := newBookedProvider(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	now := time.Now().Unix()
+	booked := auction.Booking{Start: now, End: now + 3600, GPUs: 1}
+	f.set(booked)
+	p.Refresh()
+	waitFor(t, bookingsGap+3*bookingsPoll, "the booking in the offer", func() bool {
+		o := p.Current()
+		return o != nil && len(o.Booked) == 1
+	})
+
+	f.set() // the lease ended at once
+	p.Refresh()
+	start := time.Now()
+	self := m.Host().ID().String()
+	waitFor(t, freedGap+2*bookingsPoll, "the freed GPU in the offer and the book", func() bool {
+		o, _, ok := m.Book().Get(self)
+		return len(p.Current().Booked) == 0 && ok && len(o.Booked) == 0
+	})
+	took := time.Since(start)
+	t.Logf("the freed GPU was in the book %v after its lease ended", took.Round(time.Millisecond))
+	if took >= bookingsGap {
+		t.Fatalf("the freed GPU took %v to reach the book: as long as a new booking's wait (%v)", took, bookingsGap)
+	}
+
+	seq := p.Seq()
+	f.set(auction.Booking{Start: now + 600, End: now + 3600, GPUs: 1})
+	p.Refresh()
+	time.Sleep(freedGap + bookingsPoll + 500*time.Millisecond)
+	if got := p.Seq(); got != seq {
+		t.Fatalf("a new booking was published (seq %d, then %d) within %v of the last publication; want it to wait for bookingsGap (%v)",
+			seq, got, freedGap+bookingsPoll, bookingsGap)
+	}
 }
 
 // The offer lists the GPUs the owner's rules allowed by their device

@@ -28,6 +28,10 @@ const offerHorizon = 7 * 24 * time.Hour
 // node's publisher coalesces them.
 const bookingsGap = 10 * time.Second
 
+// freedGap is bookingsGap for a change that frees GPUs the offer shows
+// booked, as node's publisher publishes those sooner.
+const freedGap = 2 * time.Second
+
 // Sizes of messages the simulation counts without building each one: a
 // voucher (one real one is ~190 bytes: lease CID, lane, nonce, total, two
 // peer IDs, a signature) and a feed head. Ledger entries themselves are

@@ -31,6 +31,7 @@ type simProvider struct {
 	seq       uint64
 	offerSize int64 // the signed offer's wire size, as last published
 	pending   bool  // a publish is scheduled
+	pendingAt time.Duration
 	lastPub   time.Duration
 
 	leases map[string]*provLease
@@ -135,13 +136,38 @@ func (p *simProvider) publish() {
 }
 
 // changed schedules a publish for a change of bookings: at once, or when
-// bookingsGap has passed since the last one.
+// bookingsGap has passed since the last one, freedGap where the offer
+// shows GPUs booked that the scheduler has freed (node's publisher's
+// rule). A publish scheduled for later is brought forward.
 func (p *simProvider) changed() {
-	if p.pending {
+	due := p.lastPub + bookingsGap
+	if p.offerHidesFreed() {
+		due = p.lastPub + freedGap
+	}
+	due = max(due, p.m.w.now)
+	if p.pending && p.pendingAt <= due {
 		return
 	}
-	p.pending = true
-	p.m.w.at(p.lastPub+bookingsGap, p.publish)
+	p.pending, p.pendingAt = true, due
+	p.m.w.at(due, func() {
+		if p.pending && p.pendingAt == due { // not published since, nor brought forward
+			p.publish()
+		}
+	})
+}
+
+// offerHidesFreed is node's publisher's test (auction.BookingsFreed):
+// whether the offer published last shows GPUs booked, bronze ones
+// included, that the scheduler has freed, from now on to the offer's
+// horizon.
+func (p *simProvider) offerHidesFreed() bool {
+	if p.offer == nil {
+		return false
+	}
+	now := p.m.w.Now()
+	n, from, to := len(p.offer.GPUs), now.Truncate(time.Second).Unix(), now.Add(offerHorizon).Unix()
+	return auction.BookingsFreed(p.sched.Booked(now, offerHorizon), p.offer.Booked, n, from, to) ||
+		auction.BookingsFreed(p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze, n, from, to)
 }
 
 // reannounce republishes shortly before the offer expires, as node does.
