@@ -37,11 +37,14 @@ package testnet
 //     job's wait is the queue.
 //
 // p50-ratio-N and p95-ratio-N are market / broker for N jobs at once
-// (1 and 10), p50-ratio-durable-N and p95-ratio-durable-N market /
-// durable broker; the issue's targets are p95-ratio-1 <= 1.2 and
-// p95-ratio-10 <= 1.5 (against the broker that writes nothing, the
-// stricter). A missed target is logged, not failed: the numbers depend on
-// the machine.
+// (1, 10, and 40 in the burst, BenchmarkBurstSubmitToLease's round of 40
+// jobs from 14 renters onto all 40 GPUs), p50-ratio-durable-N and
+// p95-ratio-durable-N market / durable broker; the issue's targets are
+// p95-ratio-1 <= 1.2 and p95-ratio-10 <= 1.5 (against the broker that
+// writes nothing, the stricter). The issue sets the burst an absolute
+// target (p95 at most 1 s), no ratio; its ratio is logged against 1.5,
+// as for 10 at once. A missed target is logged, not failed: the numbers
+// depend on the machine.
 //
 //	go test -run '^$' -bench 'CentralBroker' -benchtime 20x -timeout 30m ./testnet
 
@@ -72,7 +75,8 @@ type versus struct {
 	m       *benchMarket
 	br      *centralBroker
 	brID    peer.ID
-	renters []int // both ways' renters: the market's, less the broker's node
+	renters []int  // both ways' renters: the market's, less the broker's node
+	settle  func() // nil, or waits (untimed) before each round
 }
 
 func newVersus(b *testing.B) *versus {
@@ -170,17 +174,69 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 	if concurrency > len(v.renters) {
 		b.Fatalf("%d concurrent jobs need as many renters; there are %d", concurrency, len(v.renters))
 	}
+	v.runRounds(b, concurrency, p95Target, func(it int) []int {
+		renters := make([]int, concurrency)
+		for k := range renters {
+			renters[k] = v.renters[(it*concurrency+k)%len(v.renters)]
+		}
+		return renters
+	})
+}
+
+// burst is the burst sub-benchmark: BenchmarkBurstSubmitToLease's 40
+// jobs at once onto the 40 GPUs, two or three from each renter, each way.
+// Every round fills every GPU, so before each one the harness waits
+// (untimed) until the broker's book shows every provider's GPUs free
+// again: a round must not meet the last one's bookings in an offer not
+// yet republished, which would fail the broker's placement outright.
+func (v *versus) burst(b *testing.B) {
+	renters := make([]int, burstJobs)
+	for k := range renters {
+		renters[k] = v.renters[k%len(v.renters)]
+	}
+	v.settle = func() { waitBookFree(b, v.m.c.Nodes()[brokerNode], v.m, 30*time.Second) }
+	defer func() { v.settle = nil }()
+	v.runRounds(b, burstJobs, 1.5, func(int) []int { return renters })
+}
+
+// waitBookFree waits until bn's book shows every provider's GPUs free
+// for the benchmark job's maximum duration.
+func waitBookFree(tb testing.TB, bn *node.Node, m *benchMarket, limit time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for _, i := range providerNodes(m) {
+		id := m.c.Nodes()[i].Host().ID().String()
+		for {
+			now := time.Now()
+			if o, _, ok := bn.Book().Get(id); ok && o.FreeFor(len(o.GPUs), now, now.Add(time.Hour)) && len(o.Bronze) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("the broker's book still shows provider node %d's GPUs booked %v after the round drained", i, limit)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// runRounds is a sub-benchmark: b.N iterations of a market round and the
+// two broker rounds, from the renters renters(iteration) (distinct or
+// not), each round drained before the next. Metrics are named for
+// concurrency, the jobs per round.
+func (v *versus) runRounds(b *testing.B, concurrency int, p95Target float64, renters func(it int) []int) {
 	var market []jobSample
 	var broker, durable []time.Duration
 	v.br.placements() // the warm-up's
 	b.ResetTimer()
 	for it := range b.N {
-		renters := make([]int, concurrency)
-		for k := range renters {
-			renters[k] = v.renters[(it*concurrency+k)%len(v.renters)]
-		}
+		renters := renters(it)
 		// The three ways in turn, each first on every third iteration.
 		for way := range 3 {
+			if v.settle != nil {
+				b.StopTimer()
+				v.settle()
+				b.StartTimer()
+			}
 			switch (it + way) % 3 {
 			case 0:
 				market = append(market, v.m.round(b, renting.StateLeased, renters)...)
@@ -230,6 +286,7 @@ func BenchmarkCentralBroker(b *testing.B) {
 	v := newVersus(b)
 	b.Run("sequential", func(b *testing.B) { v.run(b, 1, 1.2) })
 	b.Run(fmt.Sprintf("concurrent%d", benchConcurrency), func(b *testing.B) { v.run(b, benchConcurrency, 1.5) })
+	b.Run(fmt.Sprintf("burst%d", burstJobs), v.burst)
 }
 
 // The broker's lease is one the provider holds: co-signed, recorded in the
