@@ -468,16 +468,20 @@ func (f *fetch) run(ctx context.Context) error {
 		case ev := <-incoming:
 			// Take, without waiting, up to a batch of received blocks for
 			// the writer, and up to a want batch's end, which is handled
-			// after the blocks before it.
+			// after the blocks before it; and no more than brings what
+			// waits for the writer to maxUnwritten bytes, so that a DAG of
+			// 2 MiB blocks passes the bound by one block, not a batch.
 			var got []blocks.Block
 			var ended []cid.Cid
+			took := unwrittenBytes
 			for {
 				if ev.blk == nil {
 					ended = ev.batch
 					break
 				}
 				got = append(got, ev.blk)
-				if len(got) == putBatch {
+				took += int64(len(ev.blk.RawData()))
+				if len(got) == putBatch || took >= maxUnwritten {
 					break
 				}
 				var more bool

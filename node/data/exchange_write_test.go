@@ -2,11 +2,15 @@ package data
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gleaner-net/gleaner/node/data/datatest"
+	ipld "github.com/ipfs/go-ipld-format"
 )
 
 // TestFetchGathersBlocksBehindASlowDisk: while the store is writing, the
@@ -78,5 +82,69 @@ func TestFetchGathersBlocksBehindASlowDisk(t *testing.T) {
 	}
 	if last := writes[len(writes)-1]; last > putBatch {
 		t.Fatalf("the last write took %d blocks, more than a batch: %v", last, writes)
+	}
+}
+
+// TestFetchPausesOnBytesBehindASlowDisk: while the store cannot write,
+// the fetch takes no more than maxUnwritten bytes of blocks beyond what
+// waits (one block past it at most), counted in bytes, not in blocks: a
+// DAG of 2 MiB blocks, the largest there are, holds no more memory than
+// one of chunks. Counted in blocks (3*putBatch), all 48 leaves here, 96
+// MiB, would wait in memory.
+func TestFetchPausesOnBytesBehindASlowDisk(t *testing.T) {
+	a := newXNode(t, testPrefix, 256<<20)
+	b := newXNode(t, testPrefix, 256<<20)
+	ctx := context.Background()
+	const leaves = 48
+	names := make([]string, leaves)
+	nodes := make([]ipld.Node, leaves)
+	for i := range nodes {
+		n, err := datatest.Leaf(ctx, a.s.DAG(), uint64(i+1), MaxBlockBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[i], nodes[i] = fmt.Sprintf("f%02d", i), n
+	}
+	root, err := datatest.Folder(ctx, a.s.DAG(), names, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first write (the folder's block) waits until the fetch has
+	// taken what it will: nothing more handed over for half a second.
+	var once sync.Once
+	var held int64
+	b.s.beforeWrite = func(int) {
+		once.Do(func() {
+			last, since := b.x.handed.Load(), time.Now()
+			for deadline := since.Add(30 * time.Second); time.Since(since) < 500*time.Millisecond; time.Sleep(10 * time.Millisecond) {
+				if n := b.x.handed.Load(); n != last {
+					last, since = n, time.Now()
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("the fetch kept taking blocks for 30 s behind a write that did not end (%d taken)", last)
+					break
+				}
+			}
+			held = last
+		})
+	}
+	connect(t, b.h, a.h)
+	res, err := b.x.Fetch(fetchCtx(t, time.Minute), root.Cid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Blocks != leaves+1 {
+		t.Fatalf("fetched %d blocks, want %d", res.Blocks, leaves+1)
+	}
+	// The folder's block, then leaves up to the bound and one past it.
+	if limit := int64(1 + maxUnwritten/MaxBlockBytes + 1); held > limit || held < 2 {
+		t.Fatalf("%d blocks taken behind the held write, want 2 to %d: %d MiB of 2 MiB blocks against a bound of %d MiB",
+			held, limit, (held-1)*2, maxUnwritten>>20)
+	}
+	t.Logf("%d blocks taken behind the held write (bound %d MiB)", held, maxUnwritten>>20)
+	for _, n := range nodes {
+		if ok, err := b.s.Blockstore().Has(ctx, n.Cid()); err != nil || !ok {
+			t.Fatalf("leaf %s not stored after the fetch: %v", n.Cid(), err)
+		}
 	}
 }
