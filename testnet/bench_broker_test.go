@@ -106,15 +106,23 @@ func newVersus(b *testing.B) *versus {
 // offer.
 func waitBrokerBook(tb testing.TB, bn *node.Node, m *benchMarket, limit time.Duration) {
 	tb.Helper()
+	waitBrokerOffers(tb, bn, m, limit, "lacks provider node %d's offer", func(*auction.Offer) bool { return true })
+}
+
+// waitBrokerOffers waits until the broker's book holds an offer of every
+// provider that ready accepts; it fails with notReady (given the
+// provider's node) after limit.
+func waitBrokerOffers(tb testing.TB, bn *node.Node, m *benchMarket, limit time.Duration, notReady string, ready func(*auction.Offer) bool) {
+	tb.Helper()
 	deadline := time.Now().Add(limit)
 	for _, i := range providerNodes(m) {
 		id := m.c.Nodes()[i].Host().ID().String()
 		for {
-			if _, _, ok := bn.Book().Get(id); ok {
+			if o, _, ok := bn.Book().Get(id); ok && ready(o) {
 				break
 			}
 			if time.Now().After(deadline) {
-				tb.Fatalf("the broker's book lacks provider node %d's offer after %v", i, limit)
+				tb.Fatalf("after %v, the broker's book "+notReady, limit, i)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -203,20 +211,10 @@ func (v *versus) burst(b *testing.B) {
 // for the benchmark job's maximum duration.
 func waitBookFree(tb testing.TB, bn *node.Node, m *benchMarket, limit time.Duration) {
 	tb.Helper()
-	deadline := time.Now().Add(limit)
-	for _, i := range providerNodes(m) {
-		id := m.c.Nodes()[i].Host().ID().String()
-		for {
-			now := time.Now()
-			if o, _, ok := bn.Book().Get(id); ok && o.FreeFor(len(o.GPUs), now, now.Add(time.Hour)) && len(o.Bronze) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				tb.Fatalf("the broker's book still shows provider node %d's GPUs booked %v after the round drained", i, limit)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitBrokerOffers(tb, bn, m, limit, "still shows provider node %d's GPUs booked", func(o *auction.Offer) bool {
+		now := time.Now()
+		return o.FreeFor(len(o.GPUs), now, now.Add(time.Hour)) && len(o.Bronze) == 0
+	})
 }
 
 // runRounds is a sub-benchmark: b.N iterations of a market round and the

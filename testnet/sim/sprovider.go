@@ -140,8 +140,11 @@ func (p *simProvider) publish() {
 // shows GPUs booked that the scheduler has freed (node's publisher's
 // rule). A publish scheduled for later is brought forward.
 func (p *simProvider) changed() {
+	if p.pending && p.pendingAt <= max(p.lastPub+freedGap, p.m.w.now) {
+		return // as soon as it can be
+	}
 	due := p.lastPub + bookingsGap
-	if p.offerHidesFreed() {
+	if _, freed := p.compareBookings(); freed {
 		due = p.lastPub + freedGap
 	}
 	due = max(due, p.m.w.now)
@@ -154,20 +157,6 @@ func (p *simProvider) changed() {
 			p.publish()
 		}
 	})
-}
-
-// offerHidesFreed is node's publisher's test (auction.BookingsFreed):
-// whether the offer published last shows GPUs booked, bronze ones
-// included, that the scheduler has freed, from now on to the offer's
-// horizon.
-func (p *simProvider) offerHidesFreed() bool {
-	if p.offer == nil {
-		return false
-	}
-	now := p.m.w.Now()
-	n, from, to := len(p.offer.GPUs), now.Truncate(time.Second).Unix(), now.Add(offerHorizon).Unix()
-	return auction.BookingsFreed(p.sched.Booked(now, offerHorizon), p.offer.Booked, n, from, to) ||
-		auction.BookingsFreed(p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze, n, from, to)
 }
 
 // reannounce republishes shortly before the offer expires, as node does.
@@ -233,23 +222,32 @@ func (p *simProvider) start(jobID string) error {
 	// the GPUs, which node's publisher sees on its next poll of the
 	// bookings. Without it the offer showed them free until the lease's
 	// end, and every quote asked there was declined as fully utilised.
-	if p.bookingsChanged() {
+	if changed, _ := p.compareBookings(); changed {
 		p.changed()
 	}
 	return nil
 }
 
-// bookingsChanged is node's publisher's test (node/offers): whether the
+// compareBookings is node's publisher's test (node/offers): whether the
 // scheduler's bookings, bronze ones included, differ from those of the
-// offer published last, from now on to the offer's horizon.
-func (p *simProvider) bookingsChanged() bool {
+// offer published last, from now on to the offer's horizon, and whether
+// that offer shows GPUs booked that the scheduler has freed.
+func (p *simProvider) compareBookings() (changed, freed bool) {
 	if p.offer == nil {
-		return false
+		return false, false
 	}
 	now := p.m.w.Now()
 	n, from, to := len(p.offer.GPUs), now.Truncate(time.Second).Unix(), now.Add(offerHorizon).Unix()
-	return auction.BookingsDiffer(p.sched.Booked(now, offerHorizon), p.offer.Booked, n, from, to) ||
-		auction.BookingsDiffer(p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze, n, from, to)
+	for _, c := range [...]struct{ actual, published []auction.Booking }{
+		{p.sched.Booked(now, offerHorizon), p.offer.Booked},
+		{p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze},
+	} {
+		if auction.BookingsDiffer(c.actual, c.published, n, from, to) {
+			changed = true
+			freed = freed || auction.BookingsFreed(c.actual, c.published, n, from, to)
+		}
+	}
+	return changed, freed
 }
 
 // paid takes a cumulative voucher.
