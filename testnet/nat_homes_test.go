@@ -388,10 +388,11 @@ func TestNATRelayLostMidJob(t *testing.T) {
 // unless it completed on prov's simulated GPUs.
 func (hs *homesNet) completeOn(t *testing.T, r, prov *natDaemon, name, gpu string) renting.JobRecord {
 	t.Helper()
-	// The subtests run jobs back to back, seconds apart: a job here must
-	// find the GPU the last one freed shown free, which a provider
-	// publishes within seconds of its lease's end (node/offers'
-	// freedGap), not only when its next booking change is due.
+	// The subtests run jobs seconds apart, two of them on the symmetric
+	// provider with one between: a job there must find the GPU the
+	// earlier one freed shown free, which a provider publishes within
+	// seconds of its lease's end (node/offers' freedGap), not only when
+	// its next booking change is due.
 	j, _ := runJob(t, r, natJobSpec(name, gpu, "-sleep", "500ms"), natJobBound, hs.all)
 	if j.State != renting.StateCompleted || j.Provider != prov.peerID || !j.Simulated {
 		dumpLogs(t, hs.all)

@@ -79,7 +79,9 @@ const putBatch = 32
 // maxUnwritten is how many bytes of received blocks a fetch lets wait
 // for its writer before it takes no more from bitswap: three batches of
 // chunks. Counted in bytes as well as blocks, so that a DAG of 2 MiB
-// blocks holds no more memory than one of chunks.
+// blocks hands its writer no more bytes than one of chunks. (What bitswap
+// has received and the walk not yet taken, up to putBatch blocks, and
+// the blocks wanted, are bounded in blocks: fetchWindow.)
 const maxUnwritten = 3 * putBatch * ChunkSize
 
 // ExchangeConfig is what NewExchange needs.
@@ -466,34 +468,7 @@ func (f *fetch) run(ctx context.Context) error {
 		}
 		select {
 		case ev := <-incoming:
-			// Take, without waiting, up to a batch of received blocks for
-			// the writer, and up to a want batch's end, which is handled
-			// after the blocks before it; and no more than brings what
-			// waits for the writer to maxUnwritten bytes, so that a DAG of
-			// 2 MiB blocks passes the bound by one block, not a batch.
-			var got []blocks.Block
-			var ended []cid.Cid
-			took := unwrittenBytes
-			for {
-				if ev.blk == nil {
-					ended = ev.batch
-					break
-				}
-				got = append(got, ev.blk)
-				took += int64(len(ev.blk.RawData()))
-				if len(got) == putBatch || took >= maxUnwritten {
-					break
-				}
-				var more bool
-				select {
-				case ev = <-events:
-					more = true
-				default:
-				}
-				if !more {
-					break
-				}
-			}
+			got, ended := take(ev, events, unwrittenBytes)
 			plain, err := f.received(got)
 			if err != nil {
 				return err
@@ -548,6 +523,30 @@ func (f *fetch) run(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return f.missing(ctx.Err())
+		}
+	}
+}
+
+// take takes ev and, without waiting, the received blocks after it for
+// the writer: up to a batch, up to a want batch's end (ended, handled
+// after the blocks before it), and no more than brings the bytes that
+// wait for the writer (unwritten before the take) to maxUnwritten, so
+// that a DAG of 2 MiB blocks passes that bound by one block, not by a
+// batch of them, however many have queued up.
+func take(ev event, events <-chan event, unwritten int64) (got []blocks.Block, ended []cid.Cid) {
+	for {
+		if ev.blk == nil {
+			return got, ev.batch
+		}
+		got = append(got, ev.blk)
+		unwritten += int64(len(ev.blk.RawData()))
+		if len(got) == putBatch || unwritten >= maxUnwritten {
+			return got, nil
+		}
+		select {
+		case ev = <-events:
+		default:
+			return got, nil
 		}
 	}
 }

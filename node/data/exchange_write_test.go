@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gleaner-net/gleaner/node/data/datatest"
+	blocks "github.com/ipfs/go-block-format"
+	"github.com/ipfs/go-cid"
 	ipld "github.com/ipfs/go-ipld-format"
 )
 
@@ -86,11 +89,11 @@ func TestFetchGathersBlocksBehindASlowDisk(t *testing.T) {
 }
 
 // TestFetchPausesOnBytesBehindASlowDisk: while the store cannot write,
-// the fetch takes no more than maxUnwritten bytes of blocks beyond what
-// waits (one block past it at most), counted in bytes, not in blocks: a
-// DAG of 2 MiB blocks, the largest there are, holds no more memory than
-// one of chunks. Counted in blocks (3*putBatch), all 48 leaves here, 96
-// MiB, would wait in memory.
+// the fetch hands its writer no more than maxUnwritten bytes of blocks
+// (one block past it at most), counted in bytes, not in blocks: a DAG of
+// 2 MiB blocks, the largest there are, hands it no more bytes than one of
+// chunks. Counted in blocks (3*putBatch), all 48 leaves here, 96 MiB,
+// would be handed over.
 func TestFetchPausesOnBytesBehindASlowDisk(t *testing.T) {
 	a := newXNode(t, testPrefix, 256<<20)
 	b := newXNode(t, testPrefix, 256<<20)
@@ -146,5 +149,51 @@ func TestFetchPausesOnBytesBehindASlowDisk(t *testing.T) {
 		if ok, err := b.s.Blockstore().Has(ctx, n.Cid()); err != nil || !ok {
 			t.Fatalf("leaf %s not stored after the fetch: %v", n.Cid(), err)
 		}
+	}
+}
+
+// A take stops at the byte bound, not at a batch, when large blocks have
+// queued up: 12 blocks of 2 MiB bring nothing waiting to 24 MiB
+// (maxUnwritten). (On loopback the blocks come one at a time, so the
+// fetch above cannot tell.) Chunks fill a batch; a want batch's end stops
+// a take; nothing queued ends it.
+func TestTakeStopsAtTheByteBound(t *testing.T) {
+	queued := func(size int, n int, endAt int) (event, chan event) {
+		ch := make(chan event, n)
+		var first event
+		for i := range n {
+			ev := event{blk: blocks.NewBlock(bytes.Repeat([]byte{byte(i)}, size))}
+			if i == endAt {
+				ev = event{batch: []cid.Cid{cid.Cid{}}}
+			}
+			if i == 0 {
+				first = ev
+				continue
+			}
+			ch <- ev
+		}
+		return first, ch
+	}
+	for _, c := range []struct {
+		name           string
+		size, n, endAt int
+		unwritten      int64
+		want           int
+		ended          bool
+	}{
+		{name: "2 MiB blocks, nothing waiting", size: MaxBlockBytes, n: putBatch, endAt: -1, want: maxUnwritten / MaxBlockBytes},
+		{name: "2 MiB blocks, 20 MiB waiting", size: MaxBlockBytes, n: putBatch, endAt: -1, unwritten: 20 << 20, want: 2},
+		{name: "2 MiB blocks, the bound reached", size: MaxBlockBytes, n: putBatch, endAt: -1, unwritten: maxUnwritten, want: 1},
+		{name: "chunks fill a batch", size: ChunkSize, n: putBatch + 5, endAt: -1, want: putBatch},
+		{name: "a want batch's end", size: ChunkSize, n: 10, endAt: 4, want: 4, ended: true},
+		{name: "nothing more queued", size: ChunkSize, n: 3, endAt: -1, want: 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first, ch := queued(c.size, c.n, c.endAt)
+			got, ended := take(first, ch, c.unwritten)
+			if len(got) != c.want || (ended != nil) != c.ended {
+				t.Fatalf("took %d blocks (ended %v), want %d (ended %v)", len(got), ended != nil, c.want, c.ended)
+			}
+		})
 	}
 }

@@ -191,8 +191,9 @@ const OfferHorizon = 7 * 24 * time.Hour
 // asks, and jobs end in no match or back off for seconds while the GPUs
 // idle (issue 33's burst: a round of short jobs that ended left the
 // cheapest provider shown full, and the burst's tail waited 10 s for its
-// offer). freedGap is twice renters' flood limit (offerRate), so a
-// provider whose short jobs end every second stays within it.
+// offer). freedGap is twice the interval of renters' flood limit
+// (offerRate: half its rate), so a provider whose short jobs end every
+// second stays within it.
 const (
 	bookingsPoll  = 2 * time.Second
 	bookingsGap   = 10 * time.Second
@@ -294,6 +295,12 @@ func (p *Publisher) Run(ctx context.Context) {
 	defer poll.Stop()
 	reach := time.NewTicker(reachPoll)
 	defer reach.Stop()
+	// freedAt fires when freedGap has passed since the last publication,
+	// armed by a freed change that came too soon after it: the poll alone
+	// would see it only on its next tick, up to bookingsPoll later.
+	freedAt := time.NewTimer(time.Hour)
+	freedAt.Stop()
+	defer freedAt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,11 +320,15 @@ func (p *Publisher) Run(ctx context.Context) {
 			}
 			continue
 		case <-poll.C:
-			if !p.bookingsDue() {
+			if !p.bookingsDue(freedAt) {
 				continue
 			}
 		case <-p.refresh:
-			if !p.bookingsDue() {
+			if !p.bookingsDue(freedAt) {
+				continue
+			}
+		case <-freedAt.C:
+			if !p.bookingsDue(freedAt) {
 				continue
 			}
 		}
@@ -329,18 +340,20 @@ func (p *Publisher) Run(ctx context.Context) {
 }
 
 // bookingsDue: the bookings changed and bookingsGap has passed since the
-// last publication, or freedGap where the change frees GPUs (if not, the
-// next poll looks again).
-func (p *Publisher) bookingsDue() bool {
+// last publication, or freedGap where the change frees GPUs. A freed
+// change that came sooner arms freedAt for when freedGap has passed;
+// anything else waits for the next poll.
+func (p *Publisher) bookingsDue(freedAt *time.Timer) bool {
 	p.publishMu.Lock()
 	since := time.Since(p.lastPublish)
 	p.publishMu.Unlock()
-	if since < freedGap {
-		return false
-	}
 	changed, freed := p.compareBookings()
 	if freed {
-		return true
+		if since >= freedGap {
+			return true
+		}
+		freedAt.Reset(freedGap - since)
+		return false
 	}
 	return since >= bookingsGap && (changed || p.datasetsChanged())
 }

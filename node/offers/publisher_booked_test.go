@@ -160,8 +160,8 @@ func TestPublisherRepublishesBookings(t *testing.T) {
 }
 
 // GPUs freed (a lease that ended long before its booked end) reach the
-// offer within freedGap and a poll, not bookingsGap, even right after a
-// publication: otherwise every renter's book shows them booked and no
+// offer within freedGap of the last publication, not bookingsGap, even
+// right after it: otherwise every renter's book shows them booked and no
 // renter asks for them. A new booking right after still waits for
 // bookingsGap.
 func TestPublisherRepublishesFreedGPUsPromptly(t *testing.T) {
@@ -186,15 +186,14 @@ func TestPublisherRepublishesFreedGPUsPromptly(t *testing.T) {
 	p.Refresh()
 	start := time.Now()
 	self := m.Host().ID().String()
-	waitFor(t, freedGap+2*bookingsPoll, "the freed GPU in the offer and the book", func() bool {
+	// Within freedGap of the booking's publication, which came just
+	// before (about 2 s here), with room for a loaded machine: not
+	// bookingsGap later.
+	waitFor(t, freedGap+2*time.Second, "the freed GPU in the offer and the book", func() bool {
 		o, _, ok := m.Book().Get(self)
 		return len(p.Current().Booked) == 0 && ok && len(o.Booked) == 0
 	})
-	took := time.Since(start)
-	t.Logf("the freed GPU was in the book %v after its lease ended", took.Round(time.Millisecond))
-	if took >= bookingsGap {
-		t.Fatalf("the freed GPU took %v to reach the book: as long as a new booking's wait (%v)", took, bookingsGap)
-	}
+	t.Logf("the freed GPU was in the book %v after its lease ended", time.Since(start).Round(time.Millisecond))
 
 	seq := p.Seq()
 	f.set(auction.Booking{Start: now + 600, End: now + 3600, GPUs: 1})

@@ -32,6 +32,11 @@ const bookingsGap = 10 * time.Second
 // booked, as node's publisher publishes those sooner.
 const freedGap = 2 * time.Second
 
+// bookingsSlack is node's publisher's: a change within it of now is not
+// worth an offer, so GPUs freed less than that before their booked end
+// do not make one sooner.
+const bookingsSlack = time.Minute
+
 // Sizes of messages the simulation counts without building each one: a
 // voucher (one real one is ~190 bytes: lease CID, lane, nonce, total, two
 // peer IDs, a signature) and a feed head. Ledger entries themselves are

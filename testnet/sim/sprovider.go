@@ -231,7 +231,8 @@ func (p *simProvider) start(jobID string) error {
 // compareBookings is node's publisher's test (node/offers): whether the
 // scheduler's bookings, bronze ones included, differ from those of the
 // offer published last, from now on to the offer's horizon, and whether
-// that offer shows GPUs booked that the scheduler has freed.
+// that offer shows GPUs booked that the scheduler has freed from
+// bookingsSlack on (node's publisher looks from there for both).
 func (p *simProvider) compareBookings() (changed, freed bool) {
 	if p.offer == nil {
 		return false, false
@@ -244,7 +245,7 @@ func (p *simProvider) compareBookings() (changed, freed bool) {
 	} {
 		if auction.BookingsDiffer(c.actual, c.published, n, from, to) {
 			changed = true
-			freed = freed || auction.BookingsFreed(c.actual, c.published, n, from, to)
+			freed = freed || auction.BookingsFreed(c.actual, c.published, n, from+int64(bookingsSlack/time.Second), to)
 		}
 	}
 	return changed, freed
