@@ -37,3 +37,52 @@ func TestAStartedNewcomersLeaseIsPublished(t *testing.T) {
 		t.Fatalf("%d quotes declined as fully utilised: the offer kept showing the running lease's GPU free", stats.QuotesBusy)
 	}
 }
+
+// A lease that ends before the end it booked frees its GPU in its
+// provider's offer within freedGap of the last publication (and the
+// gossip delay), as node's publisher does, not bookingsGap after it: a
+// job submitted seconds after the first one ended finds the GPU free in
+// its first round. Otherwise its book shows the provider full, its round
+// finds no match, and it waits for the book while the GPU idles. Here a
+// second job's lease, awarded 16 s before the first job ends, is
+// published 6 s before that end, so that end comes inside bookingsGap.
+func TestAFreedGPUIsPublishedWithinSeconds(t *testing.T) {
+	od := auction.Credits(400_000)
+	s := &Supply{OnDemand: map[string]auction.Credits{"RTX4090": od}, Providers: []Provider{{
+		ID: "p000", Model: "RTX4090", VRAMMiB: 24576, GPUs: 2, Country: "DE", Continent: "eu",
+		Floors:  auction.Prices{Gold: od * 7 / 10, Silver: od * 6 / 10, Bronze: od * 3 / 10},
+		Windows: []Span{{0, 86400}},
+	}}}
+	job := func(id string, submit, dur int64, r int) Job {
+		return Job{ID: id, Submit: submit, Duration: dur, GPUs: 1, Models: []string{"RTX4090"}, Tier: auction.Silver,
+			Kind: "batch", Renter: r, MaxPrice: od}
+	}
+	first := job("first", 120, 600, 0)
+	d := &Demand{Renters: []Behaviour{Honest, Honest, Honest}, Jobs: []Job{first}}
+	st, _, err := RunMarket(DefaultConfig(), s, d, 50*60, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Outcomes[0].Completed {
+		t.Fatalf("the first job alone did not complete: %+v", st.Outcomes[0])
+	}
+	ended := st.Outcomes[0].Finished
+	// A job's container starts a fixed time after its lease: the first
+	// job's, after its submission.
+	startup := st.Outcomes[0].Runs[0].Start - first.Submit
+	d.Jobs = []Job{first, job("long", ended-16, 3600, 1), job("next", ended+2, 600, 2)}
+	st, _, err = RunMarket(DefaultConfig(), s, d, 50*60, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Outcomes[0].Finished; got != ended {
+		t.Fatalf("the first job ended at %d beside the others, %d alone: the runs differ before they come", got, ended)
+	}
+	long, next := st.Outcomes[1], st.Outcomes[2]
+	if len(long.Runs) == 0 || len(next.Runs) == 0 {
+		t.Fatalf("the second or third job never ran: %+v, %+v", long, next)
+	}
+	if wait := next.Runs[0].Start - (ended + 2) - startup; wait > 1 {
+		t.Fatalf("the third job started %d s later than a job on a free GPU does: its book still showed the GPU the first job freed booked", wait)
+	}
+}
