@@ -13,16 +13,7 @@ import (
 // Here one provider's only GPU runs a first renter's job for hours: the
 // second job must see no free GPU, so no quote is declined as busy.
 func TestAStartedNewcomersLeaseIsPublished(t *testing.T) {
-	od := auction.Credits(400_000)
-	s := &Supply{OnDemand: map[string]auction.Credits{"RTX4090": od}, Providers: []Provider{{
-		ID: "p000", Model: "RTX4090", VRAMMiB: 24576, GPUs: 1, Country: "DE", Continent: "eu",
-		Floors:  auction.Prices{Gold: od * 7 / 10, Silver: od * 6 / 10, Bronze: od * 3 / 10},
-		Windows: []Span{{0, 86400}},
-	}}}
-	job := func(id string, submit, dur int64, r int) Job {
-		return Job{ID: id, Submit: submit, Duration: dur, GPUs: 1, Models: []string{"RTX4090"}, Tier: auction.Silver,
-			Kind: "batch", Renter: r, MaxPrice: od}
-	}
+	s, job := oneProvider(1)
 	// The horizon stays inside the offer's hourly re-announcement, which
 	// would publish the booking anyway.
 	d := &Demand{Renters: []Behaviour{Honest, Honest}, Jobs: []Job{job("first", 120, 4*3600, 0), job("waits", 600, 600, 1)}}
@@ -47,16 +38,7 @@ func TestAStartedNewcomersLeaseIsPublished(t *testing.T) {
 // second job's lease, awarded 16 s before the first job ends, is
 // published 6 s before that end, so that end comes inside bookingsGap.
 func TestAFreedGPUIsPublishedWithinSeconds(t *testing.T) {
-	od := auction.Credits(400_000)
-	s := &Supply{OnDemand: map[string]auction.Credits{"RTX4090": od}, Providers: []Provider{{
-		ID: "p000", Model: "RTX4090", VRAMMiB: 24576, GPUs: 2, Country: "DE", Continent: "eu",
-		Floors:  auction.Prices{Gold: od * 7 / 10, Silver: od * 6 / 10, Bronze: od * 3 / 10},
-		Windows: []Span{{0, 86400}},
-	}}}
-	job := func(id string, submit, dur int64, r int) Job {
-		return Job{ID: id, Submit: submit, Duration: dur, GPUs: 1, Models: []string{"RTX4090"}, Tier: auction.Silver,
-			Kind: "batch", Renter: r, MaxPrice: od}
-	}
+	s, job := oneProvider(2)
 	first := job("first", 120, 600, 0)
 	d := &Demand{Renters: []Behaviour{Honest, Honest, Honest}, Jobs: []Job{first}}
 	st, _, err := RunMarket(DefaultConfig(), s, d, 50*60, nil)
@@ -85,4 +67,20 @@ func TestAFreedGPUIsPublishedWithinSeconds(t *testing.T) {
 	if wait := next.Runs[0].Start - (ended + 2) - startup; wait > 1 {
 		t.Fatalf("the third job started %d s later than a job on a free GPU does: its book still showed the GPU the first job freed booked", wait)
 	}
+}
+
+// oneProvider is a supply of one provider with gpus RTX 4090s, free all
+// day, and job, a silver batch job on one of them from renter r.
+func oneProvider(gpus int) (*Supply, func(id string, submit, dur int64, r int) Job) {
+	od := auction.Credits(400_000)
+	s := &Supply{OnDemand: map[string]auction.Credits{"RTX4090": od}, Providers: []Provider{{
+		ID: "p000", Model: "RTX4090", VRAMMiB: 24576, GPUs: gpus, Country: "DE", Continent: "eu",
+		Floors:  auction.Prices{Gold: od * 7 / 10, Silver: od * 6 / 10, Bronze: od * 3 / 10},
+		Windows: []Span{{0, 86400}},
+	}}}
+	job := func(id string, submit, dur int64, r int) Job {
+		return Job{ID: id, Submit: submit, Duration: dur, GPUs: 1, Models: []string{"RTX4090"}, Tier: auction.Silver,
+			Kind: "batch", Renter: r, MaxPrice: od}
+	}
+	return s, job
 }
