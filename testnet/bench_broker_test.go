@@ -198,10 +198,7 @@ func (v *versus) run(b *testing.B, concurrency int, p95Target float64) {
 // again: a round must not meet the last one's bookings in an offer not
 // yet republished, which would fail the broker's placement outright.
 func (v *versus) burst(b *testing.B) {
-	renters := make([]int, burstJobs)
-	for k := range renters {
-		renters[k] = v.renters[k%len(v.renters)]
-	}
+	renters := spreadJobs(v.renters, burstJobs)
 	v.settle = func() { waitBookFree(b, v.m.c.Nodes()[brokerNode], v.m, 30*time.Second) }
 	defer func() { v.settle = nil }()
 	v.runRounds(b, burstJobs, 1.5, func(int) []int { return renters })

@@ -12,10 +12,13 @@ import (
 const burstJobs = 40
 
 // burstRenters spreads burstJobs over the renters, two or three each.
-func (m *benchMarket) burstRenters() []int {
-	out := make([]int, burstJobs)
+func (m *benchMarket) burstRenters() []int { return spreadJobs(m.renters, burstJobs) }
+
+// spreadJobs is n jobs' renters, dealt over renters in turn.
+func spreadJobs(renters []int, n int) []int {
+	out := make([]int, n)
 	for k := range out {
-		out[k] = m.renters[k%len(m.renters)]
+		out[k] = renters[k%len(renters)]
 	}
 	return out
 }
