@@ -290,7 +290,7 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 				s.bound = ev.State != target // an event was lost: cannot happen with a 256-event buffer
 			}
 		case <-ctx.Done():
-			return s, fmt.Errorf("job %s: %s after %v", j.ID, final, time.Since(t0))
+			return s, m.stuck(ws, j.ID, final, time.Since(t0))
 		}
 	}
 	if final != renting.StateCompleted {
@@ -309,6 +309,30 @@ func (m *benchMarket) measure(ws *wsClient, target, name string) (jobSample, err
 		}
 	}
 	return s, nil
+}
+
+// stuck describes a job that did not finish in time: the renter's
+// explanation, and each provider's leases for it with their state, so
+// that a run that fails says which side stopped.
+func (m *benchMarket) stuck(ws *wsClient, id, state string, after time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ex renter.Explain
+	_, exErr := ws.call(ctx, "job_explain", node.JobIDParams{ID: id}, &ex)
+	var held []string
+	for k, cl := range m.providers {
+		var ls []node.LeaseView
+		if err := cl.Call(ctx, "lease_list", nil, &ls); err != nil {
+			held = append(held, fmt.Sprintf("provider %d: lease_list: %v", k, err))
+			continue
+		}
+		for _, l := range ls {
+			if l.Lease != nil && l.Lease.JobID == id {
+				held = append(held, fmt.Sprintf("provider %d: lease %s active=%v", k, l.State, l.Active))
+			}
+		}
+	}
+	return fmt.Errorf("job %s: %s after %v\nexplain (%v): %+v\nproviders: %v", id, state, after, exErr, ex, held)
 }
 
 func (m *benchMarket) jobError(ctx context.Context, ws *wsClient, id, state, why string) error {
