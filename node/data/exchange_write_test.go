@@ -3,10 +3,12 @@ package data
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,21 +99,8 @@ func TestFetchGathersBlocksBehindASlowDisk(t *testing.T) {
 func TestFetchPausesOnBytesBehindASlowDisk(t *testing.T) {
 	a := newXNode(t, testPrefix, 256<<20)
 	b := newXNode(t, testPrefix, 256<<20)
-	ctx := context.Background()
 	const leaves = 48
-	names := make([]string, leaves)
-	nodes := make([]ipld.Node, leaves)
-	for i := range nodes {
-		n, err := datatest.Leaf(ctx, a.s.DAG(), uint64(i+1), MaxBlockBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names[i], nodes[i] = fmt.Sprintf("f%02d", i), n
-	}
-	root, err := datatest.Folder(ctx, a.s.DAG(), names, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, nodes := leafFolder(t, a, leaves)
 	// The first write (the folder's block) waits until the fetch has
 	// taken what it will: nothing more handed over for half a second.
 	var once sync.Once
@@ -146,7 +135,7 @@ func TestFetchPausesOnBytesBehindASlowDisk(t *testing.T) {
 	}
 	t.Logf("%d blocks taken behind the held write (bound %d MiB)", held, maxUnwritten>>20)
 	for _, n := range nodes {
-		if ok, err := b.s.Blockstore().Has(ctx, n.Cid()); err != nil || !ok {
+		if ok, err := b.s.Blockstore().Has(context.Background(), n.Cid()); err != nil || !ok {
 			t.Fatalf("leaf %s not stored after the fetch: %v", n.Cid(), err)
 		}
 	}
@@ -195,5 +184,64 @@ func TestTakeStopsAtTheByteBound(t *testing.T) {
 				t.Fatalf("took %d blocks (ended %v), want %d (ended %v)", len(got), ended != nil, c.want, c.ended)
 			}
 		})
+	}
+}
+
+// leafFolder stores on x a folder of n leaves of MaxBlockBytes each.
+func leafFolder(t *testing.T, x *xnode, n int) (ipld.Node, []ipld.Node) {
+	t.Helper()
+	ctx := context.Background()
+	names := make([]string, n)
+	nodes := make([]ipld.Node, n)
+	for i := range nodes {
+		leaf, err := datatest.Leaf(ctx, x.s.DAG(), uint64(i+1), MaxBlockBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[i], nodes[i] = fmt.Sprintf("f%02d", i), leaf
+	}
+	root, err := datatest.Folder(ctx, x.s.DAG(), names, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, nodes
+}
+
+// A walk paused for its writer waits on the disk, not on the network,
+// so the stall check does not take the pause for unanswered wants: no
+// bitswap restart, no wants sent again, however long the write takes.
+// The fetch is one the stall check would act on: its blocks were wanted
+// by a fetch that was cancelled moments before (withdraw.go), and the
+// write it pauses behind takes longer than rewantStall.
+func TestAFetchPausedForItsWriterIsNotAStall(t *testing.T) {
+	a := newXNode(t, testPrefix, 256<<20)
+	b := newXNode(t, testPrefix, 256<<20)
+	root, _ := leafFolder(t, a, 48)
+	var hold atomic.Bool
+	var once sync.Once
+	b.s.beforeWrite = func(int) {
+		if hold.Load() {
+			once.Do(func() { time.Sleep(rewantStall + rewantStall/2 + 500*time.Millisecond) })
+		}
+	}
+	connect(t, b.h, a.h)
+	ctx, cancel := context.WithCancel(fetchCtx(t, time.Minute))
+	if _, err := b.x.Fetch(ctx, root.Cid(), func(FetchProgress) { cancel() }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first fetch, cancelled at its first write: %v", err)
+	}
+	hold.Store(true)
+	start := time.Now()
+	res, err := b.x.Fetch(fetchCtx(t, time.Minute), root.Cid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Blocks != 49 {
+		t.Fatalf("fetched %d blocks, want 49", res.Blocks)
+	}
+	if took := time.Since(start); took < rewantStall {
+		t.Fatalf("the fetch took %v: the held write (longer than rewantStall, %v) did not hold it", took, rewantStall)
+	}
+	if n := b.x.rewants.Load(); n != 0 {
+		t.Fatalf("the fetch sent its wants again %d times while it waited for its writer", n)
 	}
 }
