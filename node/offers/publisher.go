@@ -177,52 +177,35 @@ const OfferHorizon = 7 * 24 * time.Hour
 // Bookings are compared at once when the job runner calls Refresh (after
 // a claim or a release), and by polling, which publishes what a Refresh
 // had to leave for later and coalesces a burst of awards into one
-// publication: an offer carries them within bookingsPoll of a change, and
-// never more often than every bookingsGap, which keeps a busy provider's
-// gossip near the hourly re-announcement rather than at the renters'
-// flood limit. A change that ends within bookingsSlack (a lease overrunning
-// its end by a second) is not worth an offer.
-//
-// GPUs freed (a lease that ended before the end it booked, a released
-// award) wait only freedGap. The two errors an offer can make do not cost
-// the same: one that shows GPUs free that are booked costs a renter one
-// declined quote ("fully utilised"), and it asks the others; one that
-// shows freed GPUs booked hides them from every renter's book, so none
-// asks, and jobs end in no match or back off for seconds while the GPUs
-// idle (issue 33's burst: a round of short jobs that ended left the
-// cheapest provider shown full, and the burst's tail waited 10 s for its
-// offer). freedGap is twice the interval of renters' flood limit
-// (offerRate: half its rate), so a provider whose short jobs end every
-// second stays within it.
+// publication: an offer carries them within bookingsPoll of a change.
+// How soon a change is published after the last publication is the
+// market's rule, shared with the simulator: auction.BookingsGap, and
+// auction.FreedGap for a change that frees GPUs (auction/bookings_pace.go
+// says why the two differ).
 const (
-	bookingsPoll  = 2 * time.Second
-	bookingsGap   = 10 * time.Second
-	freedGap      = 2 * time.Second
-	bookingsSlack = time.Minute
+	bookingsPoll = 2 * time.Second
+	bookingsGap  = auction.BookingsGap
+	freedGap     = auction.FreedGap
 )
 
 // compareBookings reports whether the published offer's bookings (bronze
-// ones included) differ from the scheduler's from now+bookingsSlack to
-// the offer's horizon, and whether they show GPUs booked that the
-// scheduler has freed.
+// ones included) differ from the scheduler's to the offer's horizon, and
+// whether they show GPUs booked that the scheduler has freed
+// (auction.CompareBookings).
 func (p *Publisher) compareBookings() (changed, freed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil {
 		return false, false
 	}
-	now := p.now().Truncate(time.Second)
-	gpus := len(p.current.GPUs)
-	from, to := now.Add(bookingsSlack).Unix(), p.current.IssuedAt+int64(OfferHorizon/time.Second)
+	now := p.now()
+	gpus, end := len(p.current.GPUs), p.current.IssuedAt+int64(OfferHorizon/time.Second)
 	compare := func(source func(time.Time) []auction.Booking, published []auction.Booking) {
 		if source == nil {
 			return
 		}
-		actual := source(now)
-		if auction.BookingsDiffer(actual, published, gpus, from, to) {
-			changed = true
-			freed = freed || auction.BookingsFreed(actual, published, gpus, from, to)
-		}
+		c, f := auction.CompareBookings(source(now.Truncate(time.Second)), published, gpus, now, end)
+		changed, freed = changed || c, freed || f
 	}
 	compare(p.bookings, p.current.Booked)
 	compare(p.bronze, p.current.Bronze)

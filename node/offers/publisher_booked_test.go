@@ -69,7 +69,7 @@ func TestPublisherAdvertisesBookings(t *testing.T) {
 	if changed, _ := p.compareBookings(); changed {
 		t.Fatal("unchanged bookings reported as changed")
 	}
-	// A change within bookingsSlack of now (a lease overrunning its end)
+	// A change within auction.BookingsSlack of now (a lease overrunning its end)
 	// is not worth an offer; one beyond it is. Only a change that frees
 	// GPUs the offer shows booked counts as freeing them.
 	f.set(auction.Booking{Start: now, End: now + 30, GPUs: 1}, auction.Booking{Start: now + 3600, End: now + 7200, GPUs: 1})
@@ -203,6 +203,55 @@ func TestPublisherRepublishesFreedGPUsPromptly(t *testing.T) {
 		t.Fatalf("a new booking was published (seq %d, then %d) within %v of the last publication; want it to wait for bookingsGap (%v)",
 			seq, got, freedGap+bookingsPoll, bookingsGap)
 	}
+}
+
+// A provider whose leases keep ending early (every 200 ms, a booked end
+// brought a minute forward: GPU time freed each time) publishes at most
+// once per freedGap: freed GPUs are published promptly, but never at
+// more than half the rate renters' books accept from one provider
+// (offerRate), however often they are freed. The last change still
+// reaches the offer.
+func TestPublisherFreesAtMostOncePerFreedGap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for bookingsGap and freedGap")
+	}
+	p, _, f := newBookedProvider(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	now := time.Now().Unix()
+	booking := func(i int64) auction.Booking { return auction.Booking{Start: now, End: now + 3600 - 60*i, GPUs: 1} }
+	f.set(booking(0))
+	p.Refresh()
+	waitFor(t, bookingsGap+3*bookingsPoll, "the booking in the offer", func() bool {
+		o := p.Current()
+		return o != nil && len(o.Booked) == 1 && o.Booked[0].End == booking(0).End
+	})
+
+	seq0, start := p.Seq(), time.Now()
+	const frees = 40
+	for i := range int64(frees) {
+		f.set(booking(i + 1))
+		p.Refresh()
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitFor(t, freedGap+2*bookingsPoll, "the last change in the offer", func() bool {
+		o := p.Current()
+		return o != nil && len(o.Booked) == 1 && o.Booked[0].End == booking(frees).End
+	})
+	elapsed := time.Since(start)
+	// Half the rate renters' books accept from one provider.
+	half := 2 * time.Duration(float64(time.Second)/float64(offerRate))
+	n, limit := p.Seq()-seq0, 1+uint64(elapsed/half)
+	if n > limit {
+		t.Fatalf("%d publications in %v for %d frees, limit %d (one per %v, half of offerRate)", n, elapsed, frees, limit, half)
+	}
+	// The frees were published as they came, not left for bookingsGap.
+	if least := uint64(elapsed/bookingsGap) + 2; n < least {
+		t.Fatalf("%d publications in %v for %d frees: want at least %d", n, elapsed, frees, least)
+	}
+	t.Logf("%d publications for %d frees in %v", n, frees, elapsed)
 }
 
 // The offer lists the GPUs the owner's rules allowed by their device

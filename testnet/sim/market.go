@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gleaner-net/gleaner/auction"
 	sched "github.com/gleaner-net/gleaner/auction/provider"
 	"github.com/gleaner-net/gleaner/auction/renter"
 	"github.com/gleaner-net/gleaner/ledger"
@@ -24,18 +25,13 @@ const simNetwork = "sim"
 // node's publisher does (offers.OfferHorizon).
 const offerHorizon = 7 * 24 * time.Hour
 
-// bookingsGap is the least time between two publishes for bookings, as
-// node's publisher coalesces them.
-const bookingsGap = 10 * time.Second
-
-// freedGap is bookingsGap for a change that frees GPUs the offer shows
-// booked, as node's publisher publishes those sooner.
-const freedGap = 2 * time.Second
-
-// bookingsSlack is node's publisher's: a change within it of now is not
-// worth an offer, so GPUs freed less than that before their booked end
-// do not make one sooner.
-const bookingsSlack = time.Minute
+// bookingsGap and freedGap are how soon after its last publication a
+// provider publishes a change of bookings, and one that frees GPUs: the
+// market's rule, node's publisher's too (auction/bookings_pace.go).
+const (
+	bookingsGap = auction.BookingsGap
+	freedGap    = auction.FreedGap
+)
 
 // Sizes of messages the simulation counts without building each one: a
 // voucher (one real one is ~190 bytes: lease CID, lane, nonce, total, two

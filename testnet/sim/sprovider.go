@@ -228,25 +228,22 @@ func (p *simProvider) start(jobID string) error {
 	return nil
 }
 
-// compareBookings is node's publisher's test (node/offers): whether the
-// scheduler's bookings, bronze ones included, differ from those of the
-// offer published last, from now on to the offer's horizon, and whether
-// that offer shows GPUs booked that the scheduler has freed from
-// bookingsSlack on (node's publisher looks from there for both).
+// compareBookings is node's publisher's test (auction.CompareBookings):
+// whether the scheduler's bookings, bronze ones included, differ from
+// those of the offer published last, to the offer's horizon, and whether
+// that offer shows GPUs booked that the scheduler has freed.
 func (p *simProvider) compareBookings() (changed, freed bool) {
 	if p.offer == nil {
 		return false, false
 	}
 	now := p.m.w.Now()
-	n, from, to := len(p.offer.GPUs), now.Truncate(time.Second).Unix(), now.Add(offerHorizon).Unix()
+	n, end := len(p.offer.GPUs), now.Add(offerHorizon).Unix()
 	for _, c := range [...]struct{ actual, published []auction.Booking }{
 		{p.sched.Booked(now, offerHorizon), p.offer.Booked},
 		{p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze},
 	} {
-		if auction.BookingsDiffer(c.actual, c.published, n, from, to) {
-			changed = true
-			freed = freed || auction.BookingsFreed(c.actual, c.published, n, from+int64(bookingsSlack/time.Second), to)
-		}
+		ch, f := auction.CompareBookings(c.actual, c.published, n, now, end)
+		changed, freed = changed || ch, freed || f
 	}
 	return changed, freed
 }
