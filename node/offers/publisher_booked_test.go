@@ -42,6 +42,18 @@ func newBookedProvider(t *testing.T) (*Publisher, *Market, *fakeBookings) {
 	return p, m, f
 }
 
+// runBookedProvider is newBookedProvider with its publisher running (until
+// the test ends) and its first offer out.
+func runBookedProvider(t *testing.T) (*Publisher, *Market, *fakeBookings) {
+	t.Helper()
+	p, m, f := newBookedProvider(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Run(ctx)
+	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	return p, m, f
+}
+
 // The offer carries the scheduler's bookings, as an offer may (capped at
 // its GPUs), through signing and the wire into renters' books; a
 // withdrawal carries none.
@@ -132,11 +144,7 @@ func TestPublisherRepublishesBookings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for bookingsGap")
 	}
-	p, _, f := newBookedProvider(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	p, _, f := runBookedProvider(t)
 	seq0, start := p.Seq(), time.Now()
 
 	now := time.Now().Unix()
@@ -168,11 +176,7 @@ func TestPublisherRepublishesFreedGPUsPromptly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for bookingsGap")
 	}
-	p, m, f := newBookedProvider(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	p, m, f := runBookedProvider(t)
 	now := time.Now().Unix()
 	booked := auction.Booking{Start: now, End: now + 3600, GPUs: 1}
 	f.set(booked)
@@ -215,11 +219,7 @@ func TestPublisherFreesAtMostOncePerFreedGap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for bookingsGap and freedGap")
 	}
-	p, _, f := newBookedProvider(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	waitFor(t, 5*time.Second, "the first offer", func() bool { return p.Current() != nil })
+	p, _, f := runBookedProvider(t)
 	now := time.Now().Unix()
 	booking := func(i int64) auction.Booking { return auction.Booking{Start: now, End: now + 3600 - 60*i, GPUs: 1} }
 	f.set(booking(0))
