@@ -323,12 +323,12 @@ func (m *benchMarket) stuck(ws *wsClient, id, state string, after time.Duration)
 	for k, cl := range m.providers {
 		var ls []node.LeaseView
 		if err := cl.Call(ctx, "lease_list", nil, &ls); err != nil {
-			held = append(held, fmt.Sprintf("provider %d: lease_list: %v", k, err))
+			held = append(held, fmt.Sprintf("provider node %d: lease_list: %v", k*benchProviderStep, err))
 			continue
 		}
 		for _, l := range ls {
 			if l.Lease != nil && l.Lease.JobID == id {
-				held = append(held, fmt.Sprintf("provider %d: lease %s active=%v", k, l.State, l.Active))
+				held = append(held, fmt.Sprintf("provider node %d: lease %s active=%v", k*benchProviderStep, l.State, l.Active))
 			}
 		}
 	}

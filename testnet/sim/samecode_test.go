@@ -58,6 +58,10 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 		{"testnet/sim/srenter_array.go", "ownView", []string{"renter.NewOwnView"}},
 		{"testnet/sim/srenter_array.go", "offersFor", []string{"r.ownView"}},
 		{"testnet/sim/srenter.go", "place", []string{"r.offersFor"}},
+		// Both publish their bookings by one rule (auction/bookings_pace.go).
+		{"node/offers/publisher.go", "compareBookings", []string{"auction.CompareBookings"}},
+		{"testnet/sim/sprovider.go", "compareBookings", []string{"auction.CompareBookings"}},
+		{"testnet/sim/sprovider.go", "changed", []string{"p.compareBookings"}},
 	}
 	for _, c := range cases {
 		calls, lits := callsIn(t, filepath.Join(root, c.file), c.fn)

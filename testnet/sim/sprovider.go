@@ -135,16 +135,22 @@ func (p *simProvider) publish() {
 	p.m.w.after(p.m.net.GossipDelay, func() { p.m.book.put(o) })
 }
 
-// changed schedules a publish for a change of bookings: at once, or when
-// bookingsGap has passed since the last one, freedGap where the offer
-// shows GPUs booked that the scheduler has freed (node's publisher's
-// rule). A publish scheduled for later is brought forward.
+// changed schedules a publish for a change of bookings, if the offer
+// published last no longer shows them (auction.CompareBookings: a change
+// within BookingsSlack of now is none): at once, or when bookingsGap has
+// passed since the last one, freedGap where the offer shows GPUs booked
+// that the scheduler has freed (node's publisher's rule). A publish
+// scheduled for later is brought forward.
 func (p *simProvider) changed() {
 	if p.pending && p.pendingAt <= max(p.lastPub+freedGap, p.m.w.now) {
 		return // as soon as it can be
 	}
+	changed, freed := p.compareBookings()
+	if !changed {
+		return
+	}
 	due := p.lastPub + bookingsGap
-	if _, freed := p.compareBookings(); freed {
+	if freed {
 		due = p.lastPub + freedGap
 	}
 	due = max(due, p.m.w.now)
@@ -222,22 +228,21 @@ func (p *simProvider) start(jobID string) error {
 	// the GPUs, which node's publisher sees on its next poll of the
 	// bookings. Without it the offer showed them free until the lease's
 	// end, and every quote asked there was declined as fully utilised.
-	if changed, _ := p.compareBookings(); changed {
-		p.changed()
-	}
+	p.changed()
 	return nil
 }
 
 // compareBookings is node's publisher's test (auction.CompareBookings):
 // whether the scheduler's bookings, bronze ones included, differ from
-// those of the offer published last, to the offer's horizon, and whether
-// that offer shows GPUs booked that the scheduler has freed.
+// those of the offer published last, to that offer's horizon (from its
+// issue, as node's), and whether that offer shows GPUs booked that the
+// scheduler has freed.
 func (p *simProvider) compareBookings() (changed, freed bool) {
 	if p.offer == nil {
 		return false, false
 	}
 	now := p.m.w.Now()
-	n, end := len(p.offer.GPUs), now.Add(offerHorizon).Unix()
+	n, end := len(p.offer.GPUs), p.offer.IssuedAt+int64(offerHorizon/time.Second)
 	for _, c := range [...]struct{ actual, published []auction.Booking }{
 		{p.sched.Booked(now, offerHorizon), p.offer.Booked},
 		{p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze},
