@@ -249,6 +249,7 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 func serveFrom(n *feedNode, st *ledger.Store) {
 	alt := New(n.h, st, n.key, n.f.log)
 	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto), alt.serve)
+	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto2), alt.serve)
 }
 
 // fakeHeads makes n well-formed heads of distinct made-up authors: what a
