@@ -72,11 +72,18 @@ func TestAHubRelaysToSpokesTheAuthorDidNotTell(t *testing.T) {
 	hub := newFeedNode(t, ctx)
 	var spokes []*feedNode
 	for range 4 {
-		s := newFeedNode(t, ctx)
+		s := newFeedNodeDHT(t, ctx, "client")
 		link(t, ctx, s, hub)
 		spokes = append(spokes, s)
 	}
 	time.Sleep(time.Second)
+	for i, a := range spokes {
+		for _, b := range spokes[i+1:] {
+			if a.h.LibP2P().Network().Connectedness(b.h.ID()) == network.Connected {
+				t.Fatal("two spokes found each other: the test needs them to meet only through the hub")
+			}
+		}
+	}
 	author := spokes[0]
 	c, err := author.f.Append(ledger.TypeOutcome, []byte(`{"n":1}`))
 	if err != nil {
