@@ -33,9 +33,9 @@ const (
 	// an author told of its own head (told.go). Both are served; a push
 	// asks for 2 first, so a node of before lists gets the plain form.
 	ledgerSyncProto2 = "ledger-sync/2"
-	maxHeadMsg      = 160 << 10 // a head, or a fraud proof of two entries
-	maxSyncEntries  = 256       // entries of one feed per request
-	antiEntropy     = 30 * time.Second
+	maxHeadMsg       = 160 << 10 // a head, or a fraud proof of two entries
+	maxSyncEntries   = 256       // entries of one feed per request
+	antiEntropy      = 30 * time.Second
 
 	fetchWorkers    = 4                     // fetch requests in flight per node
 	announceEvery   = 50 * time.Millisecond // at most one round of announcements this often
