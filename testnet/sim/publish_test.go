@@ -35,8 +35,12 @@ func TestAStartedNewcomersLeaseIsPublished(t *testing.T) {
 // job submitted seconds after the first one ended finds the GPU free in
 // its first round. Otherwise its book shows the provider full, its round
 // finds no match, and it waits for the book while the GPU idles. Here a
-// second job's lease, awarded 16 s before the first job ends, is
-// published 6 s before that end, so that end comes inside bookingsGap.
+// second job, submitted 6 s before the first job ends, has its lease
+// published moments before that end, so that end comes inside
+// bookingsGap. (Submitted 10 s or more before, its publication comes
+// bookingsGap or more before the end, and the old rule publishes the end
+// at once too: the scenario would not tell the rules apart. With the old
+// rule, offsets 4 to 8 s make the third job wait its 300 s retry.)
 func TestAFreedGPUIsPublishedWithinSeconds(t *testing.T) {
 	s, job := oneProvider(2)
 	first := job("first", 120, 600, 0)
@@ -52,7 +56,7 @@ func TestAFreedGPUIsPublishedWithinSeconds(t *testing.T) {
 	// A job's container starts a fixed time after its lease: the first
 	// job's, after its submission.
 	startup := st.Outcomes[0].Runs[0].Start - first.Submit
-	d.Jobs = []Job{first, job("long", ended-16, 3600, 1), job("next", ended+2, 600, 2)}
+	d.Jobs = []Job{first, job("long", ended-6, 3600, 1), job("next", ended+2, 600, 2)}
 	st, _, err = RunMarket(DefaultConfig(), s, d, 50*60, nil)
 	if err != nil {
 		t.Fatal(err)
