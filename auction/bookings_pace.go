@@ -33,12 +33,22 @@ const (
 // CompareBookings reports whether a provider's actual bookings differ
 // from those its offer of gpus GPUs published, from now+BookingsSlack to
 // end (the offer's horizon), and whether the published ones show GPUs
-// booked that actual has freed (BookingsFreed). Bronze holds are compared
-// on their own, with a second call.
+// booked that actual has freed (BookingsFreed).
 func CompareBookings(actual, published []Booking, gpus int, now time.Time, end int64) (changed, freed bool) {
-	from := now.Truncate(time.Second).Add(BookingsSlack).Unix()
+	from := now.Add(BookingsSlack).Unix()
 	if !BookingsDiffer(actual, published, gpus, from, end) {
 		return false, false
 	}
 	return true, BookingsFreed(actual, published, gpus, from, end)
+}
+
+// BookingsChanged is CompareBookings for o, the offer a provider
+// published last, against its scheduler's bookings and bronze holds now:
+// over o's GPUs, to o's horizon (its issue plus horizon), either list
+// changed, and either shows GPUs freed.
+func (o *Offer) BookingsChanged(booked, bronze []Booking, now time.Time, horizon time.Duration) (changed, freed bool) {
+	end := o.IssuedAt + int64(horizon/time.Second)
+	c1, f1 := CompareBookings(booked, o.Booked, len(o.GPUs), now, end)
+	c2, f2 := CompareBookings(bronze, o.Bronze, len(o.GPUs), now, end)
+	return c1 || c2, f1 || f2
 }

@@ -191,7 +191,7 @@ const (
 // compareBookings reports whether the published offer's bookings (bronze
 // ones included) differ from the scheduler's to the offer's horizon, and
 // whether they show GPUs booked that the scheduler has freed
-// (auction.CompareBookings).
+// (auction.Offer.BookingsChanged).
 func (p *Publisher) compareBookings() (changed, freed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -199,17 +199,14 @@ func (p *Publisher) compareBookings() (changed, freed bool) {
 		return false, false
 	}
 	now := p.now()
-	gpus, end := len(p.current.GPUs), p.current.IssuedAt+int64(OfferHorizon/time.Second)
-	compare := func(source func(time.Time) []auction.Booking, published []auction.Booking) {
+	// A list with no source (not set yet) is taken as published.
+	read := func(source func(time.Time) []auction.Booking, published []auction.Booking) []auction.Booking {
 		if source == nil {
-			return
+			return published
 		}
-		c, f := auction.CompareBookings(source(now.Truncate(time.Second)), published, gpus, now, end)
-		changed, freed = changed || c, freed || f
+		return source(now.Truncate(time.Second))
 	}
-	compare(p.bookings, p.current.Booked)
-	compare(p.bronze, p.current.Bronze)
-	return changed, freed
+	return p.current.BookingsChanged(read(p.bookings, p.current.Booked), read(p.bronze, p.current.Bronze), now, OfferHorizon)
 }
 
 // minPublishGap keeps an honest provider far below renters' flood limit and

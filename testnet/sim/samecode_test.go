@@ -59,8 +59,8 @@ func TestSimDrivesTheNodesMarketCode(t *testing.T) {
 		{"testnet/sim/srenter_array.go", "offersFor", []string{"r.ownView"}},
 		{"testnet/sim/srenter.go", "place", []string{"r.offersFor"}},
 		// Both publish their bookings by one rule (auction/bookings_pace.go).
-		{"node/offers/publisher.go", "compareBookings", []string{"auction.CompareBookings"}},
-		{"testnet/sim/sprovider.go", "compareBookings", []string{"auction.CompareBookings"}},
+		{"node/offers/publisher.go", "compareBookings", []string{"p.current.BookingsChanged"}},
+		{"testnet/sim/sprovider.go", "compareBookings", []string{"p.offer.BookingsChanged"}},
 		{"testnet/sim/sprovider.go", "changed", []string{"p.compareBookings"}},
 	}
 	for _, c := range cases {

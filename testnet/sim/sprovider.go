@@ -232,7 +232,7 @@ func (p *simProvider) start(jobID string) error {
 	return nil
 }
 
-// compareBookings is node's publisher's test (auction.CompareBookings):
+// compareBookings is node's publisher's test (auction.Offer.BookingsChanged):
 // whether the scheduler's bookings, bronze ones included, differ from
 // those of the offer published last, to that offer's horizon (from its
 // issue, as node's), and whether that offer shows GPUs booked that the
@@ -242,15 +242,7 @@ func (p *simProvider) compareBookings() (changed, freed bool) {
 		return false, false
 	}
 	now := p.m.w.Now()
-	n, end := len(p.offer.GPUs), p.offer.IssuedAt+int64(offerHorizon/time.Second)
-	for _, c := range [...]struct{ actual, published []auction.Booking }{
-		{p.sched.Booked(now, offerHorizon), p.offer.Booked},
-		{p.sched.BronzeHeld(now, offerHorizon), p.offer.Bronze},
-	} {
-		ch, f := auction.CompareBookings(c.actual, c.published, n, now, end)
-		changed, freed = changed || ch, freed || f
-	}
-	return changed, freed
+	return p.offer.BookingsChanged(p.sched.Booked(now, offerHorizon), p.sched.BronzeHeld(now, offerHorizon), now, offerHorizon)
 }
 
 // paid takes a cumulative voucher.
