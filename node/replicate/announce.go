@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -12,6 +13,9 @@ import (
 type outbox struct {
 	heads   map[string]ledgerHead
 	sending bool // a drain goroutine owns the sending
+	// told: the peers our own head in heads was queued for, named in
+	// its push (told.go).
+	told []string
 }
 
 // announce queues a head this node has just stored for the next round of
@@ -80,19 +84,39 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
 		peers = peers[:maxPushPeers]
 	}
+	self := f.host.ID().String()
+	var told []string // set if heads hold our own: every peer it goes to
+	for _, h := range heads {
+		if h.Author == self {
+			told = make([]string, len(peers))
+			for i, p := range peers {
+				told[i] = p.String()
+			}
+			break
+		}
+	}
 	f.outMu.Lock()
 	defer f.outMu.Unlock()
 	for _, p := range peers {
 		q := f.out[p]
 		if q == nil {
 			q = &outbox{heads: make(map[string]ledgerHead)}
-			f.out[p] = q
 		}
 		for _, h := range heads {
+			if h.Author != self && f.told.covers(h.Author, h.Seq, p) {
+				continue // the author told p itself
+			}
 			if old, ok := q.heads[h.Author]; (ok && old.Seq < h.Seq) || (!ok && len(q.heads) < maxOutbox) {
 				q.heads[h.Author] = h
 			}
 		}
+		if told != nil {
+			q.told = told
+		}
+		if len(q.heads) == 0 {
+			continue
+		}
+		f.out[p] = q
 		if !q.sending {
 			q.sending = true
 			f.goRun(func() { f.drain(ctx, p, q) })
@@ -119,8 +143,13 @@ func (f *Feeds) drain(ctx context.Context, p peer.ID, q *outbox) {
 			f.outMu.Unlock()
 			return
 		}
+		var told []string
+		self := f.host.ID().String()
+		if slices.ContainsFunc(batch, func(h ledgerHead) bool { return h.Author == self }) {
+			told = q.told
+		}
 		f.outMu.Unlock()
-		if err := f.pushTo(ctx, p, batch); err != nil {
+		if err := f.pushTo(ctx, p, batch, told); err != nil {
 			f.log.Debug("have not pushed", "peer", p, "err", err)
 			f.outMu.Lock()
 			clear(q.heads)
@@ -129,11 +158,17 @@ func (f *Feeds) drain(ctx context.Context, p peer.ID, q *outbox) {
 	}
 }
 
-func (f *Feeds) pushTo(ctx context.Context, p peer.ID, heads []ledgerHead) error {
-	s, done, err := f.openSync(ctx, p, pushTimeout)
+func (f *Feeds) pushTo(ctx context.Context, p peer.ID, heads []ledgerHead, told []string) error {
+	v2 := f.host.ProtocolID(ledgerSyncProto2)
+	s, done, err := f.openSyncWith(ctx, p, pushTimeout, v2, f.host.ProtocolID(ledgerSyncProto))
 	if err != nil {
 		return err
 	}
 	defer done()
-	return writeMsg(s, syncRequest{Kind: "have", Heads: heads})
+	f.pushes.Add(1)
+	req := syncRequest{Kind: "have", Heads: heads}
+	if s.Protocol() == v2 {
+		req.Told = told
+	}
+	return writeMsg(s, req)
 }

@@ -29,9 +29,13 @@ import (
 const (
 	ledgerTopic     = "ledger/1"
 	ledgerSyncProto = "ledger-sync/1"
-	maxHeadMsg      = 160 << 10 // a head, or a fraud proof of two entries
-	maxSyncEntries  = 256       // entries of one feed per request
-	antiEntropy     = 30 * time.Second
+	// ledgerSyncProto2 is ledger-sync/1 whose "have" may name the peers
+	// an author told of its own head (told.go). Both are served; a push
+	// asks for 2 first, so a node of before lists gets the plain form.
+	ledgerSyncProto2 = "ledger-sync/2"
+	maxHeadMsg       = 160 << 10 // a head, or a fraud proof of two entries
+	maxSyncEntries   = 256       // entries of one feed per request
+	antiEntropy      = 30 * time.Second
 
 	fetchWorkers    = 4                     // fetch requests in flight per node
 	announceEvery   = 50 * time.Millisecond // at most one round of announcements this often
@@ -73,6 +77,9 @@ type syncRequest struct {
 	To     uint64       `json:"to,omitempty"`
 	Ranges []syncRange  `json:"ranges,omitempty"` // "ranges": several feeds' at once
 	Heads  []ledgerHead `json:"heads,omitempty"`  // "have": heads the sender now holds
+	// Told, in a "have" over ledger-sync/2, names the peers the sender
+	// queued its own head in Heads for (told.go); at most maxPushPeers.
+	Told []string `json:"told,omitempty"`
 }
 
 // syncRange asks for author's entries from..to.
@@ -111,6 +118,10 @@ type Feeds struct {
 
 	outMu sync.Mutex // guards out and every outbox in it
 	out   map[peer.ID]*outbox
+	told  *toldList // the peers authors told of their heads (told.go)
+
+	// pushes counts "have" pushes sent, for the tests.
+	pushes atomic.Int64
 
 	// Recovery bounds the recovery of this node's own feed from peers at
 	// start (recover.go); set it before Start.
@@ -134,6 +145,7 @@ func New(h *p2p.Host, store *ledger.Store, key crypto.PrivKey, log *slog.Logger)
 		ann:       make(map[string]ledgerHead),
 		annKick:   make(chan struct{}, 1),
 		out:       make(map[peer.ID]*outbox),
+		told:      newToldList(),
 		ready:     make(chan struct{}),
 		recovered: make(chan struct{}),
 	}
@@ -169,6 +181,7 @@ func (f *Feeds) Start(ctx context.Context) error {
 		return err
 	}
 	f.host.LibP2P().SetStreamHandler(f.host.ProtocolID(ledgerSyncProto), f.serve)
+	f.host.LibP2P().SetStreamHandler(f.host.ProtocolID(ledgerSyncProto2), f.serve)
 	f.goRun(func() { f.readLoop(ctx, sub) })
 	f.goRun(func() { f.antiEntropyLoop(ctx) })
 	f.goRun(func() { f.announceLoop(ctx) })

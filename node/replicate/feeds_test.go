@@ -33,9 +33,17 @@ func newFeedNode(t *testing.T, ctx context.Context) *feedNode { return newFeedNo
 
 func newFeedNodeTB(t testing.TB, ctx context.Context) *feedNode {
 	t.Helper()
+	return newFeedNodeDHT(t, ctx, "server")
+}
+
+// newFeedNodeDHT is a feed node whose DHT runs in mode: a "client" is in
+// no peer's routing table, so peers never learn of it from one another
+// and meet it only by dialling it themselves (a spoke behind a hub).
+func newFeedNodeDHT(t testing.TB, ctx context.Context, mode string) *feedNode {
+	t.Helper()
 	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
 	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network("local"), p2p.DisableNATServices(),
-		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode("server"), p2p.DiscoveryInterval(0))
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode(mode), p2p.DiscoveryInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +257,7 @@ func TestPartitionHealsToIdenticalHeads(t *testing.T) {
 func serveFrom(n *feedNode, st *ledger.Store) {
 	alt := New(n.h, st, n.key, n.f.log)
 	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto), alt.serve)
+	n.h.LibP2P().SetStreamHandler(n.h.ProtocolID(ledgerSyncProto2), alt.serve)
 }
 
 // fakeHeads makes n well-formed heads of distinct made-up authors: what a

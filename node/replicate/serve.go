@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-net/gleaner/p2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
 // serve answers range, head and heads requests from the local store, and takes
@@ -49,14 +50,20 @@ func (f *Feeds) serve(s network.Stream) {
 	case "ranges":
 		f.serveRanges(s, req.Ranges)
 	case "have":
-		if len(req.Heads) > maxHeadsPerMsg {
+		if len(req.Heads) > maxHeadsPerMsg || len(req.Told) > maxPushPeers {
 			_ = s.Reset()
 			return
 		}
 		for _, h := range req.Heads {
-			if validHead(h) {
-				f.offer(h, from)
+			if !validHead(h) {
+				continue
 			}
+			// Before the offer: the fetch it starts ends in a relay,
+			// which reads the list.
+			if len(req.Told) > 0 && h.Author == from.String() {
+				f.told.record(h.Author, h.Seq, req.Told)
+			}
+			f.offer(h, from)
 		}
 	}
 }
@@ -128,8 +135,14 @@ func (f *Feeds) serveHeads(s network.Stream) {
 // rides on connections the node has anyway) with the whole exchange bound
 // by timeout; done closes it.
 func (f *Feeds) openSync(ctx context.Context, p peer.ID, timeout time.Duration) (network.Stream, func(), error) {
+	return f.openSyncWith(ctx, p, timeout, f.host.ProtocolID(ledgerSyncProto))
+}
+
+// openSyncWith is openSync with the protocols to ask for, in order of
+// preference.
+func (f *Feeds) openSyncWith(ctx context.Context, p peer.ID, timeout time.Duration, protos ...protocol.ID) (network.Stream, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	s, err := f.host.LibP2P().NewStream(network.WithNoDial(ctx, "ledger sync with connected peers"), p, f.host.ProtocolID(ledgerSyncProto))
+	s, err := f.host.LibP2P().NewStream(network.WithNoDial(ctx, "ledger sync with connected peers"), p, protos...)
 	if err != nil {
 		cancel()
 		return nil, nil, err
