@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -85,42 +86,42 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		peers = peers[:maxPushPeers]
 	}
 	self := f.host.ID().String()
-	var told []string // set if heads hold our own: every peer it goes to
-	for _, h := range heads {
-		if h.Author == self {
-			told = make([]string, len(peers))
-			for i, p := range peers {
-				told[i] = p.String()
-			}
-			break
-		}
-	}
+	ours := slices.ContainsFunc(heads, func(h ledgerHead) bool { return h.Author == self })
 	f.outMu.Lock()
 	defer f.outMu.Unlock()
+	var told []string // the peers our own head was queued for, directly connected
+	var queued []*outbox
 	for _, p := range peers {
 		q := f.out[p]
 		if q == nil {
 			q = &outbox{heads: make(map[string]ledgerHead)}
 		}
 		for _, h := range heads {
-			if h.Author != self && f.told.covers(h.Author, h.Seq, p) {
-				continue // the author told p itself
+			if h.Author != self && !f.told.relayTo(h.Author, h.Seq, p) {
+				continue // the author told p itself (told.go)
 			}
 			if old, ok := q.heads[h.Author]; (ok && old.Seq < h.Seq) || (!ok && len(q.heads) < maxOutbox) {
 				q.heads[h.Author] = h
 			}
 		}
-		if told != nil {
-			q.told = told
-		}
 		if len(q.heads) == 0 {
 			continue
+		}
+		// Only a peer with a direct connection can fetch from us (sync
+		// does not use relayed connections), so only such a peer goes on
+		// the list: a hub relays to the others.
+		if ours && q.heads[self].Author == self && f.host.LibP2P().Network().Connectedness(p) == network.Connected {
+			told = append(told, p.String())
+			queued = append(queued, q)
 		}
 		f.out[p] = q
 		if !q.sending {
 			q.sending = true
 			f.goRun(func() { f.drain(ctx, p, q) })
 		}
+	}
+	for _, q := range queued {
+		q.told = told // read by the drains under outMu
 	}
 }
 

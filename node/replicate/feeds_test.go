@@ -41,9 +41,15 @@ func newFeedNodeTB(t testing.TB, ctx context.Context) *feedNode {
 // and meet it only by dialling it themselves (a spoke behind a hub).
 func newFeedNodeDHT(t testing.TB, ctx context.Context, mode string) *feedNode {
 	t.Helper()
+	return newFeedNodeWith(t, ctx, p2p.DisableNATServices(), p2p.DHTMode(mode))
+}
+
+// newFeedNodeWith is a feed node on loopback with opts besides.
+func newFeedNodeWith(t testing.TB, ctx context.Context, opts ...p2p.Option) *feedNode {
+	t.Helper()
 	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
-	h, err := p2p.New(ctx, p2p.Identity(key), p2p.Network("local"), p2p.DisableNATServices(),
-		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DHTMode(mode), p2p.DiscoveryInterval(0))
+	h, err := p2p.New(ctx, append([]p2p.Option{p2p.Identity(key), p2p.Network("local"),
+		p2p.ListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")), p2p.DiscoveryInterval(0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/gleaner-net/gleaner/ledger"
@@ -54,16 +55,17 @@ func (f *Feeds) serve(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
+		// The list first, decoded once: the fetch an offer starts ends
+		// in a relay, which reads it. Only the sender's own head takes it.
+		if len(req.Told) > 0 {
+			if i := slices.IndexFunc(req.Heads, func(h ledgerHead) bool { return h.Author == from.String() }); i >= 0 && validHead(req.Heads[i]) {
+				f.told.record(req.Heads[i].Author, req.Heads[i].Seq, parseTold(req.Told))
+			}
+		}
 		for _, h := range req.Heads {
-			if !validHead(h) {
-				continue
+			if validHead(h) {
+				f.offer(h, from)
 			}
-			// Before the offer: the fetch it starts ends in a relay,
-			// which reads the list.
-			if len(req.Told) > 0 && h.Author == from.String() {
-				f.told.record(h.Author, h.Seq, req.Told)
-			}
-			f.offer(h, from)
 		}
 	}
 }

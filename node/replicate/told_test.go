@@ -2,8 +2,16 @@ package replicate
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/gleaner-net/gleaner/ledger"
 	"github.com/gleaner-net/gleaner/p2p"
@@ -20,14 +28,14 @@ func pushesOf(ns []*feedNode) int64 {
 	return n
 }
 
-// In a full mesh an entry costs about one push per peer, the author's:
-// the others heard from the author, so no node relays the head to them.
-// Before told lists, each of the other nodes told every other, (N-1)^2
-// pushes in all (36 here).
+// In a full mesh an entry costs about 1 + crossCheckPeers pushes per
+// peer: the author's, and each other node's cross-checks; the others
+// heard from the author. Before told lists, each of the other nodes told
+// every other, (N-1)^2 pushes in all (64 here).
 func TestAFullMeshRelaysNoHeadTheAuthorTold(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const n = 7
+	const n = 9
 	var ns []*feedNode
 	for range n {
 		ns = append(ns, newFeedNode(t, ctx))
@@ -55,9 +63,10 @@ func TestAFullMeshRelaysNoHeadTheAuthorTold(t *testing.T) {
 		})
 		time.Sleep(300 * time.Millisecond) // any relay still on its way
 		got := pushesOf(ns) - before
-		// The author's n-1, and a few relays by a node that fetched on
-		// gossip before the author's push reached it.
-		if limit := int64(2 * (n - 1)); got > limit {
+		// The author's n-1, each other node's crossCheckPeers on
+		// average, and room for a node that fetched on gossip before the
+		// author's push reached it and so relayed to all.
+		if limit := int64((3 + crossCheckPeers) * (n - 1)); got > limit {
 			t.Fatalf("round %d: %d pushes for one entry among %d nodes in a full mesh, want at most %d", round, got, n, limit)
 		}
 		t.Logf("round %d: %d pushes for one entry among %d nodes", round, got, n)
@@ -187,13 +196,16 @@ func TestAPeerOfBeforeToldListsGetsPlainPushes(t *testing.T) {
 }
 
 // The list remembers the latest head per author, for the peers named,
-// and starts over past maxToldAuthors.
+// and starts over past maxToldAuthors; a relay goes to every peer not
+// named, never to the author, and to a named peer about crossCheckPeers
+// times in the list's length.
 func TestToldList(t *testing.T) {
 	a, b, c := newActor(t), newActor(t), newActor(t)
+	pa, _ := peer.Decode(a.id)
 	pb, _ := peer.Decode(b.id)
 	pc, _ := peer.Decode(c.id)
 	l := newToldList()
-	l.record(a.id, 5, []string{b.id, "not a peer id"})
+	l.record(a.id, 5, parseTold([]string{b.id, "not a peer id"}))
 	switch {
 	case !l.covers(a.id, 5, pb), !l.covers(a.id, 4, pb):
 		t.Fatal("a told peer is not covered at or below the told seq")
@@ -203,13 +215,37 @@ func TestToldList(t *testing.T) {
 		t.Fatal("a peer not told is covered")
 	case !l.covers(b.id, 99, pb):
 		t.Fatal("an author does not cover its own head")
+	case l.relayTo(a.id, 5, pa):
+		t.Fatal("a head is relayed to its author")
+	case !l.relayTo(a.id, 5, pc), !l.relayTo(a.id, 6, pb):
+		t.Fatal("a peer the list does not cover is not relayed to")
 	}
-	l.record(a.id, 4, []string{c.id}) // older: dropped
+	l.record(a.id, 4, parseTold([]string{c.id})) // older: dropped
 	if l.covers(a.id, 4, pc) || !l.covers(a.id, 5, pb) {
 		t.Fatal("an older list replaced a newer one")
 	}
+
+	// The cross-check's rate: a list of 10 peers, each relayed to about
+	// crossCheckPeers/10 of the time.
+	var ten []string
+	for range 10 {
+		ten = append(ten, newActor(t).id)
+	}
+	l.record(a.id, 7, parseTold(ten))
+	p0, _ := peer.Decode(ten[0])
+	const tries = 10000
+	relayed := 0
+	for range tries {
+		if l.relayTo(a.id, 7, p0) {
+			relayed++
+		}
+	}
+	if want := tries * crossCheckPeers / 10; relayed < want/2 || relayed > want*3/2 {
+		t.Fatalf("a told peer was relayed to %d times in %d, want about %d", relayed, tries, want)
+	}
+
 	for i := range maxToldAuthors {
-		l.record(newActorID(t, i), 1, []string{b.id})
+		l.record(newActorID(t, i), 1, parseTold([]string{b.id}))
 	}
 	if len(l.authors) > maxToldAuthors {
 		t.Fatalf("%d authors remembered, bound %d", len(l.authors), maxToldAuthors)
@@ -217,3 +253,177 @@ func TestToldList(t *testing.T) {
 }
 
 func newActorID(t *testing.T, _ int) string { return newActor(t).id }
+
+// An equivocating author shows one entry to half its peers and another,
+// at the same seq, to the rest, and names every peer on both lists so
+// that nobody relays. The relayers' cross-checks still carry each branch
+// to the other half within a hop: every node holds a proof of the fork
+// within seconds, long before anti-entropy's first round (30 s). With
+// crossCheckPeers at 0 this fails.
+func TestAnEquivocatorNamingEveryPeerIsStillCaught(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 8
+	var honest []*feedNode
+	for range n {
+		honest = append(honest, newFeedNode(t, ctx))
+	}
+	rogue := newFeedNode(t, ctx)
+	for i := range honest {
+		for j := i + 1; j < n; j++ {
+			link(t, ctx, honest[i], honest[j])
+		}
+		link(t, ctx, rogue, honest[i])
+	}
+	time.Sleep(time.Second)
+	author := rogue.h.ID().String()
+
+	// Two branches at seq 1, each in a store of its own.
+	branch := func(result string) (*ledger.Store, ledgerHead) {
+		t.Helper()
+		_, se, err := ledger.NewEntry(rogue.key, nil, ledger.TypeOutcome, []byte(`{"result":"`+result+`"}`), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := ledger.OpenStore(filepath.Join(t.TempDir(), result+".db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if err := st.Append(se); err != nil {
+			t.Fatal(err)
+		}
+		return st, ledgerHead{Author: author, Seq: 1, CID: se.CID().String()}
+	}
+	stA, headA := branch("completed")
+	stB, headB := branch("failed")
+	serveA, serveB := New(rogue.h, stA, rogue.key, quietLog), New(rogue.h, stB, rogue.key, quietLog)
+	sawA := make(map[peer.ID]bool)
+	var told []string
+	for i, h := range honest {
+		sawA[h.h.ID()] = i < n/2
+		told = append(told, h.h.ID().String())
+	}
+	// Each peer is served the branch it was shown, over either protocol.
+	serveShown := func(s network.Stream) {
+		if sawA[s.Conn().RemotePeer()] {
+			serveA.serve(s)
+		} else {
+			serveB.serve(s)
+		}
+	}
+	lh := rogue.h.LibP2P()
+	lh.SetStreamHandler(rogue.h.ProtocolID(ledgerSyncProto), serveShown)
+	lh.SetStreamHandler(rogue.h.ProtocolID(ledgerSyncProto2), serveShown)
+
+	start := time.Now()
+	for _, h := range honest {
+		head := headB
+		if sawA[h.h.ID()] {
+			head = headA
+		}
+		s, err := lh.NewStream(network.WithNoDial(ctx, "test"), h.h.ID(), rogue.h.ProtocolID(ledgerSyncProto2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeMsg(s, syncRequest{Kind: "have", Heads: []ledgerHead{head}, Told: told}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	for i, h := range honest {
+		eventually(t, 5*time.Second, fmt.Sprintf("honest node %d freezes the equivocator's feed", i), func() bool {
+			_, frozen := h.f.store.Frozen(author)
+			return frozen
+		})
+		proof, _ := h.f.store.Frozen(author)
+		if who, err := ledger.VerifyProof(proof); err != nil || who != author {
+			t.Fatalf("node %d's proof: %v, %q", i, err, who)
+		}
+	}
+	t.Logf("all %d nodes froze the feed %v after the two branches were shown", n, time.Since(start).Round(time.Millisecond))
+}
+
+// A peer the author reaches only through a relay is left off the list:
+// sync does not use relayed connections, so it could not fetch from the
+// author, and a hub must relay to it. The list still names the peers
+// with a direct connection.
+func TestAPeerBehindARelayIsNotOnTheList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The author must be able to dial a circuit: NAT services on.
+	author := newFeedNodeWith(t, ctx, p2p.DHTMode("server"))
+	proto2 := author.h.ProtocolID(ledgerSyncProto2)
+
+	// A relay, and a home peer behind it that listens nowhere.
+	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.EnableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relayHost.Close() })
+	r, err := relayv2.New(relayHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	relayInfo := peer.AddrInfo{ID: relayHost.ID(), Addrs: relayHost.Addrs()}
+	home, err := libp2p.New(libp2p.NoListenAddrs, libp2p.EnableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = home.Close() })
+	if err := home.Connect(ctx, relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Reserve(ctx, home, relayInfo); err != nil {
+		t.Fatalf("reserve a slot on the relay: %v", err)
+	}
+
+	// A directly connected peer that records the lists pushed to it.
+	direct, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.Close() })
+	lists := make(chan []string, 16)
+	direct.SetStreamHandler(proto2, func(s network.Stream) {
+		defer s.Close()
+		raw, err := p2p.ReadFrame(s, maxSyncRequest)
+		if err != nil {
+			return
+		}
+		var req syncRequest
+		if decodeMsg(raw, &req) == nil && req.Kind == "have" {
+			lists <- req.Told
+		}
+	})
+	lh := author.h.LibP2P()
+	if err := lh.Connect(ctx, peer.AddrInfo{ID: direct.ID(), Addrs: direct.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	circuit := ma.StringCast(relayHost.Addrs()[0].String() + "/p2p/" + relayHost.ID().String() + "/p2p-circuit")
+	if err := lh.Connect(network.WithAllowLimitedConn(ctx, "test"), peer.AddrInfo{ID: home.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
+		t.Fatalf("connect through the relay: %v", err)
+	}
+	if c := lh.Network().Connectedness(home.ID()); c != network.Limited {
+		t.Fatalf("the author's connection to the home peer is %v, want a relayed (limited) one", c)
+	}
+	if !slices.Contains(lh.Network().Peers(), home.ID()) {
+		t.Fatal("the home peer is not among the author's peers: the test would prove nothing")
+	}
+
+	if _, err := author.f.Append(ledger.TypeOutcome, []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case told := <-lists:
+		if slices.Contains(told, home.ID().String()) {
+			t.Fatalf("the list %v names the peer reached only through a relay", told)
+		}
+		if !slices.Contains(told, direct.ID().String()) {
+			t.Fatalf("the list %v leaves out the directly connected peer", told)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push reached the directly connected peer")
+	}
+}
