@@ -87,6 +87,14 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 	}
 	self := f.host.ID().String()
 	ours := slices.ContainsFunc(heads, func(h ledgerHead) bool { return h.Author == self })
+	// For each head of another author that came with its list, the
+	// peers the relay leaves out (told.go).
+	skips := make([]map[peer.ID]bool, len(heads))
+	for i, h := range heads {
+		if h.Author != self {
+			skips[i] = f.told.skips(h.Author, h.Seq, peers)
+		}
+	}
 	f.outMu.Lock()
 	defer f.outMu.Unlock()
 	var told []string // the peers our own head was queued for, directly connected
@@ -96,9 +104,10 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		if q == nil {
 			q = &outbox{heads: make(map[string]ledgerHead)}
 		}
-		for _, h := range heads {
-			if h.Author != self && !f.told.relayTo(h.Author, h.Seq, p) {
-				continue // the author told p itself (told.go)
+		ps := p.String()
+		for i, h := range heads {
+			if skips[i][p] || h.Author == ps {
+				continue // the author told p itself, or is p (told.go)
 			}
 			if old, ok := q.heads[h.Author]; (ok && old.Seq < h.Seq) || (!ok && len(q.heads) < maxOutbox) {
 				q.heads[h.Author] = h
@@ -110,9 +119,13 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		// Only a peer with a direct connection can fetch from us (sync
 		// does not use relayed connections), so only such a peer goes on
 		// the list: a hub relays to the others.
-		if ours && q.heads[self].Author == self && f.host.LibP2P().Network().Connectedness(p) == network.Connected {
-			told = append(told, p.String())
-			queued = append(queued, q)
+		if ours && q.heads[self].Author == self {
+			if f.host.LibP2P().Network().Connectedness(p) == network.Connected {
+				told = append(told, p.String())
+				queued = append(queued, q)
+			} else {
+				q.told = nil // no list of an earlier round with this head
+			}
 		}
 		f.out[p] = q
 		if !q.sending {

@@ -13,8 +13,10 @@ import (
 // "What those 20 ms wait behind"). So an author's "have" of its own head
 // names the peers it queued that head for over a direct connection
 // ("told", ledger-sync/2 only), and a node that relays the head tells only
-// crossCheckPeers of them, picked at random, besides the peers the list
-// does not name (a spoke behind a hub is told as before).
+// crossCheckPeers of those it is connected to, picked at random, besides
+// the peers the list does not name (a spoke behind a hub is told as
+// before). A listed peer whose push from the author failed hears from a
+// relayer's picks, or at the latest from anti-entropy (30 s).
 //
 // The cross-check is what keeps forks caught within a hop: an
 // equivocating author can show one entry to some peers and another to
@@ -28,11 +30,11 @@ import (
 
 const (
 	// maxToldAuthors bounds the authors whose lists are remembered; past
-	// it the memory starts over (a relay to a peer that was told costs
-	// one push, as it did before lists).
+	// it one is forgotten at random for each new one (a relay to a peer
+	// that was told costs one push, as it did before lists).
 	maxToldAuthors = 1024
 	// crossCheckPeers is how many of the peers on an author's list a
-	// relayer still tells, on average: enough that two branches of a fork
+	// relayer still tells, picked at random: enough that two branches of a fork
 	// meet within a hop (TestAnEquivocatorNamingEveryPeerIsStillCaught).
 	crossCheckPeers = 2
 )
@@ -72,7 +74,10 @@ func (t *toldList) record(author string, seq uint64, peers map[peer.ID]struct{})
 		return
 	}
 	if _, ok := t.authors[author]; !ok && len(t.authors) >= maxToldAuthors {
-		clear(t.authors)
+		for a := range t.authors { // one out, at random (map order)
+			delete(t.authors, a)
+			break
+		}
 	}
 	t.authors[author] = toldEntry{seq: seq, peers: peers}
 }
@@ -93,22 +98,35 @@ func (t *toldList) covers(author string, seq uint64, p peer.ID) bool {
 	return told
 }
 
-// relayTo says whether a relay of author's head at seq goes to p: never
-// to the author; to a peer the author says it told, with a chance of
-// crossCheckPeers in the list's length (the cross-check); to any other
-// peer, always.
-func (t *toldList) relayTo(author string, seq uint64, p peer.ID) bool {
-	if p.String() == author {
-		return false
-	}
+// skips is the peers among peers that a relay of author's head at seq
+// leaves out: the author, and those the author says it told but for
+// crossCheckPeers of them picked at random (the cross-check). Picking
+// among the peers this node is connected to, not by a chance per peer,
+// keeps the cross-check whole however long the list: an author cannot
+// pad its list with made-up peers to make the picks rare. nil: the
+// author has given no list for this head.
+func (t *toldList) skips(author string, seq uint64, peers []peer.ID) map[peer.ID]bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	e, ok := t.authors[author]
+	var listed []peer.ID
+	if ok && e.seq >= seq {
+		for _, p := range peers {
+			if _, told := e.peers[p]; told && p.String() != author {
+				listed = append(listed, p)
+			}
+		}
+	}
+	t.mu.Unlock()
 	if !ok || e.seq < seq {
-		return true
+		return nil
 	}
-	if _, told := e.peers[p]; !told {
-		return true
+	rand.Shuffle(len(listed), func(i, j int) { listed[i], listed[j] = listed[j], listed[i] })
+	skip := make(map[peer.ID]bool, len(listed)+1)
+	for _, p := range listed[min(crossCheckPeers, len(listed)):] {
+		skip[p] = true
 	}
-	return rand.IntN(len(e.peers)) < crossCheckPeers
+	if a, err := peer.Decode(author); err == nil {
+		skip[a] = true
+	}
+	return skip
 }
