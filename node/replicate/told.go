@@ -82,22 +82,6 @@ func (t *toldList) record(author string, seq uint64, peers map[peer.ID]struct{})
 	t.authors[author] = toldEntry{seq: seq, peers: peers}
 }
 
-// covers says whether the author said it told p of its head at seq (or a
-// later one); p being the author counts.
-func (t *toldList) covers(author string, seq uint64, p peer.ID) bool {
-	if p.String() == author {
-		return true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.authors[author]
-	if !ok || e.seq < seq {
-		return false
-	}
-	_, told := e.peers[p]
-	return told
-}
-
 // skips is the peers among peers that a relay of author's head at seq
 // leaves out: the author, and those the author says it told but for
 // crossCheckPeers of them picked at random (the cross-check). Picking

@@ -463,3 +463,19 @@ func TestAPeerBehindARelayIsNotOnTheList(t *testing.T) {
 		t.Fatal("no push reached the directly connected peer")
 	}
 }
+
+// covers (for the tests) says whether the author said it told p of its head at seq (or a
+// later one); p being the author counts.
+func (t *toldList) covers(author string, seq uint64, p peer.ID) bool {
+	if p.String() == author {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.authors[author]
+	if !ok || e.seq < seq {
+		return false
+	}
+	_, told := e.peers[p]
+	return told
+}
