@@ -51,23 +51,33 @@ func (f *Feeds) serve(s network.Stream) {
 	case "ranges":
 		f.serveRanges(s, req.Ranges)
 	case "have":
-		if len(req.Heads) > maxHeadsPerMsg || len(req.Told) > maxPushPeers {
+		if !f.takeHave(from, req) {
 			_ = s.Reset()
-			return
-		}
-		// The list first, decoded once: the fetch an offer starts ends
-		// in a relay, which reads it. Only the sender's own head takes it.
-		if len(req.Told) > 0 {
-			if i := slices.IndexFunc(req.Heads, func(h ledgerHead) bool { return h.Author == from.String() }); i >= 0 && validHead(req.Heads[i]) {
-				f.told.record(req.Heads[i].Author, req.Heads[i].Seq, parseTold(req.Told))
-			}
-		}
-		for _, h := range req.Heads {
-			if validHead(h) {
-				f.offer(h, from)
-			}
 		}
 	}
+}
+
+// takeHave takes a "have" push from a peer: the author's list of the
+// peers it told (its own head only), then every valid head on offer. A
+// push over the bounds is refused whole (false).
+func (f *Feeds) takeHave(from peer.ID, req syncRequest) bool {
+	if len(req.Heads) > maxHeadsPerMsg || len(req.Told) > maxPushPeers {
+		return false
+	}
+	// The list first, decoded once: the fetch an offer starts ends in a
+	// relay, which reads it. Only the sender's own head takes it.
+	if len(req.Told) > 0 {
+		self := from.String()
+		if i := slices.IndexFunc(req.Heads, func(h ledgerHead) bool { return h.Author == self }); i >= 0 && validHead(req.Heads[i]) {
+			f.told.record(req.Heads[i].Author, req.Heads[i].Seq, parseTold(req.Told))
+		}
+	}
+	for _, h := range req.Heads {
+		if validHead(h) {
+			f.offer(h, from)
+		}
+	}
+	return true
 }
 
 // serveRanges sends, for each range asked for, the entries of it that we
