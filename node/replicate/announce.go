@@ -121,7 +121,7 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		// the list: a hub relays to the others.
 		if ours && q.heads[self].Author == self {
 			if f.host.LibP2P().Network().Connectedness(p) == network.Connected {
-				told = append(told, p.String())
+				told = append(told, ps)
 				queued = append(queued, q)
 			} else {
 				q.told = nil // no list of an earlier round with this head
