@@ -207,6 +207,34 @@ func TestWindowEnd(t *testing.T) {
 	}
 }
 
+// A bronze lease started 10 s before the owner's window closes, inside
+// its 30 s notice (its renter was slow to start it), is preempted with
+// the 10 s that are left, so that it ends when the window does. Found by
+// the simulator with a pull of 0 s: a run that ended 2 s past its
+// provider's window.
+func TestALateStartGetsTheNoticeLeftBeforeTheWindowCloses(t *testing.T) {
+	s := newSched(1)
+	s.SetWindows([]auction.Window{{Start: t0.Unix(), End: at(time.Hour).Unix()}}, t0)
+	claimed := at(time.Hour - 20*time.Second)
+	l := mkLease("late", auction.Bronze, 1, claimed, 2*time.Hour)
+	l.Price = 0
+	if _, err := s.Claim(l, []int{0}, claimed); err != nil {
+		t.Fatal(err)
+	}
+	started := at(time.Hour - 10*time.Second)
+	acts, err := s.Start("late", started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts = append(acts, s.Tick(started)...)
+	if show(acts) != "launch:late preempt:late" || acts[1].Reason != ReasonWindowEnd {
+		t.Fatalf("started inside the notice: %q", show(acts))
+	}
+	if acts[1].Notice != 10*time.Second {
+		t.Fatalf("notice %v, want the 10s left before the window closes", acts[1].Notice)
+	}
+}
+
 // The lease's end stops it once.
 func TestStopAtEnd(t *testing.T) {
 	s := newSched(1)
