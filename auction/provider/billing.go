@@ -178,12 +178,7 @@ func (s *Scheduler) step(l *lease, now time.Time) (Action, bool) {
 		return l.end(StopAtEnd, ReasonLeaseEnd, ""), true
 	}
 	if !l.closes.IsZero() && !now.Before(l.closes.Add(-l.notice())) {
-		a := l.end(Preempt, l.closesFor, l.closes.UTC().Format(time.RFC3339))
-		// A lease started inside its notice (its renter was slow to
-		// start it), or a step that comes late, gets what is left: the
-		// owner's window closes when the owner said, not a notice later.
-		a.Notice = max(0, min(a.Notice, l.closes.Sub(now)))
-		return a, true
+		return l.end(Preempt, l.closesFor, l.closes.UTC().Format(time.RFC3339)), true
 	}
 	if !l.launched {
 		if s.ready(l, now) {

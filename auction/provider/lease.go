@@ -196,6 +196,15 @@ func (s *Scheduler) start(l *lease, now time.Time) ([]Action, error) {
 		return nil, ErrSuperseded
 	case l.ending != 0:
 		return nil, fmt.Errorf("%w: %s", ErrEnding, l.why)
+	case l.l.Tier == auction.Bronze && !l.kept && s.closesWithinNotice(l, now):
+		// Started now, it would be preempted at once and run its notice
+		// past the owner's window (its renter was slow to start it). The
+		// award ends at the next tick, as one not started in time. A
+		// lease claimed again after a restart (kept) may be running
+		// already: it starts, and gets its notice.
+		l.deadline = now
+		s.refresh(l)
+		return nil, fmt.Errorf("%w: the owner's window closes within the lease's %v notice", ErrExpired, l.notice())
 	}
 	l.state = Started
 	s.arm(l, now)
@@ -455,4 +464,16 @@ func (s *Scheduler) Supersede(jobID string, now time.Time) ([]Action, bool) {
 		return nil, false
 	}
 	return s.release(l, now, false), true
+}
+
+// closesWithinNotice reports whether the owner's window closes before
+// a bronze lease started at now would have its whole notice: its
+// preemption would be due at once. Outside every window it closes now.
+// Called with s.mu held.
+func (s *Scheduler) closesWithinNotice(l *lease, now time.Time) bool {
+	if !s.bounded {
+		return false
+	}
+	closes := s.windowEnd(now)
+	return closes.Unix() < l.l.End && closes.Before(now.Add(l.notice()))
 }

@@ -198,40 +198,44 @@ func TestWindowEnd(t *testing.T) {
 		t.Fatalf("at the notice: %+v", acts)
 	}
 	s.Release("long", notice)
+	// Outside every window a bronze award does not start.
 	mustClaim(t, s, "late", auction.Bronze, at(3*time.Hour), 0)
-	if acts, _ := s.Start("late", at(3*time.Hour)); show(acts) != "launch:late" {
-		t.Fatalf("start: %q", show(acts))
+	if acts, err := s.Start("late", at(3*time.Hour)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("start outside the window: %q, %v", show(acts), err)
 	}
-	if got := show(s.Tick(at(3 * time.Hour))); got != "stop-at-end:short stop-at-end:silver preempt:late" {
+	if got := show(s.Tick(at(3 * time.Hour))); got != "stop-at-end:short stop-at-end:silver expire:late" {
 		t.Fatalf("outside the window: %q", got)
 	}
 }
 
-// A bronze lease started 10 s before the owner's window closes, inside
-// its 30 s notice (its renter was slow to start it), is preempted with
-// the 10 s that are left, so that it ends when the window does. Found by
-// the simulator with a pull of 0 s: a run that ended 2 s past its
-// provider's window.
-func TestALateStartGetsTheNoticeLeftBeforeTheWindowCloses(t *testing.T) {
-	s := newSched(1)
+// A bronze award started 10 s before the owner's window closes, inside
+// its 30 s notice (its renter was slow to start it), is refused and ends
+// at the next tick as an award not started in time: started, it would
+// have been preempted at once and run its notice past the window. Found
+// by the simulator with a pull of 0 s: a run 2 s past its provider's
+// window. Started 40 s before, it launches.
+func TestABronzeStartInsideItsNoticeBeforeTheWindowClosesIsRefused(t *testing.T) {
+	s := newSched(2)
 	s.SetWindows([]auction.Window{{Start: t0.Unix(), End: at(time.Hour).Unix()}}, t0)
-	claimed := at(time.Hour - 20*time.Second)
-	l := mkLease("late", auction.Bronze, 1, claimed, 2*time.Hour)
-	l.Price = 0
-	if _, err := s.Claim(l, []int{0}, claimed); err != nil {
-		t.Fatal(err)
+	claimed := at(time.Hour - 50*time.Second)
+	for i, id := range []string{"late", "timely"} {
+		l := mkLease(id, auction.Bronze, 1, claimed, 2*time.Hour)
+		l.Price = 0
+		if _, err := s.Claim(l, []int{i}, claimed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if acts, err := s.Start("timely", at(time.Hour-40*time.Second)); err != nil || show(acts) != "launch:timely" {
+		t.Fatalf("a start with its notice left: %q, %v", show(acts), err)
 	}
 	started := at(time.Hour - 10*time.Second)
 	acts, err := s.Start("late", started)
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrExpired) || len(acts) != 0 {
+		t.Fatalf("a start inside the notice: %q, %v; want it refused as expired", show(acts), err)
 	}
-	acts = append(acts, s.Tick(started)...)
-	if show(acts) != "launch:late preempt:late" || acts[1].Reason != ReasonWindowEnd {
-		t.Fatalf("started inside the notice: %q", show(acts))
-	}
-	if acts[1].Notice != 10*time.Second {
-		t.Fatalf("notice %v, want the 10s left before the window closes", acts[1].Notice)
+	// The timely one runs until its notice, 30 s before the close.
+	if got := show(s.Tick(started)); got != "expire:late preempt:timely" {
+		t.Fatalf("at the next tick: %q, want the refused award expired and the other preempted with its notice", got)
 	}
 }
 

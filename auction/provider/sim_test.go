@@ -125,6 +125,7 @@ type simJob struct {
 	launches, launchOK int // launches, and those on GPUs no launched job still occupied
 	launchAt           time.Time
 	exited             bool // it exited by itself
+	refused            bool // its start was refused: bronze, inside its notice before the window closes
 }
 
 type evKind uint8

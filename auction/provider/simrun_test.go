@@ -32,9 +32,12 @@ func (m *sim) handle(ev event) {
 		m.do(m.s.SetAvailability(availability(simGPUs, m.out), m.now))
 	case evStart:
 		acts, err := m.s.Start(j.p.id, m.now)
-		if err != nil && !errors.Is(err, ErrEnding) {
+		// ErrExpired: a bronze award started inside its notice before
+		// the window closes is refused, and expires at the next tick.
+		if err != nil && !errors.Is(err, ErrEnding) && !errors.Is(err, ErrExpired) {
 			panic(fmt.Sprintf("start %s: %v", j.p.id, err))
 		}
+		j.refused = errors.Is(err, ErrExpired)
 		m.do(acts)
 	case evRunning:
 		if j.ending != 0 || j.releases > 0 {

@@ -47,8 +47,11 @@ func checkWeek(t *testing.T, m *sim) {
 		if j.ending == Preempt && l.Tier != auction.Bronze {
 			t.Errorf("%s: %s preempted", id, l.Tier)
 		}
-		if j.p.noStart != (j.ending == Expire) {
-			t.Errorf("%s: never started %v, expired %v", id, j.p.noStart, j.ending == Expire)
+		if (j.p.noStart || j.refused) != (j.ending == Expire) {
+			t.Errorf("%s: never started %v, start refused %v, expired %v", id, j.p.noStart, j.refused, j.ending == Expire)
+		}
+		if j.refused && l.Tier != auction.Bronze {
+			t.Errorf("%s: a %s start refused as inside its notice", id, l.Tier)
 		}
 		if l.Tier == auction.Gold && j.running {
 			reservations++

@@ -2,6 +2,8 @@ package replicate
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -22,6 +24,24 @@ func FuzzHave(f *testing.F) {
 	f.Add([]byte(`{"kind":"have","heads":[{"author":"` + from.id + `","seq":3,"cid":"bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmvqhkvb4y"}],"told":["` + other.id + `","not a peer"]}`))
 	f.Add([]byte(`{"kind":"have","heads":[],"told":["` + other.id + `"]}`))
 	f.Add([]byte(`{"kind":"have","told":[]}`))
+	// Someone else's head with a list (not to be taken), a list one name
+	// over the bound and heads one over theirs (refused whole).
+	f.Add([]byte(`{"kind":"have","heads":[{"author":"` + other.id + `","seq":3,"cid":"bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmvqhkvb4y"}],"told":["` + from.id + `"]}`))
+	var long, many strings.Builder
+	for i := range maxPushPeers + 1 {
+		if i > 0 {
+			long.WriteString(",")
+		}
+		long.WriteString(`"` + other.id + `"`)
+	}
+	for i := range maxHeadsPerMsg + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `{"author":"%s","seq":%d,"cid":"bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmvqhkvb4y"}`, from.id, i+1)
+	}
+	f.Add([]byte(`{"kind":"have","heads":[{"author":"` + from.id + `","seq":4,"cid":"bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmvqhkvb4y"}],"told":[` + long.String() + `]}`))
+	f.Add([]byte(`{"kind":"have","heads":[` + many.String() + `],"told":["` + other.id + `"]}`))
 	pid, err := peer.Decode(from.id)
 	if err != nil {
 		f.Fatal(err)

@@ -189,9 +189,9 @@ func TestAPeerOfBeforeToldListsGetsPlainPushes(t *testing.T) {
 }
 
 // The list remembers the latest head per author, for the peers named,
-// and starts over past maxToldAuthors; a relay goes to every peer not
-// named, never to the author, and to a named peer about crossCheckPeers
-// times in the list's length.
+// and past maxToldAuthors forgets one author for each new one; a relay
+// goes to every peer not named, never to the author, and to exactly
+// crossCheckPeers of the named peers it is connected to, picked at random.
 func TestToldList(t *testing.T) {
 	a, b, c := newActor(t), newActor(t), newActor(t)
 	pa, _ := peer.Decode(a.id)
@@ -261,8 +261,8 @@ func TestToldList(t *testing.T) {
 	for i := range maxToldAuthors {
 		l.record(newActorID(t, i), 1, parseTold([]string{b.id}))
 	}
-	if len(l.authors) > maxToldAuthors {
-		t.Fatalf("%d authors remembered, bound %d", len(l.authors), maxToldAuthors)
+	if len(l.authors) != maxToldAuthors {
+		t.Fatalf("%d authors remembered, want the bound %d: past it one is forgotten, not all", len(l.authors), maxToldAuthors)
 	}
 }
 
