@@ -24,6 +24,10 @@ func TestRefusedMeaning(t *testing.T) {
 		{"first start displaced", RefusalDisplaced, true, false, auction.Silver, RefusalNotStarted, StartDisplaced},
 		{"first bronze start, award gone", RefusalNoLease, true, false, auction.Bronze, RefusalNotStarted, StartTakenBack},
 		{"first silver start, award expired", RefusalExpired, true, false, auction.Silver, RefusalNotStarted, StartOther},
+		// The provider refuses a bronze start that comes inside its notice
+		// before the owner's window closes (auction/provider's start) as
+		// expired: nothing ran, the job is auctioned again at once.
+		{"first bronze start, award expired", RefusalExpired, true, false, auction.Bronze, RefusalNotStarted, StartTakenBack},
 		{"first silver start, award gone", RefusalNoLease, true, false, auction.Silver, RefusalNotStarted, StartOther},
 		{"start again after a loss, lease gone", RefusalNoLease, true, true, auction.Bronze, RefusalUndecided, StartOther},
 		{"attach after a loss: started", RefusalStarted, false, true, auction.Silver, RefusalUndecided, StartOther},
