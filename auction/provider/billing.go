@@ -214,7 +214,7 @@ func (s *Scheduler) arm(l *lease, now time.Time) {
 	if l.l.Tier != auction.Bronze || l.state != Started {
 		return
 	}
-	if closes := s.windowEnd(now); s.bounded && closes.Unix() < l.l.End {
+	if closes, ok := s.windowCloses(l, now); ok {
 		l.closes, l.closesFor = closes, ReasonWindowEnd
 	}
 	end := time.Unix(l.l.End, 0)

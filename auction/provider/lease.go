@@ -471,9 +471,14 @@ func (s *Scheduler) Supersede(jobID string, now time.Time) ([]Action, bool) {
 // preemption would be due at once. Outside every window it closes now.
 // Called with s.mu held.
 func (s *Scheduler) closesWithinNotice(l *lease, now time.Time) bool {
-	if !s.bounded {
-		return false
-	}
+	closes, ok := s.windowCloses(l, now)
+	return ok && closes.Before(now.Add(l.notice()))
+}
+
+// windowCloses is when the owner's window closes on l, seen at now, if
+// that is before l's end (arm's preemption and start's check read it
+// alike). Outside every window it closes now. Called with s.mu held.
+func (s *Scheduler) windowCloses(l *lease, now time.Time) (time.Time, bool) {
 	closes := s.windowEnd(now)
-	return closes.Unix() < l.l.End && closes.Before(now.Add(l.notice()))
+	return closes, s.bounded && closes.Unix() < l.l.End
 }

@@ -119,7 +119,7 @@ func (f *Feeds) push(ctx context.Context, heads []ledgerHead) {
 		// Only a peer with a direct connection can fetch from us (sync
 		// does not use relayed connections), so only such a peer goes on
 		// the list: a hub relays to the others.
-		if ours && q.heads[self].Author == self {
+		if _, mine := q.heads[self]; ours && mine {
 			if f.host.LibP2P().Network().Connectedness(p) == network.Connected {
 				told = append(told, ps)
 				queued = append(queued, q)

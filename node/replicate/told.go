@@ -34,8 +34,9 @@ const (
 	// that was told costs one push, as it did before lists).
 	maxToldAuthors = 1024
 	// crossCheckPeers is how many of the peers on an author's list a
-	// relayer still tells, picked at random: enough that two branches of a fork
-	// meet within a hop (TestAnEquivocatorNamingEveryPeerIsStillCaught).
+	// relayer still tells, picked at random: enough that two branches
+	// of a fork meet within a hop
+	// (TestAnEquivocatorNamingEveryPeerIsStillCaught).
 	crossCheckPeers = 2
 )
 
@@ -90,12 +91,15 @@ func (t *toldList) record(author string, seq uint64, peers map[peer.ID]struct{})
 // pad its list with made-up peers to make the picks rare. nil: the
 // author has given no list for this head.
 func (t *toldList) skips(author string, seq uint64, peers []peer.ID) map[peer.ID]bool {
+	// The author decoded once, not each peer encoded: this runs for
+	// every relayed head in every round.
+	a, _ := peer.Decode(author)
 	t.mu.Lock()
 	e, ok := t.authors[author]
 	var listed []peer.ID
 	if ok && e.seq >= seq {
 		for _, p := range peers {
-			if _, told := e.peers[p]; told && p.String() != author {
+			if _, told := e.peers[p]; told && p != a {
 				listed = append(listed, p)
 			}
 		}
@@ -109,7 +113,7 @@ func (t *toldList) skips(author string, seq uint64, peers []peer.ID) map[peer.ID
 	for _, p := range listed[min(crossCheckPeers, len(listed)):] {
 		skip[p] = true
 	}
-	if a, err := peer.Decode(author); err == nil {
+	if a != "" {
 		skip[a] = true
 	}
 	return skip
