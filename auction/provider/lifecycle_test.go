@@ -239,6 +239,28 @@ func TestABronzeStartInsideItsNoticeBeforeTheWindowClosesIsRefused(t *testing.T)
 	}
 }
 
+// A bronze lease claimed again after the provider's restart (Kept) may
+// be running already: started inside its notice before the window
+// closes, it starts, and is preempted with its notice, not refused.
+func TestALeaseClaimedAgainStartsInsideItsNotice(t *testing.T) {
+	s := newSched(1)
+	s.SetWindows([]auction.Window{{Start: t0.Unix(), End: at(time.Hour).Unix()}}, t0)
+	restarted := at(time.Hour - 10*time.Second)
+	l := mkLease("kept", auction.Bronze, 1, t0, 2*time.Hour)
+	l.Price = 0
+	if _, err := s.Claim(l, []int{0}, restarted, Kept()); err != nil {
+		t.Fatal(err)
+	}
+	acts, err := s.Start("kept", restarted)
+	if err != nil {
+		t.Fatalf("a lease claimed again was refused: %v", err)
+	}
+	acts = append(acts, s.Tick(restarted)...)
+	if got := show(acts); got != "launch:kept preempt:kept" {
+		t.Fatalf("claimed again inside its notice: %q, want it launched and preempted", got)
+	}
+}
+
 // The lease's end stops it once.
 func TestStopAtEnd(t *testing.T) {
 	s := newSched(1)
